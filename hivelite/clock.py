@@ -1,0 +1,52 @@
+"""Time is passed in, never read inside SQL: an injectable clock and the one timestamp format.
+
+Timestamps are RFC 3339 UTC with milliseconds (``2026-12-02T14:56:09.123Z``); they
+sort as text, so the store compares them as strings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+Clock = Callable[[], datetime]
+"""A clock is any callable returning an aware ``datetime``."""
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class ManualClock:
+    """A clock that moves only when told: tests and scripts travel in time without sleeping."""
+
+    def __init__(self, start: datetime | str) -> None:
+        self.now = parse_ts(start) if isinstance(start, str) else start.astimezone(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+def format_ts(moment: datetime) -> str:
+    """``moment`` as RFC 3339 UTC with milliseconds."""
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def parse_ts(text: str) -> datetime:
+    """An RFC 3339 instant (any offset, ``Z`` allowed) as an aware UTC ``datetime``."""
+    moment = datetime.fromisoformat(text.replace("z", "Z"))
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp {text!r} has no UTC offset")
+    return moment.astimezone(UTC)
+
+
+def clock_from_env(default: Clock = system_clock) -> Clock:
+    """``$HIVELITE_NOW`` (an RFC 3339 instant) as a fixed clock, else ``default``."""
+    fixed = os.environ.get("HIVELITE_NOW")
+    return ManualClock(fixed) if fixed else default

@@ -1,0 +1,96 @@
+"""One error hierarchy: every refusal has an HTTP-like ``status``, a ``code`` and a ``reason``.
+
+The SQL triggers abort with ``code:reason`` texts; :func:`from_trigger` maps them
+to the same classes the guard raises itself, so callers see one shape.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+
+class HiveliteError(Exception):
+    """Base of every error hivelite raises on purpose."""
+
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal"
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, reason: str, message: str | None = None, **extra: Any) -> None:
+        self.reason = reason
+        self.message = message or reason.replace("_", " ")
+        self.extra = extra
+        super().__init__(f"{self.code}/{reason}: {self.message}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as the CLI's ``--json`` and a future web layer show it."""
+        return {
+            "status": self.status,
+            "code": self.code,
+            "reason": self.reason,
+            "message": self.message,
+            **self.extra,
+        }
+
+
+class InvalidState(HiveliteError):
+    """The task is not in a state that allows this (``409``)."""
+
+    status, code, exit_code = 409, "invalid_state", 3
+
+
+class ForbiddenRight(HiveliteError):
+    """The actor may not do this (``403``)."""
+
+    status, code, exit_code = 403, "forbidden_right", 4
+
+
+class NotFound(HiveliteError):
+    """No such task (``404``)."""
+
+    status, code, exit_code = 404, "not_found", 5
+
+
+class InvalidInput(HiveliteError):
+    """The input breaks a rule of the schema or the store (``422``)."""
+
+    status, code, exit_code = 422, "invalid_input", 6
+
+
+class RateLimited(HiveliteError):
+    """A daily budget is used up (``429``); ``retry_after_s`` says when it resets."""
+
+    status, code, exit_code = 429, "rate_limited", 7
+
+
+class StoreError(InvalidInput):
+    """The file is not a hivelite store this version can open; it is left untouched."""
+
+
+class PluginError(HiveliteError):
+    """A plugin's hook raised or answered with the wrong type; nothing was written."""
+
+    status, code, exit_code = 500, "plugin_error", 1
+
+    def __init__(self, plugin: str, hook: str, message: str) -> None:
+        self.plugin = plugin
+        self.hook = hook
+        super().__init__("plugin_failed", f"plugin {plugin!r}, hook {hook}: {message}",
+                         plugin=plugin, hook=hook)
+
+
+ERROR_CLASSES: dict[str, type[HiveliteError]] = {
+    cls.code: cls for cls in (InvalidState, ForbiddenRight, NotFound, InvalidInput, RateLimited)
+}
+
+_TRIGGER_TEXT = re.compile(r"\b(" + "|".join(ERROR_CLASSES) + r"):([a-z_]+)\b")
+
+
+def from_trigger(exc: BaseException) -> HiveliteError | None:
+    """The hivelite error a trigger's ``RAISE(ABORT, 'code:reason')`` stands for, if any."""
+    match = _TRIGGER_TEXT.search(str(exc))
+    if match is None:
+        return None
+    code, reason = match.groups()
+    return ERROR_CLASSES[code](reason, f"refused by the store: {reason.replace('_', ' ')}")

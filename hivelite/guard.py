@@ -1,0 +1,79 @@
+"""The Python half of the protocol's enforcement: precise errors before anything is written.
+
+The triggers enforce the same rules in the store; the guard exists so a caller
+learns *which* rule it broke, and so a refused call never begins a write.
+"""
+
+from __future__ import annotations
+
+from .errors import ForbiddenRight, InvalidState, NotFound
+from .protocol import TERMINAL, Move, State, WaitingOn, find_move
+from .store import TaskRow
+
+
+def found(row: TaskRow | None, ref: str | int) -> TaskRow:
+    """The row, or ``404 not_found`` naming what was asked for."""
+    if row is None:
+        raise NotFound("no_such_task", f"no task {ref!r} in this store")
+    return row
+
+
+def check_move(
+    state: State | str,
+    waiting_on: WaitingOn | str | None,
+    target: State,
+    to_waiting: WaitingOn | None = None,
+) -> Move:
+    """The move from ``state`` to ``target``, or ``409 invalid_state`` saying why not."""
+    source = State(state)
+    if source in TERMINAL:
+        raise InvalidState("task_closed", f"the task is {source.value}; it cannot change")
+    current = WaitingOn(waiting_on) if waiting_on else None
+    move = find_move(source, target, current, to_waiting)
+    if move is None:
+        where = f"{source.value}({current.value})" if current else source.value
+        into = f"{target.value}({to_waiting.value})" if to_waiting else target.value
+        raise InvalidState("no_such_move", f"no move from {where} to {into}")
+    return move
+
+
+def is_agent(actor: str) -> bool:
+    return "/" in actor
+
+
+def person(owner: str, actor: str | None, verb: str) -> str:
+    """The acting person: the store's owner; an agent or another person is refused."""
+    who = actor or owner
+    if who != owner:
+        raise ForbiddenRight(
+            "not_permitted", f"only the owner {owner!r} may {verb}; {who!r} may not"
+        )
+    return who
+
+
+def awaiting_owner(row: TaskRow, verb: str) -> None:
+    """Approve and deny apply only to a task the gate held for the owner."""
+    state = State(row.state)
+    if state in TERMINAL:
+        raise InvalidState("task_closed", f"task {row.number} is {state.value}; cannot {verb}")
+    if state is not State.waiting or row.waiting_on != WaitingOn.owner_approval.value:
+        what = f"waiting on {row.waiting_on}" if row.waiting_on else state.value
+        raise InvalidState(
+            "not_awaiting_owner",
+            f"task {row.number} is {what}, not waiting on owner_approval; cannot {verb}",
+        )
+
+
+def cancellable(row: TaskRow) -> Move:
+    """Cancel applies to the five open states before a result is in."""
+    state = State(row.state)
+    if state in TERMINAL:
+        raise InvalidState("task_closed", f"task {row.number} is already {state.value}")
+    move = find_move(state, State.cancelled, WaitingOn(row.waiting_on) if row.waiting_on else None)
+    if move is None:
+        raise InvalidState(
+            "not_cancellable",
+            f"task {row.number} is {state.value}: a result is awaiting a decision;"
+            " decline or sign it off instead",
+        )
+    return move

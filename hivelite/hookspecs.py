@@ -1,0 +1,46 @@
+"""The hooks a plugin may implement (pluggy project ``hivelite``).
+
+Every hook gets keyword arguments only; a plugin takes the ones it names.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .models import Confirmation, GateDecision, Result, Task
+
+hookspec = pluggy.HookspecMarker("hivelite")
+hookimpl = pluggy.HookimplMarker("hivelite")
+
+
+@hookspec
+def hivelite_permission_gate(task: Task, hive: Any) -> GateDecision | str | None:
+    """Decide a handoff: a ``GateDecision`` (or "allow", "hold", "deny"), or None for no opinion.
+
+    Combination: any deny wins, then any hold, else allow.
+    """
+
+
+@hookspec(firstresult=True)
+def hivelite_merge_threshold(task: Task, hive: Any) -> int | None:
+    """How many independent confirmations the task's result needs (0: none); None to pass."""
+
+
+@hookspec
+def hivelite_check_evidence(task: Task, result: Result, hive: Any) -> list[str] | None:
+    """Problems with a result's evidence (empty or None when it passes); all lists are joined."""
+
+
+@hookspec(firstresult=True)
+def hivelite_count_confirmation(
+    task: Task, confirmation: Confirmation, hive: Any
+) -> bool | None:
+    """True to count a confirmation toward the threshold, False to ignore it, None to pass."""
+
+
+@hookspec
+def hivelite_on_transition(task: Task, move: Any, actor: str, hive: Any) -> None:
+    """Called after a move has been committed (notifications); its answer is ignored."""

@@ -1,0 +1,177 @@
+"""The plugin manager: built-ins first (essential), then entry points, then a plugins folder.
+
+There is no manager made at import time: each ``Hive`` gets its own from
+:func:`get_plugin_manager`, so tests and notebooks never share plugin state.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from . import default_gate, default_threshold, hookspecs
+from .errors import PluginError
+
+ENTRY_POINT_GROUP = "hivelite"
+DEFAULT_PLUGINS: tuple[ModuleType, ...] = (default_gate, default_threshold)
+
+
+class PluginManager(pluggy.PluginManager):
+    """A pluggy manager that remembers where each plugin came from."""
+
+    def __init__(self) -> None:
+        super().__init__("hivelite")
+        self.add_hookspecs(hookspecs)
+        self.sources: dict[str, str] = {}
+        self.essential: set[str] = set()
+
+    def add(self, plugin: object, name: str, source: str, *, essential: bool = False) -> None:
+        try:
+            self.register(plugin, name=name)
+        except ValueError as exc:
+            raise PluginError(name, "register", str(exc)) from exc
+        self.sources[name] = source
+        if essential:
+            self.essential.add(name)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every loaded plugin: its name, source, whether essential, and its hooks."""
+        out = []
+        for name, plugin in self.list_name_plugin():
+            hooks = sorted(
+                caller.name for caller in self.get_hookcallers(plugin) or ()
+            )
+            out.append({"name": name, "source": self.sources.get(name, "?"),
+                        "essential": name in self.essential, "hooks": hooks})
+        return out
+
+
+def _load_file(path: Path) -> ModuleType:
+    name = f"hivelite_plugins_dir.{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise PluginError(path.name, "load", f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise PluginError(path.name, "load", f"import failed: {exc!r}") from exc
+    return module
+
+
+def _entry_points_enabled() -> bool:
+    # Under the test suite a developer's installed plugins must not change results.
+    return not getattr(sys, "_hivelite_under_test", False)
+
+
+def _load_entry_points(pm: PluginManager, allow: set[str] | None) -> None:
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if allow is not None and ep.name not in allow:
+            continue
+        if pm.has_plugin(ep.name):
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            raise PluginError(ep.name, "load", f"entry point failed: {exc!r}") from exc
+        dist = ep.dist.name if ep.dist is not None else "?"
+        pm.add(plugin, ep.name, f"entry point ({dist})")
+
+
+def get_plugin_manager(
+    plugins_dir: str | os.PathLike[str] | None = None,
+    *,
+    extra: Iterable[object] = (),
+    entry_points: bool | None = None,
+) -> PluginManager:
+    """A new manager with the built-ins, installed plugins and a plugins folder's ``.py`` files.
+
+    ``$HIVELITE_LOAD_PLUGINS`` (comma-separated) limits the entry points loaded;
+    ``$HIVELITE_PLUGINS_DIR`` is used when no folder is given. A plugin that
+    implements a hook hivelite does not have fails here, naming both.
+    """
+    pm = PluginManager()
+    for module in DEFAULT_PLUGINS:
+        pm.add(module, module.__name__, "built-in", essential=True)
+    if entry_points is None:
+        entry_points = _entry_points_enabled()
+    if entry_points:
+        names = os.environ.get("HIVELITE_LOAD_PLUGINS")
+        allow = {n.strip() for n in names.split(",") if n.strip()} if names is not None else None
+        _load_entry_points(pm, allow)
+    folder = plugins_dir or os.environ.get("HIVELITE_PLUGINS_DIR")
+    if folder:
+        directory = Path(folder)
+        if not directory.is_dir():
+            raise PluginError(str(directory), "load", "the plugins folder does not exist")
+        for path in sorted(directory.glob("*.py")):
+            pm.add(_load_file(path), path.stem, f"file {path}")
+    for plugin in extra:
+        name = getattr(plugin, "__name__", None) or type(plugin).__name__
+        pm.add(plugin, str(name), "given")
+    check(pm)
+    return pm
+
+
+def check(pm: PluginManager) -> None:
+    """Refuse unknown hooks (a typo would otherwise be ignored) and wrappers."""
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        plugin = getattr(exc, "plugin", None)
+        name = pm.get_name(plugin) if plugin is not None else "?"
+        raise PluginError(name or "?", "check_pending", str(exc)) from exc
+    for caller in pm.hook.__dict__.values():
+        if not isinstance(caller, pluggy.HookCaller):
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.hookwrapper or impl.wrapper:
+                raise PluginError(impl.plugin_name, caller.name,
+                                  "hook wrappers are not supported by hivelite")
+
+
+def call_each(pm: PluginManager, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+    """Each implementation's answer with its plugin's name, in pluggy's call order.
+
+    Calling them one by one lets a decision name the plugin that made it, and an
+    error name the plugin that raised.
+    """
+    caller: pluggy.HookCaller = getattr(pm.hook, hook)
+    impls = caller.get_hookimpls()
+    trace = os.environ.get("HIVELITE_TRACE_PLUGINS") == "1"
+    answers: list[tuple[str, Any]] = []
+    for impl in reversed(impls):
+        args = {name: kwargs[name] for name in impl.argnames}
+        try:
+            value = impl.function(**args)
+        except Exception as exc:
+            raise PluginError(impl.plugin_name, hook, f"raised {type(exc).__name__}: {exc}") from exc
+        if trace:
+            print(f"hivelite: {hook} [{impl.plugin_name}] -> {value!r}", file=sys.stderr)
+        answers.append((impl.plugin_name, value))
+    return answers
+
+
+def call_first(pm: PluginManager, hook: str, **kwargs: Any) -> tuple[str, Any] | None:
+    """The first non-None answer with its plugin's name (for ``firstresult`` hooks)."""
+    caller: pluggy.HookCaller = getattr(pm.hook, hook)
+    trace = os.environ.get("HIVELITE_TRACE_PLUGINS") == "1"
+    for impl in reversed(caller.get_hookimpls()):
+        args = {name: kwargs[name] for name in impl.argnames}
+        try:
+            value = impl.function(**args)
+        except Exception as exc:
+            raise PluginError(impl.plugin_name, hook, f"raised {type(exc).__name__}: {exc}") from exc
+        if trace:
+            print(f"hivelite: {hook} [{impl.plugin_name}] -> {value!r}", file=sys.stderr)
+        if value is not None:
+            return impl.plugin_name, value
+    return None

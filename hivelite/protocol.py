@@ -1,0 +1,174 @@
+"""The task protocol: states, terminal states, ``waiting_on`` values and the 22 moves.
+
+This module is the single source of truth. The SQL triggers, the ``moves``
+table, the guard, ``docs/protocol.md`` and the diagrams are all generated from
+it (or tested against it); nothing else in the code lists states or moves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class State(StrEnum):
+    """Every state a task can be in (seed 000)."""
+
+    requested = "requested"
+    routed = "routed"
+    accepted = "accepted"
+    working = "working"
+    waiting = "waiting"
+    verifying = "verifying"
+    approval = "approval"
+    completed = "completed"
+    rejected = "rejected"
+    cancelled = "cancelled"
+
+
+class WaitingOn(StrEnum):
+    """What a ``waiting`` task waits on; set exactly when the state is ``waiting``."""
+
+    owner_approval = "owner_approval"
+    human = "human"
+    agent = "agent"
+
+
+class Actor(StrEnum):
+    """Kinds of actor that may make a move."""
+
+    gate = "gate"
+    person = "person"
+    assignee = "assignee"
+    holder = "holder"
+    clock = "clock"
+    guard = "guard"
+    verifier = "verifier"
+    threshold = "threshold"
+
+
+TERMINAL: frozenset[State] = frozenset({State.completed, State.rejected, State.cancelled})
+
+STATE_NOTES: dict[State, str] = {
+    State.requested: "A handoff created the task; the owner's permission gate decides next.",
+    State.routed: "The gate allowed it, or the owner approved it; the assignee can claim it.",
+    State.accepted: "The assignee claimed it under a lease with a fencing token.",
+    State.working: "The holder is doing the work and reporting progress.",
+    State.waiting: "Paused until something outside the task happens; waiting_on says what.",
+    State.verifying: "A result came back; its evidence is being checked (within one step).",
+    State.approval: "Verified work waits for confirmations or the owner's sign-off.",
+    State.completed: "Done; the result and its evidence are attached. Ends the task.",
+    State.rejected: "Refused by the owner's rule, or denied by the owner. Ends the task.",
+    State.cancelled: "Withdrawn by the owner before it finished. Ends the task.",
+}
+
+WAITING_NOTES: dict[WaitingOn, str] = {
+    WaitingOn.owner_approval: "The gate held the handoff; only the owner's decision moves it on.",
+    WaitingOn.human: "The holder paused for a person's answer; the assignee claims again.",
+    WaitingOn.agent: "The holder paused for another agent; the assignee claims again.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One allowed move between two states.
+
+    ``from_waiting`` narrows a move out of ``waiting`` to those ``waiting_on``
+    values (empty: any); ``to_waiting`` lists the values a move into
+    ``waiting`` may set.
+    """
+
+    number: int
+    name: str
+    source: State
+    target: State
+    cause: str
+    actors: tuple[Actor, ...]
+    from_waiting: tuple[WaitingOn, ...] = ()
+    to_waiting: tuple[WaitingOn, ...] = ()
+
+    @property
+    def pair(self) -> tuple[State, State]:
+        return (self.source, self.target)
+
+
+_S, _W, _A = State, WaitingOn, Actor
+_PAUSED = (_W.human, _W.agent)
+
+MOVES: tuple[Move, ...] = (
+    Move(1, "route", _S.requested, _S.routed, "gate allows", (_A.gate,)),
+    Move(2, "hold", _S.requested, _S.waiting, "gate holds for the owner", (_A.gate,),
+         to_waiting=(_W.owner_approval,)),
+    Move(3, "refuse", _S.requested, _S.rejected, "gate refuses (owner's rule)", (_A.gate,)),
+    Move(4, "approve", _S.waiting, _S.routed, "owner approves", (_A.person,),
+         from_waiting=(_W.owner_approval,)),
+    Move(5, "deny", _S.waiting, _S.rejected, "owner denies", (_A.person,),
+         from_waiting=(_W.owner_approval,)),
+    Move(6, "claim", _S.routed, _S.accepted, "assignee claims: a lease with a fencing token",
+         (_A.assignee,)),
+    Move(7, "start", _S.accepted, _S.working, "holder's first checkpoint or update",
+         (_A.holder,)),
+    Move(8, "reopen_accepted", _S.accepted, _S.routed,
+         "claim released, expired, vetoed or stopped", (_A.holder, _A.person, _A.clock)),
+    Move(9, "reopen_working", _S.working, _S.routed,
+         "claim released, expired, vetoed or stopped; latest_checkpoint is kept",
+         (_A.holder, _A.person, _A.clock)),
+    Move(10, "pause", _S.working, _S.waiting,
+         "holder pauses on an outside answer; the claim ends", (_A.holder,),
+         to_waiting=_PAUSED),
+    Move(11, "resume", _S.waiting, _S.working,
+         "the answer arrived; the assignee claims again (new token)", (_A.assignee,),
+         from_waiting=_PAUSED),
+    Move(12, "submit", _S.working, _S.verifying,
+         "holder returns a result with evidence; the claim ends", (_A.holder,)),
+    Move(13, "pass", _S.verifying, _S.completed,
+         "evidence passes and the threshold needs no one", (_A.guard,)),
+    Move(14, "await_approval", _S.verifying, _S.approval,
+         "evidence passes; sign-off or confirmations needed", (_A.guard,)),
+    Move(15, "bounce", _S.verifying, _S.routed,
+         "evidence fails its checks; back to the assignee", (_A.guard,)),
+    Move(16, "complete", _S.approval, _S.completed,
+         "person signs off, or the auto-merge threshold is met", (_A.person, _A.threshold)),
+    Move(17, "decline", _S.approval, _S.routed,
+         "person declines, or a verifier rejects (reason required)", (_A.person, _A.verifier)),
+    *(
+        Move(18 + i, f"cancel_{state.value}", state, _S.cancelled,
+             "withdrawn before it finished", (_A.person,))
+        for i, state in enumerate(
+            (_S.requested, _S.waiting, _S.routed, _S.accepted, _S.working)
+        )
+    ),
+)
+
+MOVES_BY_PAIR: dict[tuple[State, State], Move] = {m.pair: m for m in MOVES}
+MOVES_BY_NAME: dict[str, Move] = {m.name: m for m in MOVES}
+CANCELLABLE: frozenset[State] = frozenset(
+    m.source for m in MOVES if m.target is State.cancelled
+)
+
+
+def find_move(
+    source: State, target: State, from_waiting: WaitingOn | None = None,
+    to_waiting: WaitingOn | None = None,
+) -> Move | None:
+    """The move from ``source`` to ``target`` under the given ``waiting_on``, if allowed."""
+    move = MOVES_BY_PAIR.get((source, target))
+    if move is None:
+        return None
+    if source is State.waiting and move.from_waiting and from_waiting not in move.from_waiting:
+        return None
+    if target is State.waiting and to_waiting not in move.to_waiting:
+        return None
+    return move
+
+
+def is_terminal(state: State) -> bool:
+    return state in TERMINAL
+
+
+def moves_from(state: State) -> tuple[Move, ...]:
+    return tuple(m for m in MOVES if m.source is state)
+
+
+def moves_into(state: State) -> tuple[Move, ...]:
+    return tuple(m for m in MOVES if m.target is state)

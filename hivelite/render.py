@@ -1,0 +1,104 @@
+"""Human-readable output for the CLI: aligned tables, a block per task, relative times."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from .clock import parse_ts
+from .models import JournalEntry, TaskView
+
+
+def ago(stamp: str, now: datetime | None) -> str:
+    """``stamp`` relative to ``now`` ("3m ago", "in 9m"), or the stamp itself without ``now``."""
+    if now is None:
+        return stamp
+    seconds = int((now - parse_ts(stamp)).total_seconds())
+    future = seconds < 0
+    seconds = abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            amount = f"{seconds // size}{unit}"
+            break
+    else:
+        amount = f"{seconds}s"
+    return f"in {amount}" if future else f"{amount} ago"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _state(view: TaskView) -> str:
+    task = view.task
+    return f"{task.state.value}({task.waiting_on.value})" if task.waiting_on else task.state.value
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def task_table(items: Sequence[TaskView], now: datetime | None = None,
+               next_cursor: int | None = None) -> str:
+    if not items:
+        return "no tasks"
+    rows = [
+        [str(v.number), _state(v), v.task.assignee, v.task.project, v.priority,
+         ago(v.task.updated_at, now), _short(v.task.packet.task, 48)]
+        for v in items
+    ]
+    out = table(["#", "state", "assignee", "project", "priority", "updated", "task"], rows)
+    if next_cursor is not None:
+        out += f"\n… more: --after {next_cursor}"
+    return out
+
+
+def task_block(view: TaskView, now: datetime | None = None) -> str:
+    task = view.task
+    lines = [
+        f"task {view.number}  {task.id}",
+        f"  state      {_state(view)}" + (f"  ({view.last_reason})" if view.last_reason else ""),
+        f"  project    {task.project}   priority {view.priority}"
+        + (f"   labels {', '.join(view.labels)}" if view.labels else ""),
+        f"  requester  {task.requester}",
+        f"  assignee   {task.assignee}",
+        f"  created    {ago(task.created_at, now)}   updated {ago(task.updated_at, now)}",
+        f"  task       {task.packet.task}  [{task.packet.deliverable_type}]",
+    ]
+    lines += [f"  accept     - {c}" for c in task.packet.acceptance_criteria]
+    if task.packet.depends_on:
+        lines.append(f"  depends on {', '.join(task.packet.depends_on)}")
+    if view.claim is not None:
+        claim = view.claim
+        lines.append(f"  claim      {claim.holder} on {claim.instance}, "
+                     f"expires {ago(claim.expires_at, now)}")
+    if task.latest_checkpoint is not None:
+        lines.append(f"  checkpoint {task.latest_checkpoint.progress}")
+    if task.result is not None:
+        result = task.result
+        lines.append(f"  result     {result.summary} (by {result.returned_by})")
+        lines += [f"    evidence {e.kind}: {e.summary}" + (f" <{e.url}>" if e.url else "")
+                  for e in result.evidence]
+    for c in view.confirmations:
+        lines.append(f"  verdict    {c.verdict} by {c.reviewer} on {c.instance}"
+                     + (f": {c.reason}" if c.reason else ""))
+    return "\n".join(lines)
+
+
+def journal_table(rows: Sequence[JournalEntry]) -> str:
+    if not rows:
+        return "no journal rows"
+    body = []
+    for r in rows:
+        move = f"{r.from_state.value if r.from_state else '-'} -> "
+        move += r.to_state.value if r.to_state else "-"
+        if r.waiting_on:
+            move += f"({r.waiting_on.value})"
+        body.append([str(r.seq), str(r.number or ""), r.at, r.actor or "", move,
+                     str(r.move or ""), _short(r.reason or "", 60)])
+    return table(["seq", "#", "at", "actor", "move", "no", "reason"], body)

@@ -1,0 +1,221 @@
+"""The store's tables and triggers, with the protocol's triggers generated from ``protocol``.
+
+Layout follows DESIGN §4a: the columns that change on every move (state, the
+live lease, the last move's actor and reason) sit on one narrow ``tasks`` row;
+the large JSON that rarely changes (packet, result, checkpoint) lives in
+tables of its own, so a move dirties as few pages as possible. The live lease
+on the task row makes "at most one active claim per task" true by
+construction; claim history is in the journal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..protocol import MOVES, TERMINAL, Move, State, WaitingOn
+
+APPLICATION_ID = 0x48495645  # "HIVE": marks the file as a hivelite store.
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _in_list(values: Iterable[str]) -> str:
+    return "(" + ", ".join(_quote(v) for v in sorted(values)) + ")"
+
+
+def _waiting_set(values: tuple[WaitingOn, ...]) -> str | None:
+    """A ``waiting_on`` set as the ``moves`` table stores it: ``|human|agent|`` (NULL: any)."""
+    return "|" + "|".join(v.value for v in values) + "|" if values else None
+
+
+def move_rows(moves: Iterable[Move] = MOVES) -> list[tuple[object, ...]]:
+    """The rows of the ``moves`` table, straight from the protocol module."""
+    return [
+        (m.number, m.name, m.source.value, _waiting_set(m.from_waiting),
+         m.target.value, _waiting_set(m.to_waiting))
+        for m in moves
+    ]
+
+
+TABLES = """
+CREATE TABLE meta(
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE moves(
+    number INTEGER NOT NULL UNIQUE,
+    name TEXT NOT NULL UNIQUE,
+    from_state TEXT NOT NULL,
+    from_waiting TEXT,
+    to_state TEXT NOT NULL,
+    to_waiting TEXT,
+    PRIMARY KEY (from_state, to_state)
+) WITHOUT ROWID;
+
+CREATE TABLE tasks(
+    number INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL,
+    waiting_on TEXT,
+    project TEXT NOT NULL,
+    requester TEXT NOT NULL,
+    assignee TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    lease_id TEXT,
+    lease_token INTEGER NOT NULL DEFAULT 0,
+    lease_holder TEXT,
+    lease_instance TEXT,
+    lease_session TEXT,
+    lease_expires TEXT,
+    priority TEXT NOT NULL DEFAULT 'normal',
+    labels TEXT NOT NULL DEFAULT '[]',
+    fields_version INTEGER NOT NULL DEFAULT 1,
+    actor TEXT,
+    reason TEXT,
+    detail TEXT
+);
+
+CREATE TABLE packets(
+    task INTEGER PRIMARY KEY REFERENCES tasks(number),
+    body TEXT NOT NULL
+);
+
+CREATE TABLE checkpoints(
+    task INTEGER PRIMARY KEY REFERENCES tasks(number),
+    body TEXT NOT NULL
+);
+
+CREATE TABLE results(
+    task INTEGER PRIMARY KEY REFERENCES tasks(number),
+    body TEXT NOT NULL,
+    worker TEXT NOT NULL,
+    instance TEXT NOT NULL,
+    session TEXT,
+    outcome TEXT NOT NULL DEFAULT 'completed',
+    version INTEGER NOT NULL DEFAULT 1,
+    merge_commit TEXT,
+    merged_by TEXT
+);
+
+CREATE TABLE journal(
+    seq INTEGER PRIMARY KEY,
+    task INTEGER REFERENCES tasks(number),
+    at TEXT NOT NULL,
+    actor TEXT,
+    from_state TEXT,
+    to_state TEXT,
+    waiting_on TEXT,
+    reason TEXT,
+    detail TEXT
+);
+"""
+
+
+def protocol_triggers() -> str:
+    """The triggers that enforce the protocol, generated from the protocol module.
+
+    Messages are ``code:reason`` so the guard can map an abort to its own classes.
+    """
+    terminal = _in_list(s.value for s in TERMINAL)
+    waiting_values = _in_list(w.value for w in WaitingOn)
+    with_result = _in_list(
+        s.value for s in (State.verifying, State.approval, State.completed)
+    )
+    leased = _in_list(s.value for s in (State.accepted, State.working))
+    return f"""
+CREATE TRIGGER moves_fixed_insert BEFORE INSERT ON moves
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:protocol_fixed'); END;
+CREATE TRIGGER moves_fixed_update BEFORE UPDATE ON moves
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:protocol_fixed'); END;
+CREATE TRIGGER moves_fixed_delete BEFORE DELETE ON moves
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:protocol_fixed'); END;
+
+CREATE TRIGGER task_insert BEFORE INSERT ON tasks
+WHEN NEW.state IS NOT {_quote(State.requested.value)} OR NEW.waiting_on IS NOT NULL
+    OR NEW.lease_id IS NOT NULL
+BEGIN SELECT RAISE(ABORT, 'invalid_state:insert_not_requested'); END;
+
+CREATE TRIGGER task_created AFTER INSERT ON tasks
+BEGIN
+    INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on, reason, detail)
+    VALUES (NEW.number, NEW.created_at, NEW.actor, NULL, NEW.state, NULL, NEW.reason,
+            NEW.detail);
+END;
+
+CREATE TRIGGER task_delete BEFORE DELETE ON tasks
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:tasks_are_kept'); END;
+
+CREATE TRIGGER task_update BEFORE UPDATE ON tasks
+BEGIN
+    SELECT CASE
+        WHEN OLD.state IN {terminal}
+            THEN RAISE(ABORT, 'invalid_state:task_closed')
+        WHEN NEW.number IS NOT OLD.number OR NEW.id IS NOT OLD.id
+            OR NEW.created_at IS NOT OLD.created_at OR NEW.requester IS NOT OLD.requester
+            OR NEW.assignee IS NOT OLD.assignee OR NEW.project IS NOT OLD.project
+            THEN RAISE(ABORT, 'invalid_input:immutable_field')
+        WHEN (NEW.state = 'waiting') = (NEW.waiting_on IS NULL)
+            OR (NEW.waiting_on IS NOT NULL AND NEW.waiting_on NOT IN {waiting_values})
+            THEN RAISE(ABORT, 'invalid_state:waiting_on_mismatch')
+        WHEN NEW.lease_token < OLD.lease_token
+            OR (NEW.lease_id IS NOT NULL AND NEW.lease_id IS NOT OLD.lease_id
+                AND NEW.lease_token <= OLD.lease_token)
+            THEN RAISE(ABORT, 'invalid_state:fencing_token')
+        WHEN NEW.lease_id IS NOT NULL AND NEW.state NOT IN {leased}
+            THEN RAISE(ABORT, 'invalid_state:claim_outlives_state')
+        WHEN NEW.state IS NOT OLD.state AND NEW.state IN {with_result}
+            AND NOT EXISTS (SELECT 1 FROM results WHERE task = NEW.number)
+            THEN RAISE(ABORT, 'invalid_state:result_missing')
+    END;
+END;
+
+CREATE TRIGGER task_move BEFORE UPDATE OF state ON tasks
+WHEN NOT EXISTS (
+    SELECT 1 FROM moves m
+    WHERE m.from_state = OLD.state AND m.to_state = NEW.state
+      AND (m.from_waiting IS NULL OR instr(m.from_waiting, '|' || OLD.waiting_on || '|'))
+      AND (m.to_waiting IS NULL OR instr(m.to_waiting, '|' || NEW.waiting_on || '|'))
+)
+BEGIN SELECT RAISE(ABORT, 'invalid_state:no_such_move'); END;
+
+CREATE TRIGGER task_journal AFTER UPDATE OF state ON tasks
+BEGIN
+    INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on, reason, detail)
+    VALUES (NEW.number, NEW.updated_at, NEW.actor, OLD.state, NEW.state, NEW.waiting_on,
+            NEW.reason, NEW.detail);
+END;
+
+CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+CREATE TRIGGER journal_no_delete BEFORE DELETE ON journal
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+"""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One numbered schema step; ``user_version`` records how many have run."""
+
+    version: int
+    name: str
+    apply: Callable[[object], None]
+
+
+def _m001_initial(conn: object) -> None:
+    cursor = conn.cursor()  # type: ignore[attr-defined]
+    cursor.execute(TABLES)
+    cursor.executemany(
+        "INSERT INTO moves(number, name, from_state, from_waiting, to_state, to_waiting)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        move_rows(),
+    )
+    cursor.execute(protocol_triggers())
+
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial", _m001_initial),)
+SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -1,0 +1,327 @@
+"""The SQLite store: opening a file safely, migrations, transactions and every query.
+
+All SQL of the library lives in this package, so a second backend can stand
+beside it later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import apsw
+
+from ..errors import HiveliteError, InvalidInput, StoreError, from_trigger
+from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 10_000
+Synchronous = Literal["NORMAL", "FULL"]
+
+TASK_COLUMNS = (
+    "number", "id", "state", "waiting_on", "project", "requester", "assignee",
+    "created_at", "updated_at", "lease_id", "lease_token", "lease_holder", "lease_instance",
+    "lease_session", "lease_expires", "priority", "labels", "fields_version", "reason",
+)
+_SELECT_TASK = f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks"
+
+
+@dataclass(slots=True)
+class TaskRow:
+    """The narrow, hot row of a task as the store holds it."""
+
+    number: int
+    id: str
+    state: str
+    waiting_on: str | None
+    project: str
+    requester: str
+    assignee: str
+    created_at: str
+    updated_at: str
+    lease_id: str | None
+    lease_token: int
+    lease_holder: str | None
+    lease_instance: str | None
+    lease_session: str | None
+    lease_expires: str | None
+    priority: str
+    labels: str
+    fields_version: int
+    reason: str | None
+
+
+def _check_header(path: Path) -> None:
+    """Refuse a file that is not SQLite before SQLite ever opens it (it stays untouched)."""
+    with path.open("rb") as handle:
+        head = handle.read(len(SQLITE_HEADER))
+    if head and head != SQLITE_HEADER:
+        raise StoreError("not_a_store", f"{path} is not an SQLite database; left it untouched")
+
+
+def _create_private(path: Path) -> None:
+    """Create the store file readable by its owner only."""
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.close(fd)
+
+
+class Store:
+    """One hivelite store file, opened with WAL, a generous busy timeout and our schema."""
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True,
+                 synchronous: Synchronous = "NORMAL") -> None:
+        self.path = Path(path)
+        if self.path.exists():
+            if self.path.is_dir():
+                raise StoreError("not_a_store", f"{self.path} is a directory")
+            _check_header(self.path)
+        elif not create:
+            raise StoreError(
+                "no_store",
+                f"no store at {self.path}; create one with `hivelite init` "
+                "or Hive.open(path)",
+            )
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
+        self.conn = apsw.Connection(str(self.path))
+        # The busy timeout comes first, before anything else touches the file.
+        self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        try:
+            self._check_identity()
+            self._configure(synchronous)
+            self._migrate()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    # -- opening -----------------------------------------------------------
+
+    def _pragma(self, name: str) -> Any:
+        return self.conn.execute(f"PRAGMA {name}").get
+
+    def _check_identity(self) -> None:
+        app_id = self._pragma("application_id")
+        version = self._pragma("user_version")
+        has_tables = self.conn.execute(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
+        ).get
+        if app_id == 0 and version == 0 and not has_tables:
+            return  # a new, empty file: ours to initialise
+        if app_id != APPLICATION_ID:
+            raise StoreError(
+                "foreign_database",
+                f"{self.path} is an SQLite database of another program; left it untouched",
+            )
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                "newer_schema",
+                f"{self.path} has schema version {version}, newer than this hivelite "
+                f"understands ({SCHEMA_VERSION}); upgrade hivelite. Left it untouched",
+            )
+
+    def _configure(self, synchronous: Synchronous) -> None:
+        self.conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
+        self.conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute(f"PRAGMA synchronous = {synchronous}")
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self.conn.execute("PRAGMA recursive_triggers = ON")
+        self.conn.execute("PRAGMA wal_autocheckpoint = 4000")
+
+    def _migrate(self) -> None:
+        if self._pragma("user_version") >= SCHEMA_VERSION:
+            return
+        with self.write():
+            current = self._pragma("user_version")  # re-read under the write lock
+            if current == 0:
+                self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            for migration in MIGRATIONS:
+                if migration.version > current:
+                    migration.apply(self.conn)
+                    self.conn.execute(f"PRAGMA user_version = {migration.version}")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._pragma("user_version"))
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- transactions ------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: commit on success, roll back on any error.
+
+        A trigger's ``code:reason`` abort comes out as the matching hivelite error.
+        """
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except apsw.BusyError as exc:
+            raise StoreError("busy", f"the store is locked by another writer: {exc}") from exc
+        try:
+            yield self.conn
+        except apsw.Error as exc:
+            self.conn.execute("ROLLBACK")
+            mapped = from_trigger(exc)
+            if mapped is not None:
+                raise mapped from exc
+            raise
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[apsw.Connection]:
+        """A consistent snapshot for several reads (joins a write already open)."""
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                self.conn.execute("COMMIT")
+        else:
+            yield self.conn
+
+    def meta(self, key: str) -> str | None:
+        value = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).get
+        return None if value is None else str(value)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # -- tasks -------------------------------------------------------------
+
+    def task(self, ref: str | int) -> TaskRow | None:
+        """The task with this id or number (a number may come as text)."""
+        if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+            row = self.conn.execute(f"{_SELECT_TASK} WHERE number = ?", (int(ref),)).fetchone()
+        else:
+            row = self.conn.execute(f"{_SELECT_TASK} WHERE id = ?", (ref,)).fetchone()
+        return TaskRow(*row) if row else None
+
+    def insert_task(self, row: TaskRow, packet_json: str, *, actor: str,
+                    reason: str | None, detail: dict[str, Any] | None) -> int:
+        """Insert a new ``requested`` task and its packet; returns its number."""
+        self.conn.execute(
+            "INSERT INTO tasks(id, state, project, requester, assignee, created_at, updated_at,"
+            " priority, labels, actor, reason, detail)"
+            " VALUES (?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row.id, row.project, row.requester, row.assignee, row.created_at,
+             row.updated_at, row.priority, row.labels, actor, reason, _dump(detail)),
+        )
+        number = self.conn.last_insert_rowid()
+        self.conn.execute("INSERT INTO packets(task, body) VALUES (?, ?)", (number, packet_json))
+        return int(number)
+
+    def move(self, number: int, to_state: str, *, at: str, actor: str,
+             reason: str | None = None, detail: dict[str, Any] | None = None,
+             waiting_on: str | None = None, end_lease: bool = False) -> None:
+        """Change a task's state; the triggers check the move and write the journal row."""
+        lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
+                 " lease_session = NULL, lease_expires = NULL") if end_lease else ""
+        self.conn.execute(
+            "UPDATE tasks SET state = ?, waiting_on = ?, updated_at = ?, actor = ?, reason = ?,"
+            f" detail = ?{lease} WHERE number = ?",
+            (to_state, waiting_on, at, actor, reason, _dump(detail), number),
+        )
+
+    def packet_json(self, number: int) -> str:
+        return str(self.conn.execute(
+            "SELECT body FROM packets WHERE task = ?", (number,)).get)
+
+    def bodies(self, number: int) -> tuple[str, str | None, str | None]:
+        """Packet, result and checkpoint JSON of one task."""
+        row = self.conn.execute(
+            "SELECT p.body, r.body, c.body FROM packets p"
+            " LEFT JOIN results r ON r.task = p.task"
+            " LEFT JOIN checkpoints c ON c.task = p.task WHERE p.task = ?",
+            (number,),
+        ).fetchone()
+        return row[0], row[1], row[2]
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        marks = ", ".join("?" * len(ids))
+        return {r[0] for r in self.conn.execute(
+            f"SELECT id FROM tasks WHERE id IN ({marks})", tuple(ids))}
+
+    def list_tasks(self, *, state: Sequence[str] = (), assignee: str | None = None,
+                   requester: str | None = None, project: str | None = None,
+                   after: int | None = None, limit: int = 50) -> list[TaskRow]:
+        """Tasks in number order (which is creation order), filtered, one page."""
+        where: list[str] = []
+        args: list[Any] = []
+        if state:
+            where.append(f"state IN ({', '.join('?' * len(state))})")
+            args.extend(state)
+        for column, value in (("assignee", assignee), ("requester", requester),
+                              ("project", project)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if after is not None:
+            where.append("number > ?")
+            args.append(after)
+        sql = _SELECT_TASK
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY number LIMIT ?"
+        args.append(limit)
+        return [TaskRow(*r) for r in self.conn.execute(sql, args)]
+
+    # -- journal -----------------------------------------------------------
+
+    def journal(self, number: int | None = None) -> list[dict[str, Any]]:
+        """Journal rows (all, or one task's), oldest first, with the task's id and move number."""
+        sql = (
+            "SELECT j.seq, t.id, j.task, j.at, j.actor, j.from_state, j.to_state, j.waiting_on,"
+            " m.number, j.reason, j.detail FROM journal j"
+            " LEFT JOIN tasks t ON t.number = j.task"
+            " LEFT JOIN moves m ON m.from_state = j.from_state AND m.to_state = j.to_state"
+        )
+        args: tuple[Any, ...] = ()
+        if number is not None:
+            sql += " WHERE j.task = ?"
+            args = (number,)
+        sql += " ORDER BY j.seq"
+        keys = ("seq", "task", "number", "at", "actor", "from_state", "to_state",
+                "waiting_on", "move", "reason", "detail")
+        rows = []
+        for values in self.conn.execute(sql, args):
+            row = dict(zip(keys, values, strict=True))
+            row["detail"] = json.loads(row["detail"]) if row["detail"] else None
+            rows.append(row)
+        return rows
+
+    def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
+                     reason: str, detail: dict[str, Any] | None = None) -> None:
+        """Journal something that is not a move (from and to are the same state)."""
+        self.conn.execute(
+            "INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (number, at, actor, state, state, reason, _dump(detail)),
+        )
+
+
+def _dump(detail: dict[str, Any] | None) -> str | None:
+    return json.dumps(detail, separators=(",", ":"), sort_keys=True) if detail else None
+
+
+def map_error(exc: BaseException) -> HiveliteError:
+    """Any store exception as a hivelite error (a trigger's own class where it has one)."""
+    mapped = from_trigger(exc)
+    return mapped or InvalidInput("store_refused", str(exc))
