@@ -120,6 +120,8 @@ def protocol_triggers() -> str:
     """The triggers that enforce the protocol, generated from the protocol module.
 
     Messages are ``code:reason`` so the guard can map an abort to its own classes.
+    ``task_move`` leaves terminal tasks to ``task_update``, so any change to one
+    reads ``task_closed`` whichever trigger SQLite runs first.
     """
     terminal = _in_list(s.value for s in TERMINAL)
     waiting_values = _in_list(w.value for w in WaitingOn)
@@ -175,7 +177,7 @@ BEGIN
 END;
 
 CREATE TRIGGER task_move BEFORE UPDATE OF state ON tasks
-WHEN NOT EXISTS (
+WHEN OLD.state NOT IN {terminal} AND NOT EXISTS (
     SELECT 1 FROM moves m
     WHERE m.from_state = OLD.state AND m.to_state = NEW.state
       AND (m.from_waiting IS NULL OR instr(m.from_waiting, '|' || OLD.waiting_on || '|'))

@@ -1,0 +1,95 @@
+"""Raw SQL on a store file through a second connection, bypassing the library.
+
+Used to prove that the triggers alone enforce the protocol, and to put a task
+into any state along legal moves.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import apsw
+
+from hivelite.protocol import State, WaitingOn
+
+RESULT = {
+    "summary": "done",
+    "evidence": [{"kind": "note", "summary": "checked by hand"}],
+    "provenance": "agent_generated",
+    "returned_by": "ana/coder",
+    "returned_at": "2026-12-02T09:00:00.000Z",
+}
+
+# The legal path from `requested` to each (state, waiting_on).
+PATHS: dict[tuple[State, WaitingOn | None], list[tuple[State, WaitingOn | None]]] = {
+    (State.requested, None): [],
+    (State.routed, None): [(State.routed, None)],
+    (State.waiting, WaitingOn.owner_approval): [(State.waiting, WaitingOn.owner_approval)],
+    (State.rejected, None): [(State.rejected, None)],
+    (State.cancelled, None): [(State.cancelled, None)],
+    (State.accepted, None): [(State.routed, None), (State.accepted, None)],
+    (State.working, None): [(State.routed, None), (State.accepted, None), (State.working, None)],
+}
+for _on in (WaitingOn.human, WaitingOn.agent):
+    PATHS[(State.waiting, _on)] = [*PATHS[(State.working, None)], (State.waiting, _on)]
+PATHS[(State.verifying, None)] = [*PATHS[(State.working, None)], (State.verifying, None)]
+PATHS[(State.approval, None)] = [*PATHS[(State.verifying, None)], (State.approval, None)]
+PATHS[(State.completed, None)] = [*PATHS[(State.verifying, None)], (State.completed, None)]
+
+# One representative (state, waiting_on) per state, for the 10x10 matrix.
+REPRESENTATIVE: dict[State, tuple[State, WaitingOn | None]] = {
+    s: (s, WaitingOn.human if s is State.waiting else None) for s in State
+}
+
+
+def connect(path: Path) -> apsw.Connection:
+    conn = apsw.Connection(str(path))
+    conn.set_busy_timeout(5000)
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def insert_task(conn: apsw.Connection, task_id: str) -> int:
+    """A new task in `requested`, as raw SQL would make it; returns its number."""
+    conn.execute(
+        "INSERT INTO tasks(id, state, project, requester, assignee, created_at, updated_at)"
+        " VALUES (?, 'requested', 'demo', 'ana/planner', 'ana/coder', ?, ?)",
+        (task_id, "2026-12-02T09:00:00.000Z", "2026-12-02T09:00:00.000Z"),
+    )
+    number = conn.last_insert_rowid()
+    packet = {"task": "Raw task", "deliverable_type": "other", "acceptance_criteria": ["x"],
+              "context": "", "files": [], "depends_on": []}
+    conn.execute("INSERT INTO packets(task, body) VALUES (?, ?)", (number, json.dumps(packet)))
+    return int(number)
+
+
+def set_state(conn: apsw.Connection, number: int, state: State,
+              waiting_on: WaitingOn | None = None) -> None:
+    """One raw UPDATE of the state (the triggers decide whether it stands)."""
+    if state in (State.verifying, State.approval, State.completed):
+        conn.execute(
+            "INSERT OR IGNORE INTO results(task, body, worker, instance) VALUES (?, ?, ?, ?)",
+            (number, json.dumps(RESULT), "ana/coder", "laptop"),
+        )
+    conn.execute(
+        "UPDATE tasks SET state = ?, waiting_on = ?, actor = 'raw', reason = 'raw sql'"
+        " WHERE number = ?",
+        (state.value, waiting_on.value if waiting_on else None, number),
+    )
+
+
+def put_in(conn: apsw.Connection, task_id: str, state: State,
+           waiting_on: WaitingOn | None = None) -> int:
+    """A new task walked along legal moves into (state, waiting_on); returns its number."""
+    number = insert_task(conn, task_id)
+    for step_state, step_waiting in PATHS[(state, waiting_on)]:
+        set_state(conn, number, step_state, step_waiting)
+    return number
+
+
+def snapshot(conn: apsw.Connection) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every table, to prove a refused write changed nothing."""
+    tables = [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")]
+    return {t: list(conn.execute(f"SELECT * FROM {t} ORDER BY 1")) for t in tables}
