@@ -6,7 +6,7 @@ learns *which* rule it broke, and so a refused call never begins a write.
 
 from __future__ import annotations
 
-from .errors import ForbiddenRight, InvalidState, NotFound
+from .errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
 from .protocol import TERMINAL, Move, State, WaitingOn, find_move
 from .store import TaskRow
 
@@ -77,3 +77,71 @@ def cancellable(row: TaskRow) -> Move:
             " decline or sign it off instead",
         )
     return move
+
+
+MAX_REASON = 500
+
+
+def reason_fits(reason: str | None, *, required: bool = False,
+                field: str = "reason") -> str | None:
+    """The reason to journal: at most 500 characters; blank counts as none given."""
+    if reason is None or not reason.strip():
+        if required:
+            raise InvalidInput("reason_required", f"{field} is required here", field=field)
+        return None
+    if len(reason) > MAX_REASON:
+        raise InvalidInput("reason_too_long",
+                           f"{field} is {len(reason)} characters; at most {MAX_REASON}",
+                           field=field)
+    return reason
+
+
+def holder(row: TaskRow, lease_id: str, token: int, agent: str | None, at: str) -> str:
+    """The holder's write is fenced: the lease id and token must be the live claim's."""
+    state = State(row.state)
+    if state in TERMINAL:
+        raise InvalidState("task_closed", f"task {row.number} is {state.value}")
+    if row.lease_id is None or row.lease_id != lease_id or row.lease_token != token:
+        raise InvalidState(
+            "stale_claim",
+            f"lease {lease_id} with token {token} is not task {row.number}'s current claim",
+        )
+    if row.lease_expires is not None and row.lease_expires <= at:
+        raise InvalidState("stale_claim", f"lease {lease_id} expired at {row.lease_expires}")
+    if agent is not None and agent != row.lease_holder:
+        raise ForbiddenRight("not_permitted", f"the claim on task {row.number} is"
+                             f" {row.lease_holder}'s, not {agent}'s")
+    return row.lease_holder or ""
+
+
+def claimable(row: TaskRow, agent: str, *, resume: bool = False) -> None:
+    """Only the assignee claims, only a routed task (or, to resume, one paused mid-work)."""
+    state = State(row.state)
+    if state in TERMINAL:
+        raise InvalidState("task_closed", f"task {row.number} is {state.value}")
+    if row.lease_id is not None:
+        raise InvalidState("task_claimed", f"task {row.number} is claimed by {row.lease_holder}"
+                           f" until {row.lease_expires}")
+    paused = state is State.waiting and row.waiting_on in (WaitingOn.human, WaitingOn.agent)
+    if resume and not paused:
+        raise InvalidState("task_not_open",
+                           f"task {row.number} is {state.value}; only a task paused on a"
+                           " human or agent resumes")
+    if not resume and state is not State.routed:
+        hint = "; it was paused, so resume it" if paused else ""
+        raise InvalidState("task_not_open",
+                           f"task {row.number} is {state.value}; only a routed task can be"
+                           f" claimed{hint}")
+    if agent != row.assignee:
+        raise ForbiddenRight("not_permitted",
+                             f"only the assignee {row.assignee} may claim task {row.number}")
+
+
+def awaiting_decision(row: TaskRow) -> None:
+    """Verdicts, sign-off and decline apply to a task in ``approval``."""
+    state = State(row.state)
+    if state in TERMINAL:
+        raise InvalidState("task_closed", f"task {row.number} is {state.value}")
+    if state is not State.approval:
+        raise InvalidState("not_submitted",
+                           f"task {row.number} is {state.value}; no result awaits a decision")

@@ -20,10 +20,22 @@ def _base32(value: int, length: int) -> str:
     return "".join(reversed(chars))
 
 
+_last: list[int] = [0, 0]  # the last id's milliseconds and random part, for monotonicity
+
+
 def new_task_id(moment: datetime) -> str:
-    """A fresh 26-character id for a task created at ``moment``."""
+    """A fresh 26-character id for a task created at ``moment``.
+
+    Within one process, ids made in the same millisecond still sort in the
+    order they were made (the random part counts up, as in monotonic ULIDs).
+    """
     millis = int(moment.timestamp() * 1000) & ((1 << 48) - 1)
-    return _base32(millis, 10) + _base32(secrets.randbits(80), 16)
+    if millis <= _last[0]:
+        millis, rand = _last[0], (_last[1] + 1) & ((1 << 80) - 1)
+    else:
+        rand = secrets.randbits(79)  # headroom so counting up never wraps in practice
+    _last[0], _last[1] = millis, rand
+    return _base32(millis, 10) + _base32(rand, 16)
 
 
 def new_lease_id() -> str:

@@ -10,21 +10,42 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    model_serializer,
+)
 
 from .protocol import State, WaitingOn
 
 SLUG_MAX = 39
 _SLUG = r"[a-z0-9]+(?:-[a-z0-9]+)*"
-# The seed's RFC 3339 pattern (it has no look-ahead, so the Rust engine takes it).
+# The seed's RFC 3339 pattern, with ASCII digits only (the Rust engine's \d is any
+# Unicode digit) and without year 0000, which the date-time format refuses.
+_YEAR = r"(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
 TIMESTAMP_PATTERN = (
-    r"^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29"
-    r"|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)"
-    r"|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?"
-    r"(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$"
+    r"^(?:(?:[0-9][0-9][2468][048]|[0-9][0-9][13579][26]|[0-9][0-9]0[48]"
+    r"|(?:0[48]|[2468][048]|[13579][26])00)-02-29"
+    rf"|{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|(?:02)-(?:0[1-9]|1[0-9]|2[0-8])))"
+    r"T(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"
+    r"(?:Z|([+-](?:[01][0-9]|2[0-3]):[0-5][0-9])))$"
 )
-# RFC 3986: a scheme, then only the characters a URI may hold.
-URI_PATTERN = r"^[A-Za-z][A-Za-z0-9+.\-]*:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+$"
+# RFC 3986's URI grammar (scheme, optional authority, path, query, fragment).
+_PCT = r"%[0-9A-Fa-f]{2}"
+_PCHAR = rf"(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|{_PCT})"
+_AUTHORITY = (
+    rf"(?:(?:[A-Za-z0-9._~!$&'()*+,;=:-]|{_PCT})*@)?"
+    rf"(?:\[[0-9A-Fa-f:.]+\]|(?:[A-Za-z0-9._~!$&'()*+,;=-]|{_PCT})*)(?::[0-9]*)?"
+)
+URI_PATTERN = (
+    rf"^[A-Za-z][A-Za-z0-9+.-]*:(?://{_AUTHORITY}(?:/{_PCHAR}*)*|/?(?:{_PCHAR}+(?:/{_PCHAR}*)*)?)"
+    rf"(?:\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?$"
+)
 TASK_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 
 
@@ -44,6 +65,12 @@ AgentName = Annotated[
 Timestamp = Annotated[str, StringConstraints(pattern=TIMESTAMP_PATTERN)]
 TaskId = Annotated[str, StringConstraints(pattern=TASK_ID_PATTERN, min_length=1, max_length=64)]
 Label = Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]{1,32}$")]
+InstanceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
+UpdateSummary = Annotated[str, StringConstraints(min_length=1, max_length=300,
+                                                 pattern=r"^[^\r\n]+$")]
+Reason = Annotated[str, StringConstraints(min_length=1, max_length=500)]
+CommitHash = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,64}$")]
+Count = Annotated[int, Field(ge=0)]
 
 
 TaskText = Annotated[str, StringConstraints(min_length=5, max_length=500)]
@@ -82,12 +109,17 @@ class Packet(_Strict):
 
 
 class Evidence(_Strict):
-    """One piece of evidence backing a result."""
+    """One piece of evidence backing a result; unset keys are left out when dumped."""
 
     kind: EvidenceKind
     summary: Line500
     url: Annotated[str, StringConstraints(pattern=URI_PATTERN)] | None = None
     content: Annotated[str, Field(max_length=8000)] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None}
 
 
 class Result(_Strict):
@@ -126,14 +158,8 @@ class Task(_Strict):
     updated_at: Timestamp
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The object as the seed schema has it: every key present, evidence unset keys left out."""
-        data = self.model_dump(mode="json")
-        if data["result"] is not None:
-            data["result"]["evidence"] = [
-                {k: v for k, v in item.items() if v is not None}
-                for item in data["result"]["evidence"]
-            ]
-        return data
+        """The object exactly as the seed schema has it (plain JSON types)."""
+        return self.model_dump(mode="json")
 
 
 class ClaimView(BaseModel):
@@ -159,17 +185,71 @@ class Confirmation(BaseModel):
     counted: bool = True
 
 
+class UpdateView(BaseModel):
+    """One line of progress from the holder, with the usage it reported."""
+
+    at: Timestamp
+    actor: str
+    summary: str
+    tokens: int | None = None
+    usd_micros: int | None = None
+
+
+class Usage(BaseModel):
+    """What the work cost so far, as the agents reported it (integers only)."""
+
+    tokens: int = 0
+    usd_micros: int = 0
+
+
+class Merge(BaseModel):
+    """A completed task's merge record."""
+
+    commit: CommitHash
+    by: str
+
+
 class TaskView(BaseModel):
     """A task with the facts the seed object has no room for (never inside ``task``)."""
 
     number: int
     task: Task
+    lifecycle: Lifecycle
     priority: Priority = "normal"
     labels: list[Label] = []
     fields_version: int = 1
     claim: ClaimView | None = None
+    outcome: Literal["completed", "failed"] | None = None
+    threshold: int | None = None
     confirmations: list[Confirmation] = []
+    updates: list[UpdateView] = []
+    usage: Usage = Usage()
+    merge: Merge | None = None
     last_reason: str | None = None
+
+
+class Lease(BaseModel):
+    """What a claim or renewal gives the holder: every later write carries lease id and token."""
+
+    number: int
+    id: TaskId
+    state: State
+    lease_id: str
+    fencing_token: int
+    holder: AgentName
+    instance: InstanceName
+    session: str | None = None
+    expires_at: Timestamp
+
+
+class ExpiredClaim(BaseModel):
+    """A claim the clock ended: its task went back to ``routed``."""
+
+    number: int
+    id: TaskId
+    holder: str
+    from_state: State
+    expired_at: Timestamp
 
 
 class HandoffRequest(_Strict):

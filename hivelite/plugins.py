@@ -10,7 +10,7 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -115,8 +115,12 @@ def get_plugin_manager(
         for path in sorted(directory.glob("*.py")):
             pm.add(_load_file(path), path.stem, f"file {path}")
     for plugin in extra:
-        name = getattr(plugin, "__name__", None) or type(plugin).__name__
-        pm.add(plugin, str(name), "given")
+        base = str(getattr(plugin, "__name__", None) or type(plugin).__name__)
+        name, n = base, 1
+        while pm.has_plugin(name):  # several instances of one policy class
+            n += 1
+            name = f"{base}-{n}"
+        pm.add(plugin, name, "given")
     check(pm)
     return pm
 
@@ -138,30 +142,12 @@ def check(pm: PluginManager) -> None:
                                   "hook wrappers are not supported by hivelite")
 
 
-def call_each(pm: PluginManager, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+def _answers(pm: PluginManager, hook: str, kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """Each implementation's answer with its plugin's name, in pluggy's call order.
 
     Calling them one by one lets a decision name the plugin that made it, and an
     error name the plugin that raised.
     """
-    caller: pluggy.HookCaller = getattr(pm.hook, hook)
-    impls = caller.get_hookimpls()
-    trace = os.environ.get("HIVELITE_TRACE_PLUGINS") == "1"
-    answers: list[tuple[str, Any]] = []
-    for impl in reversed(impls):
-        args = {name: kwargs[name] for name in impl.argnames}
-        try:
-            value = impl.function(**args)
-        except Exception as exc:
-            raise PluginError(impl.plugin_name, hook, f"raised {type(exc).__name__}: {exc}") from exc
-        if trace:
-            print(f"hivelite: {hook} [{impl.plugin_name}] -> {value!r}", file=sys.stderr)
-        answers.append((impl.plugin_name, value))
-    return answers
-
-
-def call_first(pm: PluginManager, hook: str, **kwargs: Any) -> tuple[str, Any] | None:
-    """The first non-None answer with its plugin's name (for ``firstresult`` hooks)."""
     caller: pluggy.HookCaller = getattr(pm.hook, hook)
     trace = os.environ.get("HIVELITE_TRACE_PLUGINS") == "1"
     for impl in reversed(caller.get_hookimpls()):
@@ -169,9 +155,21 @@ def call_first(pm: PluginManager, hook: str, **kwargs: Any) -> tuple[str, Any] |
         try:
             value = impl.function(**args)
         except Exception as exc:
-            raise PluginError(impl.plugin_name, hook, f"raised {type(exc).__name__}: {exc}") from exc
+            message = f"raised {type(exc).__name__}: {exc}"
+            raise PluginError(impl.plugin_name, hook, message) from exc
         if trace:
             print(f"hivelite: {hook} [{impl.plugin_name}] -> {value!r}", file=sys.stderr)
+        yield impl.plugin_name, value
+
+
+def call_each(pm: PluginManager, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+    """Every plugin's answer to ``hook``, each with the plugin's name."""
+    return list(_answers(pm, hook, kwargs))
+
+
+def call_first(pm: PluginManager, hook: str, **kwargs: Any) -> tuple[str, Any] | None:
+    """The first non-None answer with its plugin's name (for ``firstresult`` hooks)."""
+    for plugin, value in _answers(pm, hook, kwargs):
         if value is not None:
-            return impl.plugin_name, value
+            return plugin, value
     return None

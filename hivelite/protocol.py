@@ -162,6 +162,33 @@ def find_move(
     return move
 
 
+LIFECYCLE: dict[State, str] = {
+    State.requested: "queued",
+    State.routed: "queued",
+    State.accepted: "claimed",
+    State.working: "running",
+    State.verifying: "approval",
+    State.approval: "approval",
+    State.completed: "completed",
+    State.rejected: "failed",
+    State.cancelled: "cancelled",
+}
+
+
+def lifecycle(state: State, waiting_on: WaitingOn | None, last_failed: bool = False) -> str:
+    """The simple lifecycle a dashboard shows, derived from the state.
+
+    A task waiting on the owner is still queued, one paused mid-work is still
+    running; a routed task whose last attempt failed reads ``failed`` until it
+    is claimed again.
+    """
+    if state is State.waiting:
+        return "queued" if waiting_on is WaitingOn.owner_approval else "running"
+    if state is State.routed and last_failed:
+        return "failed"
+    return LIFECYCLE[state]
+
+
 def is_terminal(state: State) -> bool:
     return state in TERMINAL
 

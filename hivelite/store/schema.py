@@ -98,9 +98,37 @@ CREATE TABLE results(
     session TEXT,
     outcome TEXT NOT NULL DEFAULT 'completed',
     version INTEGER NOT NULL DEFAULT 1,
+    threshold INTEGER,
     merge_commit TEXT,
     merged_by TEXT
 );
+
+CREATE TABLE confirmations(
+    task INTEGER NOT NULL REFERENCES tasks(number),
+    version INTEGER NOT NULL,
+    reviewer TEXT NOT NULL,
+    instance TEXT NOT NULL,
+    session TEXT,
+    verdict TEXT NOT NULL,
+    reason TEXT,
+    at TEXT NOT NULL,
+    counted INTEGER NOT NULL,
+    PRIMARY KEY (task, version, reviewer)
+) WITHOUT ROWID;
+
+CREATE TABLE updates(
+    seq INTEGER PRIMARY KEY,
+    task INTEGER NOT NULL REFERENCES tasks(number),
+    at TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    tokens INTEGER,
+    usd_micros INTEGER
+);
+CREATE INDEX updates_by_task ON updates(task, seq);
+
+-- Only live leases are indexed: the expiry sweep on every write reads this, not the table.
+CREATE INDEX tasks_live_leases ON tasks(lease_expires) WHERE lease_id IS NOT NULL;
 
 CREATE TABLE journal(
     seq INTEGER PRIMARY KEY,
@@ -121,7 +149,10 @@ def protocol_triggers() -> str:
 
     Messages are ``code:reason`` so the guard can map an abort to its own classes.
     ``task_move`` leaves terminal tasks to ``task_update``, so any change to one
-    reads ``task_closed`` whichever trigger SQLite runs first.
+    reads ``task_closed`` whichever trigger SQLite runs first; it also fires on
+    ``waiting_on`` alone, so a paused task cannot pose as one held for the owner,
+    and leaves a ``waiting_on`` that does not fit the state to ``task_update``'s
+    clearer ``waiting_on_mismatch``.
     """
     terminal = _in_list(s.value for s in TERMINAL)
     waiting_values = _in_list(w.value for w in WaitingOn)
@@ -176,8 +207,11 @@ BEGIN
     END;
 END;
 
-CREATE TRIGGER task_move BEFORE UPDATE OF state ON tasks
-WHEN OLD.state NOT IN {terminal} AND NOT EXISTS (
+CREATE TRIGGER task_move BEFORE UPDATE OF state, waiting_on ON tasks
+WHEN OLD.state NOT IN {terminal}
+    AND (NEW.state = 'waiting') = (NEW.waiting_on IS NOT NULL)
+    AND (NEW.waiting_on IS NULL OR NEW.waiting_on IN {waiting_values})
+    AND NOT EXISTS (
     SELECT 1 FROM moves m
     WHERE m.from_state = OLD.state AND m.to_state = NEW.state
       AND (m.from_waiting IS NULL OR instr(m.from_waiting, '|' || OLD.waiting_on || '|'))
@@ -191,6 +225,9 @@ BEGIN
     VALUES (NEW.number, NEW.updated_at, NEW.actor, OLD.state, NEW.state, NEW.waiting_on,
             NEW.reason, NEW.detail);
 END;
+
+CREATE TRIGGER results_kept BEFORE DELETE ON results
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:results_are_kept'); END;
 
 CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal
 BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;

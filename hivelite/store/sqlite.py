@@ -56,6 +56,20 @@ class TaskRow:
     reason: str | None
 
 
+@dataclass(slots=True)
+class ResultMeta:
+    """Who returned a task's result, from where, and what became of it."""
+
+    worker: str
+    instance: str
+    session: str | None
+    outcome: str
+    version: int
+    threshold: int | None
+    merge_commit: str | None
+    merged_by: str | None
+
+
 def _check_header(path: Path) -> None:
     """Refuse a file that is not SQLite before SQLite ever opens it (it stays untouched)."""
     with path.open("rb") as handle:
@@ -65,8 +79,11 @@ def _check_header(path: Path) -> None:
 
 
 def _create_private(path: Path) -> None:
-    """Create the store file readable by its owner only."""
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    """Create the store file readable by its owner only (another opener may win the race)."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
     os.close(fd)
 
 
@@ -96,6 +113,10 @@ class Store:
             self._check_identity()
             self._configure(synchronous)
             self._migrate()
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            self.conn.close()
+            raise StoreError("not_a_store", f"{self.path} is damaged or not a database"
+                             f" ({exc}); left it untouched") from exc
         except BaseException:
             self.conn.close()
             raise
@@ -250,6 +271,8 @@ class Store:
             " LEFT JOIN checkpoints c ON c.task = p.task WHERE p.task = ?",
             (number,),
         ).fetchone()
+        if row is None:
+            raise LookupError(f"task {number} has no packet")
         return row[0], row[1], row[2]
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
@@ -282,6 +305,121 @@ class Store:
         sql += " ORDER BY number LIMIT ?"
         args.append(limit)
         return [TaskRow(*r) for r in self.conn.execute(sql, args)]
+
+    def dependencies_open(self, packet_json: str) -> list[str]:
+        """The ids in a packet's ``depends_on`` whose tasks are not completed."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT d.value FROM json_each(?, '$.depends_on') d"
+            " LEFT JOIN tasks t ON t.id = d.value WHERE t.state IS NOT 'completed'",
+            (packet_json,))]
+
+    # -- leases --------------------------------------------------------------
+
+    def overdue(self, now: str) -> list[TaskRow]:
+        """Tasks whose live lease expired at or before ``now`` (reads the partial index)."""
+        return [TaskRow(*r) for r in self.conn.execute(
+            f"{_SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= ?", (now,))]
+
+    def start_lease(self, number: int, to_state: str, *, lease_id: str, token: int,
+                    holder: str, instance: str, session: str | None, expires: str, at: str,
+                    reason: str, detail: dict[str, Any]) -> None:
+        """Move into ``accepted``/``working`` under a new lease (claim or resume)."""
+        self.conn.execute(
+            "UPDATE tasks SET state = ?, waiting_on = NULL, lease_id = ?, lease_token = ?,"
+            " lease_holder = ?, lease_instance = ?, lease_session = ?, lease_expires = ?,"
+            " updated_at = ?, actor = ?, reason = ?, detail = ? WHERE number = ?",
+            (to_state, lease_id, token, holder, instance, session, expires, at, holder, reason,
+             _dump(detail), number),
+        )
+
+    def extend_lease(self, number: int, expires: str) -> None:
+        self.conn.execute("UPDATE tasks SET lease_expires = ? WHERE number = ?",
+                          (expires, number))
+
+    def touch(self, number: int, at: str) -> None:
+        self.conn.execute("UPDATE tasks SET updated_at = ? WHERE number = ?", (at, number))
+
+    # -- progress ------------------------------------------------------------
+
+    def set_checkpoint(self, number: int, body: str) -> None:
+        self.conn.execute(
+            "INSERT INTO checkpoints(task, body) VALUES (?, ?)"
+            " ON CONFLICT(task) DO UPDATE SET body = excluded.body",
+            (number, body),
+        )
+
+    def add_update(self, number: int, *, at: str, actor: str, summary: str,
+                   tokens: int | None, usd_micros: int | None) -> None:
+        self.conn.execute(
+            "INSERT INTO updates(task, at, actor, summary, tokens, usd_micros)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (number, at, actor, summary, tokens, usd_micros),
+        )
+
+    def updates(self, number: int, limit: int) -> list[tuple[str, str, str, int | None,
+                                                             int | None]]:
+        """The last ``limit`` updates of a task, oldest first."""
+        rows = list(self.conn.execute(
+            "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = ?"
+            " ORDER BY seq DESC LIMIT ?", (number, limit)))
+        rows.reverse()
+        return rows
+
+    def usage(self, number: int) -> tuple[int, int]:
+        row = self.conn.execute(
+            "SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0) FROM updates"
+            " WHERE task = ?", (number,)).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    # -- results and verdicts ------------------------------------------------
+
+    def put_result(self, number: int, body: str, *, worker: str, instance: str,
+                   session: str | None, outcome: str, threshold: int | None) -> int:
+        """Store the task's (new) result; returns its version (1, 2, ... per task)."""
+        self.conn.execute(
+            "INSERT INTO results(task, body, worker, instance, session, outcome, threshold)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(task) DO UPDATE SET"
+            " body = excluded.body, worker = excluded.worker, instance = excluded.instance,"
+            " session = excluded.session, outcome = excluded.outcome,"
+            " threshold = excluded.threshold, version = results.version + 1,"
+            " merge_commit = NULL, merged_by = NULL",
+            (number, body, worker, instance, session, outcome, threshold),
+        )
+        return int(self.conn.execute(
+            "SELECT version FROM results WHERE task = ?", (number,)).get)
+
+    def result_meta(self, number: int) -> ResultMeta | None:
+        row = self.conn.execute(
+            "SELECT worker, instance, session, outcome, version, threshold, merge_commit,"
+            " merged_by FROM results WHERE task = ?", (number,)).fetchone()
+        return ResultMeta(*row) if row else None
+
+    def amend_result(self, number: int, body: str) -> int:
+        """Replace the result's body; its version moves on, so earlier verdicts no longer count."""
+        self.conn.execute(
+            "UPDATE results SET body = ?, version = version + 1 WHERE task = ?", (body, number))
+        return int(self.conn.execute(
+            "SELECT version FROM results WHERE task = ?", (number,)).get)
+
+    def record_merge(self, number: int, commit: str, by: str) -> None:
+        self.conn.execute("UPDATE results SET merge_commit = ?, merged_by = ? WHERE task = ?",
+                          (commit, by, number))
+
+    def add_confirmation(self, number: int, version: int, *, reviewer: str, instance: str,
+                         session: str | None, verdict: str, reason: str | None, at: str,
+                         counted: bool) -> None:
+        self.conn.execute(
+            "INSERT INTO confirmations(task, version, reviewer, instance, session, verdict,"
+            " reason, at, counted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (number, version, reviewer, instance, session, verdict, reason, at, int(counted)),
+        )
+
+    def confirmations(self, number: int, version: int) -> list[tuple[Any, ...]]:
+        """Verdicts on one version of a task's result, in the order given."""
+        return list(self.conn.execute(
+            "SELECT reviewer, instance, session, verdict, reason, at, counted"
+            " FROM confirmations WHERE task = ? AND version = ? ORDER BY at, reviewer",
+            (number, version)))
 
     # -- journal -----------------------------------------------------------
 

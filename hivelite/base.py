@@ -1,0 +1,220 @@
+"""What every verb stands on: the store, the owner, the plugins and the clock.
+
+Reading (views, listing, history) and the expiry sweep live here; the verbs
+that write are grouped by stage in ``handoff``, ``claims`` and ``results``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from pydantic import ValidationError
+
+from . import guard
+from .clock import Clock, format_ts
+from .errors import InvalidInput
+from .models import (
+    ClaimView,
+    Confirmation,
+    ExpiredClaim,
+    JournalEntry,
+    Merge,
+    Page,
+    Task,
+    TaskView,
+    UpdateView,
+    Usage,
+)
+from .plugins import PluginManager
+from .protocol import MOVES_BY_PAIR, Move, State, WaitingOn, lifecycle
+from .store import Store, TaskRow
+
+MAX_PAGE = 500
+VIEW_UPDATES = 20
+Moved = tuple[int, Move, str]
+"""A committed move to announce: task number, the move, the actor."""
+
+
+def invalid(exc: ValidationError, what: str) -> InvalidInput:
+    """A pydantic error as ``422 invalid_input``, naming each field and the rule it broke."""
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or what
+        problems.append(f"{where}: {err['msg']}")
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or what
+    return InvalidInput("invalid_" + what, f"invalid {what}: " + "; ".join(problems),
+                        field=field, problems=problems)
+
+
+class HiveBase:
+    """One open store with its owner, plugins and clock."""
+
+    def __init__(self, store: Store, owner: str, plugins: PluginManager, clock: Clock) -> None:
+        self.store = store
+        self.owner = owner
+        self.plugins = plugins
+        self.clock = clock
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> HiveBase:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- helpers -------------------------------------------------------------
+
+    def _now(self) -> datetime:
+        return self.clock()
+
+    def _row(self, ref: str | int) -> TaskRow:
+        return guard.found(self.store.task(ref), ref)
+
+    def _task(self, row: TaskRow) -> Task:
+        packet, result, checkpoint = self.store.bodies(row.number)
+        return Task.model_validate({
+            "id": row.id, "project": row.project, "state": row.state,
+            "waiting_on": row.waiting_on, "requester": row.requester,
+            "assignee": row.assignee, "packet": json.loads(packet),
+            "result": json.loads(result) if result else None,
+            "latest_checkpoint": json.loads(checkpoint) if checkpoint else None,
+            "created_at": row.created_at, "updated_at": row.updated_at,
+        })
+
+    def _view(self, row: TaskRow) -> TaskView:
+        task = self._task(row)
+        claim = None
+        if row.lease_id is not None:
+            claim = ClaimView(holder=row.lease_holder or "", instance=row.lease_instance or "",
+                              session=row.lease_session, expires_at=row.lease_expires or "")
+        meta = self.store.result_meta(row.number)
+        confirmations: list[Confirmation] = []
+        if meta is not None and row.state == State.approval.value:
+            confirmations = [
+                Confirmation(reviewer=c[0], instance=c[1], session=c[2], verdict=c[3],
+                             reason=c[4], at=c[5], counted=bool(c[6]))
+                for c in self.store.confirmations(row.number, meta.version)
+            ]
+        updates = [UpdateView(at=u[0], actor=u[1], summary=u[2], tokens=u[3], usd_micros=u[4])
+                   for u in self.store.updates(row.number, VIEW_UPDATES)]
+        tokens, usd = self.store.usage(row.number)
+        failed = meta is not None and meta.outcome == "failed"
+        return TaskView(
+            number=row.number, task=task,
+            lifecycle=lifecycle(task.state, task.waiting_on, failed),
+            priority=row.priority,
+            labels=json.loads(row.labels), fields_version=row.fields_version, claim=claim,
+            outcome=meta.outcome if meta else None,
+            threshold=meta.threshold if meta else None, confirmations=confirmations,
+            updates=updates, usage=Usage(tokens=tokens, usd_micros=usd),
+            merge=Merge(commit=meta.merge_commit, by=meta.merged_by or "")
+            if meta and meta.merge_commit else None,
+            last_reason=row.reason,
+        )
+
+    def _sweep(self, at: str) -> list[Moved]:
+        """Inside a write: every claim whose lease ran out goes back to ``routed`` (moves 8/9)."""
+        moved: list[Moved] = []
+        for row in self.store.overdue(at):
+            self.store.move(
+                row.number, State.routed.value, at=at, actor="clock", reason="expired",
+                detail={"lease_id": row.lease_id, "holder": row.lease_holder,
+                        "fencing_token": row.lease_token, "expired_at": row.lease_expires},
+                end_lease=True,
+            )
+            moved.append((row.number, MOVES_BY_PAIR[(State(row.state), State.routed)], "clock"))
+        return moved
+
+    def _notify(self, moves: Sequence[Moved]) -> None:
+        """After commit: tell ``hivelite_on_transition`` plugins; their failures undo nothing."""
+        if not moves or not self.plugins.hook.hivelite_on_transition.get_hookimpls():
+            return
+        for number, move, actor in moves:
+            with self.store.read():
+                task = self._task(self._row(number))
+            self.plugins.hook.hivelite_on_transition(task=task, move=move, actor=actor, hive=self)
+
+    # -- reading -------------------------------------------------------------
+
+    def get(self, ref: str | int) -> TaskView:
+        """One task by id or number."""
+        with self.store.read():
+            return self._view(self._row(ref))
+
+    def list(
+        self,
+        *,
+        state: State | str | Sequence[State | str] | None = None,
+        assignee: str | None = None,
+        requester: str | None = None,
+        project: str | None = None,
+        limit: int = 50,
+        cursor: int | None = None,
+    ) -> Page:
+        """Tasks in creation order, filtered; ``cursor`` is the last page's ``next_cursor``."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput("invalid_limit", f"limit must be an integer 1..{MAX_PAGE}",
+                               field="limit")
+        if cursor is not None and (isinstance(cursor, bool) or not isinstance(cursor, int)):
+            raise InvalidInput("invalid_cursor", "cursor is the next_cursor of a page",
+                               field="cursor")
+        states: list[str] = []
+        if state is not None:
+            wanted = [state] if isinstance(state, str | State) else list(state)
+            try:
+                states = [State(s).value for s in wanted]
+            except ValueError as exc:
+                raise InvalidInput("invalid_state_filter", str(exc), field="state") from None
+        with self.store.read():
+            rows = self.store.list_tasks(state=states, assignee=assignee, requester=requester,
+                                         project=project, after=cursor, limit=limit + 1)
+            items = [self._view(r) for r in rows[:limit]]
+        next_cursor = rows[limit - 1].number if len(rows) > limit else None
+        return Page(items=items, next_cursor=next_cursor)
+
+    def history(self, ref: str | int) -> builtins.list[JournalEntry]:
+        """The journal rows of one task, oldest first: every move, who made it and why."""
+        with self.store.read():
+            row = self._row(ref)
+            return [JournalEntry.model_validate(r) for r in self.store.journal(row.number)]
+
+    def journal(self) -> builtins.list[JournalEntry]:
+        """The whole journal, oldest first."""
+        with self.store.read():
+            return [JournalEntry.model_validate(r) for r in self.store.journal()]
+
+    # -- the clock -----------------------------------------------------------
+
+    def expire(self) -> builtins.list[ExpiredClaim]:
+        """Return every task whose claim has expired to ``routed`` now; report what reopened."""
+        at = format_ts(self._now())
+        with self.store.write():
+            overdue = self.store.overdue(at)
+            moved = self._sweep(at)
+        self._notify(moved)
+        return [ExpiredClaim(number=r.number, id=r.id, holder=r.lease_holder or "",
+                             from_state=State(r.state), expired_at=r.lease_expires or at)
+                for r in overdue]
+
+    def _expire_on_open(self) -> None:
+        """Opening a store returns expired claims' tasks first (only writes when there are)."""
+        if self.store.overdue(format_ts(self._now())):
+            self.expire()
+
+
+def waiting_value(state: State, on: WaitingOn | None) -> str | None:
+    return on.value if state is State.waiting and on is not None else None
+
+
+def as_detail(**items: Any) -> dict[str, Any]:
+    """A journal detail without its empty entries."""
+    return {k: v for k, v in items.items() if v is not None}
