@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from importlib import resources
 from typing import Any, NoReturn
 
 import click
 from pydantic import BaseModel
 
-from . import render
+from . import diagrams, render
 from .clock import clock_from_env
+from .demo import run_demo
 from .errors import HiveliteError
 from .hive import Hive
+from .models import Lease
 from .protocol import State
 
 EXIT_USAGE = 2
@@ -75,7 +79,10 @@ def cli(ctx: click.Context, db: str, as_json: bool, plugins_dir: str | None) -> 
 @click.option("--owner", help="The person who owns the store (default: $HIVELITE_OWNER or login).")
 @pass_context
 def init(ctx: Context, owner: str | None) -> None:
-    """Create a store (mode 0600). Example: hivelite init --owner ana"""
+    """Create a store (mode 0600).
+
+    Example: hivelite init --owner ana
+    """
     with ctx.open(create=True, owner=owner) as hive:
         data = {"db": os.path.abspath(ctx.db), "owner": hive.owner,
                 "schema_version": hive.store.schema_version}
@@ -142,7 +149,10 @@ def handoff(ctx: Context, requester: str, assignee: str, project: str, text: str
 @pass_context
 def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: str | None,
           project: str | None, limit: int, cursor: int | None) -> None:
-    """List tasks in creation order. Example: hivelite list --state routed"""
+    """List tasks in creation order.
+
+    Example: hivelite list --state routed
+    """
     with ctx.open() as hive:
         page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
                          project=project, limit=limit, cursor=cursor)
@@ -153,7 +163,10 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
 @click.argument("ref")
 @pass_context
 def show(ctx: Context, ref: str) -> None:
-    """Show one task by id or number. Example: hivelite show 3"""
+    """Show one task by id or number.
+
+    Example: hivelite show 3
+    """
     with ctx.open() as hive:
         view = hive.get(ref)
         ctx.emit(view, lambda: render.task_block(view, hive.clock()))
@@ -165,7 +178,7 @@ def _person_verb(name: str, summary: str, example: str) -> None:
             view = getattr(hive, name)(ref, reason=reason)
             ctx.emit(view, lambda: render.task_block(view, hive.clock()))
 
-    run.__doc__ = f"{summary} Example: {example}"
+    run.__doc__ = f"{summary}\n\n    Example: {example}\n    "
     command = click.argument("ref")(pass_context(run))
     command = click.option("--reason", help="Why (at most 500 characters).")(command)
     cli.command(name=name)(command)
@@ -181,10 +194,332 @@ _person_verb("cancel", "The owner withdraws an open task.",
 @click.argument("ref")
 @pass_context
 def history(ctx: Context, ref: str) -> None:
-    """The journal of one task: every move, who made it and why. Example: hivelite history 2"""
+    """The journal of one task: every move, who made it and why.
+
+    Example: hivelite history 2
+    """
     with ctx.open() as hive:
         rows = hive.history(ref)
         ctx.emit(rows, lambda: render.journal_table(rows))
+
+
+# -- agents at work -----------------------------------------------------------------------
+
+def agent_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--agent, --instance, --session, with $HIVELITE_AGENT / $HIVELITE_INSTANCE defaults."""
+    command = click.option("--session", envvar="HIVELITE_SESSION",
+                           help="The process or conversation acting ($HIVELITE_SESSION).")(command)
+    command = click.option("--instance", envvar="HIVELITE_INSTANCE", required=True,
+                           help="The machine or installation acting ($HIVELITE_INSTANCE).")(command)
+    return click.option("--agent", envvar="HIVELITE_AGENT", required=True,
+                        help="The acting agent, owner/agent ($HIVELITE_AGENT).")(command)
+
+
+def lease_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--lease and --token: the claim a holder writes under; --agent optionally checked."""
+    command = click.option("--agent", envvar="HIVELITE_AGENT",
+                           help="The holder, checked against the claim ($HIVELITE_AGENT).")(command)
+    command = click.option("--token", type=int, required=True,
+                           help="The claim's fencing token.")(command)
+    return click.option("--lease", "lease_id", required=True, help="The claim's lease id.")(command)
+
+
+def _lease_text(lease: Lease, now: datetime) -> str:
+    return (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
+            f"  lease_id       {lease.lease_id}\n  fencing_token  {lease.fencing_token}\n"
+            f"  expires_at     {lease.expires_at} ({render.ago(lease.expires_at, now)})")
+
+
+MINUTES = click.option("--minutes", default=10, show_default=True, type=int,
+                       help="Lease length, 5 to 15 minutes.")
+
+
+@cli.command()
+@click.argument("ref")
+@agent_options
+@MINUTES
+@pass_context
+def claim(ctx: Context, ref: str, agent: str, instance: str, session: str | None,
+          minutes: int) -> None:
+    """Take a routed task under a lease.
+
+    Example: hivelite claim 3 --agent ana/coder --instance laptop
+    """
+    with ctx.open() as hive:
+        lease = hive.claim(ref, agent, instance=instance, session=session, minutes=minutes)
+        ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
+
+
+@cli.command()
+@click.argument("ref")
+@agent_options
+@MINUTES
+@pass_context
+def resume(ctx: Context, ref: str, agent: str, instance: str, session: str | None,
+           minutes: int) -> None:
+    """Claim a paused task again (new token).
+
+    Example: hivelite resume 3 --agent ana/coder --instance laptop
+    """
+    with ctx.open() as hive:
+        lease = hive.resume(ref, agent, instance=instance, session=session, minutes=minutes)
+        ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
+
+
+@cli.command()
+@click.argument("ref")
+@lease_options
+@MINUTES
+@pass_context
+def renew(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
+          minutes: int) -> None:
+    """Extend your claim; lease and token stay.
+
+    Example: hivelite renew 3 --lease L1 --token 2
+    """
+    with ctx.open() as hive:
+        lease = hive.renew(ref, lease_id=lease_id, token=token, agent=agent, minutes=minutes)
+        ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--lease", "lease_id", help="The claim's lease id (the holder releasing).")
+@click.option("--token", type=int, help="The claim's fencing token.")
+@click.option("--agent", envvar="HIVELITE_AGENT", help="The holder, checked against the claim.")
+@click.option("--reason", help="Why.")
+@pass_context
+def release(ctx: Context, ref: str, lease_id: str | None, token: int | None,
+            agent: str | None, reason: str | None) -> None:
+    """Give a claimed task back (holder with --lease/--token, or the owner without).
+
+    Example: hivelite release 3 --lease L1 --token 2 --reason "blocked on review"
+    """
+    if (lease_id is None) != (token is None):
+        raise click.UsageError("give both --lease and --token (or neither, as the owner)")
+    with ctx.open() as hive:
+        view = hive.release(ref, lease_id=lease_id, token=token,
+                            agent=agent if lease_id else None, reason=reason)
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+
+
+@cli.command()
+@click.argument("ref")
+@lease_options
+@click.option("--progress", required=True, help="Where the work stands.")
+@click.option("--decision", "decisions", multiple=True, help="A decision taken (repeat).")
+@click.option("--touched", "files_touched", multiple=True, help="A file touched (repeat).")
+@click.option("--next", "next_steps", multiple=True, help="A next step (repeat).")
+@click.option("--question", "open_questions", multiple=True, help="An open question (repeat).")
+@pass_context
+def checkpoint(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
+               progress: str, decisions: Sequence[str], files_touched: Sequence[str],
+               next_steps: Sequence[str], open_questions: Sequence[str]) -> None:
+    """Record where the work stands.
+
+    Example: hivelite checkpoint 3 --lease L1 --token 2 --progress "parser done"
+    """
+    with ctx.open() as hive:
+        view = hive.checkpoint(ref, lease_id=lease_id, token=token, agent=agent,
+                               progress=progress, decisions=list(decisions),
+                               files_touched=list(files_touched), next_steps=list(next_steps),
+                               open_questions=list(open_questions))
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+
+
+USAGE = [
+    click.option("--tokens", type=click.IntRange(min=0), help="Model tokens used (integer)."),
+    click.option("--usd-micros", type=click.IntRange(min=0),
+                 help="Cost in millionths of a US dollar (integer)."),
+]
+
+
+def usage_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(USAGE):
+        command = option(command)
+    return command
+
+
+@cli.command()
+@click.argument("ref")
+@lease_options
+@click.option("--summary", required=True, help="One line, at most 300 characters.")
+@usage_options
+@pass_context
+def update(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None, summary: str,
+           tokens: int | None, usd_micros: int | None) -> None:
+    """Report one line of progress.
+
+    Example: hivelite update 3 --lease L1 --token 2 --summary "tests green"
+    """
+    with ctx.open() as hive:
+        view = hive.update(ref, lease_id=lease_id, token=token, agent=agent, summary=summary,
+                           tokens=tokens, usd_micros=usd_micros)
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+
+
+@cli.command()
+@click.argument("ref")
+@lease_options
+@click.option("--on", "on", required=True, type=click.Choice(["human", "agent"]),
+              help="Who the answer must come from.")
+@click.option("--reason", required=True, help="What you are waiting for.")
+@pass_context
+def pause(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None, on: str,
+          reason: str) -> None:
+    """Wait for an outside answer; the claim ends.
+
+    Example: hivelite pause 3 --lease L1 --token 2 --on human --reason "which API?"
+    """
+    with ctx.open() as hive:
+        view = hive.pause(ref, lease_id=lease_id, token=token, agent=agent, on=on, reason=reason)
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+
+
+_EVIDENCE = re.compile(
+    r"^(?P<kind>[a-z_]+):(?P<summary>.+?)(?::(?P<url>[A-Za-z][A-Za-z0-9+.-]*:\S+))?$", re.S)
+
+
+def parse_evidence(items: Sequence[str], evidence_file: Any) -> list[dict[str, Any]]:
+    """``KIND:SUMMARY[:URL]`` options, then any JSON evidence from a file."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        match = _EVIDENCE.match(item)
+        if match is None:
+            raise click.BadParameter(f"{item!r} is not KIND:SUMMARY[:URL]",
+                                     param_hint="--evidence")
+        entry = {"kind": match["kind"], "summary": match["summary"]}
+        if match["url"]:
+            entry["url"] = match["url"]
+        out.append(entry)
+    if evidence_file is not None:
+        try:
+            loaded = json.load(evidence_file)
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"not valid JSON: {exc}",
+                                     param_hint="--evidence-file") from None
+        out.extend(loaded if isinstance(loaded, list) else [loaded])
+    return out
+
+
+def evidence_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    command = click.option("--evidence-file", type=click.File("r"),
+                           help="Evidence as JSON (an object or a list), or - for stdin.")(command)
+    return click.option("--evidence", "evidence_items", multiple=True,
+                        help="KIND:SUMMARY[:URL] (repeat); kinds: test_output, screenshot, "
+                        "link, pull_request, commit, note.")(command)
+
+
+@cli.command()
+@click.argument("ref")
+@lease_options
+@click.option("--summary", required=True, help="What was done (at most 4000 characters).")
+@evidence_options
+@click.option("--outcome", default="completed", show_default=True,
+              type=click.Choice(["completed", "failed"]))
+@click.option("--provenance", default="agent_generated", show_default=True,
+              type=click.Choice(["agent_generated", "from_approved_context", "owner_approved",
+                                 "owner_instruction"]))
+@usage_options
+@pass_context
+def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None, summary: str,
+           evidence_items: Sequence[str], evidence_file: Any, outcome: str, provenance: str,
+           tokens: int | None, usd_micros: int | None) -> None:
+    """Return a result with evidence; the claim ends.
+
+    Example: hivelite submit 3 --lease L1 --token 2 --summary "Validation added"
+    --evidence "test_output:14 passed" --evidence "pull_request:the PR:https://example.com/pr/7"
+    """
+    evidence = parse_evidence(evidence_items, evidence_file)
+    with ctx.open() as hive:
+        view = hive.submit(ref, lease_id=lease_id, token=token, agent=agent, summary=summary,
+                           evidence=list(evidence), outcome=outcome,  # type: ignore[arg-type]
+                           provenance=provenance, tokens=tokens, usd_micros=usd_micros)
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+
+
+@cli.command()
+@click.argument("ref")
+@agent_options
+@click.option("--accept", "verdict", flag_value="accept", help="Confirm the result.")
+@click.option("--reject", "verdict", flag_value="reject", help="Reject it (needs --reason).")
+@click.option("--reason", help="Why (required with --reject).")
+@pass_context
+def verify(ctx: Context, ref: str, agent: str, instance: str, session: str | None,
+           verdict: str | None, reason: str | None) -> None:
+    """An independent agent's verdict on a result.
+
+    Example: hivelite verify 3 --accept --agent ana/planner --instance desktop
+    """
+    if verdict is None:
+        raise click.UsageError("give --accept or --reject")
+    with ctx.open() as hive:
+        view = hive.verify(ref, agent, instance=instance, session=session,
+                           verdict=verdict, reason=reason)  # type: ignore[arg-type]
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+
+
+@cli.command(name="sign-off")
+@click.argument("ref")
+@click.option("--reason", help="A note for the journal.")
+@pass_context
+def sign_off(ctx: Context, ref: str, reason: str | None) -> None:
+    """The owner accepts a result awaiting approval.
+
+    Example: hivelite sign-off 3
+    """
+    with ctx.open() as hive:
+        view = hive.sign_off(ref, reason=reason)
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--reason", required=True, help="Why it goes back.")
+@pass_context
+def decline(ctx: Context, ref: str, reason: str) -> None:
+    """The owner sends a result back to the assignee.
+
+    Example: hivelite decline 3 --reason "missing tests"
+    """
+    with ctx.open() as hive:
+        view = hive.decline(ref, reason=reason)
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--agent", envvar="HIVELITE_AGENT",
+              help="The submitter amending (default: the owner).")
+@click.option("--summary", help="A new summary.")
+@evidence_options
+@click.option("--merge-commit", help="Record the merge of a completed task (7-64 hex).")
+@pass_context
+def amend(ctx: Context, ref: str, agent: str | None, summary: str | None,
+          evidence_items: Sequence[str], evidence_file: Any, merge_commit: str | None) -> None:
+    """Correct a result awaiting a decision, or record a completed one's merge.
+
+    Example: hivelite amend 3 --agent ana/coder --merge-commit 3f2a9c1
+    """
+    evidence = parse_evidence(evidence_items, evidence_file)
+    with ctx.open() as hive:
+        view = hive.amend(ref, actor=agent, summary=summary, evidence=list(evidence) or None,
+                          merge_commit=merge_commit)
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+
+
+@cli.command()
+@pass_context
+def expire(ctx: Context) -> None:
+    """Return every task whose claim ran out to routed.
+
+    Example: hivelite expire
+    """
+    with ctx.open() as hive:
+        reopened = hive.expire()
+        ctx.emit(reopened, lambda: "\n".join(
+            f"task {r.number}: {r.holder}'s claim expired at {r.expired_at};"
+            f" {r.from_state.value} -> routed" for r in reopened) or "no expired claims")
 
 
 @cli.command()
@@ -192,9 +527,10 @@ def history(ctx: Context, ref: str) -> None:
               type=click.Choice(["table", "mermaid", "dot", "json"]))
 @pass_context
 def states(ctx: Context, fmt: str) -> None:
-    """The protocol: states and the 22 allowed moves. Example: hivelite states --format mermaid"""
-    from . import diagrams
+    """The protocol: states and the 22 allowed moves.
 
+    Example: hivelite states --format mermaid
+    """
     if ctx.as_json or fmt == "json":
         click.echo(json.dumps(diagrams.as_json(), indent=2))
     else:
@@ -203,9 +539,11 @@ def states(ctx: Context, fmt: str) -> None:
 
 
 @cli.command()
-@pass_context
-def schema(ctx: Context) -> None:
-    """Print the seed task object's JSON Schema. Example: hivelite schema > task.schema.json"""
+def schema() -> None:
+    """Print the seed task object's JSON Schema.
+
+    Example: hivelite schema > task.schema.json
+    """
     text = resources.files("hivelite").joinpath("data/task.schema.json").read_text()
     click.echo(text.rstrip())
 
@@ -213,9 +551,10 @@ def schema(ctx: Context) -> None:
 @cli.command()
 @pass_context
 def demo(ctx: Context) -> None:
-    """Play a short story on the store (created if missing). Example: hivelite demo"""
-    from .demo import run_demo
+    """Play the whole flow on the store (created if missing), step by step.
 
+    Example: hivelite demo
+    """
     with ctx.open(create=True) as hive:
         steps = run_demo(hive, echo=None if ctx.as_json else click.echo)
         if ctx.as_json:

@@ -1,60 +1,149 @@
-"""``hivelite demo``: a short story on a real store, printed step by step.
+"""``hivelite demo``: the whole flow on a real store, printed step by step.
 
-It names everything after the store's owner, so it runs on any store, and
-as often as you like (each run adds its own tasks).
+One owner, a planner agent on the ``desktop`` instance and a coder agent on
+the ``laptop``. The story moves its own clock (a claim has to expire), starting
+after the newest journal row, so it runs as often as you like on one store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
+from .clock import ManualClock, format_ts, parse_ts
+from .errors import HiveliteError
 from .hive import Hive
-from .models import TaskView
+from .models import Lease, TaskView
 from .render import journal_table
 
 Echo = Callable[[str], None] | None
 
 
+STORY_MINUTES = 40
+
+
+def demo_clock(hive: Hive) -> ManualClock:
+    """A clock that starts the story 40 minutes ago (so it ends about now), or just after
+    the store's newest journal row if that is later."""
+    start = hive.clock() - timedelta(minutes=STORY_MINUTES)
+    newest = hive.store.journal_tail()
+    if newest is not None:
+        start = max(start, parse_ts(newest) + timedelta(seconds=1))
+    return ManualClock(start)
+
+
 def run_demo(hive: Hive, echo: Echo = print) -> list[dict[str, Any]]:
-    """Play the story; returns each step as a plain dict (what ``--json`` prints)."""
+    """Play the story on ``hive`` (whose clock it replaces); returns each step as a dict."""
+    clock = demo_clock(hive)
+    hive.clock = clock
     owner = hive.owner
     planner, coder = f"{owner}/planner", f"{owner}/coder"
     guest = "guest/scout" if owner != "guest" else "visitor/scout"
     steps: list[dict[str, Any]] = []
 
+    def say(text: str) -> None:
+        if echo:
+            echo(text)
+
     def step(title: str, view: TaskView) -> TaskView:
         state = view.task.state.value
         if view.task.waiting_on:
             state += f"({view.task.waiting_on.value})"
-        steps.append({"step": title, "number": view.number, "id": view.task.id,
-                      "state": view.task.state.value, "waiting_on": view.task.waiting_on,
-                      "reason": view.last_reason})
-        if echo:
-            echo(f"• {title}\n    task {view.number} is {state}: {view.last_reason}")
+        steps.append({"step": title, "at": format_ts(clock()), "number": view.number,
+                      "id": view.task.id, "state": view.task.state.value,
+                      "waiting_on": view.task.waiting_on, "reason": view.last_reason})
+        say(f"• {title}\n    task {view.number} is {state}: {view.last_reason}")
         return view
 
-    if echo:
-        echo(f"hivelite demo on {hive.store.path} (owner {owner})\n")
-    routed = step(
+    def leased(title: str, lease: Lease) -> Lease:
+        steps.append({"step": title, "at": format_ts(clock()), "number": lease.number,
+                      "id": lease.id, "state": lease.state.value,
+                      "fencing_token": lease.fencing_token, "expires_at": lease.expires_at})
+        say(f"• {title}\n    task {lease.number} is {lease.state.value}: lease"
+            f" {lease.lease_id}, fencing token {lease.fencing_token},"
+            f" expires {lease.expires_at}")
+        return lease
+
+    def refused(title: str, error: HiveliteError, number: int) -> None:
+        steps.append({"step": title, "at": format_ts(clock()), "number": number,
+                      "error": error.to_dict()})
+        say(f"• {title}\n    refused: {error.code}/{error.reason}: {error.message}")
+
+    say(f"hivelite demo on {hive.store.path} (owner {owner})\n")
+
+    # 1. A handoff between the owner's own agents: the gate routes it.
+    task = step(
         f"{planner} hands a coding task to {coder}; the gate routes it",
         hive.handoff(requester=planner, assignee=coder, project="demo",
                      packet={"task": "Add input validation to the signup form",
                              "deliverable_type": "code",
                              "acceptance_criteria": ["invalid emails are refused",
-                                                     "tests pass"]}),
-    )
+                                                     "the test suite passes"],
+                             "files": ["app/signup.py"]}))
+    number = task.number
+
+    # 2. A request from someone else's agent: held, then approved by the owner.
     held = step(
-        f"{guest}, an agent of someone else, asks {coder} for help; the gate holds it",
+        f"{guest}, someone else's agent, asks {coder} for a review; the gate holds it",
         hive.handoff(requester=guest, assignee=coder, project="demo",
-                     packet={"task": "Review the public API docs",
+                     packet={"task": "Review the public API documentation",
                              "deliverable_type": "doc",
-                             "acceptance_criteria": ["every verb is covered"]}),
-    )
-    step(f"{owner} approves the held request", hive.approve(held.number,
-                                                           reason="fine by me"))
-    step(f"{owner} cancels the first task", hive.cancel(routed.number,
-                                                       reason="superseded"))
-    if echo:
-        echo("\njournal of the held task:\n" + journal_table(hive.history(held.number)))
+                             "acceptance_criteria": ["every verb is covered"]}))
+    step(f"{owner} approves the held request", hive.approve(held.number, reason="fine by me"))
+
+    # 3. The coder claims on the laptop and checkpoints.
+    first = leased(f"{coder} claims task {number} on the laptop",
+                   hive.claim(number, coder, instance="laptop", session="morning"))
+    clock.advance(minutes=3)
+    step(f"{coder} checkpoints",
+         hive.checkpoint(number, lease_id=first.lease_id, token=first.fencing_token,
+                         progress="validation rules drafted",
+                         next_steps=["wire the rules into the form", "write tests"]))
+
+    # 4. The coder goes quiet; the lease runs out; its late write is refused.
+    clock.advance(minutes=11)
+    try:
+        hive.update(number, lease_id=first.lease_id, token=first.fencing_token,
+                    summary="still on it")
+    except HiveliteError as error:
+        refused(f"11 minutes later the stale holder writes with token {first.fencing_token}",
+                error, number)
+    for gone in hive.expire():
+        say(f"• the clock ends {gone.holder}'s claim on task {gone.number}"
+            f" ({gone.from_state.value} -> routed)")
+    step("the task is open again; its checkpoint is kept", hive.get(number))
+
+    # 5. A fresh claim (a new token), a result with evidence.
+    second = leased(f"{coder} claims again (new session)",
+                    hive.claim(number, coder, instance="laptop", session="afternoon"))
+    clock.advance(minutes=4)
+    step(f"{coder} submits a result with evidence; it awaits one independent confirmation",
+         hive.submit(number, lease_id=second.lease_id, token=second.fencing_token,
+                     summary="Signup now refuses malformed emails; 14 tests added.",
+                     evidence=[{"kind": "test_output", "summary": "42 passed in 1.3s"},
+                               {"kind": "commit", "summary": "add email validation"}],
+                     tokens=18_400, usd_micros=92_000))
+
+    # 6. The same instance may not confirm; the planner on the desktop does.
+    try:
+        hive.verify(number, f"{owner}/helper", instance="laptop", verdict="accept")
+    except HiveliteError as error:
+        refused("an agent on the claiming laptop tries to confirm", error, number)
+    clock.advance(minutes=2)
+    step(f"{planner} on the desktop confirms; the threshold is met",
+         hive.verify(number, planner, instance="desktop", verdict="accept"))
+
+    # 7. The approved request: a failed attempt, then the owner cancels it.
+    attempt = leased(f"{coder} claims task {held.number}",
+                     hive.claim(held.number, coder, instance="laptop"))
+    clock.advance(minutes=5)
+    step(f"{coder} reports a failed attempt; the task is routed again",
+         hive.submit(held.number, lease_id=attempt.lease_id, token=attempt.fencing_token,
+                     summary="The documentation site is unreachable from here.",
+                     evidence=[{"kind": "note", "summary": "HTTP 503 on every page"}],
+                     outcome="failed"))
+    step(f"{owner} cancels it", hive.cancel(held.number, reason="docs are being rewritten"))
+
+    say(f"\njournal of task {number}:\n" + journal_table(hive.history(number)))
     return steps

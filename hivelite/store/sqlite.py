@@ -445,6 +445,11 @@ class Store:
             rows.append(row)
         return rows
 
+    def journal_tail(self) -> str | None:
+        """The time of the newest journal row, if any."""
+        value = self.conn.execute("SELECT at FROM journal ORDER BY seq DESC LIMIT 1").get
+        return None if value is None else str(value)
+
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
         """Journal something that is not a move (from and to are the same state)."""
