@@ -57,10 +57,12 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
         try:
             stored = store.meta("owner")
             if stored is None:
-                stored = owner or _default_owner()
-                with store.write():
-                    store.set_meta("owner", stored)
-            elif owner is not None and owner != stored:
+                with store.write():  # decide under the lock: two first opens may race
+                    stored = store.meta("owner")
+                    if stored is None:
+                        stored = owner or _default_owner()
+                        store.set_meta("owner", stored)
+            if owner is not None and owner != stored:
                 raise InvalidInput(
                     "owner_mismatch", f"this store belongs to {stored!r}, not {owner!r}",
                     field="owner")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -127,11 +128,12 @@ class Store:
         return self.conn.execute(f"PRAGMA {name}").get
 
     def _check_identity(self) -> None:
-        app_id = self._pragma("application_id")
-        version = self._pragma("user_version")
-        has_tables = self.conn.execute(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
-        ).get
+        with self.read():  # one snapshot: another opener may be initialising the file
+            app_id = self._pragma("application_id")
+            version = self._pragma("user_version")
+            has_tables = self.conn.execute(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
+            ).get
         if app_id == 0 and version == 0 and not has_tables:
             return  # a new, empty file: ours to initialise
         if app_id != APPLICATION_ID:
@@ -149,11 +151,23 @@ class Store:
     def _configure(self, synchronous: Synchronous) -> None:
         self.conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
         self.conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
-        self.conn.execute("PRAGMA journal_mode = WAL")
+        self._wal()
         self.conn.execute(f"PRAGMA synchronous = {synchronous}")
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.conn.execute("PRAGMA recursive_triggers = ON")
         self.conn.execute("PRAGMA wal_autocheckpoint = 4000")
+
+    def _wal(self) -> None:
+        """Switch to WAL; on a new file another opener may hold the lock, so wait for it."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except apsw.BusyError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def _migrate(self) -> None:
         if self._pragma("user_version") >= SCHEMA_VERSION:
