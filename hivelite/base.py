@@ -94,8 +94,10 @@ class HiveBase:
         task = self._task(row)
         claim = None
         if row.lease_id is not None:
+            expires = row.lease_expires or ""
             claim = ClaimView(holder=row.lease_holder or "", instance=row.lease_instance or "",
-                              session=row.lease_session, expires_at=row.lease_expires or "")
+                              session=row.lease_session, expires_at=expires,
+                              expired=expires <= format_ts(self._now()))
         meta = self.store.result_meta(row.number)
         confirmations: list[Confirmation] = []
         if meta is not None and row.state == State.approval.value:
@@ -127,7 +129,7 @@ class HiveBase:
         for row in self.store.overdue(at):
             self.store.move(
                 row.number, State.routed.value, at=at, actor="clock", reason="expired",
-                detail={"lease_id": row.lease_id, "holder": row.lease_holder,
+                detail={"holder": row.lease_holder,
                         "fencing_token": row.lease_token, "expired_at": row.lease_expires},
                 end_lease=True,
             )

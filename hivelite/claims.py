@@ -92,7 +92,7 @@ class ClaimVerbs(HiveBase):
                 row.number, target.value, lease_id=lease_id, token=token, holder=agent,
                 instance=instance, session=session, expires=expires, at=at,
                 reason="resumed" if resume else "claimed",
-                detail={"lease_id": lease_id, "fencing_token": token, "instance": instance,
+                detail={"fencing_token": token, "instance": instance,
                         "session": session, "expires_at": expires},
             )
         moved.append((row.number, MOVES_BY_PAIR[(State(row.state), target)], agent))
@@ -141,8 +141,8 @@ class ClaimVerbs(HiveBase):
                 who = guard.holder(row, lease_id or "", int(token or 0), agent, at)
             else:
                 who = person
-                guard.check_move(row.state, row.waiting_on, State.routed)
                 if row.lease_id is None:
+                    guard.check_move(row.state, row.waiting_on, State.cancelled)  # closed?
                     raise InvalidState("not_claimed", f"task {row.number} has no claim")
             moved = self._sweep(at)
             row = self._row(ref)  # the owner's release may find the lease already expired
@@ -150,7 +150,8 @@ class ClaimVerbs(HiveBase):
                 move = guard.check_move(row.state, row.waiting_on, State.routed)
                 self.store.move(row.number, State.routed.value, at=at, actor=who,
                                 reason=reason or "released", end_lease=True,
-                                detail={"lease_id": row.lease_id, "holder": row.lease_holder})
+                                detail={"holder": row.lease_holder,
+                                        "fencing_token": row.lease_token})
                 moved.append((row.number, move, who))
         self._notify(moved)
         return self.get(row.number)

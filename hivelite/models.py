@@ -66,8 +66,10 @@ Timestamp = Annotated[str, StringConstraints(pattern=TIMESTAMP_PATTERN)]
 TaskId = Annotated[str, StringConstraints(pattern=TASK_ID_PATTERN, min_length=1, max_length=64)]
 Label = Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]{1,32}$")]
 InstanceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
-UpdateSummary = Annotated[str, StringConstraints(min_length=1, max_length=300,
-                                                 pattern=r"^[^\r\n]+$")]
+# One line: no control characters or Unicode line breaks, and not blank.
+_LINE_CHAR = r"[^\x00-\x1f\x7f\x85\u2028\u2029]"
+UpdateSummary = Annotated[str, StringConstraints(
+    min_length=1, max_length=300, pattern=rf"^{_LINE_CHAR}*\S{_LINE_CHAR}*$")]
 Reason = Annotated[str, StringConstraints(min_length=1, max_length=500)]
 CommitHash = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,64}$")]
 Count = Annotated[int, Field(ge=0)]
@@ -171,6 +173,8 @@ class ClaimView(BaseModel):
     lease_id: str | None = None
     fencing_token: int | None = None
     expires_at: Timestamp
+    expired: bool = False
+    """True once the lease ran out; the next write returns the task to ``routed``."""
 
 
 class Confirmation(BaseModel):

@@ -122,7 +122,7 @@ class ResultVerbs(HiveBase):
                                holder))
             self.store.move(row.number, State.verifying.value, at=at, actor=holder,
                             reason=f"result returned ({outcome})", end_lease=True,
-                            detail={"lease_id": lease_id, "fencing_token": token})
+                            detail={"fencing_token": token})
             moved.append((row.number, MOVES_BY_PAIR[(State.working, State.verifying)], holder))
             if outcome == "failed":
                 target, reason = State.routed, f"attempt failed: {summary[:200]}"
