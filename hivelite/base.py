@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from types import TracebackType
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 
 from . import guard
 from .clock import Clock, format_ts
-from .errors import InvalidInput
+from .errors import InvalidInput, PluginError
 from .models import (
     ClaimView,
     Confirmation,
@@ -30,9 +31,11 @@ from .models import (
     UpdateView,
     Usage,
 )
-from .plugins import PluginManager
+from .plugins import PluginManager, call_each
 from .protocol import MOVES_BY_PAIR, Move, State, WaitingOn, lifecycle
 from .store import Store, TaskRow
+
+log = logging.getLogger("hivelite")
 
 MAX_PAGE = 500
 VIEW_UPDATES = 20
@@ -55,11 +58,14 @@ def invalid(exc: ValidationError, what: str) -> InvalidInput:
 class HiveBase:
     """One open store with its owner, plugins and clock."""
 
-    def __init__(self, store: Store, owner: str, plugins: PluginManager, clock: Clock) -> None:
+    def __init__(self, store: Store, owner: str, plugins: PluginManager, clock: Clock,
+                 config: dict[str, Any] | None = None) -> None:
         self.store = store
         self.owner = owner
         self.plugins = plugins
         self.clock = clock
+        self.config: dict[str, Any] = config or {}
+        self.notify_failures: builtins.list[PluginError] = []
 
     def close(self) -> None:
         self.store.close()
@@ -100,7 +106,7 @@ class HiveBase:
                               expired=expires <= format_ts(self._now()))
         meta = self.store.result_meta(row.number)
         confirmations: list[Confirmation] = []
-        if meta is not None and row.state == State.approval.value:
+        if meta is not None:  # the verdicts on the current result, whatever became of it
             confirmations = [
                 Confirmation(reviewer=c[0], instance=c[1], session=c[2], verdict=c[3],
                              reason=c[4], at=c[5], counted=bool(c[6]))
@@ -137,13 +143,30 @@ class HiveBase:
         return moved
 
     def _notify(self, moves: Sequence[Moved]) -> None:
-        """After commit: tell ``hivelite_on_transition`` plugins; their failures undo nothing."""
+        """After commit: tell ``hivelite_on_transition`` plugins.
+
+        The move is committed whatever they do: a failing notifier is logged (and
+        kept in ``notify_failures``), never raised.
+        """
         if not moves or not self.plugins.hook.hivelite_on_transition.get_hookimpls():
             return
         for number, move, actor in moves:
             with self.store.read():
                 task = self._task(self._row(number))
-            self.plugins.hook.hivelite_on_transition(task=task, move=move, actor=actor, hive=self)
+            try:
+                call_each(self.plugins, "hivelite_on_transition", task=task, move=move,
+                          actor=actor, hive=self)
+            except PluginError as error:
+                self.notify_failures.append(error)
+                log.warning("%s (task %s, move %s)", error.message, number, move.number)
+
+    def settings(self, section: str) -> dict[str, Any]:
+        """A plugin's table from the settings file (``hivelite.toml`` beside the store)."""
+        value = self.config.get(section, {})
+        if not isinstance(value, dict):
+            raise InvalidInput("invalid_config", f"[{section}] in the settings file must be"
+                               " a table", field=section)
+        return value
 
     # -- reading -------------------------------------------------------------
 

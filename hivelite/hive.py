@@ -9,13 +9,16 @@ from __future__ import annotations
 import getpass
 import os
 import re
+import tomllib
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 from .claims import ClaimVerbs
 from .clock import Clock, system_clock
 from .errors import InvalidInput
 from .handoff import HandoffVerbs
-from .plugins import get_plugin_manager
+from .plugins import call_each, get_plugin_manager
 from .results import ResultVerbs
 from .store import Store
 from .store.sqlite import Synchronous
@@ -27,6 +30,28 @@ def _default_owner() -> str:
     name = os.environ.get("HIVELITE_OWNER") or getpass.getuser()
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:39].strip("-")
     return slug or "owner"
+
+
+def settings_path(store_path: Path) -> Path:
+    """``$HIVELITE_CONFIG``, else ``hivelite.toml`` beside the store."""
+    configured = os.environ.get("HIVELITE_CONFIG")
+    return Path(configured) if configured else store_path.parent / "hivelite.toml"
+
+
+def load_settings(store_path: Path) -> dict[str, Any]:
+    """The settings file's tables (plugins read theirs with ``hive.settings(name)``)."""
+    path = settings_path(store_path)
+    if not path.is_file():
+        if os.environ.get("HIVELITE_CONFIG"):
+            raise InvalidInput("invalid_config", f"settings file {path} does not exist",
+                               field="HIVELITE_CONFIG")
+        return {}
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput("invalid_config", f"settings file {path}: {exc}",
+                           field=str(path)) from None
 
 
 class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
@@ -66,7 +91,8 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
                 raise InvalidInput(
                     "owner_mismatch", f"this store belongs to {stored!r}, not {owner!r}",
                     field="owner")
-            hive = cls(store, stored, manager, clock)
+            hive = cls(store, stored, manager, clock, load_settings(store.path))
+            call_each(manager, "hivelite_startup", hive=hive)
             hive._expire_on_open()
         except BaseException:
             store.close()

@@ -17,6 +17,11 @@ hookimpl = pluggy.HookimplMarker("hivelite")
 
 
 @hookspec
+def hivelite_startup(hive: Any) -> None:
+    """Called once when a store opens: read settings, check them, raise to refuse to start."""
+
+
+@hookspec
 def hivelite_permission_gate(task: Task, hive: Any) -> GateDecision | str | None:
     """Decide a handoff: a ``GateDecision`` (or "allow", "hold", "deny"), or None for no opinion.
 
