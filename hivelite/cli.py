@@ -7,6 +7,7 @@ Every verb prints one JSON document with ``--json``; errors go to stderr as
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -25,6 +26,7 @@ from .demo import run_demo
 from .errors import HiveliteError
 from .hive import Hive
 from .models import Lease
+from .plugins import get_plugin_manager
 from .protocol import State
 
 EXIT_USAGE = 2
@@ -561,6 +563,21 @@ def demo(ctx: Context) -> None:
             click.echo(json.dumps(_plain(steps), indent=2))
 
 
+@cli.command()
+@pass_context
+def plugins(ctx: Context) -> None:
+    """List the loaded plugins: name, where each came from, the hooks it implements.
+
+    Example: hivelite --plugins-dir ./policies plugins
+    """
+    manager = get_plugin_manager(ctx.plugins_dir)
+    rows = manager.describe()
+    ctx.emit(rows, lambda: render.table(
+        ["plugin", "source", "hooks"],
+        [[r["name"] + (" (essential)" if r["essential"] else ""), r["source"],
+          ", ".join(r["hooks"])] for r in rows]))
+
+
 def _fail(error: HiveliteError, as_json: bool) -> NoReturn:
     if as_json:
         click.echo(json.dumps({"error": error.to_dict()}, indent=2))
@@ -572,6 +589,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the group and turn every error into its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args[: args.index("--") if "--" in args else len(args)]
+    if not logging.getLogger("hivelite").handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("warning: %(message)s"))
+        logging.getLogger("hivelite").addHandler(handler)
     try:
         cli.main(args=args, prog_name="hivelite", standalone_mode=False)
     except HiveliteError as error:
