@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from . import guard
 from .clock import Clock, format_ts
-from .errors import InvalidInput, PluginError
+from .errors import InvalidInput, InvalidState, PluginError
 from .models import (
     ClaimView,
     Confirmation,
@@ -66,6 +66,7 @@ class HiveBase:
         self.clock = clock
         self.config: dict[str, Any] = config or {}
         self.notify_failures: builtins.list[PluginError] = []
+        self.expired_on_open: builtins.list[ExpiredClaim] = []
 
     def close(self) -> None:
         self.store.close()
@@ -220,20 +221,38 @@ class HiveBase:
     # -- the clock -----------------------------------------------------------
 
     def expire(self) -> builtins.list[ExpiredClaim]:
-        """Return every task whose claim has expired to ``routed`` now; report what reopened."""
+        """Return every task whose claim has expired to ``routed`` now; report what reopened
+        (including what opening this store already reopened)."""
         at = format_ts(self._now())
         with self.store.write():
             overdue = self.store.overdue(at)
             moved = self._sweep(at)
         self._notify(moved)
-        return [ExpiredClaim(number=r.number, id=r.id, holder=r.lease_holder or "",
-                             from_state=State(r.state), expired_at=r.lease_expires or at)
-                for r in overdue]
+        reopened = self.expired_on_open + [
+            ExpiredClaim(number=r.number, id=r.id, holder=r.lease_holder or "",
+                         from_state=State(r.state), expired_at=r.lease_expires or at)
+            for r in overdue]
+        self.expired_on_open = []
+        return reopened
 
     def _expire_on_open(self) -> None:
         """Opening a store returns expired claims' tasks first (only writes when there are)."""
         if self.store.overdue(format_ts(self._now())):
-            self.expire()
+            self.expired_on_open = self.expire()
+
+    def _fence(self, row: TaskRow, lease_id: str, token: int, agent: str | None,
+               at: str) -> str:
+        """The holder check, saying "expired" when the clock already ended this very claim."""
+        try:
+            return guard.holder(row, lease_id, token, agent, at)
+        except InvalidState as error:
+            if error.reason != "stale_claim" or row.lease_id is not None:
+                raise
+            ended = self.store.last_expiry(row.number)
+            if ended is None or ended[1] != token:
+                raise
+            raise InvalidState("stale_claim", f"the claim with token {token} on task"
+                               f" {row.number} expired at {ended[0]}") from None
 
 
 def waiting_value(state: State, on: WaitingOn | None) -> str | None:

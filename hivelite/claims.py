@@ -121,7 +121,7 @@ class ClaimVerbs(HiveBase):
         at, expires = format_ts(now), format_ts(now + timedelta(minutes=minutes))
         with self.store.write():
             row = self._row(ref)
-            holder = guard.holder(row, lease_id, token, agent, at)
+            holder = self._fence(row, lease_id, token, agent, at)
             moved = self._sweep(at)
             self.store.extend_lease(row.number, expires)
         self._notify(moved)
@@ -138,7 +138,7 @@ class ClaimVerbs(HiveBase):
         with self.store.write():
             row = self._row(ref)
             if person is None:
-                who = guard.holder(row, lease_id or "", int(token or 0), agent, at)
+                who = self._fence(row, lease_id or "", int(token or 0), agent, at)
             else:
                 who = person
                 if row.lease_id is None:
@@ -180,7 +180,7 @@ class ClaimVerbs(HiveBase):
         at = format_ts(self._now())
         with self.store.write():
             row = self._row(ref)
-            who = guard.holder(row, lease_id, token, agent, at)
+            who = self._fence(row, lease_id, token, agent, at)
             moved = self._sweep(at)
             self.store.set_checkpoint(row.number, body)
             self._start_work(row, who, at, "checkpoint", moved)
@@ -200,7 +200,7 @@ class ClaimVerbs(HiveBase):
         at = format_ts(self._now())
         with self.store.write():
             row = self._row(ref)
-            who = guard.holder(row, lease_id, token, agent, at)
+            who = self._fence(row, lease_id, token, agent, at)
             moved = self._sweep(at)
             self.store.add_update(row.number, at=at, actor=who, summary=summary,
                                   tokens=tokens, usd_micros=usd_micros)
@@ -218,7 +218,7 @@ class ClaimVerbs(HiveBase):
         at = format_ts(self._now())
         with self.store.write():
             row = self._row(ref)
-            who = guard.holder(row, lease_id, token, agent, at)
+            who = self._fence(row, lease_id, token, agent, at)
             moved = self._sweep(at)
             self._start_work(row, who, at, "pause", moved)
             self.store.move(row.number, State.waiting.value, at=at, actor=who, reason=reason,

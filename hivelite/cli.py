@@ -588,7 +588,8 @@ def _fail(error: HiveliteError, as_json: bool) -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the group and turn every error into its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    as_json = "--json" in args[: args.index("--") if "--" in args else len(args)]
+    verb_at = next((i for i, a in enumerate(args) if a in cli.commands), len(args))
+    as_json = "--json" in args[:verb_at]  # a group option: it stands before the verb
     if not logging.getLogger("hivelite").handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("warning: %(message)s"))

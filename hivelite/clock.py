@@ -10,6 +10,8 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from .errors import InvalidInput
+
 Clock = Callable[[], datetime]
 """A clock is any callable returning an aware ``datetime``."""
 
@@ -49,4 +51,11 @@ def parse_ts(text: str) -> datetime:
 def clock_from_env(default: Clock = system_clock) -> Clock:
     """``$HIVELITE_NOW`` (an RFC 3339 instant) as a fixed clock, else ``default``."""
     fixed = os.environ.get("HIVELITE_NOW")
-    return ManualClock(fixed) if fixed else default
+    if not fixed:
+        return default
+    try:
+        return ManualClock(fixed)
+    except ValueError as exc:
+        raise InvalidInput("invalid_now", f"HIVELITE_NOW={fixed!r} is not an RFC 3339 instant"
+                           f" with an offset, like 2026-12-02T09:00:00Z ({exc})",
+                           field="HIVELITE_NOW") from None

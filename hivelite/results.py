@@ -85,7 +85,7 @@ class ResultVerbs(HiveBase):
         at = format_ts(self._now())
         with self.store.read():
             row = self._row(ref)
-            holder = guard.holder(row, lease_id, token, agent, at)
+            holder = self._fence(row, lease_id, token, agent, at)
             task = self._task(row)
         try:
             result = Result.model_validate({
@@ -105,7 +105,7 @@ class ResultVerbs(HiveBase):
 
         with self.store.write():
             row = self._row(ref)
-            holder = guard.holder(row, lease_id, token, agent, at)
+            holder = self._fence(row, lease_id, token, agent, at)
             moved = self._sweep(at)
             self.store.put_result(row.number, body, worker=holder,
                                   instance=row.lease_instance or "",

@@ -459,6 +459,14 @@ class Store:
             rows.append(row)
         return rows
 
+    def last_expiry(self, number: int) -> tuple[str, int] | None:
+        """When the clock last ended a claim on this task, and that claim's token."""
+        row = self.conn.execute(
+            "SELECT json_extract(detail, '$.expired_at'), json_extract(detail, '$.fencing_token')"
+            " FROM journal WHERE task = ? AND actor = 'clock' AND reason = 'expired'"
+            " ORDER BY seq DESC LIMIT 1", (number,)).fetchone()
+        return (str(row[0]), int(row[1])) if row and row[1] is not None else None
+
     def journal_tail(self) -> str | None:
         """The time of the newest journal row, if any."""
         value = self.conn.execute("SELECT at FROM journal ORDER BY seq DESC LIMIT 1").get
