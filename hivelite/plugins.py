@@ -115,6 +115,8 @@ def get_plugin_manager(
         for path in sorted(directory.glob("*.py")):
             pm.add(_load_file(path), path.stem, f"file {path}")
     for plugin in extra:
+        if pm.is_registered(plugin):  # already loaded from its entry point
+            continue
         base = str(getattr(plugin, "__name__", None) or type(plugin).__name__)
         name, n = base, 1
         while pm.has_plugin(name):  # several instances of one policy class
