@@ -11,7 +11,7 @@ from .errors import (
     RateLimited,
     StoreError,
 )
-from .hive import Hive
+from .hive import Hive, settings_path
 from .hookspecs import hookimpl
 from .models import (
     Checkpoint,
@@ -53,4 +53,5 @@ __all__ = [
     "TaskView",
     "WaitingOn",
     "hookimpl",
+    "settings_path",
 ]

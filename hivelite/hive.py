@@ -78,6 +78,7 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
             raise InvalidInput("invalid_owner", f"owner {owner!r} must be a slug like 'ana'",
                                field="owner")
         manager = get_plugin_manager(plugins_dir, extra=plugins)
+        existed = Path(path).exists()
         store = Store(path, create=create, synchronous=synchronous)
         try:
             stored = store.meta("owner")
@@ -96,6 +97,10 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
             hive._expire_on_open()
         except BaseException:
             store.close()
+            if not existed:  # a store refused at start-up leaves no file behind
+                for leftover in (store.path, *(Path(f"{store.path}{x}") for x in
+                                               ("-wal", "-shm", "-journal"))):
+                    leftover.unlink(missing_ok=True)
             raise
         return hive
 
