@@ -131,8 +131,11 @@ def run_demo(hive: Hive, echo: Echo = print) -> list[dict[str, Any]]:
     except HiveliteError as error:
         refused("an agent on the claiming laptop tries to confirm", error, number)
     clock.advance(minutes=2)
-    step(f"{planner} on the desktop confirms; the threshold is met",
-         hive.verify(number, planner, instance="desktop", verdict="accept"))
+    confirmed = step(f"{planner} on the desktop confirms",
+                     hive.verify(number, planner, instance="desktop", verdict="accept"))
+    if confirmed.task.state.value != "completed":  # a policy plugin asks for more
+        clock.advance(minutes=1)
+        step(f"{owner} signs the result off", hive.sign_off(number, reason="looks right"))
 
     # 7. The approved request: a failed attempt, then the owner cancels it.
     attempt = leased(f"{coder} claims task {held.number}",

@@ -78,7 +78,6 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
             raise InvalidInput("invalid_owner", f"owner {owner!r} must be a slug like 'ana'",
                                field="owner")
         manager = get_plugin_manager(plugins_dir, extra=plugins)
-        existed = Path(path).exists()
         store = Store(path, create=create, synchronous=synchronous)
         try:
             stored = store.meta("owner")
@@ -93,14 +92,15 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
                     "owner_mismatch", f"this store belongs to {stored!r}, not {owner!r}",
                     field="owner")
             hive = cls(store, stored, manager, clock, load_settings(store.path))
-            call_each(manager, "hivelite_startup", hive=hive)
+            try:
+                call_each(manager, "hivelite_startup", hive=hive)
+            except BaseException:
+                if store.created and not store.task(1):
+                    store.discard()  # a store refused at start-up leaves no file behind
+                raise
             hive._expire_on_open()
         except BaseException:
             store.close()
-            if not existed:  # a store refused at start-up leaves no file behind
-                for leftover in (store.path, *(Path(f"{store.path}{x}") for x in
-                                               ("-wal", "-shm", "-journal"))):
-                    leftover.unlink(missing_ok=True)
             raise
         return hive
 

@@ -79,13 +79,14 @@ def _check_header(path: Path) -> None:
         raise StoreError("not_a_store", f"{path} is not an SQLite database; left it untouched")
 
 
-def _create_private(path: Path) -> None:
-    """Create the store file readable by its owner only (another opener may win the race)."""
+def _create_private(path: Path) -> bool:
+    """Create the store file readable by its owner only; False if another opener won."""
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
-        return
+        return False
     os.close(fd)
+    return True
 
 
 class Store:
@@ -94,6 +95,8 @@ class Store:
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True,
                  synchronous: Synchronous = "NORMAL") -> None:
         self.path = Path(path)
+        self.created = False
+        """True when this opener made the file (so it may take it away again)."""
         if self.path.exists():
             if self.path.is_dir():
                 raise StoreError("not_a_store", f"{self.path} is a directory")
@@ -106,7 +109,7 @@ class Store:
             )
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            _create_private(self.path)
+            self.created = _create_private(self.path)
         self.conn = apsw.Connection(str(self.path))
         # The busy timeout comes first, before anything else touches the file.
         self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
@@ -187,6 +190,12 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+    def discard(self) -> None:
+        """Close and remove a store this opener has just created (and its WAL files)."""
+        self.conn.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     # -- transactions ------------------------------------------------------
 

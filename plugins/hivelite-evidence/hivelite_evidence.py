@@ -1,0 +1,184 @@
+"""hivelite-evidence: the evidence a result must carry before anyone is asked to review it.
+
+A result that lacks it goes straight back to ``routed`` with the problem named
+(the core journals the problems in the verifying -> routed move), so a reviewer
+never spends time on a code result that shows no test run or commit.
+
+Installing the plugin is opting in: with no settings it applies the defaults
+below. The ``[evidence]`` table of the settings file, or a TOML file named by
+``$HIVELITE_EVIDENCE`` (the same keys at top level), replaces them per
+deliverable type and replaces the url rule. Settings are read and checked once,
+when a store opens; anything malformed refuses to open the store.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+import hivelite
+from hivelite.hive import settings_path
+from hivelite.models import DeliverableType, EvidenceKind
+
+NAME = "evidence"
+ENV_VAR = "HIVELITE_EVIDENCE"
+DELIVERABLE_TYPES: tuple[str, ...] = get_args(DeliverableType)
+KINDS: tuple[str, ...] = get_args(EvidenceKind)
+KEYS = ("require", "url_required")
+
+DEFAULT_REQUIRE: Mapping[str, tuple[str, ...]] = {
+    "code": ("test_output", "commit"),
+    "screenshots": ("screenshot",),
+}
+DEFAULT_URL_REQUIRED: tuple[str, ...] = ("link", "pull_request")
+SUMMARY_SHOWN = 60
+"""How much of an item's summary a problem quotes (the journal's reason is short)."""
+
+
+class EvidenceSettingsError(ValueError):
+    """The plugin's settings are malformed; the store must not open with a guessed rule."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a result must carry: kinds per deliverable type (one of them), kinds needing a url."""
+
+    require: Mapping[str, tuple[str, ...]]
+    url_required: tuple[str, ...]
+    source: str
+
+
+# Per store, keyed by the Hive object itself so a closed, dropped store takes its rules along.
+_RULES: weakref.WeakKeyDictionary[Any, Rules] = weakref.WeakKeyDictionary()
+
+
+# -- settings ------------------------------------------------------------------------------
+
+
+def _names(values: tuple[str, ...]) -> str:
+    return ", ".join(values)
+
+
+def _kind_list(value: object, where: str) -> tuple[str, ...]:
+    """A TOML array of evidence kinds, checked against the seed's enum."""
+    if not isinstance(value, list):
+        raise EvidenceSettingsError(
+            f"{where} must be an array of evidence kinds, not {type(value).__name__}"
+            f" {value!r}")
+    kinds: list[str] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise EvidenceSettingsError(
+                f"{where} holds {item!r} ({type(item).__name__}); each entry is an"
+                f" evidence kind: {_names(KINDS)}")
+        if item not in KINDS:
+            raise EvidenceSettingsError(
+                f"{where}: unknown evidence kind {item!r}; known kinds: {_names(KINDS)}")
+        if item not in kinds:
+            kinds.append(item)
+    return tuple(kinds)
+
+
+def parse_rules(table: Mapping[str, Any], source: str, *, top_level: bool = False) -> Rules:
+    """The defaults with ``table`` applied; raises naming ``source`` and the problem."""
+    prefix = "" if top_level else f"{NAME}."
+    for key in table:
+        if key not in KEYS:
+            hint = ""
+            if top_level and key == NAME:
+                hint = f" (in this file the [{NAME}] keys go at top level)"
+            raise EvidenceSettingsError(
+                f"{source}: unknown key {key!r}{hint}; known keys: {_names(KEYS)}")
+    require = dict(DEFAULT_REQUIRE)
+    if "require" in table:
+        given = table["require"]
+        if not isinstance(given, dict):
+            raise EvidenceSettingsError(
+                f"{source}: {prefix}require must be a table of deliverable type = [kinds],"
+                f" not {type(given).__name__} {given!r}")
+        for dtype, kinds in given.items():
+            if dtype not in DELIVERABLE_TYPES:
+                raise EvidenceSettingsError(
+                    f"{source}: [{prefix}require] names unknown deliverable type {dtype!r};"
+                    f" known types: {_names(DELIVERABLE_TYPES)}")
+            require[dtype] = _kind_list(kinds, f"{source}: [{prefix}require] {dtype}")
+    url_required = DEFAULT_URL_REQUIRED
+    if "url_required" in table:
+        url_required = _kind_list(table["url_required"], f"{source}: {prefix}url_required")
+    return Rules(require={k: v for k, v in require.items() if v},
+                 url_required=url_required, source=source)
+
+
+def _read_env_file(path: Path) -> dict[str, Any]:
+    where = f"${ENV_VAR} file {path}"
+    if not path.exists():
+        raise EvidenceSettingsError(f"{where} does not exist")
+    if not path.is_file():
+        raise EvidenceSettingsError(f"{where} is not a file")
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise EvidenceSettingsError(f"{where} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise EvidenceSettingsError(f"{where} is not UTF-8 text: {exc}") from None
+    except OSError as exc:
+        raise EvidenceSettingsError(f"{where} cannot be read: {exc.strerror or exc}") from None
+
+
+def load_rules(hive: Any) -> Rules:
+    """``$HIVELITE_EVIDENCE`` when set (it replaces the settings file's table), else
+    ``[evidence]`` of the settings file, else the defaults."""
+    named = os.environ.get(ENV_VAR, "")
+    if named:
+        path = Path(named).absolute()
+        return parse_rules(_read_env_file(path), f"${ENV_VAR} file {path}", top_level=True)
+    table = hive.settings(NAME)
+    source = f"[{NAME}] in settings file {settings_path(Path(hive.store.path)).absolute()}"
+    return parse_rules(table, source)
+
+
+def rules_for(hive: Any) -> Rules:
+    """This store's rules (read at start-up; read now if start-up was bypassed)."""
+    rules = _RULES.get(hive)
+    if rules is None:
+        rules = _RULES[hive] = load_rules(hive)
+    return rules
+
+
+# -- hooks ---------------------------------------------------------------------------------
+
+
+@hivelite.hookimpl
+def hivelite_startup(hive: Any) -> None:
+    """Read and check the settings once: a malformed rule refuses to open the store."""
+    _RULES[hive] = load_rules(hive)
+
+
+def _quote(text: str) -> str:
+    short = text if len(text) <= SUMMARY_SHOWN else text[: SUMMARY_SHOWN - 1] + "…"
+    return repr(short)
+
+
+@hivelite.hookimpl
+def hivelite_check_evidence(task: hivelite.Task, result: hivelite.Result,
+                            hive: Any) -> list[str]:
+    """Each missing piece of evidence as one short sentence; empty when the result passes."""
+    rules = rules_for(hive)
+    problems: list[str] = []
+    dtype = task.packet.deliverable_type
+    wanted = rules.require.get(dtype, ())
+    have = list(dict.fromkeys(item.kind for item in result.evidence))
+    if wanted and not any(kind in wanted for kind in have):
+        problems.append(f"a {dtype} result needs {' or '.join(wanted)} evidence;"
+                        f" it has only {', '.join(have)}")
+    for number, item in enumerate(result.evidence, start=1):
+        if item.kind in rules.url_required and not item.url:
+            problems.append(f"evidence {number} ({item.kind} {_quote(item.summary)}) has no url;"
+                            f" {item.kind} evidence must carry one")
+    return problems

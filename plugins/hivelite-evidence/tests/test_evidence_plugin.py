@@ -1,0 +1,297 @@
+"""hivelite-evidence: a result without the evidence its deliverable needs goes back to ``routed``.
+
+The rules are tested in-process on real store files (the plugin given to
+``Hive.open``); the last tests run the real ``hivelite`` command with the plugin
+loaded from its installed entry point.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hivelite import Hive, InvalidInput, ManualClock, PluginError
+
+import hivelite_evidence
+
+START = "2026-12-02T09:00:00.000Z"
+PLUGIN = "hivelite_evidence"  # the name a plugin given to Hive.open is registered under
+NOTE = {"kind": "note", "summary": "looked fine"}
+TESTS = {"kind": "test_output", "summary": "14 passed"}
+COMMIT = {"kind": "commit", "summary": "abc1234 parser"}
+SHOT = {"kind": "screenshot", "summary": "the login page"}
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the plugin under test: no installed entry points, no outside settings."""
+    monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", "")
+    for name in ("HIVELITE_CONFIG", "HIVELITE_EVIDENCE", "HIVELITE_PLUGINS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def open_hive(folder: Path, settings: str | None = None) -> Hive:
+    """A store in ``folder``, with ``settings`` written to the hivelite.toml beside it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if settings is not None:
+        (folder / "hivelite.toml").write_text(settings)
+    return Hive.open(folder / "store.db", owner="ana", clock=ManualClock(START),
+                     plugins=[hivelite_evidence])
+
+
+@pytest.fixture
+def hive(tmp_path: Path) -> Iterator[Hive]:
+    with open_hive(tmp_path) as h:
+        yield h
+
+
+def submit(hive: Hive, evidence: list[dict[str, Any]], deliverable_type: str = "code") -> Any:
+    """Hand a task to ana/coder, claim it and return a result with ``evidence``."""
+    view = hive.handoff(requester="ana/planner", assignee="ana/coder", project="demo",
+                        packet={"task": "Write the parser", "deliverable_type": deliverable_type,
+                                "acceptance_criteria": ["tests pass"]})
+    lease = hive.claim(view.number, "ana/coder", instance="laptop")
+    return hive.submit(view.number, lease_id=lease.lease_id, token=lease.fencing_token,
+                       summary="done", evidence=evidence)
+
+
+def refusal(hive: Hive, number: int) -> tuple[str, list[str]]:
+    """The verifying -> routed move's reason and the problems in its detail."""
+    last = hive.history(number)[-1]
+    assert (last.from_state, last.to_state, last.actor) == ("verifying", "routed", "guard")
+    assert last.detail is not None
+    problems = last.detail["problems"]
+    assert all(p["plugin"] == PLUGIN for p in problems)
+    assert last.reason is not None
+    return last.reason, [p["problem"] for p in problems]
+
+
+# -- the defaults ------------------------------------------------------------------------------
+
+
+def test_code_with_only_a_note_goes_back_naming_the_missing_kinds(hive: Hive) -> None:
+    view = submit(hive, [NOTE])
+    assert view.task.state == "routed"
+    reason, problems = refusal(hive, view.number)
+    assert problems == ["a code result needs test_output or commit evidence; it has only note"]
+    assert reason.startswith("evidence refused: ")
+    assert "test_output or commit" in reason
+
+
+@pytest.mark.parametrize("proof", [TESTS, COMMIT], ids=["test_output", "commit"])
+def test_code_with_test_output_or_commit_reaches_approval(hive: Hive,
+                                                          proof: dict[str, Any]) -> None:
+    view = submit(hive, [NOTE, proof])
+    assert view.task.state == "approval"
+
+
+def test_screenshots_need_a_screenshot(hive: Hive) -> None:
+    refused = submit(hive, [NOTE], "screenshots")
+    assert refused.task.state == "routed"
+    _, problems = refusal(hive, refused.number)
+    assert problems == ["a screenshots result needs screenshot evidence; it has only note"]
+    assert submit(hive, [SHOT], "screenshots").task.state == "approval"
+
+
+def test_other_types_need_nothing_by_default(hive: Hive) -> None:
+    assert submit(hive, [NOTE], "doc").task.state == "approval"
+
+
+def test_a_link_without_a_url_goes_back_naming_the_item(hive: Hive) -> None:
+    view = submit(hive, [TESTS, {"kind": "link", "summary": "the design notes"}])
+    assert view.task.state == "routed"
+    reason, problems = refusal(hive, view.number)
+    assert problems == ["evidence 2 (link 'the design notes') has no url;"
+                        " link evidence must carry one"]
+    assert "evidence 2 (link 'the design notes') has no url" in reason
+
+
+def test_a_pull_request_needs_a_url_and_passes_with_one(hive: Hive) -> None:
+    refused = submit(hive, [TESTS, {"kind": "pull_request", "summary": "PR 7"}])
+    assert refused.task.state == "routed"
+    assert "evidence 2 (pull_request 'PR 7') has no url" in refusal(hive, refused.number)[0]
+    passed = submit(hive, [TESTS, {"kind": "pull_request", "summary": "PR 7",
+                                   "url": "https://example.com/pr/7"}])
+    assert passed.task.state == "approval"
+
+
+def test_every_problem_is_named_and_long_summaries_are_cut(hive: Hive) -> None:
+    long = "x" * 300
+    view = submit(hive, [{"kind": "link", "summary": long}, {"kind": "pull_request",
+                                                            "summary": "PR"}])
+    _, problems = refusal(hive, view.number)
+    assert len(problems) == 3
+    assert problems[0].startswith("a code result needs test_output or commit evidence")
+    assert problems[1].startswith("evidence 1 (link 'xxx") and "…'" in problems[1]
+    assert len(problems[1]) < 150
+    assert problems[2].startswith("evidence 2 (pull_request 'PR') has no url")
+
+
+def test_amend_with_evidence_the_plugin_refuses_is_invalid_input(hive: Hive) -> None:
+    view = submit(hive, [TESTS])
+    assert view.task.state == "approval"
+    with pytest.raises(InvalidInput) as caught:
+        hive.amend(view.number, actor="ana/coder", evidence=[NOTE])
+    assert caught.value.reason == "evidence_refused"
+    assert "test_output or commit" in caught.value.message
+    assert hive.get(view.number).task.result.evidence[0].kind == "test_output"  # type: ignore[union-attr]
+    amended = hive.amend(view.number, actor="ana/coder", evidence=[COMMIT])
+    assert amended.task.state == "approval"
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+
+def test_settings_replace_a_types_requirement(tmp_path: Path) -> None:
+    with open_hive(tmp_path, '[evidence.require]\ncode = ["note"]\ndoc = ["link", "note"]\n'
+                   ) as hive:
+        assert submit(hive, [NOTE]).task.state == "approval"
+        replaced = submit(hive, [TESTS])  # replaced, not added to: test_output no longer does
+        assert replaced.task.state == "routed"
+        assert refusal(hive, replaced.number)[1] == [
+            "a code result needs note evidence; it has only test_output"]
+        assert submit(hive, [TESTS], "doc").task.state == "routed"
+        assert submit(hive, [NOTE], "doc").task.state == "approval"
+        assert submit(hive, [NOTE], "screenshots").task.state == "routed"  # default kept
+
+
+def test_an_empty_list_removes_the_requirement(tmp_path: Path) -> None:
+    with open_hive(tmp_path, "[evidence.require]\ncode = []\n") as hive:
+        assert submit(hive, [NOTE]).task.state == "approval"
+        assert submit(hive, [NOTE], "screenshots").task.state == "routed"
+
+
+def test_url_required_changes_the_url_rule(tmp_path: Path) -> None:
+    with open_hive(tmp_path, '[evidence]\nurl_required = ["note"]\n') as hive:
+        linked = submit(hive, [TESTS, {"kind": "link", "summary": "docs"},
+                               {"kind": "pull_request", "summary": "PR 7"}])
+        assert linked.task.state == "approval"
+        refused = submit(hive, [TESTS, NOTE])
+        assert refused.task.state == "routed"
+        assert refusal(hive, refused.number)[1] == [
+            "evidence 2 (note 'looked fine') has no url; note evidence must carry one"]
+    with open_hive(tmp_path / "none", "[evidence]\nurl_required = []\n") as hive:
+        assert submit(hive, [TESTS, {"kind": "link", "summary": "docs"}]).task.state \
+            == "approval"
+
+
+def test_each_store_keeps_its_own_rules(tmp_path: Path) -> None:
+    with open_hive(tmp_path / "lenient", "[evidence.require]\ncode = []\n") as lenient, \
+            open_hive(tmp_path / "strict") as strict:
+        assert submit(strict, [NOTE]).task.state == "routed"
+        assert submit(lenient, [NOTE]).task.state == "approval"
+        assert submit(strict, [NOTE]).task.state == "routed"
+
+
+MALFORMED = [
+    ("unknown-key", "[evidence]\nrequires = {}\n", "unknown key 'requires'"),
+    ("require-not-table", "[evidence]\nrequire = 3\n", "evidence.require must be a table"),
+    ("unknown-type", '[evidence.require]\ncod = ["commit"]\n', "unknown deliverable type 'cod'"),
+    ("unknown-kind", '[evidence.require]\ncode = ["tests"]\n', "unknown evidence kind 'tests'"),
+    ("kinds-not-array", '[evidence.require]\ncode = "commit"\n', "must be an array"),
+    ("kind-not-string", "[evidence.require]\ncode = [1]\n", "holds 1 (int)"),
+    ("url-not-array", '[evidence]\nurl_required = "link"\n', "url_required must be an array"),
+    ("url-unknown-kind", '[evidence]\nurl_required = ["url"]\n', "unknown evidence kind 'url'"),
+    ("table-not-table", "evidence = 3\n", "[evidence] in the settings file must be a table"),
+]
+
+
+@pytest.mark.parametrize(("settings", "fragment"), [m[1:] for m in MALFORMED],
+                         ids=[m[0] for m in MALFORMED])
+def test_malformed_settings_refuse_to_open(tmp_path: Path, settings: str,
+                                           fragment: str) -> None:
+    with pytest.raises(PluginError) as caught:
+        open_hive(tmp_path, settings)
+    error = caught.value
+    assert (error.plugin, error.hook) == (PLUGIN, "hivelite_startup")
+    assert f"plugin {PLUGIN!r}" in error.message
+    assert fragment in error.message
+    if "in the settings file must" not in fragment:
+        assert str(tmp_path / "hivelite.toml") in error.message  # names the file
+
+
+def test_env_file_replaces_the_settings_table(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = tmp_path / "rules.toml"
+    rules.write_text('url_required = []\n[require]\ncode = ["note"]\n')
+    monkeypatch.setenv("HIVELITE_EVIDENCE", str(rules))
+    with open_hive(tmp_path / "store", "[evidence.require]\ncode = []\n") as hive:
+        assert submit(hive, [NOTE]).task.state == "approval"
+        assert submit(hive, [TESTS]).task.state == "routed"  # the file's rule, not the table's
+        assert submit(hive, [NOTE, {"kind": "link", "summary": "x"}]).task.state == "approval"
+
+
+@pytest.mark.parametrize(("content", "fragment"), [
+    (None, "does not exist"),
+    ("require = [", "is not valid TOML"),
+    ('[evidence.require]\ncode = ["note"]\n', "the [evidence] keys go at top level"),
+    ('[require]\ncode = ["tests"]\n', "[require] code: unknown evidence kind 'tests'"),
+], ids=["missing", "not-toml", "nested-table", "unknown-kind"])
+def test_a_bad_env_file_refuses_to_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        content: str | None, fragment: str) -> None:
+    rules = tmp_path / "rules.toml"
+    if content is not None:
+        rules.write_text(content)
+    monkeypatch.setenv("HIVELITE_EVIDENCE", str(rules))
+    with pytest.raises(PluginError) as caught:
+        open_hive(tmp_path / "store")
+    assert caught.value.plugin == PLUGIN
+    assert f"$HIVELITE_EVIDENCE file {rules}" in caught.value.message
+    assert fragment in caught.value.message
+
+
+# -- the real command, the plugin from its entry point ---------------------------------------
+
+
+def run(db: Path, *args: str, env: dict[str, str]) -> tuple[int, Any, str]:
+    command = [str(Path(sys.executable).parent / "hivelite"), "--db", str(db), "--json", *args]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=30, env=env,
+                          cwd=db.parent)
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout else None, proc.stderr
+
+
+def test_cli_end_to_end_with_the_entry_point(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    env.update(HIVELITE_LOAD_PLUGINS="evidence", HIVELITE_NOW=START)
+    db = tmp_path / "store.db"
+
+    code, plugins, _ = run(db, "plugins", env=env)
+    assert code == 0
+    [ours] = [p for p in plugins if p["name"] == "evidence"]
+    assert ours["source"] == "entry point (hivelite-evidence)"
+    assert set(ours["hooks"]) == {"hivelite_startup", "hivelite_check_evidence"}
+
+    assert run(db, "init", "--owner", "ana", env=env)[0] == 0
+    code, view, err = run(db, "handoff", "--requester", "ana/planner", "--assignee",
+                          "ana/coder", "--project", "demo", "--task", "Write the parser",
+                          "--type", "code", "--accept", "tests pass", env=env)
+    assert code == 0, err
+    number = str(view["number"])
+    code, lease, err = run(db, "claim", number, "--agent", "ana/coder", "--instance", "laptop",
+                           env=env)
+    assert code == 0, err
+    code, _, err = run(db, "submit", number, "--lease", lease["lease_id"], "--token",
+                       str(lease["fencing_token"]), "--summary", "done",
+                       "--evidence", "note:looked fine", env=env)
+    assert code == 0, err
+    code, shown, _ = run(db, "show", number, env=env)
+    assert code == 0 and shown["task"]["state"] == "routed"
+    code, history, _ = run(db, "history", number, env=env)
+    last = history[-1]
+    assert (last["from_state"], last["to_state"]) == ("verifying", "routed")
+    assert "test_output or commit" in last["reason"]
+    assert last["detail"]["problems"] == [
+        {"plugin": "evidence",
+         "problem": "a code result needs test_output or commit evidence; it has only note"}]
+
+    (tmp_path / "hivelite.toml").write_text('[evidence.require]\nscreenshots = ["photo"]\n')
+    code, error, err = run(db, "show", number, env=env)
+    assert code == 1
+    assert error["error"]["plugin"] == "evidence"
+    assert "unknown evidence kind 'photo'" in err
