@@ -20,18 +20,22 @@ from . import guard
 from .clock import Clock, format_ts
 from .errors import InvalidInput, InvalidState, PluginError
 from .models import (
+    Checkpoint,
     ClaimView,
     Confirmation,
+    Evidence,
     ExpiredClaim,
     JournalEntry,
     Merge,
+    Packet,
     Page,
+    Result,
     Task,
     TaskView,
     UpdateView,
     Usage,
 )
-from .plugins import PluginManager, call_each
+from .plugins import PluginManager, call_all
 from .protocol import MOVES_BY_PAIR, Move, State, WaitingOn, lifecycle
 from .store import Store, TaskRow
 
@@ -39,6 +43,8 @@ log = logging.getLogger("hivelite")
 
 MAX_PAGE = 500
 VIEW_UPDATES = 20
+Bodies = tuple[str, str | None, str | None]
+"""A task's packet, result and checkpoint JSON."""
 Moved = tuple[int, Move, str]
 """A committed move to announce: task number, the move, the actor."""
 
@@ -86,26 +92,34 @@ class HiveBase:
     def _row(self, ref: str | int) -> TaskRow:
         return guard.found(self.store.task(ref), ref)
 
-    def _task(self, row: TaskRow) -> Task:
-        packet, result, checkpoint = self.store.bodies(row.number)
-        return Task.model_validate({
-            "id": row.id, "project": row.project, "state": row.state,
-            "waiting_on": row.waiting_on, "requester": row.requester,
-            "assignee": row.assignee, "packet": json.loads(packet),
-            "result": json.loads(result) if result else None,
-            "latest_checkpoint": json.loads(checkpoint) if checkpoint else None,
-            "created_at": row.created_at, "updated_at": row.updated_at,
-        })
+    def _task(self, row: TaskRow, bodies: Bodies | None = None) -> Task:
+        """The seed object from the store's own rows, built without validating again:
+        everything in the store was validated on its way in (DESIGN §4a)."""
+        packet, result, checkpoint = bodies or self.store.bodies(row.number)
+        result_model = None
+        if result:
+            data = json.loads(result)
+            data["evidence"] = [Evidence.model_construct(**e) for e in data["evidence"]]
+            result_model = Result.model_construct(**data)
+        return Task.model_construct(
+            id=row.id, project=row.project, state=State(row.state),
+            waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
+            requester=row.requester, assignee=row.assignee,
+            packet=Packet.model_construct(**json.loads(packet)), result=result_model,
+            latest_checkpoint=Checkpoint.model_construct(**json.loads(checkpoint))
+            if checkpoint else None,
+            created_at=row.created_at, updated_at=row.updated_at,
+        )
 
     def _view(self, row: TaskRow) -> TaskView:
-        task = self._task(row)
+        packet, result, checkpoint, meta = self.store.details(row.number)
+        task = self._task(row, (packet, result, checkpoint))
         claim = None
         if row.lease_id is not None:
             expires = row.lease_expires or ""
             claim = ClaimView(holder=row.lease_holder or "", instance=row.lease_instance or "",
                               session=row.lease_session, expires_at=expires,
                               expired=expires <= format_ts(self._now()))
-        meta = self.store.result_meta(row.number)
         confirmations: list[Confirmation] = []
         if meta is not None:  # the verdicts on the current result, whatever became of it
             confirmations = [
@@ -113,9 +127,9 @@ class HiveBase:
                              reason=c[4], at=c[5], counted=bool(c[6]))
                 for c in self.store.confirmations(row.number, meta.version)
             ]
+        recent, tokens, usd = self.store.updates(row.number, VIEW_UPDATES)
         updates = [UpdateView(at=u[0], actor=u[1], summary=u[2], tokens=u[3], usd_micros=u[4])
-                   for u in self.store.updates(row.number, VIEW_UPDATES)]
-        tokens, usd = self.store.usage(row.number)
+                   for u in recent]
         failed = meta is not None and meta.outcome == "failed"
         return TaskView(
             number=row.number, task=task,
@@ -154,10 +168,8 @@ class HiveBase:
         for number, move, actor in moves:
             with self.store.read():
                 task = self._task(self._row(number))
-            try:
-                call_each(self.plugins, "hivelite_on_transition", task=task, move=move,
-                          actor=actor, hive=self)
-            except PluginError as error:
+            for error in call_all(self.plugins, "hivelite_on_transition", task=task,
+                                  move=move, actor=actor, hive=self):
                 self.notify_failures.append(error)
                 log.warning("%s (task %s, move %s)", error.message, number, move.number)
 

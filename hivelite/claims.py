@@ -83,7 +83,7 @@ class ClaimVerbs(HiveBase):
             row = self._row(ref)
             guard.claimable(row, agent, resume=resume)
             if not resume:
-                blocked = self.store.dependencies_open(self.store.packet_json(row.number))
+                blocked = self.store.dependencies_open(row.number)
                 if blocked:
                     raise InvalidState("blocked", f"task {row.number} waits on tasks not yet"
                                        f" completed: {', '.join(blocked)}")

@@ -36,8 +36,7 @@ class ManualClock:
 
 def format_ts(moment: datetime) -> str:
     """``moment`` as RFC 3339 UTC with milliseconds."""
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def parse_ts(text: str) -> datetime:

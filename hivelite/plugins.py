@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -36,6 +37,8 @@ class PluginManager(pluggy.PluginManager):
     def add(self, plugin: object, name: str, source: str, *, essential: bool = False) -> None:
         try:
             self.register(plugin, name=name)
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(name, _hook_named(str(exc)) or "register", str(exc)) from exc
         except ValueError as exc:
             raise PluginError(name, "register", str(exc)) from exc
         self.sources[name] = source
@@ -54,16 +57,21 @@ class PluginManager(pluggy.PluginManager):
         return out
 
 
+def _hook_named(message: str) -> str | None:
+    match = re.search(r"\b(hivelite_\w+)", message)
+    return match.group(1) if match else None
+
+
 def _load_file(path: Path) -> ModuleType:
     name = f"hivelite_plugins_dir.{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise PluginError(path.name, "load", f"cannot import {path}")
+        raise PluginError(path.stem, "load", f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
-        raise PluginError(path.name, "load", f"import failed: {exc!r}") from exc
+        raise PluginError(path.stem, "load", f"import of {path} failed: {exc!r}") from exc
     return module
 
 
@@ -134,7 +142,14 @@ def check(pm: PluginManager) -> None:
     except pluggy.PluginValidationError as exc:
         plugin = getattr(exc, "plugin", None)
         name = pm.get_name(plugin) if plugin is not None else "?"
-        raise PluginError(name or "?", "check_pending", str(exc)) from exc
+        raise PluginError(name or "?", _hook_named(str(exc)) or "check_pending",
+                          str(exc)) from exc
+    for name, plugin in pm.list_name_plugin():
+        for attr in dir(plugin):
+            if attr.startswith("hivelite_") and callable(getattr(plugin, attr)) and not hasattr(
+                    getattr(plugin, attr), "hivelite_impl"):
+                raise PluginError(name, attr, "looks like a hook but is not decorated with"
+                                  " @hivelite.hookimpl, so it would never be called")
     for caller in pm.hook.__dict__.values():
         if not isinstance(caller, pluggy.HookCaller):
             continue
@@ -151,8 +166,13 @@ def _answers(pm: PluginManager, hook: str, kwargs: dict[str, Any]) -> Iterator[t
     error name the plugin that raised.
     """
     caller: pluggy.HookCaller = getattr(pm.hook, hook)
+    return _answers_of(reversed(caller.get_hookimpls()), hook, kwargs)
+
+
+def _answers_of(impls: Iterable[Any], hook: str,
+                kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     trace = os.environ.get("HIVELITE_TRACE_PLUGINS") == "1"
-    for impl in reversed(caller.get_hookimpls()):
+    for impl in impls:
         args = {name: kwargs[name] for name in impl.argnames}
         try:
             value = impl.function(**args)
@@ -162,6 +182,18 @@ def _answers(pm: PluginManager, hook: str, kwargs: dict[str, Any]) -> Iterator[t
         if trace:
             print(f"hivelite: {hook} [{impl.plugin_name}] -> {value!r}", file=sys.stderr)
         yield impl.plugin_name, value
+
+
+def call_all(pm: PluginManager, hook: str, **kwargs: Any) -> list[PluginError]:
+    """Call every implementation even when some fail; the failures, each naming its plugin."""
+    failures: list[PluginError] = []
+    caller: pluggy.HookCaller = getattr(pm.hook, hook)
+    for impl in reversed(caller.get_hookimpls()):
+        try:
+            next(_answers_of([impl], hook, kwargs))
+        except PluginError as error:
+            failures.append(error)
+    return failures
 
 
 def call_each(pm: PluginManager, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:

@@ -677,7 +677,7 @@ def test_a_plugin_that_cannot_be_imported_exits_1(run: Runner, store: Path,
     (plugins / "broken.py").write_text("def oops(:\n")
     ran = run("list", as_json=True, group=("--plugins-dir", str(plugins)))
     assert ran.code == 1
-    assert ran.error()["plugin"] == "broken.py"
+    assert ran.error()["plugin"] == "broken"
     missing = run("list", group=("--plugins-dir", str(tmp_path / "nowhere")))
     assert missing.code == 1
     assert missing.err.startswith("error: plugin_error/plugin_failed: ")

@@ -282,21 +282,24 @@ class Store:
             (to_state, waiting_on, at, actor, reason, _dump(detail), number),
         )
 
-    def packet_json(self, number: int) -> str:
-        return str(self.conn.execute(
-            "SELECT body FROM packets WHERE task = ?", (number,)).get)
-
     def bodies(self, number: int) -> tuple[str, str | None, str | None]:
         """Packet, result and checkpoint JSON of one task."""
+        packet, result, checkpoint, _ = self.details(number)
+        return packet, result, checkpoint
+
+    def details(self, number: int) -> tuple[str, str | None, str | None, ResultMeta | None]:
+        """Packet, result and checkpoint JSON of one task, and its result's facts, at once."""
         row = self.conn.execute(
-            "SELECT p.body, r.body, c.body FROM packets p"
+            "SELECT p.body, r.body, c.body, r.worker, r.instance, r.session, r.outcome,"
+            " r.version, r.threshold, r.merge_commit, r.merged_by FROM packets p"
             " LEFT JOIN results r ON r.task = p.task"
             " LEFT JOIN checkpoints c ON c.task = p.task WHERE p.task = ?",
             (number,),
         ).fetchone()
         if row is None:
             raise LookupError(f"task {number} has no packet")
-        return row[0], row[1], row[2]
+        meta = ResultMeta(*row[3:]) if row[1] is not None else None
+        return row[0], row[1], row[2], meta
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         if not ids:
@@ -329,12 +332,12 @@ class Store:
         args.append(limit)
         return [TaskRow(*r) for r in self.conn.execute(sql, args)]
 
-    def dependencies_open(self, packet_json: str) -> list[str]:
-        """The ids in a packet's ``depends_on`` whose tasks are not completed."""
+    def dependencies_open(self, number: int) -> list[str]:
+        """The ids in a task's ``packet.depends_on`` whose tasks are not completed."""
         return [r[0] for r in self.conn.execute(
-            "SELECT d.value FROM json_each(?, '$.depends_on') d"
-            " LEFT JOIN tasks t ON t.id = d.value WHERE t.state IS NOT 'completed'",
-            (packet_json,))]
+            "SELECT d.value FROM packets p, json_each(p.body, '$.depends_on') d"
+            " LEFT JOIN tasks t ON t.id = d.value"
+            " WHERE p.task = ? AND t.state IS NOT 'completed'", (number,))]
 
     # -- leases --------------------------------------------------------------
 
@@ -379,37 +382,31 @@ class Store:
             (number, at, actor, summary, tokens, usd_micros),
         )
 
-    def updates(self, number: int, limit: int) -> list[tuple[str, str, str, int | None,
-                                                             int | None]]:
-        """The last ``limit`` updates of a task, oldest first."""
+    def updates(self, number: int, limit: int) -> tuple[list[tuple[Any, ...]], int, int]:
+        """The last ``limit`` updates of a task (oldest first) and its usage totals."""
         rows = list(self.conn.execute(
-            "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = ?"
+            "SELECT at, actor, summary, tokens, usd_micros, coalesce(sum(tokens) OVER (), 0),"
+            " coalesce(sum(usd_micros) OVER (), 0) FROM updates WHERE task = ?"
             " ORDER BY seq DESC LIMIT ?", (number, limit)))
-        rows.reverse()
-        return rows
-
-    def usage(self, number: int) -> tuple[int, int]:
-        row = self.conn.execute(
-            "SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0) FROM updates"
-            " WHERE task = ?", (number,)).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
+        if not rows:
+            return [], 0, 0
+        tokens, usd = int(rows[0][5]), int(rows[0][6])
+        return [r[:5] for r in reversed(rows)], tokens, usd
 
     # -- results and verdicts ------------------------------------------------
 
     def put_result(self, number: int, body: str, *, worker: str, instance: str,
                    session: str | None, outcome: str, threshold: int | None) -> int:
         """Store the task's (new) result; returns its version (1, 2, ... per task)."""
-        self.conn.execute(
+        return int(self.conn.execute(
             "INSERT INTO results(task, body, worker, instance, session, outcome, threshold)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(task) DO UPDATE SET"
             " body = excluded.body, worker = excluded.worker, instance = excluded.instance,"
             " session = excluded.session, outcome = excluded.outcome,"
             " threshold = excluded.threshold, version = results.version + 1,"
-            " merge_commit = NULL, merged_by = NULL",
+            " merge_commit = NULL, merged_by = NULL RETURNING version",
             (number, body, worker, instance, session, outcome, threshold),
-        )
-        return int(self.conn.execute(
-            "SELECT version FROM results WHERE task = ?", (number,)).get)
+        ).get)
 
     def result_meta(self, number: int) -> ResultMeta | None:
         row = self.conn.execute(
@@ -439,10 +436,11 @@ class Store:
 
     def confirmations(self, number: int, version: int) -> list[tuple[Any, ...]]:
         """Verdicts on one version of a task's result, in the order given."""
-        return list(self.conn.execute(
+        rows = list(self.conn.execute(
             "SELECT reviewer, instance, session, verdict, reason, at, counted"
-            " FROM confirmations WHERE task = ? AND version = ? ORDER BY at, reviewer",
-            (number, version)))
+            " FROM confirmations WHERE task = ? AND version = ?", (number, version)))
+        rows.sort(key=lambda r: (r[5], r[0]))  # in Python: no temporary b-tree in SQL
+        return rows
 
     # -- journal -----------------------------------------------------------
 
