@@ -82,7 +82,7 @@ class ClaimVerbs(HiveBase):
             moved = self._sweep(at)
             row = self._row(ref)
             guard.claimable(row, agent, resume=resume)
-            if not resume:
+            if not resume and row.depends:
                 blocked = self.store.dependencies_open(row.number)
                 if blocked:
                     raise InvalidState("blocked", f"task {row.number} waits on tasks not yet"

@@ -47,7 +47,7 @@ class HandoffVerbs(HiveBase):
             created_at=at, updated_at=at, lease_id=None, lease_token=0, lease_holder=None,
             lease_instance=None, lease_session=None, lease_expires=None,
             priority=req.priority, labels=json.dumps(sorted(set(req.labels))),
-            fields_version=1, reason=None,
+            fields_version=1, reason=None, depends=len(req.packet.depends_on),
         )
         packet_json = req.packet.model_dump_json()
         with self.store.write():

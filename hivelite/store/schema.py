@@ -75,6 +75,7 @@ CREATE TABLE tasks(
     priority TEXT NOT NULL DEFAULT 'normal',
     labels TEXT NOT NULL DEFAULT '[]',
     fields_version INTEGER NOT NULL DEFAULT 1,
+    depends INTEGER NOT NULL DEFAULT 0,
     actor TEXT,
     reason TEXT,
     detail TEXT
@@ -225,6 +226,11 @@ BEGIN
     VALUES (NEW.number, NEW.updated_at, NEW.actor, OLD.state, NEW.state, NEW.waiting_on,
             NEW.reason, NEW.detail);
 END;
+
+CREATE TRIGGER packets_fixed_update BEFORE UPDATE ON packets
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:packet_fixed'); END;
+CREATE TRIGGER packets_fixed_delete BEFORE DELETE ON packets
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:packet_fixed'); END;
 
 CREATE TRIGGER results_kept BEFORE DELETE ON results
 BEGIN SELECT RAISE(ABORT, 'forbidden_right:results_are_kept'); END;

@@ -28,6 +28,7 @@ TASK_COLUMNS = (
     "number", "id", "state", "waiting_on", "project", "requester", "assignee",
     "created_at", "updated_at", "lease_id", "lease_token", "lease_holder", "lease_instance",
     "lease_session", "lease_expires", "priority", "labels", "fields_version", "reason",
+    "depends",
 )
 _SELECT_TASK = f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks"
 
@@ -55,6 +56,8 @@ class TaskRow:
     labels: str
     fields_version: int
     reason: str | None
+    depends: int = 0
+    """How many tasks ``packet.depends_on`` names (a claim checks them only when any)."""
 
 
 @dataclass(slots=True)
@@ -261,10 +264,11 @@ class Store:
         """Insert a new ``requested`` task and its packet; returns its number."""
         self.conn.execute(
             "INSERT INTO tasks(id, state, project, requester, assignee, created_at, updated_at,"
-            " priority, labels, actor, reason, detail)"
-            " VALUES (?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " priority, labels, depends, actor, reason, detail)"
+            " VALUES (?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (row.id, row.project, row.requester, row.assignee, row.created_at,
-             row.updated_at, row.priority, row.labels, actor, reason, _dump(detail)),
+             row.updated_at, row.priority, row.labels, row.depends, actor, reason,
+             _dump(detail)),
         )
         number = self.conn.last_insert_rowid()
         self.conn.execute("INSERT INTO packets(task, body) VALUES (?, ?)", (number, packet_json))
@@ -385,13 +389,15 @@ class Store:
     def updates(self, number: int, limit: int) -> tuple[list[tuple[Any, ...]], int, int]:
         """The last ``limit`` updates of a task (oldest first) and its usage totals."""
         rows = list(self.conn.execute(
-            "SELECT at, actor, summary, tokens, usd_micros, coalesce(sum(tokens) OVER (), 0),"
-            " coalesce(sum(usd_micros) OVER (), 0) FROM updates WHERE task = ?"
+            "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = ?"
             " ORDER BY seq DESC LIMIT ?", (number, limit)))
-        if not rows:
-            return [], 0, 0
-        tokens, usd = int(rows[0][5]), int(rows[0][6])
-        return [r[:5] for r in reversed(rows)], tokens, usd
+        rows.reverse()
+        if len(rows) < limit:  # all of them: sum here rather than ask again
+            return rows, sum(r[3] or 0 for r in rows), sum(r[4] or 0 for r in rows)
+        totals = self.conn.execute(
+            "SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0) FROM updates"
+            " WHERE task = ?", (number,)).fetchone() or (0, 0)
+        return rows, int(totals[0]), int(totals[1])
 
     # -- results and verdicts ------------------------------------------------
 
