@@ -8,6 +8,9 @@ from datetime import datetime
 from .clock import parse_ts
 from .models import JournalEntry, TaskView
 
+LAST_UPDATES = 5
+"""Updates a ``show`` block prints (the view carries 20)."""
+
 
 def ago(stamp: str, now: datetime | None) -> str:
     """``stamp`` relative to ``now`` ("3m ago", "in 9m"), or the stamp itself without ``now``."""
@@ -85,8 +88,18 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
         lines += [f"    evidence {e.kind}: {e.summary}" + (f" <{e.url}>" if e.url else "")
                   for e in result.evidence]
     for c in view.confirmations:
-        lines.append(f"  verdict    {c.verdict} by {c.reviewer} on {c.instance}"
+        counted = "" if c.counted or c.verdict == "reject" else " (not counted)"
+        lines.append(f"  verdict    {c.verdict} by {c.reviewer} on {c.instance}{counted}"
                      + (f": {c.reason}" if c.reason else ""))
+    if view.threshold:
+        lines.append(f"  needs      {view.threshold} independent confirmation(s)")
+    if view.merge is not None:
+        lines.append(f"  merged     {view.merge.commit} (recorded by {view.merge.by})")
+    for u in view.updates[-LAST_UPDATES:]:
+        lines.append(f"  update     {ago(u.at, now)}  {u.actor}: {u.summary}")
+    if view.usage.tokens or view.usage.usd_micros:
+        lines.append(f"  usage      {view.usage.tokens} tokens,"
+                     f" ${view.usage.usd_micros / 1_000_000:.2f}")
     return "\n".join(lines)
 
 

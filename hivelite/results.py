@@ -136,7 +136,8 @@ class ResultVerbs(HiveBase):
                 detail = {"threshold": 0, "decided_by": decided_by}
             else:
                 target = State.approval
-                reason = f"awaiting {threshold} independent confirmation(s) or sign-off"
+                reason = (f"awaiting {threshold} independent confirmation(s) or sign-off"
+                          f" (threshold set by {decided_by})")
                 detail = {"threshold": threshold, "decided_by": decided_by}
             self.store.move(row.number, target.value, at=at, actor="guard", reason=reason,
                             detail=detail)
