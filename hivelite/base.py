@@ -195,10 +195,15 @@ class HiveBase:
         assignee: str | None = None,
         requester: str | None = None,
         project: str | None = None,
+        ready: bool = False,
         limit: int = 50,
         cursor: int | None = None,
     ) -> Page:
-        """Tasks in creation order, filtered; ``cursor`` is the last page's ``next_cursor``."""
+        """Tasks in creation order, filtered; ``cursor`` is the last page's ``next_cursor``.
+
+        ``ready=True`` keeps only tasks an agent could claim now: routed, with every
+        ``packet.depends_on`` task completed.
+        """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidInput("invalid_limit", f"limit must be an integer 1..{MAX_PAGE}",
                                field="limit")
@@ -214,7 +219,8 @@ class HiveBase:
                 raise InvalidInput("invalid_state_filter", str(exc), field="state") from None
         with self.store.read():
             rows = self.store.list_tasks(state=states, assignee=assignee, requester=requester,
-                                         project=project, after=cursor, limit=limit + 1)
+                                         project=project, ready=ready, after=cursor,
+                                         limit=limit + 1)
             items = [self._view(r) for r in rows[:limit]]
         next_cursor = rows[limit - 1].number if len(rows) > limit else None
         return Page(items=items, next_cursor=next_cursor)

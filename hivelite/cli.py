@@ -146,18 +146,20 @@ def handoff(ctx: Context, requester: str, assignee: str, project: str, text: str
 @click.option("--assignee", help="Only tasks assigned to this owner/agent.")
 @click.option("--requester", help="Only tasks requested by this owner/agent.")
 @click.option("--project", help="Only this project.")
+@click.option("--ready", is_flag=True,
+              help="Only tasks that can be claimed now (routed, dependencies completed).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
 @click.option("--after", "cursor", type=int, help="Continue after this task number.")
 @pass_context
 def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: str | None,
-          project: str | None, limit: int, cursor: int | None) -> None:
+          project: str | None, ready: bool, limit: int, cursor: int | None) -> None:
     """List tasks in creation order.
 
     Example: hivelite list --state routed
     """
     with ctx.open() as hive:
         page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
-                         project=project, limit=limit, cursor=cursor)
+                         project=project, ready=ready, limit=limit, cursor=cursor)
         ctx.emit(page, lambda: render.task_table(page.items, hive.clock(), page.next_cursor))
 
 

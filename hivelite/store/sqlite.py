@@ -314,10 +314,20 @@ class Store:
 
     def list_tasks(self, *, state: Sequence[str] = (), assignee: str | None = None,
                    requester: str | None = None, project: str | None = None,
-                   after: int | None = None, limit: int = 50) -> list[TaskRow]:
-        """Tasks in number order (which is creation order), filtered, one page."""
+                   ready: bool = False, after: int | None = None,
+                   limit: int = 50) -> list[TaskRow]:
+        """Tasks in number order (which is creation order), filtered, one page.
+
+        ``ready``: routed tasks whose ``depends_on`` tasks are all completed.
+        """
         where: list[str] = []
         args: list[Any] = []
+        if ready:
+            where.append(
+                "state = 'routed' AND (depends = 0 OR NOT EXISTS ("
+                "SELECT 1 FROM packets p, json_each(p.body, '$.depends_on') d"
+                " LEFT JOIN tasks dep ON dep.id = d.value"
+                " WHERE p.task = tasks.number AND dep.state IS NOT 'completed'))")
         if state:
             where.append(f"state IN ({', '.join('?' * len(state))})")
             args.extend(state)
