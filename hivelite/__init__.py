@@ -9,6 +9,7 @@ from .errors import (
     NotFound,
     PluginError,
     RateLimited,
+    StoreBusy,
     StoreError,
 )
 from .hive import Hive, settings_path
@@ -48,6 +49,7 @@ __all__ = [
     "RateLimited",
     "Result",
     "State",
+    "StoreBusy",
     "StoreError",
     "Task",
     "TaskView",

@@ -144,10 +144,10 @@ class HiveBase:
             last_reason=row.reason,
         )
 
-    def _sweep(self, at: str) -> list[Moved]:
+    def _sweep(self, at: str, overdue: builtins.list[TaskRow] | None = None) -> list[Moved]:
         """Inside a write: every claim whose lease ran out goes back to ``routed`` (moves 8/9)."""
         moved: list[Moved] = []
-        for row in self.store.overdue(at):
+        for row in self.store.overdue(at) if overdue is None else overdue:
             self.store.move(
                 row.number, State.routed.value, at=at, actor="clock", reason="expired",
                 detail={"holder": row.lease_holder,
@@ -241,10 +241,10 @@ class HiveBase:
     def expire(self) -> builtins.list[ExpiredClaim]:
         """Return every task whose claim has expired to ``routed`` now; report what reopened
         (including what opening this store already reopened)."""
-        at = format_ts(self._now())
         with self.store.write():
+            at = format_ts(self._now())  # under the lock: fence and journal agree
             overdue = self.store.overdue(at)
-            moved = self._sweep(at)
+            moved = self._sweep(at, overdue)
         self._notify(moved)
         reopened = self.expired_on_open + [
             ExpiredClaim(number=r.number, id=r.id, holder=r.lease_holder or "",

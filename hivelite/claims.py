@@ -74,11 +74,11 @@ class ClaimVerbs(HiveBase):
                minutes: int, *, resume: bool) -> Lease:
         agent, instance, session = identity(agent, instance, session)
         lease_minutes(minutes)
-        now = self._now()
-        at, expires = format_ts(now), format_ts(now + timedelta(minutes=minutes))
         lease_id = new_lease_id()
         target = State.working if resume else State.accepted
         with self.store.write():
+            now = self._now()  # under the lock: the lease starts when the claim lands
+            at, expires = format_ts(now), format_ts(now + timedelta(minutes=minutes))
             moved = self._sweep(at)
             row = self._row(ref)
             guard.claimable(row, agent, resume=resume)
@@ -117,9 +117,9 @@ class ClaimVerbs(HiveBase):
               minutes: int = DEFAULT_LEASE_MINUTES) -> Lease:
         """Extend the live claim; lease id and token stay the same."""
         lease_minutes(minutes)
-        now = self._now()
-        at, expires = format_ts(now), format_ts(now + timedelta(minutes=minutes))
         with self.store.write():
+            now = self._now()  # under the lock: the fence and the new expiry agree
+            at, expires = format_ts(now), format_ts(now + timedelta(minutes=minutes))
             row = self._row(ref)
             holder = self._fence(row, lease_id, token, agent, at)
             moved = self._sweep(at)
@@ -134,8 +134,11 @@ class ClaimVerbs(HiveBase):
         """Give the task back (holder, with lease and token; or the owner): it is routed again."""
         reason = guard.reason_fits(reason)
         person = None if lease_id is not None else guard.person(self.owner, actor, "release")
-        at = format_ts(self._now())
+        if token is not None and (isinstance(token, bool) or not isinstance(token, int)):
+            raise InvalidInput("invalid_token", "the fencing token is an integer",
+                               field="token")
         with self.store.write():
+            at = format_ts(self._now())  # under the lock: fence and journal agree
             row = self._row(ref)
             if person is None:
                 who = self._fence(row, lease_id or "", int(token or 0), agent, at)
@@ -177,8 +180,8 @@ class ClaimVerbs(HiveBase):
         except ValidationError as exc:
             raise invalid(exc, "checkpoint") from None
         body = checkpoint.model_dump_json()
-        at = format_ts(self._now())
         with self.store.write():
+            at = format_ts(self._now())  # under the lock: fence and journal agree
             row = self._row(ref)
             who = self._fence(row, lease_id, token, agent, at)
             moved = self._sweep(at)
@@ -197,8 +200,8 @@ class ClaimVerbs(HiveBase):
             raise InvalidInput("invalid_summary", "an update summary is one line of 1-300"
                                f" characters: {exc.errors()[0]['msg']}", field="summary") from None
         usage_fits(tokens, usd_micros)
-        at = format_ts(self._now())
         with self.store.write():
+            at = format_ts(self._now())  # under the lock: fence and journal agree
             row = self._row(ref)
             who = self._fence(row, lease_id, token, agent, at)
             moved = self._sweep(at)
@@ -214,9 +217,9 @@ class ClaimVerbs(HiveBase):
         if on not in (WaitingOn.human.value, WaitingOn.agent.value):
             raise InvalidInput("invalid_waiting_on", f"pause on 'human' or 'agent', not {on!r}",
                                field="on")
-        reason = guard.reason_fits(reason, required=True) or reason
-        at = format_ts(self._now())
+        reason = str(guard.reason_fits(reason, required=True))
         with self.store.write():
+            at = format_ts(self._now())  # under the lock: fence and journal agree
             row = self._row(ref)
             who = self._fence(row, lease_id, token, agent, at)
             moved = self._sweep(at)

@@ -68,6 +68,12 @@ class StoreError(InvalidInput):
     """The file is not a hivelite store this version can open; it is left untouched."""
 
 
+class StoreBusy(HiveliteError):
+    """Another writer held the store longer than the busy timeout; try again."""
+
+    status, code, exit_code = 503, "store_busy", 1
+
+
 class PluginError(HiveliteError):
     """A plugin's hook raised or answered with the wrong type; nothing was written."""
 

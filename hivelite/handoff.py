@@ -33,24 +33,24 @@ class HandoffVerbs(HiveBase):
             req = request if request is not None else HandoffRequest.model_validate(fields)
         except ValidationError as exc:
             raise invalid(exc, "handoff") from None
-        now = self._now()
-        at = format_ts(now)
-        task_id = req.id or new_task_id(now)
-        task = Task.model_construct(
-            id=task_id, project=req.project, state=State.requested, waiting_on=None,
-            requester=req.requester, assignee=req.assignee, packet=req.packet, result=None,
-            latest_checkpoint=None, created_at=at, updated_at=at,
-        )
-        row = TaskRow(
-            number=0, id=task_id, state=State.requested.value, waiting_on=None,
-            project=req.project, requester=req.requester, assignee=req.assignee,
-            created_at=at, updated_at=at, lease_id=None, lease_token=0, lease_holder=None,
-            lease_instance=None, lease_session=None, lease_expires=None,
-            priority=req.priority, labels=json.dumps(sorted(set(req.labels))),
-            fields_version=1, reason=None, depends=len(req.packet.depends_on),
-        )
         packet_json = req.packet.model_dump_json()
         with self.store.write():
+            now = self._now()
+            at = format_ts(now)
+            task_id = req.id or new_task_id(now)
+            task = Task.model_construct(
+                id=task_id, project=req.project, state=State.requested, waiting_on=None,
+                requester=req.requester, assignee=req.assignee, packet=req.packet, result=None,
+                latest_checkpoint=None, created_at=at, updated_at=at,
+            )
+            row = TaskRow(
+                number=0, id=task_id, state=State.requested.value, waiting_on=None,
+                project=req.project, requester=req.requester, assignee=req.assignee,
+                created_at=at, updated_at=at, lease_id=None, lease_token=0, lease_holder=None,
+                lease_instance=None, lease_session=None, lease_expires=None,
+                priority=req.priority, labels=json.dumps(sorted(set(req.labels))),
+                fields_version=1, reason=None, depends=len(req.packet.depends_on),
+            )
             moved = self._sweep(at)
             if self.store.task(task_id) is not None:
                 raise InvalidInput("duplicate_id", f"a task with id {task_id!r} exists",
@@ -102,8 +102,8 @@ class HandoffVerbs(HiveBase):
                      reason: str | None, check: Callable[[TaskRow], object]) -> TaskView:
         who = guard.person(self.owner, actor, verb)
         reason = guard.reason_fits(reason)
-        at = format_ts(self._now())
         with self.store.write():
+            at = format_ts(self._now())  # under the lock: fence and journal agree
             moved = self._sweep(at)
             row = self._row(ref)
             check(row)

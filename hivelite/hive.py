@@ -78,6 +78,7 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
             raise InvalidInput("invalid_owner", f"owner {owner!r} must be a slug like 'ana'",
                                field="owner")
         manager = get_plugin_manager(plugins_dir, extra=plugins)
+        config = load_settings(Path(path))  # before the file: a refusal leaves no store
         store = Store(path, create=create, synchronous=synchronous)
         try:
             stored = store.meta("owner")
@@ -91,7 +92,7 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
                 raise InvalidInput(
                     "owner_mismatch", f"this store belongs to {stored!r}, not {owner!r}",
                     field="owner")
-            hive = cls(store, stored, manager, clock, load_settings(store.path))
+            hive = cls(store, stored, manager, clock, config)
             try:
                 call_each(manager, "hivelite_startup", hive=hive)
             except BaseException:

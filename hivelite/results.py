@@ -25,6 +25,7 @@ from .protocol import MOVES_BY_PAIR, State
 
 _COMMIT = TypeAdapter(CommitHash)
 Outcome = Literal["completed", "failed"]
+MAX_THRESHOLD = 1000
 
 
 class ResultVerbs(HiveBase):
@@ -50,9 +51,10 @@ class ResultVerbs(HiveBase):
         if answer is None:
             return 1, "default"
         plugin, value = answer
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, int) or not (
+                0 <= value <= MAX_THRESHOLD):
             raise PluginError(plugin, "hivelite_merge_threshold",
-                              f"returned {value!r}; expected an integer >= 0")
+                              f"returned {value!r}; expected an integer 0..{MAX_THRESHOLD}")
         return value, plugin
 
     def _counts(self, task: Task, confirmation: Confirmation) -> bool:
@@ -101,12 +103,13 @@ class ResultVerbs(HiveBase):
             problems = self._evidence_problems(task, result)
             if not problems:
                 threshold, decided_by = self._threshold(task)
-        body = result.model_dump_json(exclude_none=True)
-
         with self.store.write():
+            at = format_ts(self._now())  # the plugins took time: fence and stamp at the lock
             row = self._row(ref)
             holder = self._fence(row, lease_id, token, agent, at)
             moved = self._sweep(at)
+            body = result.model_copy(update={"returned_at": at}).model_dump_json(
+                exclude_none=True)
             self.store.put_result(row.number, body, worker=holder,
                                   instance=row.lease_instance or "",
                                   session=row.lease_session, outcome=outcome,
@@ -157,8 +160,8 @@ class ResultVerbs(HiveBase):
             raise InvalidInput("invalid_verdict", f"verdict is accept or reject, not"
                                f" {verdict!r}", field="verdict")
         reason = guard.reason_fits(reason, required=verdict == "reject")
-        at = format_ts(self._now())
         with self.store.write():
+            at = format_ts(self._now())  # under the lock: fence and journal agree
             moved = self._sweep(at)
             row = self._row(ref)
             guard.awaiting_decision(row)
@@ -177,13 +180,16 @@ class ResultVerbs(HiveBase):
                                    f"{agent} already gave a verdict on this result")
             confirmation = Confirmation(reviewer=agent, instance=instance, session=session,
                                         verdict=verdict, reason=reason, at=at)
-            counted = verdict == "accept" and self._counts(self._task(row), confirmation)
+            # A verdict the policy would not count (an outsider's) neither completes nor
+            # sends back: it is recorded and journaled, nothing more.
+            counted = self._counts(self._task(row), confirmation)
             self.store.add_confirmation(row.number, meta.version, reviewer=agent,
                                         instance=instance, session=session, verdict=verdict,
                                         reason=reason, at=at, counted=counted)
-            accepts = sum(1 for c in given if c[3] == "accept" and c[6]) + int(counted)
+            accepts = sum(1 for c in given if c[3] == "accept" and c[6])
+            accepts += int(counted and verdict == "accept")
             threshold = meta.threshold or 1
-            if verdict == "reject":
+            if verdict == "reject" and counted:
                 self.store.move(row.number, State.routed.value, at=at, actor=agent,
                                 reason=reason, detail={"verdict": "reject"})
                 moved.append((row.number, MOVES_BY_PAIR[(State.approval, State.routed)], agent))
@@ -196,7 +202,8 @@ class ResultVerbs(HiveBase):
                                agent))
             else:
                 self.store.record_event(row.number, at=at, actor=agent, state=row.state,
-                                        reason="confirmed" if counted else "not_counted",
+                                        reason=("confirmed" if verdict == "accept" else
+                                                "rejected") if counted else "not_counted",
                                         detail={"confirmations": accepts,
                                                 "threshold": threshold})
         self._notify(moved)
@@ -206,8 +213,8 @@ class ResultVerbs(HiveBase):
                          reason: str | None) -> TaskView:
         who = guard.person(self.owner, actor, verb)
         reason = guard.reason_fits(reason, required=target is State.routed)
-        at = format_ts(self._now())
         with self.store.write():
+            at = format_ts(self._now())  # under the lock: fence and journal agree
             moved: list[Moved] = self._sweep(at)
             row = self._row(ref)
             guard.awaiting_decision(row)
@@ -240,8 +247,8 @@ class ResultVerbs(HiveBase):
             except ValidationError:
                 raise InvalidInput("invalid_commit", "merge_commit is 7-64 lowercase hex"
                                    " characters", field="merge_commit") from None
-        at = format_ts(self._now())
         with self.store.write():
+            at = format_ts(self._now())  # under the lock: fence and journal agree
             moved = self._sweep(at)
             row = self._row(ref)
             meta = self.store.result_meta(row.number)
@@ -305,6 +312,7 @@ class ResultVerbs(HiveBase):
                                field="evidence", problems=problems)
         dismissed = len(self.store.confirmations(number, version))
         new_version = self.store.amend_result(number, result.model_dump_json(exclude_none=True))
+        self.store.touch(number, at)
         self.store.record_event(number, at=at, actor=who, state=State.approval.value,
                                 reason="amended",
                                 detail={"version": new_version, "dismissed": dismissed})

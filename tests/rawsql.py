@@ -68,13 +68,27 @@ def set_state(conn: apsw.Connection, number: int, state: State,
               waiting_on: WaitingOn | None = None) -> None:
     """One raw UPDATE of the state (the triggers decide whether it stands)."""
     if state in (State.verifying, State.approval, State.completed):
-        conn.execute(
-            "INSERT OR IGNORE INTO results(task, body, worker, instance) VALUES (?, ?, ?, ?)",
-            (number, json.dumps(RESULT), "ana/coder", "laptop"),
+        conn.execute(  # (a closed task takes no result: its triggers refuse it)
+            "INSERT OR IGNORE INTO results(task, body, worker, instance) SELECT ?, ?, ?, ?"
+            " WHERE (SELECT state FROM tasks WHERE number = ?)"
+            " NOT IN ('completed', 'rejected', 'cancelled')",
+            (number, json.dumps(RESULT), "ana/coder", "laptop", number),
         )
+    # A claimed state carries a live lease (the triggers insist): start one on the way
+    # in, end it on the way out, as the library does.
+    current = conn.execute("SELECT state FROM tasks WHERE number = ?", (number,)).get
+    leased = (State.accepted.value, State.working.value)
+    lease = ""
+    if state.value in leased and current not in leased:
+        lease = (", lease_token = lease_token + 1, lease_id = 'Lraw' || (lease_token + 1),"
+                 " lease_holder = 'ana/coder', lease_instance = 'laptop',"
+                 " lease_expires = '2999-01-01T00:00:00.000Z'")
+    elif state.value not in leased:
+        lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
+                 " lease_session = NULL, lease_expires = NULL")
     conn.execute(
         "UPDATE tasks SET state = ?, waiting_on = ?, actor = 'raw', reason = 'raw sql'"
-        " WHERE number = ?",
+        f"{lease} WHERE number = ?",
         (state.value, waiting_on.value if waiting_on else None, number),
     )
 

@@ -81,9 +81,10 @@ def task_row(raw: apsw.Connection, number: int) -> dict[str, Any]:
 
 
 def set_lease(raw: apsw.Connection, number: int) -> None:
-    """A live claim on the task row, as a claim would leave it (fencing token 1)."""
+    """A live claim on the task row, as a claim would leave it (a new, higher token)."""
     raw.execute(
-        "UPDATE tasks SET lease_id = 'Lraw0001', lease_token = 1, lease_holder = 'ana/coder',"
+        "UPDATE tasks SET lease_id = 'Lraw0001', lease_token = lease_token + 1,"
+        " lease_holder = 'ana/coder',"
         " lease_instance = 'laptop', lease_session = 's1',"
         " lease_expires = '2026-12-02T09:10:00.000Z' WHERE number = ?",
         (number,),

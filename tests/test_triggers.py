@@ -234,7 +234,7 @@ def test_waiting_on_cannot_change_without_a_move(
 def test_verifying_needs_a_result(raw: apsw.Connection) -> None:
     number = rawsql.put_in(raw, "t1", State.working)
     refused(raw, "invalid_state:result_missing",
-            "UPDATE tasks SET state = 'verifying' WHERE number = ?", (number,))
+            "UPDATE tasks SET state = 'verifying', lease_id = NULL WHERE number = ?", (number,))
 
 
 def _drop_result(conn: apsw.Connection, number: int) -> None:
@@ -303,11 +303,16 @@ def test_a_new_lease_must_raise_the_token(raw: apsw.Connection, token: int) -> N
 
 def test_a_lease_after_no_lease_must_raise_the_token(raw: apsw.Connection) -> None:
     number = _leased(raw)
-    raw.execute("UPDATE tasks SET lease_id = NULL WHERE number = ?", (number,))
-    for lease in ("l1", "l2"):  # neither the old id nor a new one, at the same token
+    raw.execute("UPDATE tasks SET state = 'routed', lease_id = NULL WHERE number = ?",
+                (number,))
+    raw.execute("UPDATE tasks SET state = 'accepted', lease_id = 'l3', lease_token = 4"
+                " WHERE number = ?", (number,))
+    raw.execute("UPDATE tasks SET state = 'routed', lease_id = NULL WHERE number = ?",
+                (number,))
+    for lease in ("l3", "l4"):  # neither the old id nor a new one, at the same token
         refused(raw, "invalid_state:fencing_token",
-                "UPDATE tasks SET lease_id = ?, lease_token = 3 WHERE number = ?",
-                (lease, number))
+                "UPDATE tasks SET state = 'accepted', lease_id = ?, lease_token = 4"
+                " WHERE number = ?", (lease, number))
 
 
 def test_a_new_lease_with_a_higher_token_is_accepted(raw: apsw.Connection) -> None:
@@ -421,7 +426,7 @@ def test_a_legal_move_into_waiting_journals_waiting_on(raw: apsw.Connection) -> 
     last = raw.execute("SELECT max(seq) FROM journal").get
     raw.execute(
         "UPDATE tasks SET state = 'waiting', waiting_on = 'agent', actor = 'ana/coder',"
-        " reason = 'asked ana/reviewer' WHERE number = ?", (number,))
+        " reason = 'asked ana/reviewer', lease_id = NULL WHERE number = ?", (number,))
     rows = list(raw.execute(
         "SELECT task, actor, from_state, to_state, waiting_on, reason FROM journal"
         " WHERE seq > ?", (last,)))

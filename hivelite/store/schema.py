@@ -202,6 +202,8 @@ BEGIN
             THEN RAISE(ABORT, 'invalid_state:fencing_token')
         WHEN NEW.lease_id IS NOT NULL AND NEW.state NOT IN {leased}
             THEN RAISE(ABORT, 'invalid_state:claim_outlives_state')
+        WHEN NEW.lease_id IS NULL AND NEW.state IN {leased}
+            THEN RAISE(ABORT, 'invalid_state:claim_missing')
         WHEN NEW.state IS NOT OLD.state AND NEW.state IN {with_result}
             AND NOT EXISTS (SELECT 1 FROM results WHERE task = NEW.number)
             THEN RAISE(ABORT, 'invalid_state:result_missing')
@@ -234,6 +236,59 @@ BEGIN SELECT RAISE(ABORT, 'forbidden_right:packet_fixed'); END;
 
 CREATE TRIGGER results_kept BEFORE DELETE ON results
 BEGIN SELECT RAISE(ABORT, 'forbidden_right:results_are_kept'); END;
+CREATE TRIGGER results_insert BEFORE INSERT ON results
+WHEN (SELECT state FROM tasks WHERE number = NEW.task) IN {terminal}
+BEGIN SELECT RAISE(ABORT, 'invalid_state:task_closed'); END;
+CREATE TRIGGER results_update BEFORE UPDATE ON results
+BEGIN
+    SELECT CASE
+        WHEN (SELECT state FROM tasks WHERE number = OLD.task) IN {terminal}
+            AND NOT (OLD.merge_commit IS NULL AND NEW.merge_commit IS NOT NULL
+                     AND NEW.task IS OLD.task AND NEW.body IS OLD.body
+                     AND NEW.version IS OLD.version AND NEW.worker IS OLD.worker
+                     AND NEW.instance IS OLD.instance AND NEW.session IS OLD.session
+                     AND NEW.outcome IS OLD.outcome AND NEW.threshold IS OLD.threshold)
+            THEN RAISE(ABORT, 'invalid_state:task_closed')
+        WHEN NEW.body IS NOT OLD.body AND NEW.version <= OLD.version
+            THEN RAISE(ABORT, 'invalid_state:result_version')
+    END;
+END;
+
+CREATE TRIGGER confirmations_insert BEFORE INSERT ON confirmations
+WHEN (SELECT state FROM tasks WHERE number = NEW.task) IS NOT 'approval'
+BEGIN SELECT RAISE(ABORT, 'invalid_state:not_submitted'); END;
+CREATE TRIGGER confirmations_no_update BEFORE UPDATE ON confirmations
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+CREATE TRIGGER confirmations_no_delete BEFORE DELETE ON confirmations
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+
+CREATE TRIGGER updates_insert BEFORE INSERT ON updates
+WHEN (SELECT state FROM tasks WHERE number = NEW.task) IN {terminal}
+BEGIN SELECT RAISE(ABORT, 'invalid_state:task_closed'); END;
+CREATE TRIGGER updates_no_update BEFORE UPDATE ON updates
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+CREATE TRIGGER updates_no_delete BEFORE DELETE ON updates
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+
+CREATE TRIGGER checkpoints_insert BEFORE INSERT ON checkpoints
+WHEN (SELECT state FROM tasks WHERE number = NEW.task) IN {terminal}
+BEGIN SELECT RAISE(ABORT, 'invalid_state:task_closed'); END;
+CREATE TRIGGER checkpoints_update BEFORE UPDATE ON checkpoints
+WHEN (SELECT state FROM tasks WHERE number = OLD.task) IN {terminal}
+BEGIN SELECT RAISE(ABORT, 'invalid_state:task_closed'); END;
+CREATE TRIGGER checkpoints_no_delete BEFORE DELETE ON checkpoints
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:checkpoints_are_kept'); END;
+
+-- A journal row tells the truth about its task: it ends in the task's state, and a
+-- row that changes state is one of the moves (or the creation).
+CREATE TRIGGER journal_insert BEFORE INSERT ON journal
+WHEN NEW.task IS NOT NULL AND (
+    NEW.to_state IS NOT (SELECT state FROM tasks WHERE number = NEW.task)
+    OR (NEW.from_state IS NOT NEW.to_state
+        AND NOT (NEW.from_state IS NULL AND NEW.to_state = 'requested')
+        AND NOT EXISTS (SELECT 1 FROM moves m WHERE m.from_state = NEW.from_state
+                                               AND m.to_state = NEW.to_state)))
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:journal_forged'); END;
 
 CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal
 BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import apsw
 
-from ..errors import HiveliteError, InvalidInput, StoreError, from_trigger
+from ..errors import HiveliteError, InvalidInput, StoreBusy, StoreError, from_trigger
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -97,6 +97,9 @@ class Store:
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True,
                  synchronous: Synchronous = "NORMAL") -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise InvalidInput("invalid_synchronous", f"synchronous is NORMAL or FULL, not"
+                               f" {synchronous!r}", field="synchronous")
         self.path = Path(path)
         self.created = False
         """True when this opener made the file (so it may take it away again)."""
@@ -107,8 +110,8 @@ class Store:
         elif not create:
             raise StoreError(
                 "no_store",
-                f"no store at {self.path}; create one with `hivelite init` "
-                "or Hive.open(path)",
+                f"no store at {self.path}; create it first (hivelite --db {self.path} init,"
+                " or Hive.open(path))",
             )
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -211,20 +214,25 @@ class Store:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except apsw.BusyError as exc:
-            raise StoreError("busy", f"the store is locked by another writer: {exc}") from exc
+            raise StoreBusy("busy", f"another writer held the store for more than"
+                            f" {BUSY_TIMEOUT_MS // 1000} s: {exc}") from exc
         try:
             yield self.conn
         except apsw.Error as exc:
-            self.conn.execute("ROLLBACK")
+            self._rollback()
             mapped = from_trigger(exc)
             if mapped is not None:
                 raise mapped from exc
             raise
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._rollback()
             raise
         else:
             self.conn.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:  # SQLite may have rolled back already (disk full, ...)
+            self.conn.execute("ROLLBACK")
 
     @contextmanager
     def read(self) -> Iterator[apsw.Connection]:
@@ -253,8 +261,12 @@ class Store:
 
     def task(self, ref: str | int) -> TaskRow | None:
         """The task with this id or number (a number may come as text)."""
-        if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
-            row = self.conn.execute(f"{_SELECT_TASK} WHERE number = ?", (int(ref),)).fetchone()
+        if isinstance(ref, str) and ref.isascii() and ref.isdigit():
+            ref = int(ref)
+        if isinstance(ref, int):
+            if not 0 < ref < 2**63:
+                return None
+            row = self.conn.execute(f"{_SELECT_TASK} WHERE number = ?", (ref,)).fetchone()
         else:
             row = self.conn.execute(f"{_SELECT_TASK} WHERE id = ?", (ref,)).fetchone()
         return TaskRow(*row) if row else None

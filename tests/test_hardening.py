@@ -1,0 +1,261 @@
+"""Rules added after review: the side tables' triggers, the clock read under the lock,
+and inputs that used to slip through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+import hivelite
+from hivelite import (
+    Hive,
+    InvalidInput,
+    InvalidState,
+    ManualClock,
+    PluginError,
+    StoreBusy,
+    StoreError,
+)
+from hivelite.protocol import State
+
+from . import rawsql
+from .conftest import own_task
+
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+
+
+def completed(hive: Hive) -> int:
+    number = own_task(hive)
+    lease = hive.claim(number, "ana/coder", instance="laptop")
+    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
+                evidence=EVIDENCE)
+    hive.verify(number, "ana/reviewer", instance="desktop")
+    assert hive.get(number).task.state is State.completed
+    return number
+
+
+def refused(conn: apsw.Connection, text: str, sql: str, args: tuple[Any, ...] = ()) -> None:
+    before = rawsql.snapshot(conn)
+    with pytest.raises(apsw.Error) as info:
+        conn.execute(sql, args)
+    assert text in str(info.value)
+    assert rawsql.snapshot(conn) == before
+
+
+# -- a closed task's side tables ------------------------------------------------------
+
+
+def test_a_completed_result_cannot_be_rewritten(hive: Hive, db_path: Path) -> None:
+    number = completed(hive)
+    raw = rawsql.connect(db_path)
+    refused(raw, "invalid_state:task_closed",
+            "UPDATE results SET body = json_set(body, '$.summary', 'rewritten') WHERE task = ?",
+            (number,))
+    refused(raw, "invalid_state:task_closed",
+            "UPDATE results SET worker = 'ana/other' WHERE task = ?", (number,))
+    # the one change a closed result takes is its merge record, once
+    raw.execute("UPDATE results SET merge_commit = 'abcdef1', merged_by = 'ana' WHERE task = ?",
+                (number,))
+    refused(raw, "invalid_state:task_closed",
+            "UPDATE results SET merge_commit = '1234567' WHERE task = ?", (number,))
+
+
+def test_a_changed_result_body_must_raise_its_version(hive: Hive, db_path: Path) -> None:
+    number = own_task(hive)
+    lease = hive.claim(number, "ana/coder", instance="laptop")
+    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
+                evidence=EVIDENCE)
+    raw = rawsql.connect(db_path)
+    refused(raw, "invalid_state:result_version",
+            "UPDATE results SET body = json_set(body, '$.summary', 'swapped') WHERE task = ?",
+            (number,))
+
+
+def test_confirmations_are_append_only_and_only_in_approval(hive: Hive,
+                                                            db_path: Path) -> None:
+    number = completed(hive)
+    raw = rawsql.connect(db_path)
+    refused(raw, "forbidden_right:append_only", "DELETE FROM confirmations")
+    refused(raw, "forbidden_right:append_only", "UPDATE confirmations SET counted = 0")
+    refused(raw, "invalid_state:not_submitted",
+            "INSERT INTO confirmations(task, version, reviewer, instance, verdict, at, counted)"
+            " VALUES (?, 1, 'ana/x', 'phone', 'accept', '2026-12-02T09:00:00.000Z', 1)",
+            (number,))
+
+
+def test_updates_and_checkpoints_of_a_closed_task_stay(hive: Hive, db_path: Path) -> None:
+    number = own_task(hive)
+    lease = hive.claim(number, "ana/coder", instance="laptop")
+    hive.update(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="half")
+    hive.checkpoint(number, lease_id=lease.lease_id, token=lease.fencing_token,
+                    progress="half way")
+    hive.cancel(number)
+    raw = rawsql.connect(db_path)
+    refused(raw, "forbidden_right:append_only", "DELETE FROM updates")
+    refused(raw, "forbidden_right:append_only", "UPDATE updates SET tokens = 999999")
+    refused(raw, "invalid_state:task_closed",
+            "INSERT INTO updates(task, at, actor, summary, tokens) VALUES"
+            " (?, '2026-12-02T09:00:00.000Z', 'ana/coder', 'late', 999999)", (number,))
+    refused(raw, "invalid_state:task_closed",
+            "UPDATE checkpoints SET body = '{}' WHERE task = ?", (number,))
+    refused(raw, "forbidden_right:checkpoints_are_kept", "DELETE FROM checkpoints")
+
+
+def test_a_forged_journal_row_is_refused(hive: Hive, db_path: Path) -> None:
+    number = completed(hive)
+    raw = rawsql.connect(db_path)
+    insert = ("INSERT INTO journal(task, at, actor, from_state, to_state) VALUES"
+              " (?, '2026-12-02T09:00:00.000Z', 'raw', ?, ?)")
+    refused(raw, "forbidden_right:journal_forged", insert, (number, "completed", "cancelled"))
+    refused(raw, "forbidden_right:journal_forged", insert, (number, "routed", "completed"))
+    raw.execute(insert, (number, "completed", "completed"))  # an event: allowed, and inert
+
+
+def test_a_claimed_state_needs_a_live_lease(hive: Hive, db_path: Path) -> None:
+    number = own_task(hive)
+    raw = rawsql.connect(db_path)
+    refused(raw, "invalid_state:claim_missing",
+            "UPDATE tasks SET state = 'accepted' WHERE number = ?", (number,))
+
+
+# -- the clock is read under the write lock --------------------------------------------
+
+
+class SlowEvidenceCheck:
+    """An evidence hook that takes 20 minutes of the (manual) clock."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        self.clock = clock
+
+    @hivelite.hookimpl
+    def hivelite_check_evidence(self, task: Any, result: Any, hive: Any) -> list[str]:
+        self.clock.advance(minutes=20)
+        return []
+
+
+def test_a_lease_that_runs_out_while_plugins_think_is_stale(db_path: Path,
+                                                            clock: ManualClock) -> None:
+    with Hive.open(db_path, owner="ana", clock=clock,
+                   plugins=[SlowEvidenceCheck(clock)]) as hive:
+        number = own_task(hive)
+        lease = hive.claim(number, "ana/coder", instance="laptop", minutes=5)
+        with pytest.raises(InvalidState) as err:
+            hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
+                        summary="done", evidence=EVIDENCE)
+        assert err.value.reason == "stale_claim"
+        assert hive.get(number).task.result is None
+
+
+def test_returned_at_is_the_time_the_result_landed(db_path: Path, clock: ManualClock) -> None:
+    class SlowButInTime(SlowEvidenceCheck):
+        @hivelite.hookimpl
+        def hivelite_check_evidence(self, task: Any, result: Any, hive: Any) -> list[str]:
+            self.clock.advance(minutes=2)
+            return []
+
+    with Hive.open(db_path, owner="ana", clock=clock, plugins=[SlowButInTime(clock)]) as hive:
+        number = own_task(hive)
+        lease = hive.claim(number, "ana/coder", instance="laptop")
+        view = hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
+                           summary="done", evidence=EVIDENCE)
+        assert view.task.result is not None
+        assert view.task.result.returned_at == "2026-12-02T09:02:00.000Z"
+        assert view.task.updated_at == "2026-12-02T09:02:00.000Z"
+
+
+# -- verdicts a policy does not count ---------------------------------------------------
+
+
+class TeamOnly:
+    @hivelite.hookimpl
+    def hivelite_count_confirmation(self, task: Any, confirmation: Any, hive: Any) -> bool:
+        return confirmation.reviewer.startswith("ana/team-")
+
+
+def test_an_uncounted_reviewer_cannot_send_a_result_back(db_path: Path,
+                                                         clock: ManualClock) -> None:
+    with Hive.open(db_path, owner="ana", clock=clock, plugins=[TeamOnly()]) as hive:
+        number = own_task(hive)
+        lease = hive.claim(number, "ana/coder", instance="laptop")
+        hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+        view = hive.verify(number, "ana/outsider", instance="desktop", verdict="reject",
+                           reason="I say no")
+        assert view.task.state is State.approval
+        assert [(c.verdict, c.counted) for c in view.confirmations] == [("reject", False)]
+        assert hive.history(number)[-1].reason == "not_counted"
+        view = hive.verify(number, "ana/team-lead", instance="phone", verdict="reject",
+                           reason="missing tests")
+        assert view.task.state is State.routed
+
+
+# -- inputs ------------------------------------------------------------------------------
+
+
+def test_synchronous_takes_only_normal_or_full(db_path: Path) -> None:
+    Hive.open(db_path, owner="ana").close()
+    with pytest.raises(InvalidInput) as err:
+        Hive.open(db_path, synchronous="OFF; DROP TRIGGER task_update")  # type: ignore[arg-type]
+    assert err.value.reason == "invalid_synchronous"
+    raw = rawsql.connect(db_path)
+    assert raw.execute(
+        "SELECT count(*) FROM sqlite_schema WHERE name = 'task_update'").get == 1
+
+
+def test_a_threshold_beyond_reason_is_a_plugin_error(db_path: Path,
+                                                     clock: ManualClock) -> None:
+    class Huge:
+        @hivelite.hookimpl
+        def hivelite_merge_threshold(self, task: Any, hive: Any) -> int:
+            return 2**63
+
+    with Hive.open(db_path, owner="ana", clock=clock, plugins=[Huge()]) as hive:
+        number = own_task(hive)
+        lease = hive.claim(number, "ana/coder", instance="laptop")
+        with pytest.raises(PluginError) as err:
+            hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
+                        summary="done", evidence=EVIDENCE)
+        assert err.value.hook == "hivelite_merge_threshold"
+        assert hive.get(number).task.state is State.accepted
+
+
+def test_release_with_a_token_that_is_no_integer(hive: Hive) -> None:
+    number = own_task(hive)
+    lease = hive.claim(number, "ana/coder", instance="laptop")
+    with pytest.raises(InvalidInput) as err:
+        hive.release(number, lease_id=lease.lease_id, token="abc")  # type: ignore[arg-type]
+    assert err.value.reason == "invalid_token"
+
+
+def test_amend_moves_updated_at(hive: Hive, clock: ManualClock) -> None:
+    number = own_task(hive)
+    lease = hive.claim(number, "ana/coder", instance="laptop")
+    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
+                evidence=EVIDENCE)
+    clock.advance(minutes=1)
+    view = hive.amend(number, actor="ana/coder", summary="done, and documented")
+    assert view.task.updated_at == "2026-12-02T09:01:00.000Z"
+
+
+@pytest.mark.parametrize("ref", ["99999999999999999999999", "\u00b2", "0", "-1"])
+def test_odd_task_numbers_are_simply_not_found(hive: Hive, ref: str) -> None:
+    with pytest.raises(hivelite.NotFound):
+        hive.get(ref)
+
+
+def test_a_missing_settings_file_leaves_no_store(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIVELITE_CONFIG", str(tmp_path / "missing.toml"))
+    with pytest.raises(InvalidInput) as err:
+        Hive.open(tmp_path / "new.db", owner="ana")
+    assert err.value.reason == "invalid_config"
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_a_busy_store_is_its_own_error() -> None:
+    assert issubclass(StoreBusy, hivelite.HiveliteError)
+    assert not issubclass(StoreBusy, StoreError)
+    assert StoreBusy.exit_code == 1 and StoreBusy.code == "store_busy"
