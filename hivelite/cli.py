@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from . import diagrams, render
 from .clock import clock_from_env
 from .demo import run_demo
-from .errors import HiveliteError
+from .errors import HiveliteError, UnexpectedError
 from .hive import Hive
 from .models import Lease
 from .plugins import get_plugin_manager
@@ -83,7 +83,9 @@ def cli(ctx: click.Context, db: str, as_json: bool, plugins_dir: str | None) -> 
 def init(ctx: Context, owner: str | None) -> None:
     """Create a store (mode 0600).
 
-    Example: hivelite init --owner ana
+    \b
+    Example:
+      hivelite init --owner ana
     """
     with ctx.open(create=True, owner=owner) as hive:
         data = {"db": os.path.abspath(ctx.db), "owner": hive.owner,
@@ -116,10 +118,19 @@ def handoff(ctx: Context, requester: str, assignee: str, project: str, text: str
             task_id: str | None, priority: str, labels: Sequence[str]) -> None:
     """Hand work to an agent; the owner's gate routes, holds or refuses it.
 
-    Example: hivelite handoff --requester ana/planner --assignee ana/coder
-    --project site --task "Fix the login bug" --type code --accept "tests pass"
+    \b
+    Example:
+      hivelite handoff --requester ana/planner --assignee ana/coder \\
+        --project site --task "Fix the login bug" --type code --accept "tests pass"
     """
     if packet_file is not None:
+        given = [name for name, value in (("--task", text), ("--context", context_text or None),
+                                          ("--accept", acceptance), ("--file", files),
+                                          ("--depends-on", depends_on)) if value]
+        if given or deliverable_type != "other":
+            given += ["--type"] if deliverable_type != "other" else []
+            raise click.UsageError(f"--packet holds the whole packet; drop {', '.join(given)}"
+                                   " (or drop --packet)")
         try:
             packet: Any = json.load(packet_file)
         except json.JSONDecodeError as exc:
@@ -137,7 +148,7 @@ def handoff(ctx: Context, requester: str, assignee: str, project: str, text: str
         if task_id is not None:
             fields["id"] = task_id
         view = hive.handoff(**fields)
-        ctx.emit(view, lambda: render.task_block(view))
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
 
 
 @cli.command(name="list")
@@ -155,7 +166,9 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
           project: str | None, ready: bool, limit: int, cursor: int | None) -> None:
     """List tasks in creation order.
 
-    Example: hivelite list --state routed
+    \b
+    Example:
+      hivelite list --state routed
     """
     with ctx.open() as hive:
         page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
@@ -169,7 +182,9 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
 def show(ctx: Context, ref: str) -> None:
     """Show one task by id or number.
 
-    Example: hivelite show 3
+    \b
+    Example:
+      hivelite show 3
     """
     with ctx.open() as hive:
         view = hive.get(ref)
@@ -182,7 +197,7 @@ def _person_verb(name: str, summary: str, example: str) -> None:
             view = getattr(hive, name)(ref, reason=reason)
             ctx.emit(view, lambda: render.task_block(view, hive.clock()))
 
-    run.__doc__ = f"{summary}\n\n    Example: {example}\n    "
+    run.__doc__ = f"{summary}\n\n    \b\n    Example:\n      {example}\n    "
     command = click.argument("ref")(pass_context(run))
     command = click.option("--reason", help="Why (at most 500 characters).")(command)
     cli.command(name=name)(command)
@@ -200,7 +215,9 @@ _person_verb("cancel", "The owner withdraws an open task.",
 def history(ctx: Context, ref: str) -> None:
     """The journal of one task: every move, who made it and why.
 
-    Example: hivelite history 2
+    \b
+    Example:
+      hivelite history 2
     """
     with ctx.open() as hive:
         rows = hive.history(ref)
@@ -247,7 +264,9 @@ def claim(ctx: Context, ref: str, agent: str, instance: str, session: str | None
           minutes: int) -> None:
     """Take a routed task under a lease.
 
-    Example: hivelite claim 3 --agent ana/coder --instance laptop
+    \b
+    Example:
+      hivelite claim 3 --agent ana/coder --instance laptop
     """
     with ctx.open() as hive:
         lease = hive.claim(ref, agent, instance=instance, session=session, minutes=minutes)
@@ -263,7 +282,9 @@ def resume(ctx: Context, ref: str, agent: str, instance: str, session: str | Non
            minutes: int) -> None:
     """Claim a paused task again (new token).
 
-    Example: hivelite resume 3 --agent ana/coder --instance laptop
+    \b
+    Example:
+      hivelite resume 3 --agent ana/coder --instance laptop
     """
     with ctx.open() as hive:
         lease = hive.resume(ref, agent, instance=instance, session=session, minutes=minutes)
@@ -279,7 +300,9 @@ def renew(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
           minutes: int) -> None:
     """Extend your claim; lease and token stay.
 
-    Example: hivelite renew 3 --lease L1 --token 2
+    \b
+    Example:
+      hivelite renew 3 --lease L1 --token 2
     """
     with ctx.open() as hive:
         lease = hive.renew(ref, lease_id=lease_id, token=token, agent=agent, minutes=minutes)
@@ -297,7 +320,9 @@ def release(ctx: Context, ref: str, lease_id: str | None, token: int | None,
             agent: str | None, reason: str | None) -> None:
     """Give a claimed task back (holder with --lease/--token, or the owner without).
 
-    Example: hivelite release 3 --lease L1 --token 2 --reason "blocked on review"
+    \b
+    Example:
+      hivelite release 3 --lease L1 --token 2 --reason "blocked on review"
     """
     if (lease_id is None) != (token is None):
         raise click.UsageError("give both --lease and --token (or neither, as the owner)")
@@ -321,7 +346,9 @@ def checkpoint(ctx: Context, ref: str, lease_id: str, token: int, agent: str | N
                next_steps: Sequence[str], open_questions: Sequence[str]) -> None:
     """Record where the work stands.
 
-    Example: hivelite checkpoint 3 --lease L1 --token 2 --progress "parser done"
+    \b
+    Example:
+      hivelite checkpoint 3 --lease L1 --token 2 --progress "parser done"
     """
     with ctx.open() as hive:
         view = hive.checkpoint(ref, lease_id=lease_id, token=token, agent=agent,
@@ -354,7 +381,9 @@ def update(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
            tokens: int | None, usd_micros: int | None) -> None:
     """Report one line of progress.
 
-    Example: hivelite update 3 --lease L1 --token 2 --summary "tests green"
+    \b
+    Example:
+      hivelite update 3 --lease L1 --token 2 --summary "tests green"
     """
     with ctx.open() as hive:
         view = hive.update(ref, lease_id=lease_id, token=token, agent=agent, summary=summary,
@@ -373,7 +402,9 @@ def pause(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None, 
           reason: str) -> None:
     """Wait for an outside answer; the claim ends.
 
-    Example: hivelite pause 3 --lease L1 --token 2 --on human --reason "which API?"
+    \b
+    Example:
+      hivelite pause 3 --lease L1 --token 2 --on human --reason "which API?"
     """
     with ctx.open() as hive:
         view = hive.pause(ref, lease_id=lease_id, token=token, agent=agent, on=on, reason=reason)
@@ -431,8 +462,11 @@ def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
            tokens: int | None, usd_micros: int | None) -> None:
     """Return a result with evidence; the claim ends.
 
-    Example: hivelite submit 3 --lease L1 --token 2 --summary "Validation added"
-    --evidence "test_output:14 passed" --evidence "pull_request:the PR:https://example.com/pr/7"
+    \b
+    Example:
+      hivelite submit 3 --lease L1 --token 2 --summary "Validation added" \\
+        --evidence "test_output:14 passed" \\
+        --evidence "pull_request:the PR:https://example.com/pr/7"
     """
     evidence = parse_evidence(evidence_items, evidence_file)
     with ctx.open() as hive:
@@ -445,18 +479,21 @@ def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
 @cli.command()
 @click.argument("ref")
 @agent_options
-@click.option("--accept", "verdict", flag_value="accept", help="Confirm the result.")
-@click.option("--reject", "verdict", flag_value="reject", help="Reject it (needs --reason).")
+@click.option("--accept", is_flag=True, help="Confirm the result.")
+@click.option("--reject", is_flag=True, help="Reject it (needs --reason).")
 @click.option("--reason", help="Why (required with --reject).")
 @pass_context
 def verify(ctx: Context, ref: str, agent: str, instance: str, session: str | None,
-           verdict: str | None, reason: str | None) -> None:
+           accept: bool, reject: bool, reason: str | None) -> None:
     """An independent agent's verdict on a result.
 
-    Example: hivelite verify 3 --accept --agent ana/planner --instance desktop
+    \b
+    Example:
+      hivelite verify 3 --accept --agent ana/planner --instance desktop
     """
-    if verdict is None:
-        raise click.UsageError("give --accept or --reject")
+    if accept == reject:
+        raise click.UsageError("give exactly one of --accept and --reject")
+    verdict = "accept" if accept else "reject"
     with ctx.open() as hive:
         view = hive.verify(ref, agent, instance=instance, session=session,
                            verdict=verdict, reason=reason)  # type: ignore[arg-type]
@@ -470,7 +507,9 @@ def verify(ctx: Context, ref: str, agent: str, instance: str, session: str | Non
 def sign_off(ctx: Context, ref: str, reason: str | None) -> None:
     """The owner accepts a result awaiting approval.
 
-    Example: hivelite sign-off 3
+    \b
+    Example:
+      hivelite sign-off 3
     """
     with ctx.open() as hive:
         view = hive.sign_off(ref, reason=reason)
@@ -484,7 +523,9 @@ def sign_off(ctx: Context, ref: str, reason: str | None) -> None:
 def decline(ctx: Context, ref: str, reason: str) -> None:
     """The owner sends a result back to the assignee.
 
-    Example: hivelite decline 3 --reason "missing tests"
+    \b
+    Example:
+      hivelite decline 3 --reason "missing tests"
     """
     with ctx.open() as hive:
         view = hive.decline(ref, reason=reason)
@@ -503,7 +544,9 @@ def amend(ctx: Context, ref: str, agent: str | None, summary: str | None,
           evidence_items: Sequence[str], evidence_file: Any, merge_commit: str | None) -> None:
     """Correct a result awaiting a decision, or record a completed one's merge.
 
-    Example: hivelite amend 3 --agent ana/coder --merge-commit 3f2a9c1
+    \b
+    Example:
+      hivelite amend 3 --agent ana/coder --merge-commit 3f2a9c1
     """
     evidence = parse_evidence(evidence_items, evidence_file)
     with ctx.open() as hive:
@@ -517,7 +560,9 @@ def amend(ctx: Context, ref: str, agent: str | None, summary: str | None,
 def expire(ctx: Context) -> None:
     """Return every task whose claim ran out to routed.
 
-    Example: hivelite expire
+    \b
+    Example:
+      hivelite expire
     """
     with ctx.open() as hive:
         reopened = hive.expire()
@@ -533,7 +578,9 @@ def expire(ctx: Context) -> None:
 def states(ctx: Context, fmt: str) -> None:
     """The protocol: states and the 22 allowed moves.
 
-    Example: hivelite states --format mermaid
+    \b
+    Example:
+      hivelite states --format mermaid
     """
     if ctx.as_json or fmt == "json":
         click.echo(json.dumps(diagrams.as_json(), indent=2))
@@ -546,7 +593,9 @@ def states(ctx: Context, fmt: str) -> None:
 def schema() -> None:
     """Print the seed task object's JSON Schema.
 
-    Example: hivelite schema > task.schema.json
+    \b
+    Example:
+      hivelite schema > task.schema.json
     """
     text = resources.files("hivelite").joinpath("data/task.schema.json").read_text()
     click.echo(text.rstrip())
@@ -557,7 +606,9 @@ def schema() -> None:
 def demo(ctx: Context) -> None:
     """Play the whole flow on the store (created if missing), step by step.
 
-    Example: hivelite demo
+    \b
+    Example:
+      hivelite demo
     """
     with ctx.open(create=True) as hive:
         steps = run_demo(hive, echo=None if ctx.as_json else click.echo)
@@ -570,7 +621,9 @@ def demo(ctx: Context) -> None:
 def plugins(ctx: Context) -> None:
     """List the loaded plugins: name, where each came from, the hooks it implements.
 
-    Example: hivelite --plugins-dir ./policies plugins
+    \b
+    Example:
+      hivelite --plugins-dir ./policies plugins
     """
     manager = get_plugin_manager(ctx.plugins_dir)
     rows = manager.describe()
@@ -611,6 +664,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                                              "reason": "usage", "message": exc.format_message()}}))
         exc.show()
         sys.exit(EXIT_USAGE)
+    except (OSError, UnicodeError, ValueError) as exc:  # a file that cannot be read, ...
+        _fail(UnexpectedError("unexpected", f"{type(exc).__name__}: {exc}"), as_json)
 
 
 __all__ = ["cli", "main"]

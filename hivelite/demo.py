@@ -1,7 +1,7 @@
 """``hivelite demo``: the whole flow on a real store, printed step by step.
 
-One owner, a planner agent on the ``desktop`` instance and a coder agent on
-the ``laptop``. The story moves its own clock (a claim has to expire), starting
+One owner; a planner, a coder working on the ``laptop`` instance, and a
+reviewer on the ``desktop``. The story moves its own clock (a claim has to expire), starting
 after the newest journal row, so it runs as often as you like on one store.
 """
 
@@ -35,10 +35,12 @@ def demo_clock(hive: Hive) -> ManualClock:
 
 def run_demo(hive: Hive, echo: Echo = print) -> list[dict[str, Any]]:
     """Play the story on ``hive`` (whose clock it replaces); returns each step as a dict."""
+    real_now = hive.clock()
     clock = demo_clock(hive)
     hive.clock = clock
+    ahead = clock() + timedelta(minutes=STORY_MINUTES) - real_now
     owner = hive.owner
-    planner, coder = f"{owner}/planner", f"{owner}/coder"
+    planner, coder, reviewer = f"{owner}/planner", f"{owner}/coder", f"{owner}/reviewer"
     guest = "guest/scout" if owner != "guest" else "visitor/scout"
     steps: list[dict[str, Any]] = []
 
@@ -70,7 +72,11 @@ def run_demo(hive: Hive, echo: Echo = print) -> list[dict[str, Any]]:
                       "error": error.to_dict()})
         say(f"• {title}\n    refused: {error.code}/{error.reason}: {error.message}")
 
-    say(f"hivelite demo on {hive.store.path} (owner {owner})\n")
+    say(f"hivelite demo on {hive.store.path} (owner {owner})")
+    if ahead > timedelta(minutes=1):
+        say(f"(this store's journal already reaches past now: the story's clock runs"
+            f" {int(ahead.total_seconds() // 60)} minutes ahead of yours)")
+    say("")
 
     # 1. A handoff between the owner's own agents: the gate routes it.
     task = step(
@@ -118,24 +124,31 @@ def run_demo(hive: Hive, echo: Echo = print) -> list[dict[str, Any]]:
     second = leased(f"{coder} claims again (new session)",
                     hive.claim(number, coder, instance="laptop", session="afternoon"))
     clock.advance(minutes=4)
-    step(f"{coder} submits a result with evidence; it awaits one independent confirmation",
-         hive.submit(number, lease_id=second.lease_id, token=second.fencing_token,
-                     summary="Signup now refuses malformed emails; 14 tests added.",
-                     evidence=[{"kind": "test_output", "summary": "42 passed in 1.3s"},
-                               {"kind": "commit", "summary": "add email validation"}],
-                     tokens=18_400, usd_micros=92_000))
+    submitted = step(
+        f"{coder} submits a result with evidence",
+        hive.submit(number, lease_id=second.lease_id, token=second.fencing_token,
+                    summary="Signup now refuses malformed emails; 14 tests added.",
+                    evidence=[{"kind": "test_output", "summary": "42 passed in 1.3s"},
+                              {"kind": "commit", "summary": "add email validation"}],
+                    tokens=18_400, usd_micros=92_000))
 
-    # 6. The same instance may not confirm; the planner on the desktop does.
+    # 6. The same instance may not confirm; a reviewer on the desktop does.
     try:
         hive.verify(number, f"{owner}/helper", instance="laptop", verdict="accept")
     except HiveliteError as error:
         refused("an agent on the claiming laptop tries to confirm", error, number)
-    clock.advance(minutes=2)
-    confirmed = step(f"{planner} on the desktop confirms",
-                     hive.verify(number, planner, instance="desktop", verdict="accept"))
-    if confirmed.task.state.value != "completed":  # a policy plugin asks for more
-        clock.advance(minutes=1)
-        step(f"{owner} signs the result off", hive.sign_off(number, reason="looks right"))
+    for k in range(submitted.threshold or 0):
+        clock.advance(minutes=2)
+        who = reviewer if k == 0 else f"{owner}/reviewer-{k + 1}"
+        where = "desktop" if k == 0 else f"desktop-{k + 1}"
+        confirmed = step(f"{who} on the {where} confirms",
+                         hive.verify(number, who, instance=where, verdict="accept"))
+        if confirmed.task.state.value == "completed":
+            break
+    else:
+        if hive.get(number).task.state.value == "approval":  # a policy wants more
+            clock.advance(minutes=1)
+            step(f"{owner} signs the result off", hive.sign_off(number, reason="looks right"))
 
     # 7. The approved request: a failed attempt, then the owner cancels it.
     attempt = leased(f"{coder} claims task {held.number}",

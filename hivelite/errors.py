@@ -68,6 +68,12 @@ class StoreError(InvalidInput):
     """The file is not a hivelite store this version can open; it is left untouched."""
 
 
+class UnexpectedError(HiveliteError):
+    """Something no rule foresaw (an unreadable file, ...): reported, never a traceback."""
+
+    status, code, exit_code = 500, "internal", 1
+
+
 class StoreBusy(HiveliteError):
     """Another writer held the store longer than the busy timeout; try again."""
 

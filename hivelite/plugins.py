@@ -81,7 +81,13 @@ def _entry_points_enabled() -> bool:
 
 
 def _load_entry_points(pm: PluginManager, allow: set[str] | None) -> None:
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    unknown = sorted((allow or set()) - {ep.name for ep in found})
+    if unknown:  # a typo must not silently switch a policy off
+        raise PluginError(", ".join(unknown), "load",
+                          "HIVELITE_LOAD_PLUGINS names plugins that are not installed:"
+                          f" {', '.join(unknown)}")
+    for ep in found:
         if allow is not None and ep.name not in allow:
             continue
         if pm.has_plugin(ep.name):

@@ -21,7 +21,7 @@ def ago(stamp: str, now: datetime | None) -> str:
     seconds = abs(seconds)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
-            amount = f"{seconds // size}{unit}"
+            amount = f"{(seconds + size // 2) // size}{unit}"  # nearest, not floor
             break
     else:
         amount = f"{seconds}s"
@@ -84,14 +84,17 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
         lines.append(f"  checkpoint {task.latest_checkpoint.progress}")
     if task.result is not None:
         result = task.result
-        lines.append(f"  result     {result.summary} (by {result.returned_by})")
+        current = task.state.value in ("verifying", "approval", "completed")
+        label = "result    " if current else "last try  "
+        outcome = f", {view.outcome}" if view.outcome == "failed" else ""
+        lines.append(f"  {label} {result.summary} (by {result.returned_by}{outcome})")
         lines += [f"    evidence {e.kind}: {e.summary}" + (f" <{e.url}>" if e.url else "")
                   for e in result.evidence]
     for c in view.confirmations:
         counted = "" if c.counted or c.verdict == "reject" else " (not counted)"
         lines.append(f"  verdict    {c.verdict} by {c.reviewer} on {c.instance}{counted}"
                      + (f": {c.reason}" if c.reason else ""))
-    if view.threshold:
+    if view.threshold and task.state.value == "approval":
         lines.append(f"  needs      {view.threshold} independent confirmation(s)")
     if view.merge is not None:
         lines.append(f"  merged     {view.merge.commit} (recorded by {view.merge.by})")
@@ -113,5 +116,5 @@ def journal_table(rows: Sequence[JournalEntry]) -> str:
         if r.waiting_on:
             move += f"({r.waiting_on.value})"
         body.append([str(r.seq), str(r.number or ""), r.at, r.actor or "", move,
-                     str(r.move or ""), _short(r.reason or "", 60)])
+                     str(r.move or ""), r.reason or ""])  # the reason whole: it says why
     return table(["seq", "#", "at", "actor", "move", "no", "reason"], body)

@@ -339,11 +339,16 @@ def test_entry_point_of_a_distribution_on_the_path(tmp_path: Path, store: Path,
         "name": DIST_ENTRY_POINT, "source": f"entry point ({DIST_NAME})", "essential": False,
         "hooks": ["hivelite_merge_threshold", GATE]}]
 
-    for allow in ("", "some-other-plugin"):  # empty: none; a list without it: not this one
-        shown = run(["--json", "plugins"], cwd=tmp_path, PYTHONPATH=path,
-                    HIVELITE_LOAD_PLUGINS=allow)
-        assert shown.code == 0, shown.err
-        assert shown.json() == BUILT_INS, f"HIVELITE_LOAD_PLUGINS={allow!r}"
+    shown = run(["--json", "plugins"], cwd=tmp_path, PYTHONPATH=path,
+                HIVELITE_LOAD_PLUGINS="")  # empty: none
+    assert shown.code == 0, shown.err
+    assert shown.json() == BUILT_INS
+
+    # a name no installed plugin has is a typo: refused, never a silently missing policy
+    typo = run(["--json", "plugins"], cwd=tmp_path, PYTHONPATH=path,
+               HIVELITE_LOAD_PLUGINS=f"{DIST_ENTRY_POINT},some-other-plugin")
+    assert typo.code == 1
+    assert "some-other-plugin" in typo.err and "not installed" in typo.err
 
     done = run(["--db", str(store), "--json", *handoff_args("secret-plans")], cwd=tmp_path,
                PYTHONPATH=path, HIVELITE_LOAD_PLUGINS=DIST_ENTRY_POINT)

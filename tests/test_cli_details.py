@@ -1,0 +1,80 @@
+"""Command-line details a user meets: refusals that are usage errors, no tracebacks,
+output that tells the truth about a task's result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hivelite import Hive
+from hivelite.cli import main
+
+from .conftest import own_task
+
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as done:
+        code = int(done.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def store(db_path: Path) -> Path:
+    Hive.open(db_path, owner="ana").close()
+    return db_path
+
+
+def test_an_unreadable_packet_is_an_error_not_a_traceback(
+        store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "packet.json"
+    bad.write_bytes(b"\xff\xfe\x00not utf-8")
+    code, out, err = run(capsys, "--db", str(store), "--json", "handoff", "--requester",
+                         "ana/planner", "--assignee", "ana/coder", "--project", "demo",
+                         "--packet", str(bad))
+    assert code == 1
+    assert json.loads(out)["error"]["code"] == "internal"
+    assert err.startswith("error: internal/unexpected: ") and "Traceback" not in err
+
+
+def test_packet_and_packet_options_together_are_a_usage_error(
+        store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    packet = tmp_path / "packet.json"
+    packet.write_text(json.dumps({"task": "From the file", "deliverable_type": "doc",
+                                  "acceptance_criteria": ["x"]}))
+    code, _, err = run(capsys, "--db", str(store), "handoff", "--requester", "ana/planner",
+                       "--assignee", "ana/coder", "--project", "demo", "--packet",
+                       str(packet), "--task", "From the options", "--type", "code")
+    assert code == 2
+    assert "--task" in err and "--type" in err
+
+
+def test_verify_takes_exactly_one_verdict(store: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--db", str(store), "verify", "1", "--accept", "--reject",
+                       "--reason", "both", "--agent", "ana/reviewer", "--instance", "desktop")
+    assert code == 2 and "exactly one of --accept and --reject" in err
+
+
+def test_show_labels_an_earlier_attempt_and_history_keeps_the_whole_reason(
+        store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with Hive.open(store) as hive:
+        number = own_task(hive)
+        lease = hive.claim(number, "ana/coder", instance="laptop")
+        hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="first try", evidence=EVIDENCE)
+        reason = "the tests cover the happy path only; " * 3
+        hive.decline(number, reason=reason.strip())
+    code, out, _ = run(capsys, "--db", str(store), "show", str(number))
+    assert code == 0
+    assert "last try   first try" in out
+    assert "needs" not in out  # no threshold shown once the result is no longer awaited
+    code, out, _ = run(capsys, "--db", str(store), "history", str(number))
+    assert reason.strip() in out
