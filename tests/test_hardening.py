@@ -255,7 +255,19 @@ def test_a_missing_settings_file_leaves_no_store(tmp_path: Path,
     assert not (tmp_path / "new.db").exists()
 
 
-def test_a_busy_store_is_its_own_error() -> None:
-    assert issubclass(StoreBusy, hivelite.HiveliteError)
-    assert not issubclass(StoreBusy, StoreError)
-    assert StoreBusy.exit_code == 1 and StoreBusy.code == "store_busy"
+def test_a_busy_store_is_its_own_error(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another writer holding the lock past the busy timeout: StoreBusy (exit 1), not a
+    complaint about the caller's input."""
+    from hivelite.store import sqlite as store_module
+
+    Hive.open(db_path, owner="ana").close()
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 200)
+    other = rawsql.connect(db_path)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with Hive.open(db_path) as hive, pytest.raises(StoreBusy) as err:
+            own_task(hive)
+    finally:
+        other.execute("ROLLBACK")
+    assert not isinstance(err.value, StoreError)
+    assert (err.value.code, err.value.exit_code) == ("store_busy", 1)
