@@ -82,3 +82,22 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 def test_readme_first_command_runs_the_demo() -> None:
     demo, _ = readme_commands()
     assert demo.endswith("hivelite demo"), demo
+
+
+def test_api_page_is_generated_from_the_hive() -> None:
+    from hivelite.api_docs import api_page
+
+    committed = (Path(__file__).parent.parent / "docs" / "api.md").read_text()
+    assert committed == api_page(), (
+        "docs/api.md drifted from Hive: run `python -m hivelite.api_docs > docs/api.md`")
+
+
+def test_every_public_verb_is_in_api_md() -> None:
+    import inspect
+
+    from hivelite import Hive
+
+    page = (Path(__file__).parent.parent / "docs" / "api.md").read_text()
+    verbs = [n for n, _ in inspect.getmembers(Hive, inspect.isfunction)
+             if not n.startswith("_") and n not in ("open", "close", "settings")]
+    assert verbs and all(f"### `{verb}`" in page for verb in verbs)
