@@ -165,13 +165,31 @@ class HiveBase:
         """
         if not moves or not self.plugins.hook.hivelite_on_transition.get_hookimpls():
             return
-        for number, move, actor in moves:
+        entries = self._entries(moves)
+        for (number, move, actor), entry in zip(moves, entries, strict=True):
             with self.store.read():
                 task = self._task(self._row(number))
             for error in call_all(self.plugins, "hivelite_on_transition", task=task,
-                                  move=move, actor=actor, hive=self):
+                                  move=move, actor=actor, hive=self, entry=entry):
                 self.notify_failures.append(error)
                 log.warning("%s (task %s, move %s)", error.message, number, move.number)
+
+    def _entries(self, moves: Sequence[Moved]) -> builtins.list[JournalEntry | None]:
+        """The journal row of each committed move: the newest rows of its task, matched
+        by their states (None where another writer has already moved the task on)."""
+        wanted: dict[int, int] = {}
+        for number, _, _ in moves:
+            wanted[number] = wanted.get(number, 0) + 1
+        rows: dict[int, builtins.list[dict[str, Any]]] = {
+            number: [r for r in self.store.journal_moves(number, count)]
+            for number, count in wanted.items()}
+        entries: builtins.list[JournalEntry | None] = []
+        for number, move, _ in moves:
+            row = rows[number].pop(0) if rows[number] else None
+            matches = row is not None and (row["from_state"], row["to_state"]) == (
+                move.source.value, move.target.value)
+            entries.append(JournalEntry.model_validate(row) if matches else None)
+        return entries
 
     def settings(self, section: str) -> dict[str, Any]:
         """A plugin's table from the settings file (``hivelite.toml`` beside the store)."""

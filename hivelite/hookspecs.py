@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .models import Confirmation, GateDecision, Result, Task
+    from .models import Confirmation, GateDecision, JournalEntry, Result, Task
 
 hookspec = pluggy.HookspecMarker("hivelite")
 hookimpl = pluggy.HookimplMarker("hivelite")
@@ -47,5 +47,10 @@ def hivelite_count_confirmation(
 
 
 @hookspec
-def hivelite_on_transition(task: Task, move: Any, actor: str, hive: Any) -> None:
-    """Called after a move has been committed (notifications); its answer is ignored."""
+def hivelite_on_transition(
+    task: Task, move: Any, actor: str, hive: Any, entry: JournalEntry | None
+) -> None:
+    """Called after a move has been committed (notifications); its answer is ignored.
+
+    ``entry`` is the move's journal row (seq, at, waiting_on, reason, detail).
+    """

@@ -271,3 +271,35 @@ def test_a_busy_store_is_its_own_error(db_path: Path, monkeypatch: pytest.Monkey
         other.execute("ROLLBACK")
     assert not isinstance(err.value, StoreError)
     assert (err.value.code, err.value.exit_code) == ("store_busy", 1)
+
+
+class Listener:
+    def __init__(self) -> None:
+        self.heard: list[tuple[int, str, str, str | None, int | None]] = []
+
+    @hivelite.hookimpl
+    def hivelite_on_transition(self, task: Any, move: Any, actor: str, entry: Any) -> None:
+        assert entry is not None
+        self.heard.append((move.number, entry.from_state.value, entry.to_state.value,
+                           entry.waiting_on.value if entry.waiting_on else None, entry.seq))
+
+
+def test_a_notifier_gets_each_move_s_own_journal_row(db_path: Path,
+                                                     clock: ManualClock) -> None:
+    listener = Listener()
+    with Hive.open(db_path, owner="ana", clock=clock, plugins=[listener]) as hive:
+        number = own_task(hive)
+        lease = hive.claim(number, "ana/coder", instance="laptop")
+        hive.pause(number, lease_id=lease.lease_id, token=lease.fencing_token, on="human",
+                   reason="which colour?")
+        lease = hive.resume(number, "ana/coder", instance="laptop")
+        hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+    moves = [(n, f, t, w) for n, f, t, w, _ in listener.heard]
+    assert moves == [
+        (1, "requested", "routed", None), (6, "routed", "accepted", None),
+        (7, "accepted", "working", None), (10, "working", "waiting", "human"),
+        (11, "waiting", "working", None), (12, "working", "verifying", None),
+        (14, "verifying", "approval", None)]
+    seqs = [s for *_, s in listener.heard]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)

@@ -494,6 +494,13 @@ class Store:
             rows.append(row)
         return rows
 
+    def journal_moves(self, number: int, count: int) -> list[dict[str, Any]]:
+        """The last ``count`` moves of one task, oldest first (as ``journal`` gives rows)."""
+        seqs = [r[0] for r in self.conn.execute(
+            "SELECT seq FROM journal WHERE task = ? AND from_state IS NOT to_state"
+            " ORDER BY seq DESC LIMIT ?", (number, count))]
+        return [row for row in self.journal(number) if row["seq"] in seqs] if seqs else []
+
     def last_expiry(self, number: int) -> tuple[str, int] | None:
         """When the clock last ended a claim on this task, and that claim's token."""
         row = self.conn.execute(
