@@ -266,12 +266,16 @@ def hivelite_startup(hive: Any) -> None:
 
 
 @hookimpl
-def hivelite_on_transition(task: Task, move: Move, actor: str, hive: Any) -> None:
+def hivelite_on_transition(task: Task, move: Move, actor: str, hive: Any,
+                           entry: Any) -> None:
     """Send one event to each target; raise if any failed (the move stays committed)."""
     targets = _targets(hive)
     if targets.empty:
         return
-    line = json.dumps(event_for(task, move, actor, hive), ensure_ascii=False)
+    event = event_for(task, move, actor, hive)
+    if entry is not None:  # the move's own journal row: its time and sequence number
+        event["at"], event["seq"] = entry.at, entry.seq
+    line = json.dumps(event, ensure_ascii=False)
     problems: list[str] = []
     if targets.file is not None:
         try:

@@ -105,7 +105,9 @@ def test_claim_submit_verify_gives_one_event_per_move_in_order(
         hive.verify(number, "ana/reviewer", instance="desktop", verdict="accept")
         assert hive.get(number).task.state is State.completed
         journal = [e.move for e in hive.history(number) if e.move is not None]
+        seqs = [e.seq for e in hive.history(number) if e.move is not None]
     got = events(tmp_path / "events.jsonl")
+    assert [e["seq"] for e in got] == seqs  # each event carries its journal row's seq
     assert [(e["move"], e["name"], e["from"], e["to"], e["actor"]) for e in got] == [
         (1, "route", "requested", "routed", "gate"),
         (6, "claim", "routed", "accepted", "ana/coder"),
