@@ -85,7 +85,7 @@ def test_a_handoff_appends_one_event_beside_the_store(
         task = hive.get(number).task
     assert not list(elsewhere.iterdir())
     assert events(tmp_path / "events.jsonl") == [{
-        "at": START, "task": task.id, "number": number, "move": 1, "name": "route",
+        "at": START, "task": task.id, "number": number, "seq": 2, "move": 1, "name": "route",
         "from": "requested", "to": "routed", "waiting_on": None, "actor": "gate",
         "project": "demo", "requester": "ana/planner", "assignee": "ana/coder",
         "store": str(tmp_path / "store.db"),
