@@ -38,11 +38,11 @@ from .models import (
 from .plugins import PluginManager, call_all
 from .protocol import MOVES_BY_PAIR, Move, State, WaitingOn, lifecycle
 from .store import Store, TaskRow
+from .store.sqlite import ViewRow
 
 log = logging.getLogger("hivelite")
 
 MAX_PAGE = 500
-VIEW_UPDATES = 20
 Bodies = tuple[str, str | None, str | None]
 """A task's packet, result and checkpoint JSON."""
 Moved = tuple[int, Move, str]
@@ -111,25 +111,23 @@ class HiveBase:
             created_at=row.created_at, updated_at=row.updated_at,
         )
 
-    def _view(self, row: TaskRow) -> TaskView:
-        packet, result, checkpoint, meta = self.store.details(row.number)
-        task = self._task(row, (packet, result, checkpoint))
+    def _view(self, found: ViewRow) -> TaskView:
+        row, meta = found.task, found.meta
+        task = self._task(row, (found.packet, found.result, found.checkpoint))
         claim = None
         if row.lease_id is not None:
             expires = row.lease_expires or ""
             claim = ClaimView(holder=row.lease_holder or "", instance=row.lease_instance or "",
                               session=row.lease_session, expires_at=expires,
                               expired=expires <= format_ts(self._now()))
-        confirmations: list[Confirmation] = []
-        if meta is not None:  # the verdicts on the current result, whatever became of it
-            confirmations = [
-                Confirmation(reviewer=c[0], instance=c[1], session=c[2], verdict=c[3],
-                             reason=c[4], at=c[5], counted=bool(c[6]))
-                for c in self.store.confirmations(row.number, meta.version)
-            ]
-        recent, tokens, usd = self.store.updates(row.number, VIEW_UPDATES)
+        # the verdicts on the current result, whatever became of it, in the order given
+        confirmations = [
+            Confirmation(reviewer=c[0], instance=c[1], session=c[2], verdict=c[3],
+                         reason=c[4], at=c[5], counted=bool(c[6]))
+            for c in sorted(found.confirmations, key=lambda c: (c[5], c[0]))
+        ]
         updates = [UpdateView(at=u[0], actor=u[1], summary=u[2], tokens=u[3], usd_micros=u[4])
-                   for u in recent]
+                   for u in reversed(found.updates)]
         failed = meta is not None and meta.outcome == "failed"
         return TaskView(
             number=row.number, task=task,
@@ -138,7 +136,7 @@ class HiveBase:
             labels=json.loads(row.labels), fields_version=row.fields_version, claim=claim,
             outcome=meta.outcome if meta else None,
             threshold=meta.threshold if meta else None, confirmations=confirmations,
-            updates=updates, usage=Usage(tokens=tokens, usd_micros=usd),
+            updates=updates, usage=Usage(tokens=found.usage[0], usd_micros=found.usage[1]),
             merge=Merge(commit=meta.merge_commit, by=meta.merged_by or "")
             if meta and meta.merge_commit else None,
             last_reason=row.reason,
@@ -204,7 +202,7 @@ class HiveBase:
     def get(self, ref: str | int) -> TaskView:
         """One task by id or number."""
         with self.store.read():
-            return self._view(self._row(ref))
+            return self._view(guard.found(self.store.view(ref), ref))
 
     def list(
         self,
@@ -236,11 +234,11 @@ class HiveBase:
             except ValueError as exc:
                 raise InvalidInput("invalid_state_filter", str(exc), field="state") from None
         with self.store.read():
-            rows = self.store.list_tasks(state=states, assignee=assignee, requester=requester,
+            rows = self.store.list_views(state=states, assignee=assignee, requester=requester,
                                          project=project, ready=ready, after=cursor,
                                          limit=limit + 1)
-            items = [self._view(r) for r in rows[:limit]]
-        next_cursor = rows[limit - 1].number if len(rows) > limit else None
+        items = [self._view(r) for r in rows[:limit]]
+        next_cursor = rows[limit - 1].task.number if len(rows) > limit else None
         return Page(items=items, next_cursor=next_cursor)
 
     def history(self, ref: str | int) -> builtins.list[JournalEntry]:

@@ -6,12 +6,16 @@ learns *which* rule it broke, and so a refused call never begins a write.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from .errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
 from .protocol import TERMINAL, Move, State, WaitingOn, find_move
 from .store import TaskRow
 
+Found = TypeVar("Found")
 
-def found(row: TaskRow | None, ref: str | int) -> TaskRow:
+
+def found(row: Found | None, ref: str | int) -> Found:
     """The row, or ``404 not_found`` naming what was asked for."""
     if row is None:
         raise NotFound("no_such_task", f"no task {ref!r} in this store")

@@ -85,10 +85,9 @@ class ResultVerbs(HiveBase):
                                f" {outcome!r}", field="outcome")
         usage_fits(tokens, usd_micros)
         at = format_ts(self._now())
-        with self.store.read():
-            row = self._row(ref)
-            holder = self._fence(row, lease_id, token, agent, at)
-            task = self._task(row)
+        row = self._row(ref)  # the fence and the plugins' task, before the write lock
+        holder = self._fence(row, lease_id, token, agent, at)
+        task = self._task(row)
         try:
             result = Result.model_validate({
                 "summary": summary,

@@ -74,6 +74,31 @@ class ResultMeta:
     merged_by: str | None
 
 
+@dataclass(slots=True)
+class ViewRow:
+    """Everything a task view shows, as one statement read it."""
+
+    task: TaskRow
+    packet: str
+    result: str | None
+    checkpoint: str | None
+    meta: ResultMeta | None
+    confirmations: list[list[Any]]
+    updates: list[list[Any]]
+    usage: list[int]
+
+
+def _key(ref: str | int) -> tuple[str | None, str | int]:
+    """How to find a task: by ``number`` (an int, or ASCII digits) or by ``id``;
+    (None, ref) when no task can have it (0, or a number beyond SQLite's integers)."""
+    if isinstance(ref, str) and not (ref.isascii() and ref.isdigit()):
+        return "id", ref
+    if isinstance(ref, bool) or not isinstance(ref, int | str):
+        return None, ref
+    number = int(ref)
+    return ("number", number) if 0 < number < 2**63 else (None, ref)
+
+
 def _check_header(path: Path) -> None:
     """Refuse a file that is not SQLite before SQLite ever opens it (it stays untouched)."""
     with path.open("rb") as handle:
@@ -261,14 +286,10 @@ class Store:
 
     def task(self, ref: str | int) -> TaskRow | None:
         """The task with this id or number (a number may come as text)."""
-        if isinstance(ref, str) and ref.isascii() and ref.isdigit():
-            ref = int(ref)
-        if isinstance(ref, int):
-            if not 0 < ref < 2**63:
-                return None
-            row = self.conn.execute(f"{_SELECT_TASK} WHERE number = ?", (ref,)).fetchone()
-        else:
-            row = self.conn.execute(f"{_SELECT_TASK} WHERE id = ?", (ref,)).fetchone()
+        where, key = _key(ref)
+        if where is None:
+            return None
+        row = self.conn.execute(f"{_SELECT_TASK} WHERE {where} = ?", (key,)).fetchone()
         return TaskRow(*row) if row else None
 
     def insert_task(self, row: TaskRow, packet_json: str, *, actor: str,
@@ -300,22 +321,15 @@ class Store:
 
     def bodies(self, number: int) -> tuple[str, str | None, str | None]:
         """Packet, result and checkpoint JSON of one task."""
-        packet, result, checkpoint, _ = self.details(number)
-        return packet, result, checkpoint
-
-    def details(self, number: int) -> tuple[str, str | None, str | None, ResultMeta | None]:
-        """Packet, result and checkpoint JSON of one task, and its result's facts, at once."""
         row = self.conn.execute(
-            "SELECT p.body, r.body, c.body, r.worker, r.instance, r.session, r.outcome,"
-            " r.version, r.threshold, r.merge_commit, r.merged_by FROM packets p"
+            "SELECT p.body, r.body, c.body FROM packets p"
             " LEFT JOIN results r ON r.task = p.task"
             " LEFT JOIN checkpoints c ON c.task = p.task WHERE p.task = ?",
             (number,),
         ).fetchone()
         if row is None:
             raise LookupError(f"task {number} has no packet")
-        meta = ResultMeta(*row[3:]) if row[1] is not None else None
-        return row[0], row[1], row[2], meta
+        return row[0], row[1], row[2]
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         if not ids:
@@ -324,11 +338,11 @@ class Store:
         return {r[0] for r in self.conn.execute(
             f"SELECT id FROM tasks WHERE id IN ({marks})", tuple(ids))}
 
-    def list_tasks(self, *, state: Sequence[str] = (), assignee: str | None = None,
+    def list_views(self, *, state: Sequence[str] = (), assignee: str | None = None,
                    requester: str | None = None, project: str | None = None,
                    ready: bool = False, after: int | None = None,
-                   limit: int = 50) -> list[TaskRow]:
-        """Tasks in number order (which is creation order), filtered, one page.
+                   limit: int = 50) -> list[ViewRow]:
+        """Tasks in number order (which is creation order), filtered, one page, as views.
 
         ``ready``: routed tasks whose ``depends_on`` tasks are all completed.
         """
@@ -336,27 +350,23 @@ class Store:
         args: list[Any] = []
         if ready:
             where.append(
-                "state = 'routed' AND (depends = 0 OR NOT EXISTS ("
-                "SELECT 1 FROM packets p, json_each(p.body, '$.depends_on') d"
+                "t.state = 'routed' AND (t.depends = 0 OR NOT EXISTS ("
+                "SELECT 1 FROM packets dp, json_each(dp.body, '$.depends_on') d"
                 " LEFT JOIN tasks dep ON dep.id = d.value"
-                " WHERE p.task = tasks.number AND dep.state IS NOT 'completed'))")
+                " WHERE dp.task = t.number AND dep.state IS NOT 'completed'))")
         if state:
-            where.append(f"state IN ({', '.join('?' * len(state))})")
+            where.append(f"t.state IN ({', '.join('?' * len(state))})")
             args.extend(state)
         for column, value in (("assignee", assignee), ("requester", requester),
                               ("project", project)):
             if value is not None:
-                where.append(f"{column} = ?")
+                where.append(f"t.{column} = ?")
                 args.append(value)
         if after is not None:
-            where.append("number > ?")
+            where.append("t.number > ?")
             args.append(after)
-        sql = _SELECT_TASK
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY number LIMIT ?"
         args.append(limit)
-        return [TaskRow(*r) for r in self.conn.execute(sql, args)]
+        return self.views(" AND ".join(where), args, order_limit="ORDER BY t.number LIMIT ?")
 
     def dependencies_open(self, number: int) -> list[str]:
         """The ids in a task's ``packet.depends_on`` whose tasks are not completed."""
@@ -408,21 +418,6 @@ class Store:
             (number, at, actor, summary, tokens, usd_micros),
         )
 
-    def updates(self, number: int, limit: int) -> tuple[list[tuple[Any, ...]], int, int]:
-        """The last ``limit`` updates of a task (oldest first) and its usage totals."""
-        rows = list(self.conn.execute(
-            "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = ?"
-            " ORDER BY seq DESC LIMIT ?", (number, limit)))
-        rows.reverse()
-        if len(rows) < limit:  # all of them: sum here rather than ask again
-            return rows, sum(r[3] or 0 for r in rows), sum(r[4] or 0 for r in rows)
-        totals = self.conn.execute(
-            "SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0) FROM updates"
-            " WHERE task = ?", (number,)).fetchone() or (0, 0)
-        return rows, int(totals[0]), int(totals[1])
-
-    # -- results and verdicts ------------------------------------------------
-
     def put_result(self, number: int, body: str, *, worker: str, instance: str,
                    session: str | None, outcome: str, threshold: int | None) -> int:
         """Store the task's (new) result; returns its version (1, 2, ... per task)."""
@@ -469,6 +464,55 @@ class Store:
             " FROM confirmations WHERE task = ? AND version = ?", (number, version)))
         rows.sort(key=lambda r: (r[5], r[0]))  # in Python: no temporary b-tree in SQL
         return rows
+
+    # -- views: a task and everything its view shows, in one statement --------------------
+
+    def views(self, where: str = "", args: Sequence[Any] = (), *, order_limit: str = "",
+              updates: int = 20) -> list[ViewRow]:
+        """Tasks with their packet, result, checkpoint, current verdicts, last ``updates``
+        updates and usage totals. Call it inside ``read()`` for one snapshot.
+
+        (One SELECT with correlated subqueries for all of it measured slower here than
+        these few simple statements.)"""
+        columns = ", ".join(f"t.{c}" for c in TASK_COLUMNS)
+        sql = (
+            f"SELECT {columns}, p.body, r.body, c.body, r.worker, r.instance, r.session,"
+            " r.outcome, r.version, r.threshold, r.merge_commit, r.merged_by"
+            " FROM tasks t JOIN packets p ON p.task = t.number"
+            " LEFT JOIN results r ON r.task = t.number"
+            " LEFT JOIN checkpoints c ON c.task = t.number"
+        )
+        if where:
+            sql += " WHERE " + where
+        sql += " " + order_limit
+        out = []
+        n = len(TASK_COLUMNS)
+        for values in list(self.conn.execute(sql, tuple(args))):
+            task = TaskRow(*values[:n])
+            meta = ResultMeta(*values[n + 3:n + 11]) if values[n + 1] is not None else None
+            verdicts = self.confirmations(task.number, meta.version) if meta else []
+            recent = list(self.conn.execute(
+                "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = ?"
+                " ORDER BY seq DESC LIMIT ?", (task.number, updates + 1)))
+            if len(recent) <= updates:  # all of them: sum here rather than ask again
+                usage = [sum(r[3] or 0 for r in recent), sum(r[4] or 0 for r in recent)]
+            else:
+                recent = recent[:updates]
+                total = self.conn.execute(
+                    "SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0)"
+                    " FROM updates WHERE task = ?", (task.number,)).fetchone() or (0, 0)
+                usage = [int(total[0]), int(total[1])]
+            out.append(ViewRow(task, values[n], values[n + 1], values[n + 2], meta,
+                               [list(v) for v in verdicts], [list(u) for u in recent], usage))
+        return out
+
+    def view(self, ref: str | int) -> ViewRow | None:
+        """One task's view row, by id or number."""
+        where, key = _key(ref)
+        if where is None:
+            return None
+        rows = self.views(f"t.{where} = ?", (key,))
+        return rows[0] if rows else None
 
     # -- journal -----------------------------------------------------------
 
