@@ -43,6 +43,7 @@ from .store.sqlite import ViewRow
 log = logging.getLogger("hivelite")
 
 MAX_PAGE = 500
+PACKET_CACHE = 512
 Bodies = tuple[str, str | None, str | None]
 """A task's packet, result and checkpoint JSON."""
 Moved = tuple[int, Move, str]
@@ -73,6 +74,7 @@ class HiveBase:
         self.config: dict[str, Any] = config or {}
         self.notify_failures: builtins.list[PluginError] = []
         self.expired_on_open: builtins.list[ExpiredClaim] = []
+        self._packets: dict[int, Packet] = {}
 
     def close(self) -> None:
         self.store.close()
@@ -105,11 +107,21 @@ class HiveBase:
             id=row.id, project=row.project, state=State(row.state),
             waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
             requester=row.requester, assignee=row.assignee,
-            packet=Packet.model_construct(**json.loads(packet)), result=result_model,
+            packet=self._packet(row.number, packet), result=result_model,
             latest_checkpoint=Checkpoint.model_construct(**json.loads(checkpoint))
             if checkpoint else None,
             created_at=row.created_at, updated_at=row.updated_at,
         )
+
+    def _packet(self, number: int, body: str) -> Packet:
+        """A task's packet, parsed once: packets never change after the handoff (a trigger
+        sees to it), so the parsed model is kept for the next view of the task."""
+        packet = self._packets.get(number)
+        if packet is None:
+            packet = self._packets[number] = Packet.model_construct(**json.loads(body))
+            if len(self._packets) > PACKET_CACHE:
+                self._packets.pop(next(iter(self._packets)))  # the oldest
+        return packet
 
     def _view(self, found: ViewRow) -> TaskView:
         row, meta = found.task, found.meta
