@@ -169,7 +169,7 @@ class ResultVerbs(HiveBase):
             if agent == meta.worker:
                 raise ForbiddenRight("self_verify", f"{agent} returned this result; another"
                                      " agent must verify it")
-            if instance == meta.instance:
+            if instance.casefold() == meta.instance.casefold():  # "Laptop" is the laptop
                 raise InvalidState("reviewer_not_independent",
                                    f"{instance} is the instance the result came from;"
                                    " a confirmation must come from another instance")

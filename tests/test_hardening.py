@@ -303,3 +303,13 @@ def test_a_notifier_gets_each_move_s_own_journal_row(db_path: Path,
         (14, "verifying", "approval", None)]
     seqs = [s for *_, s in listener.heard]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+def test_an_instance_name_in_other_letters_is_the_same_instance(hive: Hive) -> None:
+    number = own_task(hive)
+    lease = hive.claim(number, "ana/coder", instance="laptop")
+    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
+                evidence=EVIDENCE)
+    with pytest.raises(InvalidState) as err:
+        hive.verify(number, "ana/reviewer", instance="LapTop")
+    assert err.value.reason == "reviewer_not_independent"
