@@ -299,12 +299,3 @@ class HiveBase:
                 raise
             raise InvalidState("stale_claim", f"the claim with token {token} on task"
                                f" {row.number} expired at {ended[0]}") from None
-
-
-def waiting_value(state: State, on: WaitingOn | None) -> str | None:
-    return on.value if state is State.waiting and on is not None else None
-
-
-def as_detail(**items: Any) -> dict[str, Any]:
-    """A journal detail without its empty entries."""
-    return {k: v for k, v in items.items() if v is not None}

@@ -41,10 +41,6 @@ def check_move(
     return move
 
 
-def is_agent(actor: str) -> bool:
-    return "/" in actor
-
-
 def person(owner: str, actor: str | None, verb: str) -> str:
     """The acting person: the store's owner; an agent or another person is refused."""
     who = actor or owner

@@ -187,15 +187,3 @@ def lifecycle(state: State, waiting_on: WaitingOn | None, last_failed: bool = Fa
     if state is State.routed and last_failed:
         return "failed"
     return LIFECYCLE[state]
-
-
-def is_terminal(state: State) -> bool:
-    return state in TERMINAL
-
-
-def moves_from(state: State) -> tuple[Move, ...]:
-    return tuple(m for m in MOVES if m.source is state)
-
-
-def moves_into(state: State) -> tuple[Move, ...]:
-    return tuple(m for m in MOVES if m.target is state)

@@ -17,19 +17,15 @@ from ..protocol import MOVES, TERMINAL, Move, State, WaitingOn
 
 APPLICATION_ID = 0x48495645  # "HIVE": marks the file as a hivelite store.
 
-
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
-
 
 def _in_list(values: Iterable[str]) -> str:
     return "(" + ", ".join(_quote(v) for v in sorted(values)) + ")"
 
-
 def _waiting_set(values: tuple[WaitingOn, ...]) -> str | None:
     """A ``waiting_on`` set as the ``moves`` table stores it: ``|human|agent|`` (NULL: any)."""
     return "|" + "|".join(v.value for v in values) + "|" if values else None
-
 
 def move_rows(moves: Iterable[Move] = MOVES) -> list[tuple[object, ...]]:
     """The rows of the ``moves`` table, straight from the protocol module."""
@@ -38,7 +34,6 @@ def move_rows(moves: Iterable[Move] = MOVES) -> list[tuple[object, ...]]:
          m.target.value, _waiting_set(m.to_waiting))
         for m in moves
     ]
-
 
 TABLES = """
 CREATE TABLE meta(
@@ -144,6 +139,44 @@ CREATE TABLE journal(
 );
 """
 
+def _closed(row: str) -> str:
+    """``row``'s task is closed (``row`` is NEW or OLD of a side table)."""
+    return (f"(SELECT state FROM tasks WHERE number = {row}.task)"
+            f" IN {_in_list(s.value for s in TERMINAL)}")
+
+
+# Triggers that only refuse: (name, event, table, "code:reason", when; None is always).
+REFUSALS: tuple[tuple[str, str, str, str, str | None], ...] = (
+    *((f"moves_fixed_{e.lower()}", e, "moves", "forbidden_right:protocol_fixed", None)
+      for e in ("INSERT", "UPDATE", "DELETE")),
+    ("task_delete", "DELETE", "tasks", "forbidden_right:tasks_are_kept", None),
+    *((f"packets_fixed_{e.lower()}", e, "packets", "forbidden_right:packet_fixed", None)
+      for e in ("UPDATE", "DELETE")),
+    ("results_kept", "DELETE", "results", "forbidden_right:results_are_kept", None),
+    ("results_insert", "INSERT", "results", "invalid_state:task_closed", _closed("NEW")),
+    ("confirmations_insert", "INSERT", "confirmations", "invalid_state:not_submitted",
+     "(SELECT state FROM tasks WHERE number = NEW.task) IS NOT 'approval'"),
+    ("updates_insert", "INSERT", "updates", "invalid_state:task_closed", _closed("NEW")),
+    *((f"{table}_no_{e.lower()}", e, table, "forbidden_right:append_only", None)
+      for table in ("confirmations", "updates", "journal") for e in ("UPDATE", "DELETE")),
+    ("checkpoints_insert", "INSERT", "checkpoints", "invalid_state:task_closed",
+     _closed("NEW")),
+    ("checkpoints_update", "UPDATE", "checkpoints", "invalid_state:task_closed",
+     _closed("OLD")),
+    ("checkpoints_no_delete", "DELETE", "checkpoints",
+     "forbidden_right:checkpoints_are_kept", None),
+)
+
+
+def refusal_triggers() -> str:
+    """The triggers of :data:`REFUSALS`: what the store's tables never take."""
+    return "\n".join(
+        f"CREATE TRIGGER {name} BEFORE {event} ON {table}"
+        + (f"\nWHEN {when}" if when else "")
+        + f"\nBEGIN SELECT RAISE(ABORT, '{message}'); END;"
+        for name, event, table, message, when in REFUSALS
+    )
+
 
 def protocol_triggers() -> str:
     """The triggers that enforce the protocol, generated from the protocol module.
@@ -162,12 +195,6 @@ def protocol_triggers() -> str:
     )
     leased = _in_list(s.value for s in (State.accepted, State.working))
     return f"""
-CREATE TRIGGER moves_fixed_insert BEFORE INSERT ON moves
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:protocol_fixed'); END;
-CREATE TRIGGER moves_fixed_update BEFORE UPDATE ON moves
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:protocol_fixed'); END;
-CREATE TRIGGER moves_fixed_delete BEFORE DELETE ON moves
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:protocol_fixed'); END;
 
 CREATE TRIGGER task_insert BEFORE INSERT ON tasks
 WHEN NEW.state IS NOT {_quote(State.requested.value)} OR NEW.waiting_on IS NOT NULL
@@ -180,9 +207,6 @@ BEGIN
     VALUES (NEW.number, NEW.created_at, NEW.actor, NULL, NEW.state, NULL, NEW.reason,
             NEW.detail);
 END;
-
-CREATE TRIGGER task_delete BEFORE DELETE ON tasks
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:tasks_are_kept'); END;
 
 CREATE TRIGGER task_update BEFORE UPDATE ON tasks
 BEGIN
@@ -229,16 +253,6 @@ BEGIN
             NEW.reason, NEW.detail);
 END;
 
-CREATE TRIGGER packets_fixed_update BEFORE UPDATE ON packets
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:packet_fixed'); END;
-CREATE TRIGGER packets_fixed_delete BEFORE DELETE ON packets
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:packet_fixed'); END;
-
-CREATE TRIGGER results_kept BEFORE DELETE ON results
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:results_are_kept'); END;
-CREATE TRIGGER results_insert BEFORE INSERT ON results
-WHEN (SELECT state FROM tasks WHERE number = NEW.task) IN {terminal}
-BEGIN SELECT RAISE(ABORT, 'invalid_state:task_closed'); END;
 CREATE TRIGGER results_update BEFORE UPDATE ON results
 BEGIN
     SELECT CASE
@@ -254,31 +268,6 @@ BEGIN
     END;
 END;
 
-CREATE TRIGGER confirmations_insert BEFORE INSERT ON confirmations
-WHEN (SELECT state FROM tasks WHERE number = NEW.task) IS NOT 'approval'
-BEGIN SELECT RAISE(ABORT, 'invalid_state:not_submitted'); END;
-CREATE TRIGGER confirmations_no_update BEFORE UPDATE ON confirmations
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
-CREATE TRIGGER confirmations_no_delete BEFORE DELETE ON confirmations
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
-
-CREATE TRIGGER updates_insert BEFORE INSERT ON updates
-WHEN (SELECT state FROM tasks WHERE number = NEW.task) IN {terminal}
-BEGIN SELECT RAISE(ABORT, 'invalid_state:task_closed'); END;
-CREATE TRIGGER updates_no_update BEFORE UPDATE ON updates
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
-CREATE TRIGGER updates_no_delete BEFORE DELETE ON updates
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
-
-CREATE TRIGGER checkpoints_insert BEFORE INSERT ON checkpoints
-WHEN (SELECT state FROM tasks WHERE number = NEW.task) IN {terminal}
-BEGIN SELECT RAISE(ABORT, 'invalid_state:task_closed'); END;
-CREATE TRIGGER checkpoints_update BEFORE UPDATE ON checkpoints
-WHEN (SELECT state FROM tasks WHERE number = OLD.task) IN {terminal}
-BEGIN SELECT RAISE(ABORT, 'invalid_state:task_closed'); END;
-CREATE TRIGGER checkpoints_no_delete BEFORE DELETE ON checkpoints
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:checkpoints_are_kept'); END;
-
 -- A journal row tells the truth about its task: it ends in the task's state, and a
 -- row that changes state is one of the moves (or the creation).
 CREATE TRIGGER journal_insert BEFORE INSERT ON journal
@@ -290,12 +279,7 @@ WHEN NEW.task IS NOT NULL AND (
                                                AND m.to_state = NEW.to_state)))
 BEGIN SELECT RAISE(ABORT, 'forbidden_right:journal_forged'); END;
 
-CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
-CREATE TRIGGER journal_no_delete BEFORE DELETE ON journal
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
 """
-
 
 @dataclass(frozen=True)
 class Migration:
@@ -304,7 +288,6 @@ class Migration:
     version: int
     name: str
     apply: Callable[[object], None]
-
 
 def _m001_initial(conn: object) -> None:
     cursor = conn.cursor()  # type: ignore[attr-defined]
@@ -315,7 +298,7 @@ def _m001_initial(conn: object) -> None:
         move_rows(),
     )
     cursor.execute(protocol_triggers())
-
+    cursor.execute(refusal_triggers())
 
 MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial", _m001_initial),)
 SCHEMA_VERSION = MIGRATIONS[-1].version

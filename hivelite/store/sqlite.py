@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import apsw
 
-from ..errors import HiveliteError, InvalidInput, StoreBusy, StoreError, from_trigger
+from ..errors import InvalidInput, StoreBusy, StoreError, from_trigger
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -570,9 +570,3 @@ class Store:
 
 def _dump(detail: dict[str, Any] | None) -> str | None:
     return json.dumps(detail, separators=(",", ":"), sort_keys=True) if detail else None
-
-
-def map_error(exc: BaseException) -> HiveliteError:
-    """Any store exception as a hivelite error (a trigger's own class where it has one)."""
-    mapped = from_trigger(exc)
-    return mapped or InvalidInput("store_refused", str(exc))
