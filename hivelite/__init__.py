@@ -12,7 +12,7 @@ from .errors import (
     StoreBusy,
     StoreError,
 )
-from .hive import Hive, settings_path
+from .hive import Hive
 from .hookspecs import hookimpl
 from .models import (
     Checkpoint,
@@ -26,6 +26,7 @@ from .models import (
     TaskView,
 )
 from .protocol import MOVES, TERMINAL, State, WaitingOn
+from .settings import PluginSettings, plugin_settings, read_toml, settings_path
 
 __version__ = "0.1.0"
 
@@ -46,6 +47,7 @@ __all__ = [
     "NotFound",
     "Packet",
     "PluginError",
+    "PluginSettings",
     "RateLimited",
     "Result",
     "State",
@@ -55,5 +57,7 @@ __all__ = [
     "TaskView",
     "WaitingOn",
     "hookimpl",
+    "plugin_settings",
+    "read_toml",
     "settings_path",
 ]

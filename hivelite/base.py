@@ -37,6 +37,7 @@ from .models import (
 )
 from .plugins import PluginManager, call_all
 from .protocol import MOVES_BY_PAIR, Move, State, WaitingOn, lifecycle
+from .settings import settings_path
 from .store import Store, TaskRow
 from .store.sqlite import ViewRow
 
@@ -205,8 +206,10 @@ class HiveBase:
         """A plugin's table from the settings file (``hivelite.toml`` beside the store)."""
         value = self.config.get(section, {})
         if not isinstance(value, dict):
+            where = settings_path(self.store.path).absolute()
             raise InvalidInput("invalid_config", f"[{section}] in the settings file must be"
-                               " a table", field=section)
+                               f" a table, not {type(value).__name__} ({where})",
+                               field=section)
         return value
 
     # -- reading -------------------------------------------------------------

@@ -9,10 +9,8 @@ from __future__ import annotations
 import getpass
 import os
 import re
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from .claims import ClaimVerbs
 from .clock import Clock, system_clock
@@ -20,6 +18,7 @@ from .errors import InvalidInput
 from .handoff import HandoffVerbs
 from .plugins import call_each, get_plugin_manager
 from .results import ResultVerbs
+from .settings import load_settings
 from .store import Store
 from .store.sqlite import Synchronous
 
@@ -30,28 +29,6 @@ def _default_owner() -> str:
     name = os.environ.get("HIVELITE_OWNER") or getpass.getuser()
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:39].strip("-")
     return slug or "owner"
-
-
-def settings_path(store_path: Path) -> Path:
-    """``$HIVELITE_CONFIG``, else ``hivelite.toml`` beside the store."""
-    configured = os.environ.get("HIVELITE_CONFIG")
-    return Path(configured) if configured else store_path.parent / "hivelite.toml"
-
-
-def load_settings(store_path: Path) -> dict[str, Any]:
-    """The settings file's tables (plugins read theirs with ``hive.settings(name)``)."""
-    path = settings_path(store_path)
-    if not path.is_file():
-        if os.environ.get("HIVELITE_CONFIG"):
-            raise InvalidInput("invalid_config", f"settings file {path} does not exist",
-                               field="HIVELITE_CONFIG")
-        return {}
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput("invalid_config", f"settings file {path}: {exc}",
-                           field=str(path)) from None
 
 
 class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):

@@ -13,16 +13,13 @@ when a store opens; anything malformed refuses to open the store.
 
 from __future__ import annotations
 
-import os
-import tomllib
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, get_args
 
 import hivelite
-from hivelite.hive import settings_path
+from hivelite import plugin_settings
 from hivelite.models import DeliverableType, EvidenceKind
 
 NAME = "evidence"
@@ -114,33 +111,11 @@ def parse_rules(table: Mapping[str, Any], source: str, *, top_level: bool = Fals
                  url_required=url_required, source=source)
 
 
-def _read_env_file(path: Path) -> dict[str, Any]:
-    where = f"${ENV_VAR} file {path}"
-    if not path.exists():
-        raise EvidenceSettingsError(f"{where} does not exist")
-    if not path.is_file():
-        raise EvidenceSettingsError(f"{where} is not a file")
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise EvidenceSettingsError(f"{where} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise EvidenceSettingsError(f"{where} is not UTF-8 text: {exc}") from None
-    except OSError as exc:
-        raise EvidenceSettingsError(f"{where} cannot be read: {exc.strerror or exc}") from None
-
-
 def load_rules(hive: Any) -> Rules:
     """``$HIVELITE_EVIDENCE`` when set (it replaces the settings file's table), else
     ``[evidence]`` of the settings file, else the defaults."""
-    named = os.environ.get(ENV_VAR, "")
-    if named:
-        path = Path(named).absolute()
-        return parse_rules(_read_env_file(path), f"${ENV_VAR} file {path}", top_level=True)
-    table = hive.settings(NAME)
-    source = f"[{NAME}] in settings file {settings_path(Path(hive.store.path)).absolute()}"
-    return parse_rules(table, source)
+    settings = plugin_settings(hive, NAME, ENV_VAR)
+    return parse_rules(settings.table, settings.source, top_level=settings.from_env)
 
 
 def rules_for(hive: Any) -> Rules:

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hivelite import State, Task, hookimpl
-from hivelite.hive import settings_path
+from hivelite import State, Task, hookimpl, settings_path
 from hivelite.protocol import Move
 
 SECTION = "notify"

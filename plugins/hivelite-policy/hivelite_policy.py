@@ -13,7 +13,6 @@ silent allow.
 from __future__ import annotations
 
 import os
-import tomllib
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
 import hivelite
-from hivelite.hive import settings_path
+from hivelite import read_toml, settings_path
 from hivelite.models import DeliverableType, Task
 
 ENV_VAR = "HIVELITE_POLICY"
@@ -154,14 +153,7 @@ def _rule(path: Path, number: int, table: Any) -> Rule:
 
 def load_policy(path: Path) -> Policy:
     """Read and check a policy file; every problem names the file (and the rule)."""
-    try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as exc:
-        raise PolicyError(f"policy file {path} cannot be read: "
-                          f"{exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
+    data = read_toml(path, "policy file")
     unknown = sorted(set(data) - {"rule"})
     if unknown:
         raise PolicyError(f"policy file {path}: unknown top-level key(s) {', '.join(unknown)}"

@@ -18,16 +18,12 @@ store instead of silently applying no quorum.
 
 from __future__ import annotations
 
-import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, get_args
 
-from hivelite import InvalidInput, hookimpl
-from hivelite.hive import settings_path
+from hivelite import hookimpl, plugin_settings
 from hivelite.models import SLUG_MAX, Confirmation, DeliverableType, Task
 
 SECTION = "quorum"
@@ -123,31 +119,12 @@ def parse_settings(table: Mapping[str, Any], source: str, *, prefix: str = "quor
                   requester_counts=requester_counts)
 
 
-def _read_env_file(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise QuorumSettingsError(f"${ENV_VAR} names {path}, which does not exist"
-                                  " or is not a file")
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise QuorumSettingsError(f"{path} (${ENV_VAR}) is not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise QuorumSettingsError(f"{path} (${ENV_VAR}) cannot be read: {exc}") from None
-
-
 def load(hive: Any) -> Quorum:
     """The quorum settings for this store: ``$HIVELITE_QUORUM``'s file, else ``[quorum]``."""
-    named = os.environ.get(ENV_VAR)
-    if named:
-        path = Path(named)
-        return parse_settings(_read_env_file(path), f"{path} (${ENV_VAR})", prefix="")
-    source = os.path.abspath(settings_path(Path(hive.store.path)))
-    try:
-        table = hive.settings(SECTION)
-    except InvalidInput as exc:  # ``quorum = 3``: say which file, as for every other problem
-        raise QuorumSettingsError(f"{source}: {exc.message}") from None
-    return parse_settings(table, source)
+    settings = plugin_settings(hive, SECTION, ENV_VAR)
+    if settings.from_env:
+        return parse_settings(settings.table, settings.source, prefix="")
+    return parse_settings(settings.table, settings.source)
 
 
 def _quorum(hive: Any) -> Quorum:

@@ -1,0 +1,71 @@
+"""Settings: ``hivelite.toml`` beside a store, and the TOML files plugins are pointed at.
+
+One place reads TOML, so every plugin's settings fail the same clear way: the
+message names the file and what is wrong with it, and the store does not open.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidInput
+
+
+def settings_path(store_path: Path) -> Path:
+    """``$HIVELITE_CONFIG``, else ``hivelite.toml`` beside the store."""
+    configured = os.environ.get("HIVELITE_CONFIG")
+    return Path(configured) if configured else store_path.parent / "hivelite.toml"
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """A TOML file's tables; any problem is ``422 invalid_config`` naming ``what`` and the file."""
+    def fail(problem: str) -> InvalidInput:
+        return InvalidInput("invalid_config", f"{what} {path} {problem}", field=str(path))
+
+    if not path.exists():
+        raise fail("cannot be read: it does not exist")
+    if path.is_dir():
+        raise fail("cannot be read: it is a folder")
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise fail(f"is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise fail(f"is not UTF-8 text: {exc}") from None
+    except OSError as exc:
+        raise fail(f"cannot be read: {exc.strerror or exc}") from None
+
+
+def load_settings(store_path: Path) -> dict[str, Any]:
+    """The settings file's tables (plugins read theirs with ``hive.settings(name)``);
+    none when there is no file, unless ``$HIVELITE_CONFIG`` names one."""
+    path = settings_path(store_path)
+    if not os.environ.get("HIVELITE_CONFIG") and not path.exists():
+        return {}
+    return read_toml(path, "settings file")
+
+
+@dataclass(frozen=True)
+class PluginSettings:
+    """A plugin's settings table and where it came from (for its error messages)."""
+
+    table: dict[str, Any]
+    source: str
+    from_env: bool
+
+
+def plugin_settings(hive: Any, section: str, env_var: str) -> PluginSettings:
+    """``$env_var``'s file when set (its keys at the top level), else the ``[section]``
+    table of the settings file: the one rule every first-party plugin follows."""
+    named = os.environ.get(env_var)
+    if named:
+        path = Path(named).absolute()
+        return PluginSettings(read_toml(path, f"${env_var} file"), f"${env_var} file {path}",
+                              True)
+    source = f"[{section}] in settings file {settings_path(Path(hive.store.path)).absolute()}"
+    return PluginSettings(hive.settings(section), source, False)
