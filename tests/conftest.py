@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from hivelite import Hive, ManualClock
+from hivelite.clock import format_ts, parse_ts
+
+from . import rawsql
 
 # Installed entry-point plugins must not change test results (a test may opt in).
 sys._hivelite_under_test = True  # type: ignore[attr-defined]
@@ -41,6 +46,21 @@ def db_path(tmp_path: Path) -> Path:
 def hive(db_path: Path, clock: ManualClock) -> Iterator[Hive]:
     with Hive.open(db_path, owner="ana", clock=clock) as h:
         yield h
+
+
+@pytest.fixture
+def raw(tmp_path: Path) -> Iterator[apsw.Connection]:
+    """A fresh store made by the library, reached through a second, raw connection."""
+    path = tmp_path / "store.db"
+    Hive.open(path, owner="ana").close()
+    conn = rawsql.connect(path)
+    yield conn
+    conn.close()
+
+
+def at(minutes: float) -> str:
+    """``START`` plus ``minutes``, as ``HIVELITE_NOW`` takes it."""
+    return format_ts(parse_ts(START) + timedelta(minutes=minutes))
 
 
 def own_task(hive: Hive, **overrides: Any) -> int:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import apsw
+import pytest
 
 from hivelite.protocol import State, WaitingOn
 
@@ -100,6 +102,24 @@ def put_in(conn: apsw.Connection, task_id: str, state: State,
     for step_state, step_waiting in PATHS[(state, waiting_on)]:
         set_state(conn, number, step_state, step_waiting)
     return number
+
+
+def snapshot_file(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """:func:`snapshot` of a store file, through a connection of its own."""
+    conn = connect(path)
+    try:
+        return snapshot(conn)
+    finally:
+        conn.close()
+
+
+def refused(conn: apsw.Connection, expected: str, sql: str, args: Any = ()) -> None:
+    """``sql`` aborts with ``expected`` (``code:reason``) and changes nothing."""
+    before = snapshot(conn)
+    with pytest.raises(apsw.Error) as info:
+        conn.execute(sql, args)
+    assert expected in str(info.value), f"expected {expected!r}, got {info.value!r}"
+    assert snapshot(conn) == before
 
 
 def snapshot(conn: apsw.Connection) -> dict[str, list[tuple[object, ...]]]:

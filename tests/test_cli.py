@@ -19,7 +19,6 @@ import stat
 import sys
 import traceback
 from dataclasses import dataclass
-from datetime import timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,10 +27,9 @@ import pytest
 
 from hivelite import Hive, ManualClock
 from hivelite.cli import cli, main
-from hivelite.clock import format_ts, parse_ts
 
 from . import rawsql
-from .conftest import START, held_task, own_task
+from .conftest import START, at, held_task, own_task
 
 ENV = ("HIVELITE_DB", "HIVELITE_NOW", "HIVELITE_OWNER", "HIVELITE_AGENT", "HIVELITE_INSTANCE",
        "HIVELITE_SESSION", "HIVELITE_PLUGINS_DIR", "HIVELITE_LOAD_PLUGINS",
@@ -46,17 +44,7 @@ PLANNER = ("--agent", "ana/planner", "--instance", "desktop")
 PR = "pull_request:the PR:https://example.com/pr/7"
 
 
-def at(minutes: float) -> str:
-    """``START`` plus ``minutes``, as ``HIVELITE_NOW`` takes it."""
-    return format_ts(parse_ts(START) + timedelta(minutes=minutes))
-
-
-def snapshot(db: Path) -> dict[str, list[tuple[object, ...]]]:
-    conn = rawsql.connect(db)
-    try:
-        return rawsql.snapshot(conn)
-    finally:
-        conn.close()
+snapshot = rawsql.snapshot_file
 
 
 @dataclass

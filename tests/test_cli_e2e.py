@@ -15,16 +15,13 @@ import stat
 import subprocess
 import sys
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hivelite.clock import format_ts, parse_ts
-
 from . import rawsql
-from .conftest import START
+from .conftest import at
 
 pytestmark = pytest.mark.slow
 
@@ -42,16 +39,7 @@ def hivelite_command() -> list[str]:
     return [sys.executable, "-c", "from hivelite.cli import main; main()"]
 
 
-def at(minutes: float) -> str:
-    return format_ts(parse_ts(START) + timedelta(minutes=minutes))
-
-
-def snapshot(db: Path) -> dict[str, list[tuple[object, ...]]]:
-    conn = rawsql.connect(db)
-    try:
-        return rawsql.snapshot(conn)
-    finally:
-        conn.close()
+snapshot = rawsql.snapshot_file
 
 
 @dataclass

@@ -79,13 +79,7 @@ GATE_REASONS = {"allow": "AllowGate: fine by me", "hold": "HoldGate: ask ana fir
                 "deny": "DenyGate: not on my watch"}
 
 
-def snapshot(path: Path) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of the store, read through a second connection."""
-    conn = rawsql.connect(path)
-    try:
-        return rawsql.snapshot(conn)
-    finally:
-        conn.close()
+snapshot = rawsql.snapshot_file
 
 
 def gate_row(hive: Hive, number: int) -> hivelite.JournalEntry:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 
 import hivelite
@@ -37,12 +36,7 @@ def completed(hive: Hive) -> int:
     return number
 
 
-def refused(conn: apsw.Connection, text: str, sql: str, args: tuple[Any, ...] = ()) -> None:
-    before = rawsql.snapshot(conn)
-    with pytest.raises(apsw.Error) as info:
-        conn.execute(sql, args)
-    assert text in str(info.value)
-    assert rawsql.snapshot(conn) == before
+refused = rawsql.refused
 
 
 # -- a closed task's side tables ------------------------------------------------------

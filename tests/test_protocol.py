@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
 import pytest
 
-from hivelite import Hive, InvalidState
+from hivelite import InvalidState
 from hivelite.diagrams import protocol_page
 from hivelite.guard import check_move
 from hivelite.protocol import (
@@ -34,16 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 WITH_RESULT = (State.verifying, State.approval, State.completed)
 PAIRS = list(itertools.product(State, State))
 LEGAL = {m.pair for m in MOVES}
-
-
-@pytest.fixture
-def raw(tmp_path: Path) -> Iterator[apsw.Connection]:
-    """A fresh store made by the library, reached through a second, raw connection."""
-    path = tmp_path / "store.db"
-    Hive.open(path, owner="ana").close()
-    conn = rawsql.connect(path)
-    yield conn
-    conn.close()
 
 
 def _source_waiting(source: State, target: State) -> WaitingOn | None:

@@ -150,12 +150,7 @@ def opened(db_path: Path, clock: ManualClock, *plugins: object) -> Iterator[Hive
         yield h
 
 
-def snap(db_path: Path) -> dict[str, list[tuple[object, ...]]]:
-    conn = rawsql.connect(db_path)
-    try:
-        return rawsql.snapshot(conn)
-    finally:
-        conn.close()
+snap = rawsql.snapshot_file
 
 
 @contextmanager

@@ -8,14 +8,11 @@ exactly as it was before the refused statement.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
 
-from hivelite import Hive
 from hivelite.errors import from_trigger
 from hivelite.protocol import TERMINAL, State, WaitingOn
 
@@ -25,23 +22,7 @@ NOW = "2026-12-02T09:00:00.000Z"
 LATER = "2026-12-02T10:00:00.000Z"
 
 
-@pytest.fixture
-def raw(tmp_path: Path) -> Iterator[apsw.Connection]:
-    """A fresh store made by the library, reached through a second, raw connection."""
-    path = tmp_path / "store.db"
-    Hive.open(path, owner="ana").close()
-    conn = rawsql.connect(path)
-    yield conn
-    conn.close()
-
-
-def refused(conn: apsw.Connection, expected: str, sql: str, args: Any = ()) -> None:
-    """``sql`` aborts with ``expected`` (``code:reason``) and changes nothing."""
-    before = rawsql.snapshot(conn)
-    with pytest.raises(apsw.Error) as info:
-        conn.execute(sql, args)
-    assert expected in str(info.value), f"expected {expected!r}, got {info.value!r}"
-    assert rawsql.snapshot(conn) == before
+refused = rawsql.refused
 
 
 def journal_count(conn: apsw.Connection) -> int:
