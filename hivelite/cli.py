@@ -255,40 +255,25 @@ MINUTES = click.option("--minutes", default=10, show_default=True, type=int,
                        help="Lease length, 5 to 15 minutes.")
 
 
-@cli.command()
-@click.argument("ref")
-@agent_options
-@MINUTES
-@pass_context
-def claim(ctx: Context, ref: str, agent: str, instance: str, session: str | None,
-          minutes: int) -> None:
-    """Take a routed task under a lease.
+def _lease_verb(name: str, summary: str) -> None:
+    """``claim`` and ``resume``: the assignee takes a lease, and gets its id and token."""
+    def run(ctx: Context, ref: str, agent: str, instance: str, session: str | None,
+            minutes: int) -> None:
+        with ctx.open() as hive:
+            lease = getattr(hive, name)(ref, agent, instance=instance, session=session,
+                                        minutes=minutes)
+            ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
 
-    \b
-    Example:
-      hivelite claim 3 --agent ana/coder --instance laptop
-    """
-    with ctx.open() as hive:
-        lease = hive.claim(ref, agent, instance=instance, session=session, minutes=minutes)
-        ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
+    run.__doc__ = (f"{summary}\n\n    \b\n    Example:\n"
+                   f"      hivelite {name} 3 --agent ana/coder --instance laptop\n    ")
+    command = pass_context(run)
+    for decorate in (MINUTES, agent_options, click.argument("ref")):
+        command = decorate(command)
+    cli.command(name=name)(command)
 
 
-@cli.command()
-@click.argument("ref")
-@agent_options
-@MINUTES
-@pass_context
-def resume(ctx: Context, ref: str, agent: str, instance: str, session: str | None,
-           minutes: int) -> None:
-    """Claim a paused task again (new token).
-
-    \b
-    Example:
-      hivelite resume 3 --agent ana/coder --instance laptop
-    """
-    with ctx.open() as hive:
-        lease = hive.resume(ref, agent, instance=instance, session=session, minutes=minutes)
-        ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
+_lease_verb("claim", "Take a routed task under a lease.")
+_lease_verb("resume", "Claim a paused task again (new token).")
 
 
 @cli.command()
