@@ -144,8 +144,8 @@ class ClaimVerbs(HiveBase):
                 who = self._fence(row, lease_id or "", int(token or 0), agent, at)
             else:
                 who = person
+                guard.still_open(row)
                 if row.lease_id is None:
-                    guard.check_move(row.state, row.waiting_on, State.cancelled)  # closed?
                     raise InvalidState("not_claimed", f"task {row.number} has no claim")
             moved = self._sweep(at)
             row = self._row(ref)  # the owner's release may find the lease already expired

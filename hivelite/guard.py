@@ -22,6 +22,14 @@ def found(row: Found | None, ref: str | int) -> Found:
     return row
 
 
+def still_open(row: TaskRow) -> State:
+    """The task's state, or ``409 task_closed`` once it is completed, rejected or cancelled."""
+    state = State(row.state)
+    if state in TERMINAL:
+        raise InvalidState("task_closed", f"task {row.number} is {state.value}")
+    return state
+
+
 def check_move(
     state: State | str,
     waiting_on: WaitingOn | str | None,
@@ -98,9 +106,7 @@ def reason_fits(reason: str | None, *, required: bool = False,
 
 def holder(row: TaskRow, lease_id: str, token: int, agent: str | None, at: str) -> str:
     """The holder's write is fenced: the lease id and token must be the live claim's."""
-    state = State(row.state)
-    if state in TERMINAL:
-        raise InvalidState("task_closed", f"task {row.number} is {state.value}")
+    still_open(row)
     if row.lease_id is None or row.lease_id != lease_id or row.lease_token != token:
         raise InvalidState(
             "stale_claim",
@@ -116,9 +122,7 @@ def holder(row: TaskRow, lease_id: str, token: int, agent: str | None, at: str) 
 
 def claimable(row: TaskRow, agent: str, *, resume: bool = False) -> None:
     """Only the assignee claims, only a routed task (or, to resume, one paused mid-work)."""
-    state = State(row.state)
-    if state in TERMINAL:
-        raise InvalidState("task_closed", f"task {row.number} is {state.value}")
+    state = still_open(row)
     if row.lease_id is not None:
         raise InvalidState("task_claimed", f"task {row.number} is claimed by {row.lease_holder}"
                            f" until {row.lease_expires}")
@@ -139,9 +143,7 @@ def claimable(row: TaskRow, agent: str, *, resume: bool = False) -> None:
 
 def awaiting_decision(row: TaskRow) -> None:
     """Verdicts, sign-off and decline apply to a task in ``approval``."""
-    state = State(row.state)
-    if state in TERMINAL:
-        raise InvalidState("task_closed", f"task {row.number} is {state.value}")
+    state = still_open(row)
     if state is not State.approval:
         raise InvalidState("not_submitted",
                            f"task {row.number} is {state.value}; no result awaits a decision")

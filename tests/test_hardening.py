@@ -307,3 +307,17 @@ def test_an_instance_name_in_other_letters_is_the_same_instance(hive: Hive) -> N
     with pytest.raises(InvalidState) as err:
         hive.verify(number, "ana/reviewer", instance="LapTop")
     assert err.value.reason == "reviewer_not_independent"
+
+
+def test_the_owner_releasing_an_unclaimed_task_is_told_why(hive: Hive) -> None:
+    number = own_task(hive)
+    lease = hive.claim(number, "ana/coder", instance="laptop")
+    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
+                evidence=EVIDENCE)
+    with pytest.raises(InvalidState) as err:
+        hive.release(number)  # in approval: nobody holds it
+    assert err.value.reason == "not_claimed"
+    hive.sign_off(number)
+    with pytest.raises(InvalidState) as err:
+        hive.release(number)
+    assert err.value.reason == "task_closed"
