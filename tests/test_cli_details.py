@@ -78,3 +78,33 @@ def test_show_labels_an_earlier_attempt_and_history_keeps_the_whole_reason(
     assert "needs" not in out  # no threshold shown once the result is no longer awaited
     code, out, _ = run(capsys, "--db", str(store), "history", str(number))
     assert reason.strip() in out
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0, "0s ago"), (45, "45s ago"), (89, "1m ago"), (90, "2m ago"), (3 * 3600, "3h ago"),
+    (2 * 86400 + 5, "2d ago"), (-599.9, "in 10m"), (-30, "in 30s"),
+])
+def test_relative_times(seconds: float, text: str) -> None:
+    from datetime import timedelta
+
+    from hivelite.clock import parse_ts
+    from hivelite.render import ago
+
+    stamp = "2026-12-02T09:00:00.000Z"
+    assert ago(stamp, parse_ts(stamp) + timedelta(seconds=seconds)) == text
+
+
+def test_list_and_show_print_relative_times(store: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    with Hive.open(store) as hive:  # the fixture's store: created at the wall clock's now
+        number = own_task(hive)
+        created = hive.get(number).task.created_at
+    from datetime import timedelta
+
+    from hivelite.clock import format_ts, parse_ts
+
+    monkeypatch.setenv("HIVELITE_NOW", format_ts(parse_ts(created) + timedelta(minutes=3)))
+    code, out, _ = run(capsys, "--db", str(store), "list")
+    assert code == 0 and "3m ago" in out
+    code, out, _ = run(capsys, "--db", str(store), "show", str(number))
+    assert code == 0 and "created    3m ago" in out
