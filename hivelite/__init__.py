@@ -1,5 +1,6 @@
 """hivelite: agent tasks, their claims and their results in one SQLite file."""
 
+from .caller import Caller
 from .clock import ManualClock
 from .errors import (
     ForbiddenRight,
@@ -16,11 +17,13 @@ from .hive import Hive
 from .hookspecs import hookimpl
 from .models import (
     Checkpoint,
+    ClaimReceipt,
     Evidence,
     GateDecision,
     HandoffRequest,
     JournalEntry,
     Packet,
+    Receipt,
     Result,
     Task,
     TaskView,
@@ -33,7 +36,9 @@ __version__ = "0.1.0"
 __all__ = [
     "MOVES",
     "TERMINAL",
+    "Caller",
     "Checkpoint",
+    "ClaimReceipt",
     "Evidence",
     "ForbiddenRight",
     "GateDecision",
@@ -49,6 +54,7 @@ __all__ = [
     "PluginError",
     "PluginSettings",
     "RateLimited",
+    "Receipt",
     "Result",
     "State",
     "StoreBusy",

@@ -21,11 +21,12 @@ import click
 from pydantic import BaseModel
 
 from . import diagrams, render
+from .caller import Caller
 from .clock import clock_from_env
 from .demo import run_demo
-from .errors import HiveliteError, UnexpectedError
+from .errors import ForbiddenRight, HiveliteError, UnexpectedError
 from .hive import Hive
-from .models import Lease
+from .models import ClaimReceipt, Receipt
 from .plugins import get_plugin_manager
 from .protocol import State
 
@@ -44,11 +45,60 @@ class Context:
         return Hive.open(self.db, owner=owner, plugins_dir=self.plugins_dir,
                          clock=clock_from_env(), create=create)
 
+    def caller(self, hive: Hive, agent: str | None, instance: str | None,
+               session: str | None, *, agent_verb: bool = False) -> Caller:
+        """Who this process acts as: the agent it names, else the store file's owner.
+
+        An agent's verb without an agent is a usage error: never the owner.
+        """
+        if agent is not None:
+            if instance is None:
+                raise click.UsageError(f"acting as agent {agent} needs --instance (or"
+                                       " $HIVELITE_INSTANCE)")
+            return Caller.agent(agent, instance, session)
+        if agent_verb:
+            raise click.UsageError("name the acting agent: --agent owner/agent and --instance"
+                                   " (or $HIVELITE_AGENT and $HIVELITE_INSTANCE)")
+        if hasattr(os, "geteuid") and hive.path is not None:
+            uid = hive.path.stat().st_uid
+            if uid != os.geteuid():
+                raise ForbiddenRight("not_owner", f"{hive.path} belongs to another user"
+                                     f" (uid {uid}); only the store file's owner acts as"
+                                     f" its owner {hive.owner!r}. Agents name themselves"
+                                     " with --agent and --instance")
+        return hive.as_owner()
+
+    def show(self, hive: Hive, receipt: Receipt) -> None:
+        """After a write: the task's full view, as ``show`` prints it."""
+        view = hive.get(receipt.number)
+        self.emit(view, lambda: render.task_block(view, hive.clock()))
+
     def emit(self, data: Any, human: Callable[[], str]) -> None:
         if self.as_json:
             click.echo(json.dumps(_plain(data), ensure_ascii=False, indent=2))
         else:
             click.echo(human())
+
+
+AS_OWNER = ("Acts as the store's owner (you must own the store file); with an agent named"
+            " (--agent or $HIVELITE_AGENT) it acts as that agent, and an agent is refused.")
+AS_AGENT = "Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables)."
+
+
+def caller_options(*, agent_verb: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--agent, --instance and --session, each with its ``$HIVELITE_`` variable."""
+    need = "; required." if agent_verb else "."
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = click.option("--session", envvar="HIVELITE_SESSION",
+                               help="The process or conversation acting"
+                               " ($HIVELITE_SESSION).")(command)
+        command = click.option("--instance", envvar="HIVELITE_INSTANCE",
+                               help="The machine or installation the agent acts from"
+                               f" ($HIVELITE_INSTANCE){need}")(command)
+        return click.option("--agent", envvar="HIVELITE_AGENT",
+                            help=f"The acting agent, owner/agent ($HIVELITE_AGENT){need}"
+                            )(command)
+    return decorate
 
 
 def _plain(data: Any) -> Any:
@@ -94,7 +144,7 @@ def init(ctx: Context, owner: str | None) -> None:
 
 
 @cli.command()
-@click.option("--requester", required=True, help="owner/agent handing the work over.")
+@click.option("--requester", help="owner/agent handing the work over (default: --agent).")
 @click.option("--assignee", required=True, help="owner/agent who will do it.")
 @click.option("--project", required=True, help="Project slug.")
 @click.option("--task", "text", help="What to do (5-500 characters).")
@@ -111,12 +161,18 @@ def init(ctx: Context, owner: str | None) -> None:
 @click.option("--priority", default="normal", show_default=True,
               type=click.Choice(["low", "normal", "high", "urgent"]))
 @click.option("--label", "labels", multiple=True, help="A label (repeat).")
+@caller_options(agent_verb=False)
 @pass_context
-def handoff(ctx: Context, requester: str, assignee: str, project: str, text: str | None,
+def handoff(ctx: Context, requester: str | None, assignee: str, project: str, text: str | None,
             deliverable_type: str, acceptance: Sequence[str], context_text: str,
             files: Sequence[str], depends_on: Sequence[str], packet_file: Any,
-            task_id: str | None, priority: str, labels: Sequence[str]) -> None:
+            task_id: str | None, priority: str, labels: Sequence[str], agent: str | None,
+            instance: str | None, session: str | None) -> None:
     """Hand work to an agent; the owner's gate routes, holds or refuses it.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), which
+    hands off as itself (--requester defaults to it); else as the store's owner (you must
+    own the store file), who hands off for any --requester.
 
     \b
     Example:
@@ -141,14 +197,16 @@ def handoff(ctx: Context, requester: str, assignee: str, project: str, text: str
         packet = {"task": text, "deliverable_type": deliverable_type,
                   "acceptance_criteria": list(acceptance), "context": context_text,
                   "files": list(files), "depends_on": list(depends_on)}
+    if requester is None and agent is None:
+        raise click.UsageError("give --requester owner/agent (or act as an agent with --agent)")
     with ctx.open() as hive:
-        fields: dict[str, Any] = {"requester": requester, "assignee": assignee,
+        caller = ctx.caller(hive, agent, instance, session)
+        fields: dict[str, Any] = {"requester": requester or agent, "assignee": assignee,
                                   "project": project, "packet": packet, "priority": priority,
                                   "labels": list(labels)}
         if task_id is not None:
             fields["id"] = task_id
-        view = hive.handoff(**fields)
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+        ctx.show(hive, hive.handoff(caller, **fields))
 
 
 @cli.command(name="list")
@@ -191,22 +249,34 @@ def show(ctx: Context, ref: str) -> None:
         ctx.emit(view, lambda: render.task_block(view, hive.clock()))
 
 
-def _person_verb(name: str, summary: str, example: str) -> None:
-    def run(ctx: Context, ref: str, reason: str | None) -> None:
-        with ctx.open() as hive:
-            view = getattr(hive, name)(ref, reason=reason)
-            ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+def _owner_verb(name: str, summary: str, example: str, *, reason_required: bool = False,
+                reason_help: str = "Why (at most 500 characters).") -> None:
+    """approve, deny, cancel, sign-off, decline: the owner's verbs on one task."""
+    method = name.replace("-", "_")
 
-    run.__doc__ = f"{summary}\n\n    \b\n    Example:\n      {example}\n    "
-    command = click.argument("ref")(pass_context(run))
-    command = click.option("--reason", help="Why (at most 500 characters).")(command)
+    def run(ctx: Context, ref: str, reason: str | None, agent: str | None,
+            instance: str | None, session: str | None) -> None:
+        with ctx.open() as hive:
+            caller = ctx.caller(hive, agent, instance, session)
+            ctx.show(hive, getattr(hive, method)(caller, ref, reason=reason))
+
+    run.__doc__ = (f"{summary}\n\n    {AS_OWNER}\n\n    \b\n    Example:\n"
+                   f"      {example}\n    ")
+    command = caller_options(agent_verb=False)(pass_context(run))
+    command = click.option("--reason", required=reason_required, help=reason_help)(command)
+    command = click.argument("ref")(command)
     cli.command(name=name)(command)
 
 
-_person_verb("approve", "The owner lets a held handoff go ahead.", "hivelite approve 2")
-_person_verb("deny", "The owner refuses a held handoff.", 'hivelite deny 2 --reason "not now"')
-_person_verb("cancel", "The owner withdraws an open task.",
-             'hivelite cancel 4 --reason "no longer needed"')
+_owner_verb("approve", "The owner lets a held handoff go ahead.", "hivelite approve 2")
+_owner_verb("deny", "The owner refuses a held handoff.", 'hivelite deny 2 --reason "not now"')
+_owner_verb("cancel", "The owner withdraws an open task.",
+            'hivelite cancel 4 --reason "no longer needed"')
+_owner_verb("sign-off", "The owner accepts a result awaiting approval.", "hivelite sign-off 3",
+            reason_help="A note for the journal.")
+_owner_verb("decline", "The owner sends a result back to the assignee.",
+            'hivelite decline 3 --reason "missing tests"', reason_required=True,
+            reason_help="Why it goes back.")
 
 
 @cli.command()
@@ -226,26 +296,15 @@ def history(ctx: Context, ref: str) -> None:
 
 # -- agents at work -----------------------------------------------------------------------
 
-def agent_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--agent, --instance, --session, with $HIVELITE_AGENT / $HIVELITE_INSTANCE defaults."""
-    command = click.option("--session", envvar="HIVELITE_SESSION",
-                           help="The process or conversation acting ($HIVELITE_SESSION).")(command)
-    command = click.option("--instance", envvar="HIVELITE_INSTANCE", required=True,
-                           help="The machine or installation acting ($HIVELITE_INSTANCE).")(command)
-    return click.option("--agent", envvar="HIVELITE_AGENT", required=True,
-                        help="The acting agent, owner/agent ($HIVELITE_AGENT).")(command)
-
-
 def lease_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--lease and --token: the claim a holder writes under; --agent optionally checked."""
-    command = click.option("--agent", envvar="HIVELITE_AGENT",
-                           help="The holder, checked against the claim ($HIVELITE_AGENT).")(command)
+    """--lease and --token: the claim a holder writes under; the holder names itself."""
+    command = caller_options(agent_verb=True)(command)
     command = click.option("--token", type=int, required=True,
                            help="The claim's fencing token.")(command)
     return click.option("--lease", "lease_id", required=True, help="The claim's lease id.")(command)
 
 
-def _lease_text(lease: Lease, now: datetime) -> str:
+def _lease_text(lease: ClaimReceipt, now: datetime) -> str:
     return (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
             f"  lease_id       {lease.lease_id}\n  fencing_token  {lease.fencing_token}\n"
             f"  expires_at     {lease.expires_at} ({render.ago(lease.expires_at, now)})")
@@ -257,17 +316,17 @@ MINUTES = click.option("--minutes", default=10, show_default=True, type=int,
 
 def _lease_verb(name: str, summary: str) -> None:
     """``claim`` and ``resume``: the assignee takes a lease, and gets its id and token."""
-    def run(ctx: Context, ref: str, agent: str, instance: str, session: str | None,
-            minutes: int) -> None:
+    def run(ctx: Context, ref: str, agent: str | None, instance: str | None,
+            session: str | None, minutes: int) -> None:
         with ctx.open() as hive:
-            lease = getattr(hive, name)(ref, agent, instance=instance, session=session,
-                                        minutes=minutes)
+            caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
+            lease = getattr(hive, name)(caller, ref, minutes=minutes)
             ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
 
-    run.__doc__ = (f"{summary}\n\n    \b\n    Example:\n"
+    run.__doc__ = (f"{summary}\n\n    {AS_AGENT}\n\n    \b\n    Example:\n"
                    f"      hivelite {name} 3 --agent ana/coder --instance laptop\n    ")
     command = pass_context(run)
-    for decorate in (MINUTES, agent_options, click.argument("ref")):
+    for decorate in (MINUTES, caller_options(agent_verb=True), click.argument("ref")):
         command = decorate(command)
     cli.command(name=name)(command)
 
@@ -282,15 +341,18 @@ _lease_verb("resume", "Claim a paused task again (new token).")
 @MINUTES
 @pass_context
 def renew(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
-          minutes: int) -> None:
+          instance: str | None, session: str | None, minutes: int) -> None:
     """Extend your claim; lease and token stay.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
 
     \b
     Example:
-      hivelite renew 3 --lease L1 --token 2
+      hivelite renew 3 --lease L1 --token 2 --agent ana/coder --instance laptop
     """
     with ctx.open() as hive:
-        lease = hive.renew(ref, lease_id=lease_id, token=token, agent=agent, minutes=minutes)
+        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
+        lease = hive.renew(caller, ref, lease_id=lease_id, token=token, minutes=minutes)
         ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
 
 
@@ -298,23 +360,31 @@ def renew(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
 @click.argument("ref")
 @click.option("--lease", "lease_id", help="The claim's lease id (the holder releasing).")
 @click.option("--token", type=int, help="The claim's fencing token.")
-@click.option("--agent", envvar="HIVELITE_AGENT", help="The holder, checked against the claim.")
+@caller_options(agent_verb=False)
 @click.option("--reason", help="Why.")
 @pass_context
 def release(ctx: Context, ref: str, lease_id: str | None, token: int | None,
-            agent: str | None, reason: str | None) -> None:
-    """Give a claimed task back (holder with --lease/--token, or the owner without).
+            agent: str | None, instance: str | None, session: str | None,
+            reason: str | None) -> None:
+    """Give a claimed task back: the holder with --lease and --token, or the owner without.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), the
+    holder; else as the store's owner (you must own the store file).
 
     \b
     Example:
-      hivelite release 3 --lease L1 --token 2 --reason "blocked on review"
+      hivelite release 3 --lease L1 --token 2 --agent ana/coder --instance laptop \\
+        --reason "blocked on review"
     """
     if (lease_id is None) != (token is None):
         raise click.UsageError("give both --lease and --token (or neither, as the owner)")
+    if lease_id is not None and agent is None:
+        raise click.UsageError("the holder names itself: --agent owner/agent and --instance"
+                               " (or $HIVELITE_AGENT and $HIVELITE_INSTANCE)")
     with ctx.open() as hive:
-        view = hive.release(ref, lease_id=lease_id, token=token,
-                            agent=agent if lease_id else None, reason=reason)
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+        caller = ctx.caller(hive, agent, instance, session)
+        ctx.show(hive, hive.release(caller, ref, lease_id=lease_id, token=token,
+                                    reason=reason))
 
 
 @cli.command()
@@ -327,20 +397,23 @@ def release(ctx: Context, ref: str, lease_id: str | None, token: int | None,
 @click.option("--question", "open_questions", multiple=True, help="An open question (repeat).")
 @pass_context
 def checkpoint(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
-               progress: str, decisions: Sequence[str], files_touched: Sequence[str],
+               instance: str | None, session: str | None, progress: str,
+               decisions: Sequence[str], files_touched: Sequence[str],
                next_steps: Sequence[str], open_questions: Sequence[str]) -> None:
     """Record where the work stands.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
 
     \b
     Example:
       hivelite checkpoint 3 --lease L1 --token 2 --progress "parser done"
     """
     with ctx.open() as hive:
-        view = hive.checkpoint(ref, lease_id=lease_id, token=token, agent=agent,
-                               progress=progress, decisions=list(decisions),
-                               files_touched=list(files_touched), next_steps=list(next_steps),
-                               open_questions=list(open_questions))
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
+        ctx.show(hive, hive.checkpoint(
+            caller, ref, lease_id=lease_id, token=token, progress=progress,
+            decisions=list(decisions), files_touched=list(files_touched),
+            next_steps=list(next_steps), open_questions=list(open_questions)))
 
 
 USAGE = [
@@ -362,18 +435,21 @@ def usage_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--summary", required=True, help="One line, at most 300 characters.")
 @usage_options
 @pass_context
-def update(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None, summary: str,
-           tokens: int | None, usd_micros: int | None) -> None:
+def update(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
+           instance: str | None, session: str | None, summary: str, tokens: int | None,
+           usd_micros: int | None) -> None:
     """Report one line of progress.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
 
     \b
     Example:
       hivelite update 3 --lease L1 --token 2 --summary "tests green"
     """
     with ctx.open() as hive:
-        view = hive.update(ref, lease_id=lease_id, token=token, agent=agent, summary=summary,
-                           tokens=tokens, usd_micros=usd_micros)
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
+        ctx.show(hive, hive.update(caller, ref, lease_id=lease_id, token=token,
+                                   summary=summary, tokens=tokens, usd_micros=usd_micros))
 
 
 @cli.command()
@@ -383,17 +459,20 @@ def update(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
               help="Who the answer must come from.")
 @click.option("--reason", required=True, help="What you are waiting for.")
 @pass_context
-def pause(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None, on: str,
-          reason: str) -> None:
+def pause(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
+          instance: str | None, session: str | None, on: str, reason: str) -> None:
     """Wait for an outside answer; the claim ends.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
 
     \b
     Example:
       hivelite pause 3 --lease L1 --token 2 --on human --reason "which API?"
     """
     with ctx.open() as hive:
-        view = hive.pause(ref, lease_id=lease_id, token=token, agent=agent, on=on, reason=reason)
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
+        ctx.show(hive, hive.pause(caller, ref, lease_id=lease_id, token=token, on=on,
+                                  reason=reason))
 
 
 _EVIDENCE = re.compile(
@@ -442,10 +521,13 @@ def evidence_options(command: Callable[..., Any]) -> Callable[..., Any]:
                                  "owner_instruction"]))
 @usage_options
 @pass_context
-def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None, summary: str,
+def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
+           instance: str | None, session: str | None, summary: str,
            evidence_items: Sequence[str], evidence_file: Any, outcome: str, provenance: str,
            tokens: int | None, usd_micros: int | None) -> None:
     """Return a result with evidence; the claim ends.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
 
     \b
     Example:
@@ -455,22 +537,25 @@ def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     """
     evidence = parse_evidence(evidence_items, evidence_file)
     with ctx.open() as hive:
-        view = hive.submit(ref, lease_id=lease_id, token=token, agent=agent, summary=summary,
-                           evidence=list(evidence), outcome=outcome,  # type: ignore[arg-type]
-                           provenance=provenance, tokens=tokens, usd_micros=usd_micros)
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
+        ctx.show(hive, hive.submit(
+            caller, ref, lease_id=lease_id, token=token, summary=summary,
+            evidence=list(evidence), outcome=outcome,  # type: ignore[arg-type]
+            provenance=provenance, tokens=tokens, usd_micros=usd_micros))
 
 
 @cli.command()
 @click.argument("ref")
-@agent_options
+@caller_options(agent_verb=True)
 @click.option("--accept", is_flag=True, help="Confirm the result.")
 @click.option("--reject", is_flag=True, help="Reject it (needs --reason).")
 @click.option("--reason", help="Why (required with --reject).")
 @pass_context
-def verify(ctx: Context, ref: str, agent: str, instance: str, session: str | None,
-           accept: bool, reject: bool, reason: str | None) -> None:
+def verify(ctx: Context, ref: str, agent: str | None, instance: str | None,
+           session: str | None, accept: bool, reject: bool, reason: str | None) -> None:
     """An independent agent's verdict on a result.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
 
     \b
     Example:
@@ -480,77 +565,53 @@ def verify(ctx: Context, ref: str, agent: str, instance: str, session: str | Non
         raise click.UsageError("give exactly one of --accept and --reject")
     verdict = "accept" if accept else "reject"
     with ctx.open() as hive:
-        view = hive.verify(ref, agent, instance=instance, session=session,
-                           verdict=verdict, reason=reason)  # type: ignore[arg-type]
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
-
-
-@cli.command(name="sign-off")
-@click.argument("ref")
-@click.option("--reason", help="A note for the journal.")
-@pass_context
-def sign_off(ctx: Context, ref: str, reason: str | None) -> None:
-    """The owner accepts a result awaiting approval.
-
-    \b
-    Example:
-      hivelite sign-off 3
-    """
-    with ctx.open() as hive:
-        view = hive.sign_off(ref, reason=reason)
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
+        ctx.show(hive, hive.verify(caller, ref, verdict=verdict,  # type: ignore[arg-type]
+                                   reason=reason))
 
 
 @cli.command()
 @click.argument("ref")
-@click.option("--reason", required=True, help="Why it goes back.")
-@pass_context
-def decline(ctx: Context, ref: str, reason: str) -> None:
-    """The owner sends a result back to the assignee.
-
-    \b
-    Example:
-      hivelite decline 3 --reason "missing tests"
-    """
-    with ctx.open() as hive:
-        view = hive.decline(ref, reason=reason)
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
-
-
-@cli.command()
-@click.argument("ref")
-@click.option("--agent", envvar="HIVELITE_AGENT",
-              help="The submitter amending (default: the owner).")
+@caller_options(agent_verb=False)
 @click.option("--summary", help="A new summary.")
 @evidence_options
 @click.option("--merge-commit", help="Record the merge of a completed task (7-64 hex).")
 @pass_context
-def amend(ctx: Context, ref: str, agent: str | None, summary: str | None,
-          evidence_items: Sequence[str], evidence_file: Any, merge_commit: str | None) -> None:
+def amend(ctx: Context, ref: str, agent: str | None, instance: str | None,
+          session: str | None, summary: str | None, evidence_items: Sequence[str],
+          evidence_file: Any, merge_commit: str | None) -> None:
     """Correct a result awaiting a decision, or record a completed one's merge.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), the
+    submitter; else as the store's owner (you must own the store file), who may record a
+    merge.
 
     \b
     Example:
-      hivelite amend 3 --agent ana/coder --merge-commit 3f2a9c1
+      hivelite amend 3 --agent ana/coder --instance laptop --merge-commit 3f2a9c1
     """
     evidence = parse_evidence(evidence_items, evidence_file)
     with ctx.open() as hive:
-        view = hive.amend(ref, actor=agent, summary=summary, evidence=list(evidence) or None,
-                          merge_commit=merge_commit)
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+        caller = ctx.caller(hive, agent, instance, session)
+        ctx.show(hive, hive.amend(caller, ref, summary=summary,
+                                  evidence=list(evidence) or None, merge_commit=merge_commit))
 
 
 @cli.command()
+@caller_options(agent_verb=False)
 @pass_context
-def expire(ctx: Context) -> None:
+def expire(ctx: Context, agent: str | None, instance: str | None, session: str | None) -> None:
     """Return every task whose claim ran out to routed.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), else
+    as the store's owner (you must own the store file); anyone may.
 
     \b
     Example:
       hivelite expire
     """
     with ctx.open() as hive:
-        reopened = hive.expire()
+        reopened = hive.expire(ctx.caller(hive, agent, instance, session))
         ctx.emit(reopened, lambda: "\n".join(
             f"task {r.number}: {r.holder}'s claim expired at {r.expired_at};"
             f" {r.from_state.value} -> routed" for r in reopened) or "no expired claims")

@@ -49,16 +49,6 @@ def check_move(
     return move
 
 
-def person(owner: str, actor: str | None, verb: str) -> str:
-    """The acting person: the store's owner; an agent or another person is refused."""
-    who = actor or owner
-    if who != owner:
-        raise ForbiddenRight(
-            "not_permitted", f"only the owner {owner!r} may {verb}; {who!r} may not"
-        )
-    return who
-
-
 def awaiting_owner(row: TaskRow, verb: str) -> None:
     """Approve and deny apply only to a task the gate held for the owner."""
     state = State(row.state)

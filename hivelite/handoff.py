@@ -10,13 +10,14 @@ from pydantic import ValidationError
 
 from . import guard
 from .base import HiveBase, invalid
-from .clock import format_ts
-from .errors import InvalidInput, PluginError
+from .caller import Caller, require_owner
+from .errors import ForbiddenRight, InvalidInput, PluginError
 from .ids import new_task_id
-from .models import GateDecision, HandoffRequest, Packet, Task, TaskView
+from .models import GateDecision, HandoffRequest, Packet, Receipt, Task
 from .plugins import call_each
-from .protocol import MOVES_BY_PAIR, State, WaitingOn
-from .store import TaskRow
+from .protocol import State, WaitingOn
+from .store import NewTask, TaskRow
+from .unit import Unit
 
 GATE_TARGET = {"allow": State.routed, "hold": State.waiting, "deny": State.rejected}
 
@@ -24,52 +25,59 @@ GATE_TARGET = {"allow": State.routed, "hold": State.waiting, "deny": State.rejec
 class HandoffVerbs(HiveBase):
     """handoff, approve, deny, cancel."""
 
-    def handoff(self, request: HandoffRequest | None = None, **fields: Any) -> TaskView:
+    def handoff(self, caller: Caller, request: HandoffRequest | None = None,
+                **fields: Any) -> Receipt:
         """Create a task and run the owner's permission gate on it, in one transaction.
 
         Any deny rejects it, else any hold parks it waiting on the owner, else it is routed.
+        The owner may hand off for any requester; an agent only as itself.
         """
+        caller = self._caller(caller, "hand off")
         try:
             req = request if request is not None else HandoffRequest.model_validate(fields)
         except ValidationError as exc:
             raise invalid(exc, "handoff") from None
+        if not caller.is_owner and req.requester != caller.name:
+            raise ForbiddenRight("not_requester", f"{caller} hands off only as itself, not"
+                                 f" as {req.requester}")
         packet_json = req.packet.model_dump_json()
-        with self.store.write():
-            now = self._now()
-            at = format_ts(now)
-            task_id = req.id or new_task_id(now)
-            task = Task.model_construct(
-                id=task_id, project=req.project, state=State.requested, waiting_on=None,
-                requester=req.requester, assignee=req.assignee, packet=req.packet, result=None,
-                latest_checkpoint=None, created_at=at, updated_at=at,
-            )
-            row = TaskRow(
-                number=0, id=task_id, state=State.requested.value, waiting_on=None,
-                project=req.project, requester=req.requester, assignee=req.assignee,
-                created_at=at, updated_at=at, lease_id=None, lease_token=0, lease_holder=None,
-                lease_instance=None, lease_session=None, lease_expires=None,
-                priority=req.priority, labels=json.dumps(sorted(set(req.labels))),
-                fields_version=1, reason=None, depends=len(req.packet.depends_on),
-            )
-            moved = self._sweep(at)
-            if self.store.task(task_id) is not None:
+        labels = json.dumps(sorted(set(req.labels)))
+
+        def body(unit: Unit) -> Receipt:
+            task_id = req.id or new_task_id(unit.now)
+            if unit.tx.task(task_id) is not None:
                 raise InvalidInput("duplicate_id", f"a task with id {task_id!r} exists",
                                    field="id")
-            self._check_dependencies(req.packet)
-            number = self.store.insert_task(row, packet_json, actor=req.requester,
-                                            reason="handoff", detail=None)
+            self._check_dependencies(unit, req.packet)
+            number = unit.tx.insert_task(
+                NewTask(id=task_id, project=req.project, requester=req.requester,
+                        assignee=req.assignee, at=unit.at, priority=req.priority,
+                        labels=labels, depends=len(req.packet.depends_on),
+                        packet=packet_json),
+                actor=unit.who, reason="handoff")
+            task = Task.model_construct(
+                id=task_id, project=req.project, state=State.requested, waiting_on=None,
+                requester=req.requester, assignee=req.assignee, packet=req.packet,
+                result=None, latest_checkpoint=None, created_at=unit.at, updated_at=unit.at)
+            row = TaskRow(
+                number=number, id=task_id, state=State.requested.value, waiting_on=None,
+                project=req.project, requester=req.requester, assignee=req.assignee,
+                created_at=unit.at, updated_at=unit.at, lease_id=None, lease_token=0,
+                lease_holder=None, lease_instance=None, lease_session=None, lease_expires=None,
+                priority=req.priority, labels=labels, fields_version=1, reason="handoff",
+                depends=len(req.packet.depends_on))
             decision, answers = self._gate(task)
             target = GATE_TARGET[decision.action]
-            waiting = WaitingOn.owner_approval.value if target is State.waiting else None
-            self.store.move(number, target.value, at=at, actor="gate",
-                            reason=decision.reason, waiting_on=waiting,
+            row = unit.move(row, target, actor="gate", reason=decision.reason,
+                            waiting_on=WaitingOn.owner_approval
+                            if target is State.waiting else None,
                             detail={"decided_by": decision.plugin, "answers": answers})
-        moved.append((number, MOVES_BY_PAIR[(State.requested, target)], "gate"))
-        self._notify(moved)
-        return self.get(number)
+            return unit.receipt(row)
 
-    def _check_dependencies(self, packet: Packet) -> None:
-        missing = sorted(set(packet.depends_on) - self.store.existing_ids(packet.depends_on))
+        return self._write(caller, "hand off", body)
+
+    def _check_dependencies(self, unit: Unit, packet: Packet) -> None:
+        missing = sorted(set(packet.depends_on) - unit.tx.existing_ids(packet.depends_on))
         if missing:
             raise InvalidInput(
                 "unknown_dependency",
@@ -98,39 +106,35 @@ class HandoffVerbs(HiveBase):
                     return decision, answers
         return GateDecision(action="allow", reason="no gate plugin objected"), answers
 
-    def _person_move(self, ref: str | int, target: State, verb: str, actor: str | None,
-                     reason: str | None, check: Callable[[TaskRow], object]) -> TaskView:
-        who = guard.person(self.owner, actor, verb)
+    def _owner_move(self, caller: Caller, ref: str | int, target: State, verb: str,
+                    reason: str | None, check: Callable[[TaskRow], object]) -> Receipt:
+        caller = self._caller(caller, verb)
+        who = require_owner(caller, self.owner, verb)
         reason = guard.reason_fits(reason)
-        with self.store.write():
-            at = format_ts(self._now())  # under the lock: fence and journal agree
-            moved = self._sweep(at)
-            row = self._row(ref)
+
+        def body(unit: Unit) -> Receipt:
+            row = unit.task(ref)
             check(row)
-            move = guard.check_move(row.state, row.waiting_on, target)
-            self.store.move(row.number, target.value, at=at, actor=who,
-                            reason=reason or verb, end_lease=row.lease_id is not None)
-        moved.append((row.number, move, who))
-        self._notify(moved)
-        return self.get(row.number)
+            row = unit.move(row, target, actor=who, reason=reason or verb,
+                            end_lease=row.lease_id is not None)
+            return unit.receipt(row)
 
-    def approve(self, ref: str | int, *, actor: str | None = None,
-                reason: str | None = None) -> TaskView:
+        return self._write(caller, verb, body)
+
+    def approve(self, caller: Caller, ref: str | int, *, reason: str | None = None) -> Receipt:
         """The owner lets a held handoff go ahead: waiting(owner_approval) -> routed."""
-        return self._person_move(ref, State.routed, "approve", actor, reason,
-                                 lambda row: guard.awaiting_owner(row, "approve"))
+        return self._owner_move(caller, ref, State.routed, "approve", reason,
+                                lambda row: guard.awaiting_owner(row, "approve"))
 
-    def deny(self, ref: str | int, *, actor: str | None = None,
-             reason: str | None = None) -> TaskView:
+    def deny(self, caller: Caller, ref: str | int, *, reason: str | None = None) -> Receipt:
         """The owner refuses a held handoff: waiting(owner_approval) -> rejected."""
-        return self._person_move(ref, State.rejected, "deny", actor, reason,
-                                 lambda row: guard.awaiting_owner(row, "deny"))
+        return self._owner_move(caller, ref, State.rejected, "deny", reason,
+                                lambda row: guard.awaiting_owner(row, "deny"))
 
-    def cancel(self, ref: str | int, *, actor: str | None = None,
-               reason: str | None = None) -> TaskView:
+    def cancel(self, caller: Caller, ref: str | int, *, reason: str | None = None) -> Receipt:
         """The owner withdraws an open task (requested, waiting, routed, accepted, working)."""
-        return self._person_move(ref, State.cancelled, "cancel", actor, reason,
-                                 guard.cancellable)
+        return self._owner_move(caller, ref, State.cancelled, "cancel", reason,
+                                guard.cancellable)
 
 
 __all__ = ["HandoffVerbs"]

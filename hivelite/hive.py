@@ -19,7 +19,7 @@ from .handoff import HandoffVerbs
 from .plugins import call_each, get_plugin_manager
 from .results import ResultVerbs
 from .settings import load_settings
-from .store import Store
+from .store import SqliteStore, Store
 from .store.sqlite import Synchronous
 
 _OWNER_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -32,13 +32,17 @@ def _default_owner() -> str:
 
 
 class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
-    """One store, its owner and its plugins. Open with :meth:`open`; use as a context manager."""
+    """One store, its owner and its plugins. Open with :meth:`open`; use as a context manager.
+
+    One ``Hive`` may be shared by threads: each thread gets its own connection.
+    """
 
     @classmethod
     def open(
         cls,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None = None,
         *,
+        store: Store | None = None,
         owner: str | None = None,
         plugins_dir: str | os.PathLike[str] | None = None,
         plugins: Iterable[object] = (),
@@ -46,34 +50,35 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
         synchronous: Synchronous = "NORMAL",
         create: bool = True,
     ) -> Hive:
-        """Open (or create) the store at ``path``; expired claims are returned first.
+        """Open (or create) the store at ``path``, or use an open ``store`` (any backend
+        that keeps the store contract); expired claims are returned first.
 
         A new store records ``owner`` (default ``$HIVELITE_OWNER`` or the login
         name); an existing one keeps its owner, and a different ``owner`` is refused.
         """
+        if (path is None) == (store is None):
+            raise InvalidInput("store_required", "give a path or a store (one of them)",
+                               field="path")
         if owner is not None and (not _OWNER_RE.fullmatch(owner) or len(owner) > 39):
             raise InvalidInput("invalid_owner", f"owner {owner!r} must be a slug like 'ana'",
                                field="owner")
         manager = get_plugin_manager(plugins_dir, extra=plugins)
-        config = load_settings(Path(path))  # before the file: a refusal leaves no store
-        store = Store(path, create=create, synchronous=synchronous)
+        file = Path(path) if path is not None else getattr(store, "path", None)
+        # settings before the file: a refusal leaves no store behind
+        config = load_settings(file) if file is not None else {}
+        if store is None:
+            store = SqliteStore(Path(str(path)), create=create, synchronous=synchronous)
         try:
-            stored = store.meta("owner")
-            if stored is None:
-                with store.write():  # decide under the lock: two first opens may race
-                    stored = store.meta("owner")
-                    if stored is None:
-                        stored = owner or _default_owner()
-                        store.set_meta("owner", stored)
+            stored = _record_owner(store, owner)
             if owner is not None and owner != stored:
                 raise InvalidInput(
                     "owner_mismatch", f"this store belongs to {stored!r}, not {owner!r}",
                     field="owner")
-            hive = cls(store, stored, manager, clock, config)
+            hive = cls(store, stored, manager, clock, config, file)
             try:
                 call_each(manager, "hivelite_startup", hive=hive)
             except BaseException:
-                if store.created and not store.task(1):
+                if store.created and _empty(store):
                     store.discard()  # a store refused at start-up leaves no file behind
                 raise
             hive._expire_on_open()
@@ -84,3 +89,21 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
 
     def __enter__(self) -> Hive:
         return self
+
+
+def _record_owner(store: Store, owner: str | None) -> str:
+    """The store's owner, recording ``owner`` (or the default) in a new store."""
+    with store.read() as reader:
+        stored = reader.meta("owner")
+    if stored is None:
+        with store.write() as writer:  # decide under the lock: two first opens may race
+            stored = writer.meta("owner")
+            if stored is None:
+                stored = owner or _default_owner()
+                writer.set_meta("owner", stored)
+    return stored
+
+
+def _empty(store: Store) -> bool:
+    with store.read() as reader:
+        return reader.task(1) is None

@@ -247,12 +247,25 @@ class TaskView(BaseModel):
     last_reason: str | None = None
 
 
-class Lease(BaseModel):
-    """What a claim or renewal gives the holder: every later write carries lease id and token."""
+class Receipt(BaseModel):
+    """What a write verb answers (seed 004's ``TaskAckV1``): the task and where it stands
+    afterwards, from the values the write had in hand; ``Hive.get`` gives the full view."""
 
     number: int
     id: TaskId
     state: State
+    waiting_on: WaitingOn | None = None
+    at: Timestamp
+    """When the write took effect (read under the write lock)."""
+    seq: int | None = None
+    """The seq of the last journal row this write added; None when it journaled nothing
+    (a checkpoint, an update or a renewal mid-work)."""
+
+
+class ClaimReceipt(Receipt):
+    """What claim, resume and renew answer (``TaskClaimAckV1``): the lease every later
+    holder write carries."""
+
     lease_id: str
     fencing_token: int
     holder: AgentName

@@ -10,18 +10,23 @@ after a handoff, and the fence is checked again under the lock).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
 from . import guard
-from .base import HiveBase, Moved, invalid
-from .claims import identity, usage_fits
+from .base import HiveBase, invalid
+from .caller import Caller, require_agent, require_owner
+from .claims import usage_fits
 from .clock import format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError
-from .models import CommitHash, Confirmation, Evidence, Result, Task, TaskView
+from .models import CommitHash, Confirmation, Evidence, Receipt, Result, Task
 from .plugins import call_each, call_first
-from .protocol import MOVES_BY_PAIR, State
+from .protocol import State
+from .store import ConfirmationRow, TaskRow
+from .unit import Unit
+from .views import task_of
 
 _COMMIT = TypeAdapter(CommitHash)
 Outcome = Literal["completed", "failed"]
@@ -71,23 +76,25 @@ class ResultVerbs(HiveBase):
     # -- submit --------------------------------------------------------------
 
     def submit(
-        self, ref: str | int, *, lease_id: str, token: int, summary: str,
+        self, caller: Caller, ref: str | int, *, lease_id: str, token: int, summary: str,
         evidence: list[Evidence | dict[str, Any]],
         provenance: str = "agent_generated", outcome: Outcome = "completed",
-        tokens: int | None = None, usd_micros: int | None = None, agent: str | None = None,
-    ) -> TaskView:
+        tokens: int | None = None, usd_micros: int | None = None,
+    ) -> Receipt:
         """The holder returns a result with evidence; the claim ends and the task is judged.
 
         ``outcome="failed"`` records the failure and returns the task to ``routed``.
         """
+        agent = require_agent(self._caller(caller, "submit"), "submit")
         if outcome not in ("completed", "failed"):
             raise InvalidInput("invalid_outcome", f"outcome is completed or failed, not"
                                f" {outcome!r}", field="outcome")
         usage_fits(tokens, usd_micros)
-        at = format_ts(self._now())
-        row = self._row(ref)  # the fence and the plugins' task, before the write lock
-        holder = self._fence(row, lease_id, token, agent, at)
-        task = self._task(row)
+        at = format_ts(self.clock())
+        with self.store.read() as reader:  # the fence and the plugins' task, before the lock
+            row = guard.found(reader.task(ref), ref)
+            holder = guard.holder(row, lease_id, token, agent.name, at)
+            task = task_of(row, reader.bodies(row.number), self._packets)
         try:
             result = Result.model_validate({
                 "summary": summary,
@@ -102,30 +109,23 @@ class ResultVerbs(HiveBase):
             problems = self._evidence_problems(task, result)
             if not problems:
                 threshold, decided_by = self._threshold(task)
-        with self.store.write():
-            at = format_ts(self._now())  # the plugins took time: fence and stamp at the lock
-            row = self._row(ref)
-            holder = self._fence(row, lease_id, token, agent, at)
-            moved = self._sweep(at)
-            body = result.model_copy(update={"returned_at": at}).model_dump_json(
-                exclude_none=True)
-            self.store.put_result(row.number, body, worker=holder,
-                                  instance=row.lease_instance or "",
-                                  session=row.lease_session, outcome=outcome,
-                                  threshold=threshold)
+
+        def body(unit: Unit) -> Receipt:
+            row = unit.task(ref)  # the plugins took time: fence again under the lock
+            holder = self._fence(unit, row, lease_id, token)
+            data = result.model_copy(update={"returned_at": unit.at})
+            unit.tx.put_result(row.number, data.model_dump_json(exclude_none=True),
+                               worker=holder, instance=row.lease_instance or "",
+                               session=row.lease_session, outcome=outcome, threshold=threshold)
             if tokens is not None or usd_micros is not None:
-                self.store.add_update(row.number, at=at, actor=holder,
-                                      summary=f"result returned ({outcome})", tokens=tokens,
-                                      usd_micros=usd_micros)
+                unit.tx.add_update(row.number, at=unit.at, actor=holder,
+                                   summary=f"result returned ({outcome})", tokens=tokens,
+                                   usd_micros=usd_micros)
             if row.state == State.accepted.value:
-                self.store.move(row.number, State.working.value, at=at, actor=holder,
-                                reason="submit")
-                moved.append((row.number, MOVES_BY_PAIR[(State.accepted, State.working)],
-                               holder))
-            self.store.move(row.number, State.verifying.value, at=at, actor=holder,
+                row = unit.move(row, State.working, actor=holder, reason="submit")
+            row = unit.move(row, State.verifying, actor=holder,
                             reason=f"result returned ({outcome})", end_lease=True,
                             detail={"fencing_token": token})
-            moved.append((row.number, MOVES_BY_PAIR[(State.working, State.verifying)], holder))
             if outcome == "failed":
                 target, reason = State.routed, f"attempt failed: {summary[:200]}"
                 detail: dict[str, Any] = {"outcome": "failed"}
@@ -141,127 +141,127 @@ class ResultVerbs(HiveBase):
                 reason = (f"awaiting {threshold} independent confirmation(s) or sign-off"
                           f" (threshold set by {decided_by})")
                 detail = {"threshold": threshold, "decided_by": decided_by}
-            self.store.move(row.number, target.value, at=at, actor="guard", reason=reason,
-                            detail=detail)
-            moved.append((row.number, MOVES_BY_PAIR[(State.verifying, target)], "guard"))
-        self._notify(moved)
-        return self.get(row.number)
+            row = unit.move(row, target, actor="guard", reason=reason, detail=detail)
+            return unit.receipt(row)
+
+        return self._write(agent, "submit", body)
 
     # -- decisions -----------------------------------------------------------
 
-    def verify(self, ref: str | int, agent: str, *, instance: str, session: str | None = None,
+    def verify(self, caller: Caller, ref: str | int, *,
                verdict: Literal["accept", "reject"] = "accept",
-               reason: str | None = None) -> TaskView:
+               reason: str | None = None) -> Receipt:
         """An independent agent's verdict: enough counted accepts complete the task, a reject
         sends it back to ``routed`` (a reason is required)."""
-        agent, instance, session = identity(agent, instance, session)
+        agent = require_agent(self._caller(caller, "verify"), "verify")
         if verdict not in ("accept", "reject"):
             raise InvalidInput("invalid_verdict", f"verdict is accept or reject, not"
                                f" {verdict!r}", field="verdict")
         reason = guard.reason_fits(reason, required=verdict == "reject")
-        with self.store.write():
-            at = format_ts(self._now())  # under the lock: fence and journal agree
-            moved = self._sweep(at)
-            row = self._row(ref)
+        instance = str(agent.instance)
+
+        def body(unit: Unit) -> Receipt:
+            row = unit.task(ref)
             guard.awaiting_decision(row)
-            meta = self.store.result_meta(row.number)
+            meta = unit.tx.result_meta(row.number)
             assert meta is not None  # the triggers keep a result from verifying on
-            if agent == meta.worker:
-                raise ForbiddenRight("self_verify", f"{agent} returned this result; another"
-                                     " agent must verify it")
+            if agent.name == meta.worker:
+                raise ForbiddenRight("self_verify", f"{agent.name} returned this result;"
+                                     " another agent must verify it")
             if instance.casefold() == meta.instance.casefold():  # "Laptop" is the laptop
                 raise InvalidState("reviewer_not_independent",
                                    f"{instance} is the instance the result came from;"
                                    " a confirmation must come from another instance")
-            given = self.store.confirmations(row.number, meta.version)
-            if any(c[0] == agent for c in given):
+            given = unit.tx.confirmations(row.number, meta.version)
+            if any(c.reviewer == agent.name for c in given):
                 raise InvalidState("already_verified",
-                                   f"{agent} already gave a verdict on this result")
-            confirmation = Confirmation(reviewer=agent, instance=instance, session=session,
-                                        verdict=verdict, reason=reason, at=at)
+                                   f"{agent.name} already gave a verdict on this result")
+            confirmation = Confirmation(reviewer=agent.name, instance=instance,
+                                        session=agent.session, verdict=verdict, reason=reason,
+                                        at=unit.at)
             # A verdict the policy would not count (an outsider's) neither completes nor
             # sends back: it is recorded and journaled, nothing more.
-            counted = self._counts(self._task(row), confirmation)
-            self.store.add_confirmation(row.number, meta.version, reviewer=agent,
-                                        instance=instance, session=session, verdict=verdict,
-                                        reason=reason, at=at, counted=counted)
-            accepts = sum(1 for c in given if c[3] == "accept" and c[6])
+            task = task_of(row, unit.tx.bodies(row.number), self._packets)
+            counted = self._counts(task, confirmation)
+            unit.tx.add_confirmation(row.number, meta.version, ConfirmationRow(
+                reviewer=agent.name, instance=instance, session=agent.session,
+                verdict=verdict, reason=reason, at=unit.at, counted=counted))
+            accepts = sum(1 for c in given if c.verdict == "accept" and c.counted)
             accepts += int(counted and verdict == "accept")
             threshold = meta.threshold or 1
             if verdict == "reject" and counted:
-                self.store.move(row.number, State.routed.value, at=at, actor=agent,
-                                reason=reason, detail={"verdict": "reject"})
-                moved.append((row.number, MOVES_BY_PAIR[(State.approval, State.routed)], agent))
+                row = unit.move(row, State.routed, actor=agent.name, reason=reason,
+                                detail={"verdict": "reject"})
             elif accepts >= threshold:
-                self.store.move(row.number, State.completed.value, at=at, actor=agent,
+                row = unit.move(row, State.completed, actor=agent.name,
                                 reason=f"threshold met: {accepts} of {threshold}"
                                 " confirmation(s)",
                                 detail={"decided_by": "threshold", "confirmations": accepts})
-                moved.append((row.number, MOVES_BY_PAIR[(State.approval, State.completed)],
-                               agent))
             else:
-                self.store.record_event(row.number, at=at, actor=agent, state=row.state,
-                                        reason=("confirmed" if verdict == "accept" else
-                                                "rejected") if counted else "not_counted",
-                                        detail={"confirmations": accepts,
-                                                "threshold": threshold})
-        self._notify(moved)
-        return self.get(row.number)
+                unit.event(row, ("confirmed" if verdict == "accept" else "rejected")
+                           if counted else "not_counted",
+                           {"confirmations": accepts, "threshold": threshold})
+            return unit.receipt(row)
 
-    def _person_decision(self, ref: str | int, target: State, verb: str, actor: str | None,
-                         reason: str | None) -> TaskView:
-        who = guard.person(self.owner, actor, verb)
+        return self._write(agent, "verify", body)
+
+    def _owner_decision(self, caller: Caller, ref: str | int, target: State, verb: str,
+                        reason: str | None) -> Receipt:
+        caller = self._caller(caller, verb)
+        who = require_owner(caller, self.owner, verb)
         reason = guard.reason_fits(reason, required=target is State.routed)
-        with self.store.write():
-            at = format_ts(self._now())  # under the lock: fence and journal agree
-            moved: list[Moved] = self._sweep(at)
-            row = self._row(ref)
+
+        def body(unit: Unit) -> Receipt:
+            row = unit.task(ref)
             guard.awaiting_decision(row)
-            self.store.move(row.number, target.value, at=at, actor=who, reason=reason or verb,
+            row = unit.move(row, target, actor=who, reason=reason or verb,
                             detail={"decided_by": "person"})
-        moved.append((row.number, MOVES_BY_PAIR[(State.approval, target)], who))
-        self._notify(moved)
-        return self.get(row.number)
+            return unit.receipt(row)
 
-    def sign_off(self, ref: str | int, *, actor: str | None = None,
-                 reason: str | None = None) -> TaskView:
+        return self._write(caller, verb, body)
+
+    def sign_off(self, caller: Caller, ref: str | int, *,
+                 reason: str | None = None) -> Receipt:
         """The owner accepts the result: approval -> completed, decided by a person."""
-        return self._person_decision(ref, State.completed, "sign off", actor, reason)
+        return self._owner_decision(caller, ref, State.completed, "sign off", reason)
 
-    def decline(self, ref: str | int, *, reason: str, actor: str | None = None) -> TaskView:
+    def decline(self, caller: Caller, ref: str | int, *, reason: str) -> Receipt:
         """The owner sends the result back: approval -> routed (a reason is required)."""
-        return self._person_decision(ref, State.routed, "decline", actor, reason)
+        return self._owner_decision(caller, ref, State.routed, "decline", reason)
 
     # -- amend ---------------------------------------------------------------
 
-    def amend(self, ref: str | int, *, actor: str | None = None, summary: str | None = None,
+    def amend(self, caller: Caller, ref: str | int, *, summary: str | None = None,
               evidence: list[Evidence | dict[str, Any]] | None = None,
-              merge_commit: str | None = None) -> TaskView:
+              merge_commit: str | None = None) -> Receipt:
         """Correct a result awaiting a decision (its submitter; confirmations are dismissed),
-        or record the merge of a completed one (its submitter or the owner, once)."""
-        who = actor or self.owner
+        or record the merge of a completed one (its submitter or the owner, once; never a
+        reviewer)."""
+        caller = self._caller(caller, "amend")
+        who = caller.name
         if merge_commit is not None:
             try:
                 _COMMIT.validate_python(merge_commit)
             except ValidationError:
                 raise InvalidInput("invalid_commit", "merge_commit is 7-64 lowercase hex"
                                    " characters", field="merge_commit") from None
-        with self.store.write():
-            at = format_ts(self._now())  # under the lock: fence and journal agree
-            moved = self._sweep(at)
-            row = self._row(ref)
-            meta = self.store.result_meta(row.number)
+
+        def body(unit: Unit) -> Receipt:
+            row = unit.task(ref)
+            meta = unit.tx.result_meta(row.number)
             state = State(row.state)
             if meta is None or state not in (State.approval, State.completed):
-                raise InvalidState("not_amendable", f"task {row.number} is {state.value}; only a"
-                                   " result awaiting a decision or a completed one is amended")
+                raise InvalidState("not_amendable", f"task {row.number} is {state.value};"
+                                   " only a result awaiting a decision or a completed one"
+                                   " is amended")
             if state is State.approval:
                 if merge_commit is not None:
                     raise InvalidState("not_amendable", "a merge record needs a completed task")
-                if who != meta.worker:
+                if caller.is_owner or who != meta.worker:
                     raise ForbiddenRight("not_submitter",
                                          f"only {meta.worker}, who submitted it, may amend")
-                self._replace_result(row.number, meta.version, summary, evidence, who, at)
+                self._replace_result(unit, row, meta.version, summary, evidence)
+                row = replace(row, updated_at=unit.at)
             else:
                 if summary is not None or evidence is not None:
                     raise InvalidState("not_amendable", "a completed result takes only its"
@@ -269,32 +269,30 @@ class ResultVerbs(HiveBase):
                 if merge_commit is None:
                     raise InvalidInput("merge_commit_required", "give the merge commit",
                                        field="merge_commit")
-                reviewers = {c[0] for c in self.store.confirmations(row.number, meta.version)
-                             if c[3] == "accept"}
-                if who in reviewers:
-                    raise ForbiddenRight("not_merger", f"{who} confirmed this result; a reviewer"
-                                         " does not record its merge")
-                if who not in (meta.worker, self.owner):
-                    raise ForbiddenRight("not_submitter", f"only {meta.worker} or {self.owner}"
-                                         " record the merge")
+                reviewers = {c.reviewer for c in unit.tx.confirmations(row.number, meta.version)
+                             if c.verdict == "accept"}
+                if not caller.is_owner and who in reviewers:
+                    raise ForbiddenRight("not_merger", f"{who} confirmed this result; a"
+                                         " reviewer does not record its merge")
+                if not caller.is_owner and who != meta.worker:
+                    raise ForbiddenRight("not_submitter", f"only {meta.worker} or"
+                                         f" {self.owner} record the merge")
                 if meta.merge_commit is not None:
                     raise InvalidState("merge_recorded",
                                        f"merge {meta.merge_commit} is already recorded")
-                self.store.record_merge(row.number, merge_commit, who)
-                self.store.record_event(row.number, at=at, actor=who, state=row.state,
-                                        reason="merge_recorded",
-                                        detail={"merge_commit": merge_commit})
-        self._notify(moved)
-        return self.get(row.number)
+                unit.tx.record_merge(row.number, merge_commit, who)
+                unit.event(row, "merge_recorded", {"merge_commit": merge_commit})
+            return unit.receipt(row)
 
-    def _replace_result(self, number: int, version: int, summary: str | None,
-                        evidence: list[Evidence | dict[str, Any]] | None, who: str,
-                        at: str) -> None:
+        return self._write(caller, "amend", body)
+
+    def _replace_result(self, unit: Unit, row: TaskRow, version: int, summary: str | None,
+                        evidence: list[Evidence | dict[str, Any]] | None) -> None:
         if summary is None and evidence is None:
             raise InvalidInput("nothing_to_amend", "give a new summary or new evidence",
                                field="summary")
-        _, current, _ = self.store.bodies(number)
-        data = json.loads(current or "{}")
+        bodies = unit.tx.bodies(row.number)
+        data = json.loads(bodies.result or "{}")
         if summary is not None:
             data["summary"] = summary
         if evidence is not None:
@@ -304,14 +302,12 @@ class ResultVerbs(HiveBase):
             result = Result.model_validate(data)
         except ValidationError as exc:
             raise invalid(exc, "result") from None
-        task = self._task(guard.found(self.store.task(number), number))
-        problems = self._evidence_problems(task, result)
+        problems = self._evidence_problems(task_of(row, bodies, self._packets), result)
         if problems:
             raise InvalidInput("evidence_refused", "; ".join(p["problem"] for p in problems),
                                field="evidence", problems=problems)
-        dismissed = len(self.store.confirmations(number, version))
-        new_version = self.store.amend_result(number, result.model_dump_json(exclude_none=True))
-        self.store.touch(number, at)
-        self.store.record_event(number, at=at, actor=who, state=State.approval.value,
-                                reason="amended",
-                                detail={"version": new_version, "dismissed": dismissed})
+        dismissed = len(unit.tx.confirmations(row.number, version))
+        new_version = unit.tx.amend_result(row.number,
+                                           result.model_dump_json(exclude_none=True))
+        unit.tx.touch(row.number, unit.at)
+        unit.event(row, "amended", {"version": new_version, "dismissed": dismissed})

@@ -67,5 +67,5 @@ def plugin_settings(hive: Any, section: str, env_var: str) -> PluginSettings:
         path = Path(named).absolute()
         return PluginSettings(read_toml(path, f"${env_var} file"), f"${env_var} file {path}",
                               True)
-    source = f"[{section}] in settings file {settings_path(Path(hive.store.path)).absolute()}"
+    source = f"[{section}] in settings file {settings_path(Path(hive.path)).absolute()}"
     return PluginSettings(hive.settings(section), source, False)

@@ -1,14 +1,45 @@
-"""Storage: every SQL statement of hivelite lives in this package."""
+"""Storage: the store contract, its row types, and the SQLite backend.
 
-from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, move_rows, protocol_triggers
-from .sqlite import Store, TaskRow
+Every SQL statement of hivelite lives in this package; nothing above it sees
+a database object.
+"""
+
+from .contract import Reader, Store, Writer
+from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from .rows import (
+    Bodies,
+    ConfirmationRow,
+    Expiry,
+    JournalRow,
+    ListFilter,
+    NewTask,
+    ResultMeta,
+    TaskRow,
+    UpdateRow,
+    ViewRow,
+)
+from .schema import move_rows, protocol_triggers, target_sql
+from .sqlite import SqliteStore
 
 __all__ = [
     "APPLICATION_ID",
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "Bodies",
+    "ConfirmationRow",
+    "Expiry",
+    "JournalRow",
+    "ListFilter",
+    "NewTask",
+    "Reader",
+    "ResultMeta",
+    "SqliteStore",
     "Store",
     "TaskRow",
+    "UpdateRow",
+    "ViewRow",
+    "Writer",
     "move_rows",
     "protocol_triggers",
+    "target_sql",
 ]

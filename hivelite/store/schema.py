@@ -1,4 +1,4 @@
-"""The store's tables and triggers, with the protocol's triggers generated from ``protocol``.
+"""The schema this code expects: tables and triggers, the protocol's generated from ``protocol``.
 
 Layout follows DESIGN §4a: the columns that change on every move (state, the
 live lease, the last move's actor and reason) sit on one narrow ``tasks`` row;
@@ -10,12 +10,10 @@ construction; claim history is in the journal.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 from ..protocol import MOVES, TERMINAL, Move, State, WaitingOn
 
-APPLICATION_ID = 0x48495645  # "HIVE": marks the file as a hivelite store.
 
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
@@ -137,6 +135,7 @@ CREATE TABLE journal(
     reason TEXT,
     detail TEXT
 );
+CREATE INDEX journal_by_task ON journal(task, seq);
 """
 
 def _closed(row: str) -> str:
@@ -281,24 +280,23 @@ BEGIN SELECT RAISE(ABORT, 'forbidden_right:journal_forged'); END;
 
 """
 
-@dataclass(frozen=True)
-class Migration:
-    """One numbered schema step; ``user_version`` records how many have run."""
+def target_sql() -> str:
+    """The whole schema as this version of the code defines it, moves included.
 
-    version: int
-    name: str
-    apply: Callable[[object], None]
+    Not run by stores (they run the frozen migrations); the migration test holds
+    a store built by the migrations to exactly this.
+    """
+    return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
+            + refusal_triggers() + "\n")
 
-def _m001_initial(conn: object) -> None:
-    cursor = conn.cursor()  # type: ignore[attr-defined]
-    cursor.execute(TABLES)
-    cursor.executemany(
-        "INSERT INTO moves(number, name, from_state, from_waiting, to_state, to_waiting)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        move_rows(),
-    )
-    cursor.execute(protocol_triggers())
-    cursor.execute(refusal_triggers())
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial", _m001_initial),)
-SCHEMA_VERSION = MIGRATIONS[-1].version
+def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
+    """One INSERT of the ``moves`` rows, as literal SQL."""
+    def literal(value: object) -> str:
+        if value is None:
+            return "NULL"
+        return str(value) if isinstance(value, int) else _quote(str(value))
+    values = ",\n".join("    (" + ", ".join(literal(v) for v in row) + ")"
+                         for row in move_rows(moves))
+    return ("INSERT INTO moves(number, name, from_state, from_waiting, to_state, to_waiting)"
+            " VALUES\n" + values + ";\n")

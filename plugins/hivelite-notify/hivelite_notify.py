@@ -68,7 +68,7 @@ _TARGETS: weakref.WeakKeyDictionary[Any, Targets] = weakref.WeakKeyDictionary()
 
 def read_targets(hive: Any) -> Targets:
     """The store's targets from ``[notify]`` and the environment (env wins), checked."""
-    where = f"{settings_path(Path(hive.store.path))}: [{SECTION}]"
+    where = f"{settings_path(Path(hive.path))}: [{SECTION}]"
     table = hive.settings(SECTION)
     unknown = sorted(set(table) - set(KNOWN_KEYS))
     if unknown:
@@ -114,7 +114,7 @@ def read_targets(hive: Any) -> Targets:
                                       f" not {value!r}")
         timeout = float(value)
 
-    path = _event_file(file_text, Path(hive.store.path), where_file) if file_text else None
+    path = _event_file(file_text, Path(hive.path), where_file) if file_text else None
     return Targets(file=path, command=command, timeout=timeout)
 
 
@@ -152,12 +152,13 @@ def _targets(hive: Any) -> Targets:
 # -- the event ----------------------------------------------------------------
 
 
-def event_for(task: Task, move: Move, actor: str, hive: Any) -> dict[str, Any]:
+def event_for(task: Task, move: Move, actor: str, hive: Any,
+              number: int | None = None) -> dict[str, Any]:
     """One move as a plain JSON object (the task is as it stands after the commit)."""
     return {
         "at": task.updated_at,
         "task": task.id,
-        "number": hive.get(task.id).number,
+        "number": number if number is not None else hive.get(task.id).number,
         "move": move.number,
         "name": move.name,
         "from": move.source.value,
@@ -167,7 +168,7 @@ def event_for(task: Task, move: Move, actor: str, hive: Any) -> dict[str, Any]:
         "project": task.project,
         "requester": task.requester,
         "assignee": task.assignee,
-        "store": str(Path(hive.store.path).absolute()),  # a relative --db names no store
+        "store": str(Path(hive.path).absolute()),  # a relative --db names no store
     }
 
 
@@ -271,7 +272,7 @@ def hivelite_on_transition(task: Task, move: Move, actor: str, hive: Any,
     targets = _targets(hive)
     if targets.empty:
         return
-    event = event_for(task, move, actor, hive)
+    event = event_for(task, move, actor, hive, entry.number if entry is not None else None)
     if entry is not None:  # the move's own journal row: its time and sequence number
         event["at"], event["seq"] = entry.at, entry.seq
     line = json.dumps(event, ensure_ascii=False)

@@ -92,7 +92,7 @@ def policy_path(hive: Any) -> Path | None:
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env)
-    settings_file = settings_path(Path(hive.store.path))
+    settings_file = settings_path(Path(hive.path))
     try:
         table = hive.settings(SECTION)
     except hivelite.InvalidInput as exc:

@@ -1,0 +1,134 @@
+"""The store contract: what hivelite asks of a backend, and nothing about how.
+
+Every backend (SQLite today) implements :class:`Store`. Reads happen inside
+``store.read()`` (one consistent snapshot); writes inside ``store.write()`` (one
+transaction that commits on success and rolls back on any error, with the
+backend's own refusals raised as hivelite errors).
+
+**Row locking is explicit.** A write reads the rows it will change through the
+``lock_*`` methods. SQLite's ``BEGIN IMMEDIATE`` already holds the whole file,
+so there they are plain reads; a server database must take the rows
+(``SELECT … FOR UPDATE``) so that two writers never decide on the same
+snapshot. Code above the contract never relies on one or the other.
+
+**Threads.** A store is shared by every thread of a process; each thread gets
+its own connection, so one thread's transaction never joins another's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from .rows import (
+    Bodies,
+    ConfirmationRow,
+    Expiry,
+    JournalRow,
+    ListFilter,
+    NewTask,
+    ResultMeta,
+    TaskRow,
+    ViewRow,
+)
+
+
+class Reader(Protocol):
+    """What a snapshot can answer."""
+
+    def meta(self, key: str) -> str | None: ...
+    def task(self, ref: str | int) -> TaskRow | None: ...
+    def bodies(self, number: int) -> Bodies: ...
+    def view(self, ref: str | int) -> ViewRow | None: ...
+    def views(self, where: ListFilter, *, after: int | None, limit: int) -> list[ViewRow]:
+        """Tasks in number (creation) order after ``after``, at most ``limit``."""
+        ...
+    def existing_ids(self, ids: Sequence[str]) -> set[str]: ...
+    def dependencies_open(self, number: int) -> list[str]:
+        """The ids in a task's ``packet.depends_on`` whose tasks are not completed."""
+        ...
+    def overdue(self, at: str) -> list[TaskRow]:
+        """Tasks whose live lease ran out at or before ``at``."""
+        ...
+    def result_meta(self, number: int) -> ResultMeta | None: ...
+    def confirmations(self, number: int, version: int) -> list[ConfirmationRow]:
+        """Verdicts on one version of a task's result, in the order given."""
+        ...
+    def journal(self, number: int | None = None) -> list[JournalRow]:
+        """Journal rows, all or one task's, oldest first."""
+        ...
+    def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
+        """The rows after ``seq`` (up to ``upto``): an outbox read by sequence number."""
+        ...
+    def last_seq(self) -> int:
+        """The newest journal row's seq (0 for an empty journal)."""
+        ...
+    def last_expiry(self, number: int) -> Expiry | None: ...
+    def journal_tail(self) -> str | None:
+        """The time of the newest journal row, if any."""
+        ...
+
+
+class Writer(Reader, Protocol):
+    """What a write transaction can do. The store's own rules (triggers) still apply."""
+
+    def lock_task(self, ref: str | int) -> TaskRow | None:
+        """Read a task's row for update: no other writer changes it until this commits."""
+        ...
+    def lock_overdue(self, at: str) -> list[TaskRow]:
+        """Read, for update, every task whose live lease ran out at or before ``at``."""
+        ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def insert_task(self, task: NewTask, *, actor: str, reason: str | None) -> int:
+        """Insert a ``requested`` task and its packet (journaled); returns its number."""
+        ...
+    def move(self, number: int, to_state: str, *, at: str, actor: str, reason: str | None,
+             detail: dict[str, Any] | None = None, waiting_on: str | None = None,
+             end_lease: bool = False) -> None:
+        """Change a task's state; the store checks the move and journals it."""
+        ...
+    def start_lease(self, number: int, to_state: str, *, lease_id: str, token: int,
+                    holder: str, instance: str, session: str | None, expires: str, at: str,
+                    reason: str, detail: dict[str, Any]) -> None:
+        """Move into ``accepted``/``working`` under a new lease (claim or resume)."""
+        ...
+    def extend_lease(self, number: int, expires: str) -> None: ...
+    def touch(self, number: int, at: str) -> None: ...
+    def set_checkpoint(self, number: int, body: str) -> None: ...
+    def add_update(self, number: int, *, at: str, actor: str, summary: str,
+                   tokens: int | None, usd_micros: int | None) -> None: ...
+    def put_result(self, number: int, body: str, *, worker: str, instance: str,
+                   session: str | None, outcome: str, threshold: int | None) -> int:
+        """Store the task's (new) result; returns its version (1, 2, ... per task)."""
+        ...
+    def amend_result(self, number: int, body: str) -> int:
+        """Replace the result's body under a new version; returns it."""
+        ...
+    def record_merge(self, number: int, commit: str, by: str) -> None: ...
+    def add_confirmation(self, number: int, version: int, row: ConfirmationRow) -> None: ...
+    def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
+                     reason: str, detail: dict[str, Any] | None = None) -> None:
+        """Journal something that is not a move (from and to are the same state)."""
+        ...
+
+
+class Store(Protocol):
+    """One hivelite store: where it is, its transactions, its life."""
+
+    @property
+    def location(self) -> str:
+        """Where the store is, for people and error messages (a path, a URL)."""
+        ...
+    @property
+    def created(self) -> bool:
+        """True when this opener made the store (so it may take it away again)."""
+        ...
+    @property
+    def schema_version(self) -> int: ...
+    def read(self) -> AbstractContextManager[Reader]: ...
+    def write(self) -> AbstractContextManager[Writer]: ...
+    def close(self) -> None: ...
+    def discard(self) -> None:
+        """Close and remove a store this opener has just created."""
+        ...

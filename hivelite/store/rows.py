@@ -1,0 +1,166 @@
+"""The rows a store hands across its contract: named, backend-neutral, plain values.
+
+No positional tuples and no database objects leave a store: every backend
+fills these same types, so the code above it reads ``row.verdict``, never ``c[3]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(slots=True)
+class TaskRow:
+    """The narrow, hot row of a task as the store holds it."""
+
+    number: int
+    id: str
+    state: str
+    waiting_on: str | None
+    project: str
+    requester: str
+    assignee: str
+    created_at: str
+    updated_at: str
+    lease_id: str | None
+    lease_token: int
+    lease_holder: str | None
+    lease_instance: str | None
+    lease_session: str | None
+    lease_expires: str | None
+    priority: str
+    labels: str
+    fields_version: int
+    reason: str | None
+    depends: int = 0
+    """How many tasks ``packet.depends_on`` names (a claim checks them only when any)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """What a handoff inserts: the task row's own facts and its packet."""
+
+    id: str
+    project: str
+    requester: str
+    assignee: str
+    at: str
+    priority: str
+    labels: str
+    depends: int
+    packet: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bodies:
+    """A task's large JSON, kept apart from its hot row: packet, result, checkpoint."""
+
+    packet: str
+    result: str | None
+    checkpoint: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResultMeta:
+    """Who returned a task's result, from where, and what became of it."""
+
+    worker: str
+    instance: str
+    session: str | None
+    outcome: str
+    version: int
+    threshold: int | None
+    merge_commit: str | None
+    merged_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationRow:
+    """One verdict on one version of a task's result."""
+
+    reviewer: str
+    instance: str
+    session: str | None
+    verdict: str
+    reason: str | None
+    at: str
+    counted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateRow:
+    """One line of progress with the usage it reported."""
+
+    at: str
+    actor: str
+    summary: str
+    tokens: int | None
+    usd_micros: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ViewRow:
+    """Everything a task view shows, read in one snapshot."""
+
+    task: TaskRow
+    bodies: Bodies
+    meta: ResultMeta | None
+    confirmations: list[ConfirmationRow]
+    updates: list[UpdateRow]
+    """The newest first."""
+    tokens: int
+    usd_micros: int
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRow:
+    """One journal row with its task's id and the number of the move it records."""
+
+    seq: int
+    task: str | None
+    number: int | None
+    at: str
+    actor: str | None
+    from_state: str | None
+    to_state: str | None
+    waiting_on: str | None
+    move: int | None
+    reason: str | None
+    detail: dict[str, Any] | None
+
+    @property
+    def is_move(self) -> bool:
+        """A state change (creation included), not an event recorded in place."""
+        return self.from_state != self.to_state
+
+
+@dataclass(frozen=True, slots=True)
+class Expiry:
+    """When the clock last ended a claim on a task, and that claim's fencing token."""
+
+    expired_at: str
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListFilter:
+    """Which tasks a listing keeps (every field optional; all that are set must hold)."""
+
+    states: tuple[str, ...] = ()
+    assignee: str | None = None
+    requester: str | None = None
+    project: str | None = None
+    ready: bool = False
+    """Routed tasks whose ``depends_on`` tasks are all completed."""
+
+
+def task_key(ref: str | int) -> tuple[str | None, str | int]:
+    """How to find a task: by ``number`` (an int, or ASCII digits) or by ``id``;
+    (None, ref) when no task can have it (0, or a number beyond 64-bit integers)."""
+    if isinstance(ref, str) and not (ref.isascii() and ref.isdigit()):
+        return "id", ref
+    if isinstance(ref, bool) or not isinstance(ref, int | str):
+        return None, ref
+    number = int(ref)
+    return ("number", number) if 0 < number < 2**63 else (None, ref)

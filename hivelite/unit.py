@@ -1,0 +1,89 @@
+"""The unit of work: one write verb's transaction as the verb's body sees it.
+
+``HiveBase._write`` opens it (the time read under the write lock, the expiry
+sweep, the admission seam), runs the verb's body, commits, and announces the
+moves from the journal afterwards. A body only reads the rows it needs (locked
+for update), checks, and moves; it never writes its own transaction skeleton.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from . import guard
+from .caller import Caller
+from .clock import format_ts
+from .models import ClaimReceipt, Receipt
+from .protocol import State, WaitingOn
+from .store import TaskRow, Writer
+
+
+@dataclass
+class Unit:
+    """One write in progress: its transaction, caller and time, and what it changed."""
+
+    tx: Writer
+    caller: Caller | None
+    """None only for the library's own sweeps (opening a store)."""
+    now: datetime
+    first_seq: int
+    """The journal's last seq before this write (notifications start after it)."""
+    at: str = ""
+    swept: list[TaskRow] = field(default_factory=list)
+    """Tasks whose expired claims this write returned to ``routed`` first."""
+    journaled: bool = False
+
+    def __post_init__(self) -> None:
+        self.at = format_ts(self.now)
+
+    @property
+    def who(self) -> str:
+        """The caller's name as the journal records it."""
+        return self.caller.name if self.caller is not None else "clock"
+
+    def task(self, ref: str | int) -> TaskRow:
+        """The task's row, locked for this write, or ``404 not_found``."""
+        return guard.found(self.tx.lock_task(ref), ref)
+
+    def move(self, row: TaskRow, target: State, *, actor: str, reason: str | None,
+             detail: dict[str, Any] | None = None, waiting_on: WaitingOn | None = None,
+             end_lease: bool = False) -> TaskRow:
+        """Make one move (checked here first, then by the store); the row as it is after."""
+        guard.check_move(row.state, row.waiting_on, target, waiting_on)
+        waiting = waiting_on.value if waiting_on is not None else None
+        self.tx.move(row.number, target.value, at=self.at, actor=actor, reason=reason,
+                     detail=detail, waiting_on=waiting, end_lease=end_lease)
+        self.journaled = True
+        after = replace(row, state=target.value, waiting_on=waiting, updated_at=self.at,
+                        reason=reason)
+        if end_lease:
+            after = replace(after, lease_id=None, lease_holder=None, lease_instance=None,
+                            lease_session=None, lease_expires=None)
+        return after
+
+    def event(self, row: TaskRow, reason: str, detail: dict[str, Any] | None = None) -> None:
+        """Journal something that happened to the task without moving it."""
+        self.tx.record_event(row.number, at=self.at, actor=self.who, state=row.state,
+                             reason=reason, detail=detail)
+        self.journaled = True
+
+    def _seq(self) -> int | None:
+        return self.tx.last_seq() if self.journaled else None
+
+    def receipt(self, row: TaskRow) -> Receipt:
+        """The answer of a write (``TaskAckV1``) from the row as this write left it."""
+        return Receipt.model_construct(
+            number=row.number, id=row.id, state=State(row.state),
+            waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
+            at=self.at, seq=self._seq())
+
+    def claim_receipt(self, row: TaskRow) -> ClaimReceipt:
+        """The answer of claim, resume and renew (``TaskClaimAckV1``)."""
+        return ClaimReceipt.model_construct(
+            number=row.number, id=row.id, state=State(row.state), waiting_on=None,
+            at=self.at, seq=self._seq(), lease_id=row.lease_id or "",
+            fencing_token=row.lease_token, holder=row.lease_holder or "",
+            instance=row.lease_instance or "", session=row.lease_session,
+            expires_at=row.lease_expires or "")

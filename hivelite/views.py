@@ -1,0 +1,102 @@
+"""Task views as pure functions of what the store read and the time: no store, no plugins.
+
+Everything in the store was validated on its way in (DESIGN §4a), so the
+models are built without validating again. Packets never change after a
+handoff (a trigger sees to it), so a parsed packet is kept for the next view.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+
+from .models import (
+    Checkpoint,
+    ClaimView,
+    Confirmation,
+    Evidence,
+    Merge,
+    Packet,
+    Result,
+    Task,
+    TaskView,
+    UpdateView,
+    Usage,
+)
+from .protocol import State, WaitingOn, lifecycle
+from .store import Bodies, TaskRow, ViewRow
+
+PACKET_CACHE = 512
+
+
+class PacketCache:
+    """Parsed packets by task number, the newest ``size`` kept; safe to share by threads."""
+
+    def __init__(self, size: int = PACKET_CACHE) -> None:
+        self.size = size
+        self._items: OrderedDict[int, Packet] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, number: int, body: str) -> Packet:
+        with self._lock:
+            packet = self._items.get(number)
+        if packet is None:
+            packet = Packet.model_construct(**json.loads(body))
+            with self._lock:
+                self._items[number] = packet
+                if len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        return packet
+
+
+def task_of(row: TaskRow, bodies: Bodies, packets: PacketCache | None = None) -> Task:
+    """The seed object from a task's row and bodies."""
+    result = None
+    if bodies.result:
+        data = json.loads(bodies.result)
+        data["evidence"] = [Evidence.model_construct(**e) for e in data["evidence"]]
+        result = Result.model_construct(**data)
+    packet = (packets.get(row.number, bodies.packet) if packets is not None
+              else Packet.model_construct(**json.loads(bodies.packet)))
+    return Task.model_construct(
+        id=row.id, project=row.project, state=State(row.state),
+        waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
+        requester=row.requester, assignee=row.assignee, packet=packet, result=result,
+        latest_checkpoint=Checkpoint.model_construct(**json.loads(bodies.checkpoint))
+        if bodies.checkpoint else None,
+        created_at=row.created_at, updated_at=row.updated_at,
+    )
+
+
+def view_of(found: ViewRow, now: str, packets: PacketCache | None = None) -> TaskView:
+    """A task's full view; ``now`` (RFC 3339) decides whether its claim has expired."""
+    row, meta = found.task, found.meta
+    task = task_of(row, found.bodies, packets)
+    claim = None
+    if row.lease_id is not None:
+        expires = row.lease_expires or ""
+        claim = ClaimView(holder=row.lease_holder or "", instance=row.lease_instance or "",
+                          session=row.lease_session, expires_at=expires,
+                          expired=expires <= now)
+    # the verdicts on the current result, whatever became of it, in the order given
+    confirmations = [
+        Confirmation(reviewer=c.reviewer, instance=c.instance, session=c.session,
+                     verdict=c.verdict, reason=c.reason, at=c.at, counted=c.counted)
+        for c in found.confirmations
+    ]
+    updates = [UpdateView(at=u.at, actor=u.actor, summary=u.summary, tokens=u.tokens,
+                          usd_micros=u.usd_micros) for u in reversed(found.updates)]
+    failed = meta is not None and meta.outcome == "failed"
+    return TaskView(
+        number=row.number, task=task,
+        lifecycle=lifecycle(task.state, task.waiting_on, failed),
+        priority=row.priority,
+        labels=json.loads(row.labels), fields_version=row.fields_version, claim=claim,
+        outcome=meta.outcome if meta else None,
+        threshold=meta.threshold if meta else None, confirmations=confirmations,
+        updates=updates, usage=Usage(tokens=found.tokens, usd_micros=found.usd_micros),
+        merge=Merge(commit=meta.merge_commit, by=meta.merged_by or "")
+        if meta and meta.merge_commit else None,
+        last_reason=row.reason,
+    )
