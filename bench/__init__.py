@@ -8,3 +8,5 @@ writes. See ``bench/README.md``.
 
 TARGETS = {"NORMAL": 0.20, "FULL": 0.45}
 """DESIGN §4a: hivelite items/s divided by raw items/s, at least this much."""
+SCALE_TARGET = 0.9
+"""A 100,000-task store keeps at least this share of a 1,000-task store's cycle rate."""

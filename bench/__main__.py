@@ -20,7 +20,7 @@ import apsw
 
 import hivelite
 
-from . import TARGETS, ablate, breakdown, lib, raw, replay
+from . import SCALE_TARGET, TARGETS, ablate, breakdown, lib, raw, replay, scale
 from .timing import Timing
 from .wal import PageReport
 from .workspace import Workspace, paired
@@ -53,6 +53,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dir", type=Path, default=None,
                    help="where the temporary stores go (default: the system temp dir;"
                    " avoid tmpfs, where FULL costs nothing)")
+    p.add_argument("--scale", nargs=2, type=int, metavar=("SMALL", "BIG"), default=None,
+                   help="instead: claim -> submit in a SMALL-task and a BIG-task store"
+                   " (e.g. 1000 100000) with every first-party plugin loaded; reports the"
+                   " big store's rate over the small one's (target >= 0.9)")
     p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = p.parse_args(argv)
     if args.items < 1 or args.repeat < 1:
@@ -308,6 +312,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hivelite-bench-", dir=args.dir) as tmp:
         root = Path(tmp)
         print(_environment(root))
+        if args.scale:
+            small, big = args.scale
+            if not 0 < args.items <= small < big:
+                raise SystemExit("--scale needs 0 < --items <= SMALL < BIG")
+            runs = scale.run(root, (small, big), args.items, args.block or args.items,
+                             args.repeat)
+            ok = scale.report(runs, SCALE_TARGET)
+            print(f"\n({time.perf_counter() - started:.0f} s in all)")
+            return 1 if args.check and not ok else 0
         ws = Workspace(root)
         templates = {"raw": root / "raw.db", "hivelite": root / "hivelite.db"}
         _say(f"  populating {args.items} items per side (not timed) ...")

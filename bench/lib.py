@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hivelite import Hive, hookimpl
+from hivelite import Caller, Hive, hookimpl
 
 from . import timing
 from .timing import Timing
@@ -14,6 +14,8 @@ from .wal import PageReport, WalRecorder, report
 OWNER = "ana"
 AGENT = "ana/coder"
 INSTANCE = "bench"
+OWNER_CALLER = Caller.owner(OWNER)
+AGENT_CALLER = Caller.agent(AGENT, INSTANCE)
 PACKET = {"task": "Fix the login bug", "deliverable_type": "code",
           "acceptance_criteria": ["tests pass"]}
 SUMMARY = "done"
@@ -36,7 +38,7 @@ def open_hive(path: Path, synchronous: str = "NORMAL") -> Hive:
 def populate(path: Path, items: int) -> list[int]:
     """A new store with ``items`` tasks handed off and routed (not timed)."""
     with open_hive(path) as hive:
-        numbers = [hive.handoff(requester="ana/planner", assignee=AGENT, project="bench",
+        numbers = [hive.handoff(OWNER_CALLER, requester="ana/planner", assignee=AGENT, project="bench",
                                 packet=PACKET).number for _ in range(items)]
         if hive.get(numbers[0]).task.state.value != "routed":
             raise RuntimeError("hivelite: the handoff did not route the task")
@@ -54,12 +56,12 @@ class _NoRecorder:
 
 
 def _cycle(hive: Hive, numbers: list[int], rec: WalRecorder | _NoRecorder) -> None:
-    claim, submit = hive.claim, hive.submit
+    claim, submit, agent = hive.claim, hive.submit, AGENT_CALLER
     for n in numbers:
         rec.phase = "claim"
-        lease = claim(n, AGENT, instance=INSTANCE)
+        lease = claim(agent, n)
         rec.phase = "submit"
-        submit(n, lease_id=lease.lease_id, token=lease.fencing_token, summary=SUMMARY,
+        submit(agent, n, lease_id=lease.lease_id, token=lease.fencing_token, summary=SUMMARY,
                evidence=EVIDENCE)
 
 

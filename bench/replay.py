@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hivelite.store import Store
+from hivelite.store import SqliteStore
 
 from . import lib, timing
 from .timing import Timing
@@ -64,7 +64,7 @@ class Runner:
                  synchronous: str) -> None:
         self.recording = recording
         self.numbers = numbers
-        self.store = Store(path, synchronous=synchronous)  # type: ignore[arg-type]
+        self.store = SqliteStore(path, synchronous=synchronous)  # type: ignore[arg-type]
 
     def block(self, start: int, stop: int) -> Timing:
         rec = self.recording

@@ -17,7 +17,7 @@ from . import guard
 from .base import HiveBase, invalid
 from .caller import Caller, require_agent
 from .clock import format_ts
-from .errors import InvalidInput, InvalidState
+from .errors import ForbiddenRight, InvalidInput, InvalidState
 from .ids import new_lease_id
 from .models import Checkpoint, ClaimReceipt, Receipt, UpdateSummary
 from .protocol import State, WaitingOn
@@ -121,6 +121,10 @@ class ClaimVerbs(HiveBase):
             if lease_id is not None or token is not None:
                 raise InvalidInput("owner_release", "the owner releases without a lease id"
                                    " or token (they are the holder's)", field="lease_id")
+        elif lease_id is None and token is None:
+            raise ForbiddenRight("not_permitted", f"only the owner {self.owner!r} releases a"
+                                 f" claim without its lease; {caller} may not (the holder"
+                                 " gives its lease id and fencing token)")
         elif lease_id is None or token is None:
             raise InvalidInput("lease_required", "the holder releases with its lease id and"
                                " fencing token", field="lease_id")

@@ -437,6 +437,11 @@ class SqliteStore:
             self._adopt(conn)
         return conn
 
+    @conn.setter
+    def conn(self, value: apsw.Connection) -> None:
+        """Replace this thread's connection (instrumentation: the benchmarks wrap it)."""
+        self._local.conn = value
+
     def _check_identity(self, conn: apsw.Connection) -> None:
         conn.execute("BEGIN")  # one snapshot: another opener may be initialising the file
         try:

@@ -1,0 +1,141 @@
+"""Frozen, numbered migrations (issue 13): each released migration is a fixed snapshot;
+running them all in order gives exactly the schema the code defines; a store made by the
+previous release opens, upgrades, and keeps working.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import apsw
+import pytest
+
+from hivelite import Caller, Hive, ManualClock, State
+from hivelite.protocol import MOVES, Move
+from hivelite.store import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from hivelite.store.schema import insert_moves_sql, target_sql
+
+DATA = Path(__file__).parent / "data"
+RELEASED = {
+    1: "e10a42ccc8a56fef063d9334ef4ca7d0e1af053a2bba6d3ea44a72f90589156a",
+    2: "c627d35d24bec4640434ca3b1f962442522274057307d9b15420994d9a6c8db6",
+}
+"""sha256 of every migration a release has shipped. A released migration is never edited:
+change the schema with a new file, and add its hash here when it ships."""
+
+SCHEMA_QUERY = "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
+
+
+def schema_of(conn: apsw.Connection) -> tuple[set[tuple[object, ...]], list[tuple[object, ...]]]:
+    """Every table, index and trigger with its SQL text, and the ``moves`` rows."""
+    return (set(conn.execute(SCHEMA_QUERY)),
+            list(conn.execute("SELECT * FROM moves ORDER BY number")))
+
+
+def by_migrations(upto: int = SCHEMA_VERSION) -> apsw.Connection:
+    conn = apsw.Connection(":memory:")
+    for migration in MIGRATIONS:
+        if migration.version <= upto:
+            conn.execute(migration.sql)
+    return conn
+
+
+def test_migrations_are_numbered_from_one_without_gaps() -> None:
+    assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
+    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 2
+
+
+def test_released_migrations_are_frozen() -> None:
+    for migration in MIGRATIONS:
+        digest = hashlib.sha256(migration.sql.encode("utf-8")).hexdigest()
+        assert RELEASED.get(migration.version) == digest, (
+            f"migration {migration.version} ({migration.name}) differs from what was"
+            " released; add a new migration instead of editing it")
+
+
+def test_running_every_migration_gives_the_schema_the_code_defines() -> None:
+    target = apsw.Connection(":memory:")
+    target.execute(target_sql())
+    assert schema_of(by_migrations()) == schema_of(target)
+
+
+def test_a_fresh_store_has_exactly_that_schema(tmp_path: Path) -> None:
+    Hive.open(tmp_path / "s.db", owner="ana").close()
+    conn = apsw.Connection(str(tmp_path / "s.db"))
+    target = apsw.Connection(":memory:")
+    target.execute(target_sql())
+    assert schema_of(conn) == schema_of(target)
+    assert conn.execute("PRAGMA user_version").get == SCHEMA_VERSION
+    assert conn.execute("PRAGMA application_id").get == APPLICATION_ID
+
+
+def test_a_new_move_in_the_code_needs_a_migration() -> None:
+    """The test above fails the day the protocol changes without a migration: the moves
+    table the code would write then differs from what the migrations leave."""
+    extra = Move(23, "extra", State.waiting, State.completed, "test", ())
+    changed = apsw.Connection(":memory:")
+    changed.execute(target_sql().replace(insert_moves_sql(), insert_moves_sql((*MOVES, extra))))
+    assert schema_of(changed) != schema_of(by_migrations())
+
+
+def test_the_journal_index_arrives_with_migration_2() -> None:
+    names = {row[1] for row in by_migrations(1).execute(SCHEMA_QUERY)}
+    assert "journal_by_task" not in names
+    assert "journal_by_task" in {row[1] for row in by_migrations(2).execute(SCHEMA_QUERY)}
+
+
+@pytest.fixture
+def old_store(tmp_path: Path) -> Path:
+    """A copy of a store the previous release (schema 1) made: ``hivelite demo``, then a
+    held handoff and a claimed task, owner ``root``."""
+    path = tmp_path / "old.db"
+    shutil.copyfile(DATA / "store-schema1.db", path)
+    return path
+
+
+def test_a_store_of_the_previous_release_opens_and_upgrades(old_store: Path) -> None:
+    before = apsw.Connection(str(old_store))
+    assert before.execute("PRAGMA user_version").get == 1
+    journal = list(before.execute("SELECT * FROM journal ORDER BY seq"))
+    tasks = list(before.execute("SELECT number, id, state, waiting_on FROM tasks"))
+    before.close()
+
+    clock = ManualClock("2026-11-30T11:01:00Z")  # the claim on task 4 is still live
+    with Hive.open(old_store, clock=clock) as hive:
+        assert hive.owner == "root"
+        assert hive.store.schema_version == SCHEMA_VERSION
+        after = hive.store.conn  # type: ignore[attr-defined]
+        assert list(after.execute("SELECT * FROM journal ORDER BY seq")) == journal
+        assert list(after.execute("SELECT number, id, state, waiting_on FROM tasks")) == tasks
+        target = apsw.Connection(":memory:")
+        target.execute(target_sql())
+        assert schema_of(after) == schema_of(target)
+        # and it keeps working: the held task is approved, the live claim is honoured
+        owner = hive.as_owner()
+        assert hive.approve(owner, 3).state is State.routed
+        assert [t.number for t in hive.list(state="accepted").items] == [4]
+        assert hive.get(4).claim is not None
+        clock.advance(minutes=30)
+        reopened = hive.expire(owner)
+        assert [(r.number, r.holder) for r in reopened] == [(4, "root/coder")]
+        lease = hive.claim(Caller.agent("root/coder", "laptop"), 4)
+        assert lease.fencing_token == 2
+        assert [e.to_state for e in hive.history(4)][-3:] == [
+            State.accepted, State.routed, State.accepted]
+
+
+def test_an_upgrade_is_one_transaction(old_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A migration that fails leaves the store at its old version, untouched."""
+    from hivelite.store import migrations, sqlite
+
+    broken = (*MIGRATIONS[:-1], migrations.Migration(2, "broken",
+                                                      MIGRATIONS[-1].sql + "\nNOT SQL;"))
+    monkeypatch.setattr(sqlite, "MIGRATIONS", broken)
+    data = old_store.read_bytes()
+    with pytest.raises(apsw.SQLError):
+        Hive.open(old_store)
+    assert old_store.read_bytes() == data
+    conn = apsw.Connection(str(old_store))
+    assert conn.execute("PRAGMA user_version").get == 1

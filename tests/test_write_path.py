@@ -1,0 +1,250 @@
+"""The one write path (issue 13): receipts from values in hand, notifications read from the
+journal by seq, a bounded failure list, one Hive shared by threads, and SQL kept inside
+``hivelite/store``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hivelite
+from hivelite import (
+    Caller,
+    ClaimReceipt,
+    Hive,
+    ManualClock,
+    Receipt,
+    State,
+    StoreError,
+    WaitingOn,
+    hookimpl,
+)
+from hivelite.clock import format_ts
+from hivelite.store.sqlite import SqliteTx
+
+from .conftest import CODER, OWNER, REVIEWER, OpenHive, held_task, own_task
+
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+LIBRARY = Path(hivelite.__file__).parent
+
+
+def agrees(hive: Hive, receipt: Receipt) -> None:
+    """The receipt says what the store now holds, and carries the journal's last seq."""
+    view = hive.get(receipt.number)
+    assert (receipt.id, receipt.state, receipt.waiting_on) == (
+        view.task.id, view.task.state, view.task.waiting_on)
+    assert receipt.at == view.task.updated_at
+    assert receipt.seq == hive.history(receipt.number)[-1].seq
+
+
+def test_every_write_answers_with_a_receipt_of_what_it_did(hive: Hive,
+                                                           clock: ManualClock) -> None:
+    held = hive.handoff(Caller.agent("guest/scout", "elsewhere"), requester="guest/scout",
+                        assignee="ana/coder", project="demo",
+                        packet={"task": "Review it", "deliverable_type": "doc",
+                                "acceptance_criteria": ["ok"]})
+    assert (held.state, held.waiting_on) == (State.waiting, WaitingOn.owner_approval)
+    agrees(hive, held)
+    agrees(hive, hive.approve(OWNER, held.number))
+    number = own_task(hive)
+    clock.advance(minutes=1)
+    lease = hive.claim(CODER, number)
+    assert isinstance(lease, ClaimReceipt)
+    agrees(hive, lease)
+    claim = hive.get(number).claim
+    assert claim is not None
+    assert (lease.holder, lease.instance, lease.expires_at) == (
+        claim.holder, claim.instance, claim.expires_at)
+    fence = {"lease_id": lease.lease_id, "token": lease.fencing_token}
+    clock.advance(minutes=1)
+    agrees(hive, hive.checkpoint(CODER, number, progress="half", **fence))  # the first moves
+    clock.advance(minutes=1)
+    quiet = hive.update(CODER, number, summary="more", **fence)
+    assert quiet.seq is None and quiet.state is State.working  # journaled nothing
+    assert quiet.at == format_ts(clock())
+    renewed = hive.renew(CODER, number, minutes=15, **fence)
+    assert renewed.seq is None and renewed.fencing_token == lease.fencing_token
+    assert renewed.expires_at == hive.get(number).claim.expires_at  # type: ignore[union-attr]
+    submitted = hive.submit(CODER, number, summary="done", evidence=EVIDENCE, **fence)
+    assert submitted.state is State.approval
+    agrees(hive, submitted)
+    agrees(hive, hive.verify(REVIEWER, number, verdict="accept"))
+    agrees(hive, hive.amend(OWNER, number, merge_commit="3f2a9c1"))
+    agrees(hive, hive.cancel(OWNER, held_task(hive)))
+
+
+def test_no_write_reads_a_view_again(hive: Hive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Receipts come from values in hand: writes work with the view reads switched off."""
+    number = own_task(hive)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a write read a view")
+
+    monkeypatch.setattr(SqliteTx, "view", refuse)
+    monkeypatch.setattr(SqliteTx, "views", refuse)
+    lease = hive.claim(CODER, number)
+    fence = {"lease_id": lease.lease_id, "token": lease.fencing_token}
+    hive.checkpoint(CODER, number, progress="half", **fence)
+    receipt = hive.submit(CODER, number, summary="done", evidence=EVIDENCE, **fence)
+    assert hive.verify(REVIEWER, receipt.number).state is State.completed
+
+
+class Recorder:
+    """A notifier that writes down what it hears."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[int, int, int, str, State]] = []
+
+    @hookimpl
+    def hivelite_on_transition(self, task: Any, move: Any, actor: str, hive: Any,
+                               entry: Any) -> None:
+        self.heard.append((entry.seq, entry.number, move.number, actor, task.state))
+
+
+def test_notifications_come_from_the_journal_by_seq(open_hive: OpenHive, clock: ManualClock,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder()
+    hive = open_hive(plugins=[recorder])
+    first, second = own_task(hive), own_task(hive)
+    hive.claim(CODER, first)
+    clock.advance(minutes=11)  # the first claim runs out
+    recorder.heard.clear()
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("notifications scanned a task's journal")
+
+    monkeypatch.setattr(SqliteTx, "journal", refuse)
+    hive.claim(CODER, second)  # the sweep's move, then the claim, in one write
+    assert recorder.heard == [
+        (recorder.heard[0][0], first, 8, "clock", State.routed),
+        (recorder.heard[0][0] + 1, second, 6, "ana/coder", State.accepted),
+    ]
+    monkeypatch.undo()
+    journal = {e.seq: e for e in hive.journal()}
+    for seq, number, move, actor, _ in recorder.heard:
+        assert (journal[seq].number, journal[seq].move, journal[seq].actor) == (
+            number, move, actor)
+
+
+def test_a_move_is_announced_once_with_its_own_row(open_hive: OpenHive) -> None:
+    recorder = Recorder()
+    hive = open_hive(plugins=[recorder])
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+    moves = [e for e in hive.history(number) if e.move is not None]
+    assert [(s, n, m, a) for s, n, m, a, _ in recorder.heard] == [
+        (e.seq, number, e.move, e.actor) for e in moves]
+
+
+class Broken:
+    @hookimpl
+    def hivelite_on_transition(self, task: Any) -> None:
+        raise RuntimeError(f"down for {task.id}")
+
+
+def test_the_failure_list_is_bounded(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Broken()])
+    numbers = [own_task(hive) for _ in range(120)]  # one announced move each
+    assert len(hive.notify_failures) == hivelite.base.MAX_NOTIFY_FAILURES == 100
+    newest = hive.get(numbers[-1]).task.id
+    assert newest in hive.notify_failures[-1].message
+    assert all(hive.get(n).task.state is State.routed for n in numbers)
+
+
+def test_one_hive_serves_many_threads(hive: Hive) -> None:
+    numbers = [own_task(hive) for _ in range(40)]
+    errors: list[BaseException] = []
+
+    def work(mine: list[int], instance: str) -> None:
+        agent = Caller.agent("ana/coder", instance)
+        try:
+            for n in mine:
+                lease = hive.claim(agent, n)
+                hive.update(agent, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                            summary="going")
+                hive.submit(agent, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                            summary="done", evidence=EVIDENCE)
+                assert hive.get(n).task.state is State.approval
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(numbers[i::4], f"box-{i}"))
+               for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    assert {v.task.state for v in hive.list(limit=500).items} == {State.approval}
+    seqs = [e.seq for e in hive.journal()]
+    assert seqs == sorted(set(seqs))
+
+
+def test_a_read_never_joins_another_threads_write(hive: Hive) -> None:
+    """Each thread has its own connection: another thread's open write stays invisible."""
+    number = own_task(hive)
+    opened, done = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with hive.store.write() as tx:
+            tx.record_event(number, at="2026-12-02T09:00:00.000Z", actor="ana",
+                            state="routed", reason="uncommitted")
+            opened.set()
+            done.wait(timeout=30)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert opened.wait(timeout=30)
+    try:
+        assert [e.reason for e in hive.history(number)][-1] != "uncommitted"
+    finally:
+        done.set()
+        thread.join(timeout=30)
+    assert hive.history(number)[-1].reason == "uncommitted"
+
+
+def test_a_closed_hive_says_so_in_every_thread(open_hive: OpenHive) -> None:
+    hive = open_hive()
+    number = own_task(hive)
+    hive.close()
+    caught: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            hive.get(number)
+        except BaseException as exc:  # reported below
+            caught.append(exc)
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join(timeout=30)
+    for error in (*caught, pytest.raises(StoreError, hive.get, number).value):
+        assert isinstance(error, StoreError) and error.reason == "store_closed"
+
+
+# -- the shape of the code -------------------------------------------------------------
+
+
+def sources(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(LIBRARY)): p.read_text() for p in folder.rglob("*.py")}
+
+
+def test_sql_and_apsw_stay_inside_the_store_package() -> None:
+    outside = {name: text for name, text in sources(LIBRARY).items()
+               if not name.startswith("store/")}
+    assert [n for n, t in outside.items() if re.search(r"^\s*(import|from) apsw", t, re.M)] == []
+    assert [n for n, t in outside.items()
+            if re.search(r'"\s*(SELECT|INSERT|UPDATE|DELETE) ', t)] == []
+
+
+def test_only_the_write_path_opens_write_transactions() -> None:
+    found = {name for name, text in sources(LIBRARY).items()
+             if not name.startswith("store/") and "store.write(" in text}
+    assert found == {"base.py", "hive.py"}  # the unit of work; recording a new owner
