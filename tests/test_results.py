@@ -2,16 +2,17 @@
 
 DESIGN §3 moves 12-17, §6 results/verification/thresholds, §9 hooks; seed 004's
 amend rule and error reasons. Every plugin here is a real object handed to
-``Hive.open(..., plugins=[...])``. A refused call must leave every row of the
-store as it was (``rawsql.snapshot``), and every task any verb returns must
-validate against the shipped seed schema (checked for every view, see
-``every_view_is_a_seed_task``).
+``open_hive(plugins=[...])``. Every write names its caller and answers a receipt,
+checked against the task's full view and its journal (``landed``). A refused call
+must leave every row of the store as it was (``rawsql.snapshot``), and every task
+the library builds, for a view or for a plugin, must validate against the shipped
+seed schema (see ``every_view_is_a_seed_task``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -21,23 +22,27 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 import hivelite
+import hivelite.base
+import hivelite.results
+import hivelite.views
 from hivelite import (
+    Caller,
+    ClaimReceipt,
     ForbiddenRight,
     Hive,
     InvalidInput,
     InvalidState,
     ManualClock,
     PluginError,
+    Receipt,
     State,
     TaskView,
 )
 from hivelite import default_threshold as builtin_threshold
-from hivelite.base import HiveBase
 from hivelite.clock import format_ts
-from hivelite.models import Lease
 
 from . import rawsql
-from .conftest import held_task, own_task
+from .conftest import CODER, OWNER, PLANNER, REVIEWER, OpenHive, held_task, own_task
 
 SCHEMA: dict[str, Any] = json.loads(
     resources.files("hivelite").joinpath("data/task.schema.json").read_text(encoding="utf-8")
@@ -45,7 +50,11 @@ SCHEMA: dict[str, Any] = json.loads(
 VALIDATOR = Draft202012Validator(SCHEMA, format_checker=FormatChecker())
 BUILT_IN = "hivelite.default_threshold"
 EVIDENCE: list[dict[str, Any]] = [{"kind": "test_output", "summary": "3 passed"}]
-WORKER, REVIEWER, OTHER = "ana/coder", "ana/reviewer", "ana/second"
+WORKER = CODER.name
+SECOND = Caller.agent("ana/second", "tablet")
+"""A second independent reviewer, on a third instance."""
+THIRD = Caller.agent("ana/third", "phone")
+"""A third independent reviewer, on a fourth instance."""
 
 
 def schema_errors(instance: Any) -> list[str]:
@@ -55,21 +64,34 @@ def schema_errors(instance: Any) -> list[str]:
     )
 
 
+def assert_seed_task(task: hivelite.Task) -> None:
+    data = task.model_dump(mode="json")
+    errors = schema_errors(data)
+    assert errors == [], (errors, data)
+
+
 @pytest.fixture(autouse=True)
 def every_view_is_a_seed_task(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[TaskView]]:
-    """Every view any verb builds (submit, verify, amend, get, list...) holds a seed task."""
+    """Every view the library builds (get, list) holds a seed task; so does every task it
+    hands a plugin (submit, verify, amend, notifications). Yields the views built."""
     seen: list[TaskView] = []
-    original = HiveBase._view
+    original_view = hivelite.views.view_of
+    original_task = hivelite.views.task_of
 
-    def checked(self: HiveBase, row: Any) -> TaskView:
-        view = original(self, row)
-        data = view.task.model_dump(mode="json")
-        errors = schema_errors(data)
-        assert errors == [], (errors, data)
+    def checked_view(*args: Any, **kwargs: Any) -> TaskView:
+        view = original_view(*args, **kwargs)
+        assert_seed_task(view.task)
         seen.append(view)
         return view
 
-    monkeypatch.setattr(HiveBase, "_view", checked)
+    def checked_task(*args: Any, **kwargs: Any) -> hivelite.Task:
+        task = original_task(*args, **kwargs)
+        assert_seed_task(task)
+        return task
+
+    monkeypatch.setattr(hivelite.base, "view_of", checked_view)
+    for module in (hivelite.base, hivelite.results):
+        monkeypatch.setattr(module, "task_of", checked_task)
     yield seen
 
 
@@ -144,12 +166,6 @@ class Transitions:
 # -- helpers -------------------------------------------------------------------
 
 
-@contextmanager
-def opened(db_path: Path, clock: ManualClock, *plugins: object) -> Iterator[Hive]:
-    with Hive.open(db_path, owner="ana", clock=clock, plugins=list(plugins)) as h:
-        yield h
-
-
 snap = rawsql.snapshot_file
 
 
@@ -161,29 +177,53 @@ def unchanged(db_path: Path) -> Iterator[None]:
     assert snap(db_path) == before
 
 
+def holder_of(lease: ClaimReceipt) -> Caller:
+    """The agent holding ``lease``, calling from the instance and session it claimed on."""
+    return Caller.agent(lease.holder, lease.instance, lease.session)
+
+
 def claimed(hive: Hive, *, instance: str = "laptop", session: str | None = None,
-            **overrides: Any) -> tuple[int, Lease]:
+            **overrides: Any) -> tuple[int, ClaimReceipt]:
     n = own_task(hive, **overrides)
-    return n, hive.claim(n, WORKER, instance=instance, session=session)
+    lease = hive.claim(Caller.agent(WORKER, instance, session), n)
+    assert (lease.number, lease.state, lease.holder, lease.instance, lease.session) == (
+        n, State.accepted, WORKER, instance, session)
+    return n, lease
 
 
-def submit(hive: Hive, n: int, lease: Any, **kw: Any) -> TaskView:
+def submit(hive: Hive, n: int, lease: ClaimReceipt, *, caller: Caller | None = None,
+           **kw: Any) -> Receipt:
+    """The lease's holder (or ``caller``) submits; ``done`` with ``EVIDENCE`` unless given."""
     kw.setdefault("summary", "done")
     kw.setdefault("evidence", EVIDENCE)
-    return hive.submit(n, lease_id=lease.lease_id, token=lease.fencing_token, **kw)
+    return hive.submit(caller or holder_of(lease), n, lease_id=lease.lease_id,
+                       token=lease.fencing_token, **kw)
+
+
+def landed(hive: Hive, receipt: Receipt) -> TaskView:
+    """The task's full view after a write, checked against the write's receipt: a valid
+    receipt of the same task and state, taken now, whose seq is the journal's last row
+    (every write checked here journals)."""
+    type(receipt).model_validate(receipt.model_dump())
+    view = hive.get(receipt.number)
+    assert (receipt.id, receipt.state, receipt.waiting_on) == (
+        view.task.id, view.task.state, view.task.waiting_on)
+    assert receipt.at == format_ts(hive.clock())
+    assert receipt.seq is not None and receipt.seq == hive.history(receipt.number)[-1].seq
+    return view
 
 
 def in_approval(hive: Hive, *, instance: str = "laptop", session: str | None = None,
                 **kw: Any) -> int:
     n, lease = claimed(hive, instance=instance, session=session)
-    view = submit(hive, n, lease, **kw)
-    assert view.task.state is State.approval
+    receipt = submit(hive, n, lease, **kw)
+    assert receipt.state is State.approval
     return n
 
 
-def completed(hive: Hive, reviewer: str = REVIEWER) -> int:
+def completed(hive: Hive, reviewer: Caller = REVIEWER) -> int:
     n = in_approval(hive)
-    assert hive.verify(n, reviewer, instance="desktop").task.state is State.completed
+    assert hive.verify(reviewer, n).state is State.completed
     return n
 
 
@@ -212,15 +252,17 @@ def test_result_follows_the_seed_schema_with_holder_and_clock_time(
         hive: Hive, clock: ManualClock) -> None:
     n, lease = claimed(hive)
     clock.advance(minutes=3, milliseconds=250)
-    view = submit(hive, n, lease, summary="parser written",
-                  evidence=[{"kind": "link", "summary": "the PR",
-                             "url": "https://example.com/pr/7"},
-                            hivelite.Evidence(kind="note", summary="read by hand")],
-                  provenance="owner_instruction")
+    receipt = submit(hive, n, lease, summary="parser written",
+                     evidence=[{"kind": "link", "summary": "the PR",
+                                "url": "https://example.com/pr/7"},
+                               hivelite.Evidence(kind="note", summary="read by hand")],
+                     provenance="owner_instruction")
+    view = landed(hive, receipt)
     result = view.task.result
     assert result is not None
     assert result.returned_by == WORKER
     assert result.returned_at == format_ts(clock()) == "2026-12-02T09:03:00.250Z"
+    assert receipt.at == result.returned_at
     assert result.summary == "parser written"
     assert result.provenance == "owner_instruction"
     data = view.task.model_dump(mode="json")["result"]
@@ -229,23 +271,26 @@ def test_result_follows_the_seed_schema_with_holder_and_clock_time(
         {"kind": "note", "summary": "read by hand"},
     ]
     assert schema_errors(view.task.model_dump(mode="json")) == []
-    assert hive.get(n).task.result == result
+    [listed] = hive.list().items
+    assert listed.task.result == result
     assert view.outcome == "completed"
 
 
 def test_default_provenance_is_agent_generated(hive: Hive) -> None:
     n, lease = claimed(hive)
-    assert submit(hive, n, lease).task.result.provenance == "agent_generated"  # type: ignore[union-attr]
+    view = landed(hive, submit(hive, n, lease))
+    assert view.task.result.provenance == "agent_generated"  # type: ignore[union-attr]
 
 
 def test_submit_ends_the_claim(hive: Hive) -> None:
     n, lease = claimed(hive)
-    view = submit(hive, n, lease)
+    view = landed(hive, submit(hive, n, lease))
     assert view.claim is None
     with refused(InvalidState, "stale_claim"):
-        hive.renew(n, lease_id=lease.lease_id, token=lease.fencing_token)
+        hive.renew(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token)
     with refused(InvalidState, "stale_claim"):
-        hive.update(n, lease_id=lease.lease_id, token=lease.fencing_token, summary="more")
+        hive.update(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="more")
     with refused(InvalidState, "stale_claim"):
         submit(hive, n, lease)
 
@@ -253,17 +298,20 @@ def test_submit_ends_the_claim(hive: Hive) -> None:
 def test_submit_refuses_a_stale_token_and_writes_nothing(hive: Hive, db_path: Path) -> None:
     n, lease = claimed(hive)
     with unchanged(db_path), refused(InvalidState, "stale_claim"):
-        hive.submit(n, lease_id=lease.lease_id, token=lease.fencing_token + 1,
+        hive.submit(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token + 1,
                     summary="done", evidence=EVIDENCE)
     with unchanged(db_path), refused(ForbiddenRight, "not_permitted"):
-        submit(hive, n, lease, agent="ana/intruder")
+        submit(hive, n, lease, caller=Caller.agent("ana/intruder", "laptop"))
+    with unchanged(db_path), refused(ForbiddenRight, "agent_only"):
+        submit(hive, n, lease, caller=OWNER)
     assert hive.get(n).task.state is State.accepted
 
 
 def test_default_threshold_one_awaits_approval_move_14(hive: Hive) -> None:
     n, lease = claimed(hive)
-    view = submit(hive, n, lease)
-    assert view.task.state is State.approval
+    receipt = submit(hive, n, lease)
+    view = landed(hive, receipt)
+    assert receipt.state is State.approval
     assert view.threshold == 1
     assert view.lifecycle == "approval"
     assert move_numbers(hive, n) == [1, 6, 7, 12, 14]
@@ -278,92 +326,95 @@ def test_builtin_personal_threshold_is_one(hive: Hive) -> None:
     assert builtin_threshold.hivelite_merge_threshold(task=task, hive=hive) == 1
 
 
-def test_threshold_zero_completes_at_once_move_13(db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, Threshold(0)) as hive:
-        n, lease = claimed(hive)
-        view = submit(hive, n, lease)
-        assert view.task.state is State.completed
-        assert view.lifecycle == "completed"
-        assert view.threshold == 0
-        assert move_numbers(hive, n) == [1, 6, 7, 12, 13]
-        assert last_move(hive, n, 13).detail == {"threshold": 0, "decided_by": "Threshold"}
+def test_threshold_zero_completes_at_once_move_13(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Threshold(0)])
+    n, lease = claimed(hive)
+    receipt = submit(hive, n, lease)
+    view = landed(hive, receipt)
+    assert receipt.state is State.completed
+    assert view.lifecycle == "completed"
+    assert view.threshold == 0
+    assert move_numbers(hive, n) == [1, 6, 7, 12, 13]
+    assert last_move(hive, n, 13).detail == {"threshold": 0, "decided_by": "Threshold"}
 
 
 @pytest.mark.parametrize("n_needed", [1, 2, 5])
 def test_threshold_plugin_decides_approval_and_is_named(
-        db_path: Path, clock: ManualClock, n_needed: int) -> None:
-    with opened(db_path, clock, Threshold(n_needed)) as hive:
-        n, lease = claimed(hive)
-        view = submit(hive, n, lease)
-        assert view.task.state is State.approval
-        assert view.threshold == n_needed
-        assert move_numbers(hive, n)[-2:] == [12, 14]
-        assert last_move(hive, n, 14).detail == {"threshold": n_needed,
-                                                 "decided_by": "Threshold"}
+        open_hive: OpenHive, n_needed: int) -> None:
+    hive = open_hive(plugins=[Threshold(n_needed)])
+    n, lease = claimed(hive)
+    receipt = submit(hive, n, lease)
+    view = landed(hive, receipt)
+    assert receipt.state is State.approval
+    assert view.threshold == n_needed
+    assert move_numbers(hive, n)[-2:] == [12, 14]
+    assert last_move(hive, n, 14).detail == {"threshold": n_needed,
+                                             "decided_by": "Threshold"}
 
 
-def test_threshold_plugin_answering_none_leaves_the_builtin(
-        db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, Threshold(None)) as hive:
-        n, lease = claimed(hive)
-        view = submit(hive, n, lease)
-        assert view.threshold == 1
-        assert last_move(hive, n, 14).detail == {"threshold": 1, "decided_by": BUILT_IN}
+def test_threshold_plugin_answering_none_leaves_the_builtin(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Threshold(None)])
+    n, lease = claimed(hive)
+    view = landed(hive, submit(hive, n, lease))
+    assert view.threshold == 1
+    assert last_move(hive, n, 14).detail == {"threshold": 1, "decided_by": BUILT_IN}
 
 
 def test_evidence_problems_send_it_back_to_routed_with_problems_journaled(
-        db_path: Path, clock: ManualClock) -> None:
+        open_hive: OpenHive) -> None:
     checker = EvidenceProblems(["no screenshot attached"])
     other = EvidenceProblems(["summary too vague"])
-    with opened(db_path, clock, checker, other) as hive:
-        n, lease = claimed(hive)
-        view = submit(hive, n, lease, summary="done it")
-        assert view.task.state is State.routed
-        assert view.claim is None
-        assert move_numbers(hive, n) == [1, 6, 7, 12, 15]
-        detail = last_move(hive, n, 15).detail
-        assert detail is not None
-        problems = sorted(detail["problems"], key=lambda p: p["problem"])
-        assert problems == [
-            {"plugin": "EvidenceProblems", "problem": "no screenshot attached"},
-            {"plugin": "EvidenceProblems-2", "problem": "summary too vague"},
-        ]
-        # the hook saw the result as it was returned
-        assert checker.seen[0].summary == "done it"
-        assert checker.seen[0].returned_by == WORKER
-        # back to the assignee: it claims again with a new token
-        again = hive.claim(n, WORKER, instance="laptop")
-        assert again.fencing_token == lease.fencing_token + 1
+    hive = open_hive(plugins=[checker, other])
+    n, lease = claimed(hive)
+    receipt = submit(hive, n, lease, summary="done it")
+    view = landed(hive, receipt)
+    assert receipt.state is State.routed
+    assert view.claim is None
+    assert move_numbers(hive, n) == [1, 6, 7, 12, 15]
+    detail = last_move(hive, n, 15).detail
+    assert detail is not None
+    problems = sorted(detail["problems"], key=lambda p: p["problem"])
+    assert problems == [
+        {"plugin": "EvidenceProblems", "problem": "no screenshot attached"},
+        {"plugin": "EvidenceProblems-2", "problem": "summary too vague"},
+    ]
+    # the hook saw the result as it was returned
+    assert checker.seen[0].summary == "done it"
+    assert checker.seen[0].returned_by == WORKER
+    # back to the assignee: it claims again with a new token
+    again = hive.claim(CODER, n)
+    assert again.fencing_token == lease.fencing_token + 1
 
 
 @pytest.mark.parametrize("answer", [[], None, ()])
-def test_evidence_hook_without_problems_lets_it_pass(
-        db_path: Path, clock: ManualClock, answer: Any) -> None:
-    with opened(db_path, clock, EvidenceProblems(answer)) as hive:
-        n, lease = claimed(hive)
-        assert submit(hive, n, lease).task.state is State.approval
+def test_evidence_hook_without_problems_lets_it_pass(open_hive: OpenHive, answer: Any) -> None:
+    hive = open_hive(plugins=[EvidenceProblems(answer)])
+    n, lease = claimed(hive)
+    assert submit(hive, n, lease).state is State.approval
 
 
-def test_verifying_is_passed_through_in_one_transaction(
-        db_path: Path, clock: ManualClock) -> None:
+def test_verifying_is_passed_through_in_one_transaction(open_hive: OpenHive) -> None:
     watcher = Transitions()
-    with opened(db_path, clock, watcher) as hive:
-        n, lease = claimed(hive)
-        hive.checkpoint(n, lease_id=lease.lease_id, token=lease.fencing_token,
-                        progress="half way")
-        watcher.seen.clear()
-        submit(hive, n, lease)
-        # both moves were announced after one commit: neither saw `verifying` left behind
-        assert watcher.seen == [(12, State.approval), (14, State.approval)]
-        assert hive.list(state="verifying").items == []
-        rows = [j for j in hive.history(n) if j.move in (12, 14)]
-        assert len({j.at for j in rows}) == 1
+    hive = open_hive(plugins=[watcher])
+    n, lease = claimed(hive)
+    hive.checkpoint(holder_of(lease), n, lease_id=lease.lease_id, token=lease.fencing_token,
+                    progress="half way")
+    watcher.seen.clear()
+    receipt = submit(hive, n, lease)
+    # both moves were announced after one commit: neither saw `verifying` left behind
+    assert watcher.seen == [(12, State.approval), (14, State.approval)]
+    assert hive.list(state="verifying").items == []
+    rows = [j for j in hive.history(n) if j.move in (12, 14)]
+    assert len({j.at for j in rows}) == 1
+    assert receipt.seq == rows[-1].seq
+    landed(hive, receipt)
 
 
 def test_failed_outcome_is_recorded_and_the_task_routed_again(hive: Hive) -> None:
     n, lease = claimed(hive)
-    view = submit(hive, n, lease, outcome="failed", summary="could not reproduce")
-    assert view.task.state is State.routed
+    receipt = submit(hive, n, lease, outcome="failed", summary="could not reproduce")
+    view = landed(hive, receipt)
+    assert receipt.state is State.routed
     assert view.outcome == "failed"
     assert view.lifecycle == "failed"
     assert view.claim is None
@@ -372,22 +423,21 @@ def test_failed_outcome_is_recorded_and_the_task_routed_again(hive: Hive) -> Non
     assert last_move(hive, n, 15).detail == {"outcome": "failed"}
     assert "could not reproduce" in (last_move(hive, n, 15).reason or "")
     # another attempt: claimable again, and no longer reads as failed
-    hive.claim(n, WORKER, instance="laptop")
+    hive.claim(CODER, n)
     assert hive.get(n).lifecycle == "claimed"
 
 
-def test_failed_outcome_does_not_consult_the_evidence_checks(
-        db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, EvidenceProblems(["never good enough"])) as hive:
-        n, lease = claimed(hive)
-        view = submit(hive, n, lease, outcome="failed")
-        assert view.outcome == "failed"
-        assert last_move(hive, n, 15).detail == {"outcome": "failed"}
+def test_failed_outcome_does_not_consult_the_evidence_checks(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[EvidenceProblems(["never good enough"])])
+    n, lease = claimed(hive)
+    view = landed(hive, submit(hive, n, lease, outcome="failed"))
+    assert view.outcome == "failed"
+    assert last_move(hive, n, 15).detail == {"outcome": "failed"}
 
 
 def test_submit_records_usage(hive: Hive) -> None:
     n, lease = claimed(hive)
-    view = submit(hive, n, lease, tokens=1200, usd_micros=3400)
+    view = landed(hive, submit(hive, n, lease, tokens=1200, usd_micros=3400))
     assert (view.usage.tokens, view.usage.usd_micros) == (1200, 3400)
 
 
@@ -417,12 +467,12 @@ def test_invalid_evidence_is_refused_and_nothing_written(
     assert view.task.state is State.accepted and view.claim is not None
     assert view.task.result is None
     # the claim still stands: a valid result goes through
-    assert submit(hive, n, lease).task.state is State.approval
+    assert submit(hive, n, lease).state is State.approval
 
 
 def test_twenty_evidence_items_are_allowed(hive: Hive) -> None:
     n, lease = claimed(hive)
-    view = submit(hive, n, lease, evidence=[_item(i) for i in range(20)])
+    view = landed(hive, submit(hive, n, lease, evidence=[_item(i) for i in range(20)]))
     assert len(view.task.result.evidence) == 20  # type: ignore[union-attr]
 
 
@@ -441,11 +491,12 @@ def test_other_invalid_submit_input_writes_nothing(
 
 def test_one_accept_meets_the_personal_threshold(hive: Hive) -> None:
     n = in_approval(hive)
-    view = hive.verify(n, REVIEWER, instance="desktop", session="s9")
-    assert view.task.state is State.completed
+    receipt = hive.verify(Caller.agent(REVIEWER.name, "desktop", "s9"), n)
+    view = landed(hive, receipt)
+    assert receipt.state is State.completed
     assert view.lifecycle == "completed"
     entry = last_move(hive, n, 16)
-    assert entry.actor == REVIEWER
+    assert entry.actor == REVIEWER.name
     assert entry.detail is not None and entry.detail["decided_by"] == "threshold"
 
 
@@ -453,27 +504,29 @@ def test_one_accept_meets_the_personal_threshold(hive: Hive) -> None:
 def test_reject_needs_a_reason(hive: Hive, db_path: Path, reason: str | None) -> None:
     n = in_approval(hive)
     with unchanged(db_path), refused(InvalidInput, "reason_required"):
-        hive.verify(n, REVIEWER, instance="desktop", verdict="reject", reason=reason)
+        hive.verify(REVIEWER, n, verdict="reject", reason=reason)
 
 
 def test_one_reject_routes_it_back_move_17(hive: Hive) -> None:
     n = in_approval(hive)
-    view = hive.verify(n, REVIEWER, instance="desktop", verdict="reject",
-                       reason="tests do not cover the edge case")
-    assert view.task.state is State.routed
+    receipt = hive.verify(REVIEWER, n, verdict="reject",
+                          reason="tests do not cover the edge case")
+    landed(hive, receipt)
+    assert receipt.state is State.routed
     entry = last_move(hive, n, 17)
-    assert entry.actor == REVIEWER
+    assert entry.actor == REVIEWER.name
     assert entry.reason == "tests do not cover the edge case"
-    hive.claim(n, WORKER, instance="laptop")  # back to the assignee
+    hive.claim(CODER, n)  # back to the assignee
 
 
-def test_a_reject_wins_over_earlier_accepts(db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, Threshold(2)) as hive:
-        n = in_approval(hive)
-        hive.verify(n, REVIEWER, instance="desktop")
-        view = hive.verify(n, OTHER, instance="tablet", verdict="reject", reason="broken")
-        assert view.task.state is State.routed
-        assert move_numbers(hive, n)[-1] == 17
+def test_a_reject_wins_over_earlier_accepts(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Threshold(2)])
+    n = in_approval(hive)
+    hive.verify(REVIEWER, n)
+    receipt = hive.verify(SECOND, n, verdict="reject", reason="broken")
+    landed(hive, receipt)
+    assert receipt.state is State.routed
+    assert move_numbers(hive, n)[-1] == 17
 
 
 @pytest.mark.parametrize("instance", ["laptop", "desktop"])
@@ -481,9 +534,9 @@ def test_the_worker_never_verifies_its_own_result(
         hive: Hive, db_path: Path, instance: str) -> None:
     n = in_approval(hive)
     with unchanged(db_path), refused(ForbiddenRight, "self_verify"):
-        hive.verify(n, WORKER, instance=instance)
+        hive.verify(Caller.agent(WORKER, instance), n)
     with unchanged(db_path), refused(ForbiddenRight, "self_verify"):
-        hive.verify(n, WORKER, instance=instance, verdict="reject", reason="mine is bad")
+        hive.verify(Caller.agent(WORKER, instance), n, verdict="reject", reason="mine is bad")
 
 
 @pytest.mark.parametrize("session", [None, "s1", "s2"])
@@ -491,94 +544,101 @@ def test_an_agent_on_the_claiming_instance_is_not_independent(
         hive: Hive, db_path: Path, session: str | None) -> None:
     n = in_approval(hive, instance="laptop", session="s1")
     with unchanged(db_path), refused(InvalidState, "reviewer_not_independent"):
-        hive.verify(n, REVIEWER, instance="laptop", session=session)
+        hive.verify(Caller.agent(REVIEWER.name, "laptop", session), n)
     with unchanged(db_path), refused(InvalidState, "reviewer_not_independent"):
-        hive.verify(n, REVIEWER, instance="laptop", session=session, verdict="reject",
+        hive.verify(Caller.agent(REVIEWER.name, "laptop", session), n, verdict="reject",
                     reason="no")
 
 
 def test_a_task_not_in_approval_takes_no_verdict(hive: Hive, db_path: Path) -> None:
     routed = own_task(hive)
+    accepted, _ = claimed(hive)
     n, lease = claimed(hive)
-    working = hive.checkpoint(n, lease_id=lease.lease_id, token=lease.fencing_token,
-                              progress="going").number
+    working = hive.checkpoint(holder_of(lease), n, lease_id=lease.lease_id,
+                              token=lease.fencing_token, progress="going").number
+    assert hive.get(working).task.state is State.working
     held = held_task(hive)
-    for ref in (routed, n, working, held):
+    for ref in (routed, accepted, working, held):
         with unchanged(db_path), refused(InvalidState, "not_submitted"):
-            hive.verify(ref, REVIEWER, instance="desktop")
+            hive.verify(REVIEWER, ref)
     done = completed(hive)
     cancelled = own_task(hive)
-    hive.cancel(cancelled)
+    hive.cancel(OWNER, cancelled)
     for ref in (done, cancelled):
         with unchanged(db_path), refused(InvalidState, "task_closed"):
-            hive.verify(ref, OTHER, instance="tablet")
+            hive.verify(SECOND, ref)
 
 
-def test_the_same_reviewer_counts_once(db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, Threshold(2)) as hive:
-        n = in_approval(hive)
-        hive.verify(n, REVIEWER, instance="desktop")
-        for instance, verdict, reason in (("desktop", "accept", None),
-                                          ("tablet", "accept", None),
-                                          ("tablet", "reject", "changed my mind")):
-            with unchanged(db_path), refused(InvalidState, "already_verified"):
-                hive.verify(n, REVIEWER, instance=instance, verdict=verdict,  # type: ignore[arg-type]
-                            reason=reason)
-        assert hive.get(n).task.state is State.approval
+def test_the_same_reviewer_counts_once(db_path: Path, open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Threshold(2)])
+    n = in_approval(hive)
+    hive.verify(REVIEWER, n)
+    for instance, verdict, reason in (("desktop", "accept", None),
+                                      ("tablet", "accept", None),
+                                      ("tablet", "reject", "changed my mind")):
+        with unchanged(db_path), refused(InvalidState, "already_verified"):
+            hive.verify(Caller.agent(REVIEWER.name, instance), n,
+                        verdict=verdict,  # type: ignore[arg-type]
+                        reason=reason)
+    assert hive.get(n).task.state is State.approval
 
 
-def test_threshold_two_one_accept_waits_the_second_completes(
-        db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, Threshold(2)) as hive:
-        n = in_approval(hive)
-        first = hive.verify(n, REVIEWER, instance="desktop")
-        assert first.task.state is State.approval
-        assert [(c.reviewer, c.verdict, c.counted) for c in first.confirmations] == [
-            (REVIEWER, "accept", True)]
-        [event] = events(hive, n, "confirmed")
-        assert event.actor == REVIEWER and event.to_state is State.approval
-        assert event.detail == {"confirmations": 1, "threshold": 2}
-        second = hive.verify(n, OTHER, instance="tablet")
-        assert second.task.state is State.completed
-        entry = last_move(hive, n, 16)
-        assert entry.actor == OTHER
-        assert entry.detail == {"decided_by": "threshold", "confirmations": 2}
+def test_threshold_two_one_accept_waits_the_second_completes(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Threshold(2)])
+    n = in_approval(hive)
+    first = hive.verify(REVIEWER, n)
+    assert first.state is State.approval
+    view = landed(hive, first)
+    assert [(c.reviewer, c.verdict, c.counted) for c in view.confirmations] == [
+        (REVIEWER.name, "accept", True)]
+    [event] = events(hive, n, "confirmed")
+    assert event.actor == REVIEWER.name and event.to_state is State.approval
+    assert event.detail == {"confirmations": 1, "threshold": 2}
+    assert first.seq == event.seq
+    second = hive.verify(SECOND, n)
+    landed(hive, second)
+    assert second.state is State.completed
+    entry = last_move(hive, n, 16)
+    assert entry.actor == SECOND.name
+    assert entry.detail == {"decided_by": "threshold", "confirmations": 2}
 
 
-def test_a_confirmation_the_count_hook_refuses_does_not_count(
-        db_path: Path, clock: ManualClock) -> None:
+def test_a_confirmation_the_count_hook_refuses_does_not_count(open_hive: OpenHive) -> None:
     counter = CountAs(False)
-    with opened(db_path, clock, counter) as hive:
-        n = in_approval(hive)
-        view = hive.verify(n, REVIEWER, instance="desktop", session="s3")
-        assert view.task.state is State.approval
-        assert [(c.reviewer, c.counted) for c in view.confirmations] == [(REVIEWER, False)]
-        [event] = events(hive, n, "not_counted")
-        assert event.detail == {"confirmations": 0, "threshold": 1}
-        seen = counter.seen[0]
-        assert (seen.reviewer, seen.instance, seen.session, seen.verdict) == (
-            REVIEWER, "desktop", "s3", "accept")
-        # the person still decides
-        assert hive.sign_off(n).task.state is State.completed
+    hive = open_hive(plugins=[counter])
+    n = in_approval(hive)
+    receipt = hive.verify(Caller.agent(REVIEWER.name, "desktop", "s3"), n)
+    view = landed(hive, receipt)
+    assert receipt.state is State.approval
+    assert [(c.reviewer, c.counted) for c in view.confirmations] == [(REVIEWER.name, False)]
+    [event] = events(hive, n, "not_counted")
+    assert event.detail == {"confirmations": 0, "threshold": 1}
+    seen = counter.seen[0]
+    assert (seen.reviewer, seen.instance, seen.session, seen.verdict) == (
+        REVIEWER.name, "desktop", "s3", "accept")
+    # the person still decides
+    assert hive.sign_off(OWNER, n).state is State.completed
 
 
-def test_a_count_hook_answering_none_counts(db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, CountAs(None)) as hive:
-        n = in_approval(hive)
-        assert hive.verify(n, REVIEWER, instance="desktop").task.state is State.completed
+def test_a_count_hook_answering_none_counts(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[CountAs(None)])
+    n = in_approval(hive)
+    assert hive.verify(REVIEWER, n).state is State.completed
 
 
 def test_invalid_verdict_is_refused(hive: Hive, db_path: Path) -> None:
     n = in_approval(hive)
     with unchanged(db_path), pytest.raises(InvalidInput):
-        hive.verify(n, REVIEWER, instance="desktop", verdict="maybe")  # type: ignore[arg-type]
+        hive.verify(REVIEWER, n, verdict="maybe")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("actor", [None, "ana"])
-def test_the_person_signs_off(hive: Hive, actor: str | None) -> None:
+@pytest.mark.parametrize("as_owner", [False, True], ids=["OWNER", "as_owner"])
+def test_the_person_signs_off(hive: Hive, as_owner: bool) -> None:
     n = in_approval(hive)
-    view = hive.sign_off(n, actor=actor)
-    assert view.task.state is State.completed
+    owner = hive.as_owner() if as_owner else OWNER
+    receipt = hive.sign_off(owner, n)
+    landed(hive, receipt)
+    assert receipt.state is State.completed
     entry = last_move(hive, n, 16)
     assert entry.actor == "ana"
     assert entry.detail == {"decided_by": "person"}
@@ -586,8 +646,10 @@ def test_the_person_signs_off(hive: Hive, actor: str | None) -> None:
 
 def test_the_person_declines_with_a_reason(hive: Hive) -> None:
     n = in_approval(hive)
-    view = hive.decline(n, reason="not what I asked for")
-    assert view.task.state is State.routed
+    receipt = hive.decline(OWNER, n, reason="not what I asked for")
+    view = landed(hive, receipt)
+    assert receipt.state is State.routed
+    assert view.last_reason == "not what I asked for"
     entry = last_move(hive, n, 17)
     assert entry.actor == "ana"
     assert entry.reason == "not what I asked for"
@@ -598,7 +660,7 @@ def test_the_person_declines_with_a_reason(hive: Hive) -> None:
 def test_decline_needs_a_reason(hive: Hive, db_path: Path, reason: Any) -> None:
     n = in_approval(hive)
     with unchanged(db_path), refused(InvalidInput, "reason_required"):
-        hive.decline(n, reason=reason)
+        hive.decline(OWNER, n, reason=reason)
 
 
 def test_sign_off_and_decline_only_in_approval(hive: Hive, db_path: Path) -> None:
@@ -606,62 +668,101 @@ def test_sign_off_and_decline_only_in_approval(hive: Hive, db_path: Path) -> Non
     n, _ = claimed(hive)
     for ref in (routed, n):
         with unchanged(db_path), refused(InvalidState, "not_submitted"):
-            hive.sign_off(ref)
+            hive.sign_off(OWNER, ref)
         with unchanged(db_path), refused(InvalidState, "not_submitted"):
-            hive.decline(ref, reason="no")
+            hive.decline(OWNER, ref, reason="no")
     done = completed(hive)
     with unchanged(db_path), refused(InvalidState, "task_closed"):
-        hive.sign_off(done)
+        hive.sign_off(OWNER, done)
     with unchanged(db_path), refused(InvalidState, "task_closed"):
-        hive.decline(done, reason="no")
+        hive.decline(OWNER, done, reason="no")
 
 
-@pytest.mark.parametrize("actor", [WORKER, REVIEWER, "bob"])
+NOT_THE_PERSON: dict[str, tuple[Caller, str]] = {
+    "worker": (CODER, "not_permitted"),
+    "reviewer": (REVIEWER, "not_permitted"),
+    "bobs-agent": (Caller.agent("bob/coder", "bobs-laptop"), "not_permitted"),
+    "bob": (Caller.owner("bob"), "not_owner"),
+}
+
+
+@pytest.mark.parametrize(("caller", "reason"), NOT_THE_PERSON.values(),
+                         ids=NOT_THE_PERSON.keys())
 def test_only_the_person_signs_off_or_declines(
-        hive: Hive, db_path: Path, actor: str) -> None:
+        hive: Hive, db_path: Path, caller: Caller, reason: str) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), refused(ForbiddenRight, "not_permitted"):
-        hive.sign_off(n, actor=actor)
-    with unchanged(db_path), refused(ForbiddenRight, "not_permitted"):
-        hive.decline(n, actor=actor, reason="no")
+    with unchanged(db_path), refused(ForbiddenRight, reason):
+        hive.sign_off(caller, n)
+    with unchanged(db_path), refused(ForbiddenRight, reason):
+        hive.decline(caller, n, reason="no")
 
 
-def test_the_person_can_sign_off_a_threshold_two_task_midway(
-        db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, Threshold(2)) as hive:
-        n = in_approval(hive)
-        hive.verify(n, REVIEWER, instance="desktop")
-        assert hive.sign_off(n).task.state is State.completed
+def test_the_person_can_sign_off_a_threshold_two_task_midway(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Threshold(2)])
+    n = in_approval(hive)
+    hive.verify(REVIEWER, n)
+    assert hive.sign_off(OWNER, n).state is State.completed
+
+
+@pytest.mark.parametrize("caller", [None, "ana", WORKER], ids=["None", "owner-name",
+                                                                "agent-name"])
+def test_a_missing_caller_is_refused_never_taken_for_the_owner(
+        hive: Hive, db_path: Path, caller: Any) -> None:
+    """No verb of a result acts for a caller nobody established (``actor=None`` used to
+    mean the owner)."""
+    n, lease = claimed(hive)
+    with unchanged(db_path), refused(InvalidInput, "caller_required"):
+        hive.submit(caller, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+    submit(hive, n, lease)
+    calls: dict[str, Callable[[], Receipt]] = {
+        "verify": lambda: hive.verify(caller, n),
+        "sign_off": lambda: hive.sign_off(caller, n),
+        "decline": lambda: hive.decline(caller, n, reason="no"),
+        "amend": lambda: hive.amend(caller, n, summary="someone's words"),
+    }
+    for verb, call in calls.items():
+        with unchanged(db_path), refused(InvalidInput, "caller_required"):
+            try:
+                call()
+            except InvalidInput as exc:
+                exc.add_note(f"verb {verb}")
+                raise
+    done = completed(hive)
+    with unchanged(db_path), refused(InvalidInput, "caller_required"):
+        hive.amend(caller, done, merge_commit="abc1234")
+    assert hive.get(n).task.state is State.approval
+    assert hive.get(done).merge is None
 
 
 # == rule 7: amend ==============================================================
 
 
-def test_the_submitter_amends_and_confirmations_are_dismissed(
-        db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, Threshold(2)) as hive:
-        n = in_approval(hive)
-        assert len(hive.verify(n, REVIEWER, instance="desktop").confirmations) == 1
-        new_evidence = [{"kind": "commit", "summary": "fixed the edge case"}]
-        view = hive.amend(n, actor=WORKER, summary="done, edge case fixed",
-                          evidence=new_evidence)
-        assert view.task.state is State.approval
-        assert view.confirmations == []
-        result = view.task.result
-        assert result is not None and result.summary == "done, edge case fixed"
-        assert [e.model_dump() for e in result.evidence] == new_evidence
-        assert result.returned_by == WORKER
-        [event] = events(hive, n, "amended")
-        assert event.actor == WORKER
-        assert event.detail is not None and event.detail["dismissed"] == 1
-        # fresh eyes: the earlier accept no longer counts, two new accepts are needed
-        assert hive.verify(n, OTHER, instance="tablet").task.state is State.approval
-        assert hive.verify(n, REVIEWER, instance="desktop").task.state is State.completed
+def test_the_submitter_amends_and_confirmations_are_dismissed(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Threshold(2)])
+    n = in_approval(hive)
+    assert len(landed(hive, hive.verify(REVIEWER, n)).confirmations) == 1
+    new_evidence = [{"kind": "commit", "summary": "fixed the edge case"}]
+    receipt = hive.amend(CODER, n, summary="done, edge case fixed", evidence=new_evidence)
+    view = landed(hive, receipt)
+    assert receipt.state is State.approval
+    assert view.confirmations == []
+    result = view.task.result
+    assert result is not None and result.summary == "done, edge case fixed"
+    assert [e.model_dump() for e in result.evidence] == new_evidence
+    assert result.returned_by == WORKER
+    [event] = events(hive, n, "amended")
+    assert event.actor == WORKER
+    assert event.detail is not None and event.detail["dismissed"] == 1
+    assert receipt.seq == event.seq
+    # fresh eyes: the earlier accept no longer counts, two new accepts are needed
+    assert hive.verify(SECOND, n).state is State.approval
+    assert hive.verify(REVIEWER, n).state is State.completed
 
 
 def test_amend_summary_only_keeps_the_evidence(hive: Hive) -> None:
     n = in_approval(hive)
-    view = hive.amend(n, actor=WORKER, summary="better words")
+    view = landed(hive, hive.amend(CODER, n, summary="better words"))
     result = view.task.result
     assert result is not None and result.summary == "better words"
     assert [e.model_dump() for e in result.evidence] == EVIDENCE
@@ -669,46 +770,58 @@ def test_amend_summary_only_keeps_the_evidence(hive: Hive) -> None:
     assert event.detail is not None and event.detail["dismissed"] == 0
 
 
-@pytest.mark.parametrize("actor", [None, "ana", REVIEWER, "ana/planner"])
+NOT_THE_SUBMITTER: dict[str, tuple[Caller, str]] = {
+    "owner": (OWNER, "not_submitter"),
+    "reviewer": (REVIEWER, "not_submitter"),
+    "planner": (PLANNER, "not_submitter"),
+    "bob": (Caller.owner("bob"), "not_owner"),
+}
+
+
+@pytest.mark.parametrize(("caller", "reason"), NOT_THE_SUBMITTER.values(),
+                         ids=NOT_THE_SUBMITTER.keys())
 def test_only_the_submitter_amends_a_result_in_approval(
-        hive: Hive, db_path: Path, actor: str | None) -> None:
+        hive: Hive, db_path: Path, caller: Caller, reason: str) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), refused(ForbiddenRight, "not_submitter"):
-        hive.amend(n, actor=actor, summary="someone else's words")
+    with unchanged(db_path), refused(ForbiddenRight, reason):
+        hive.amend(caller, n, summary="someone else's words")
 
 
 def test_amend_with_invalid_evidence_writes_nothing(hive: Hive, db_path: Path) -> None:
     n = in_approval(hive)
     for bad in BAD_EVIDENCE.values():
         with unchanged(db_path), pytest.raises(InvalidInput):
-            hive.amend(n, actor=WORKER, evidence=bad)
+            hive.amend(CODER, n, evidence=bad)
 
 
 def test_a_merge_record_needs_a_completed_task(hive: Hive, db_path: Path) -> None:
     n = in_approval(hive)
     with unchanged(db_path), refused(InvalidState, "not_amendable"):
-        hive.amend(n, actor=WORKER, merge_commit="abc1234")
+        hive.amend(CODER, n, merge_commit="abc1234")
 
 
 def test_the_submitter_records_the_merge_once(hive: Hive, db_path: Path) -> None:
     n = completed(hive)
     assert hive.get(n).merge is None
-    view = hive.amend(n, actor=WORKER, merge_commit="abc1234")
-    assert view.task.state is State.completed
+    receipt = hive.amend(CODER, n, merge_commit="abc1234")
+    view = landed(hive, receipt)
+    assert receipt.state is State.completed
     assert view.merge is not None
     assert (view.merge.commit, view.merge.by) == ("abc1234", WORKER)
     [event] = events(hive, n, "merge_recorded")
     assert event.detail == {"merge_commit": "abc1234"}
-    for actor in (WORKER, None):
+    assert receipt.seq == event.seq
+    for caller in (CODER, OWNER):
         with unchanged(db_path), refused(InvalidState, "merge_recorded"):
-            hive.amend(n, actor=actor, merge_commit="def5678")
+            hive.amend(caller, n, merge_commit="def5678")
     assert hive.get(n).merge.commit == "abc1234"  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("actor", [None, "ana"])
-def test_the_person_records_the_merge(hive: Hive, actor: str | None) -> None:
+@pytest.mark.parametrize("as_owner", [False, True], ids=["OWNER", "as_owner"])
+def test_the_person_records_the_merge(hive: Hive, as_owner: bool) -> None:
     n = completed(hive)
-    view = hive.amend(n, actor=actor, merge_commit="0123456789abcdef")
+    owner = hive.as_owner() if as_owner else OWNER
+    view = landed(hive, hive.amend(owner, n, merge_commit="0123456789abcdef"))
     assert view.merge is not None
     assert (view.merge.commit, view.merge.by) == ("0123456789abcdef", "ana")
 
@@ -716,26 +829,33 @@ def test_the_person_records_the_merge(hive: Hive, actor: str | None) -> None:
 def test_the_reviewer_never_records_the_merge(hive: Hive, db_path: Path) -> None:
     n = completed(hive, reviewer=REVIEWER)
     with unchanged(db_path), refused(ForbiddenRight, "not_merger"):
-        hive.amend(n, actor=REVIEWER, merge_commit="abc1234")
+        hive.amend(REVIEWER, n, merge_commit="abc1234")
 
 
 def test_the_reviewer_of_a_threshold_two_task_never_records_the_merge(
-        db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, Threshold(2)) as hive:
-        n = in_approval(hive)
-        hive.verify(n, REVIEWER, instance="desktop")
-        hive.verify(n, OTHER, instance="tablet")
-        for reviewer in (REVIEWER, OTHER):
-            with unchanged(db_path), refused(ForbiddenRight, "not_merger"):
-                hive.amend(n, actor=reviewer, merge_commit="abc1234")
+        db_path: Path, open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Threshold(2)])
+    n = in_approval(hive)
+    hive.verify(REVIEWER, n)
+    assert hive.verify(SECOND, n).state is State.completed
+    for reviewer in (REVIEWER, SECOND):
+        with unchanged(db_path), refused(ForbiddenRight, "not_merger"):
+            hive.amend(reviewer, n, merge_commit="abc1234")
 
 
-@pytest.mark.parametrize("actor", ["ana/planner", "bob/coder", "bob"])
+NOT_A_MERGER: dict[str, tuple[Caller, str]] = {
+    "ana/planner": (PLANNER, "not_submitter"),
+    "bob/coder": (Caller.agent("bob/coder", "bobs-laptop"), "not_submitter"),
+    "bob": (Caller.owner("bob"), "not_owner"),
+}
+
+
+@pytest.mark.parametrize(("caller", "reason"), NOT_A_MERGER.values(), ids=NOT_A_MERGER.keys())
 def test_anyone_else_may_not_record_the_merge(
-        hive: Hive, db_path: Path, actor: str) -> None:
+        hive: Hive, db_path: Path, caller: Caller, reason: str) -> None:
     n = completed(hive)
-    with unchanged(db_path), refused(ForbiddenRight, "not_submitter"):
-        hive.amend(n, actor=actor, merge_commit="abc1234")
+    with unchanged(db_path), refused(ForbiddenRight, reason):
+        hive.amend(caller, n, merge_commit="abc1234")
 
 
 @pytest.mark.parametrize("commit", ["abc123", "ABC1234", "abc123g", "a" * 65, "", " abc1234",
@@ -744,13 +864,14 @@ def test_a_merge_commit_is_seven_to_64_lowercase_hex(
         hive: Hive, db_path: Path, commit: str) -> None:
     n = completed(hive)
     with unchanged(db_path), pytest.raises(InvalidInput):
-        hive.amend(n, actor=WORKER, merge_commit=commit)
+        hive.amend(CODER, n, merge_commit=commit)
 
 
 @pytest.mark.parametrize("commit", ["abcdef0", "0" * 64])
 def test_merge_commit_bounds_are_accepted(hive: Hive, commit: str) -> None:
     n = completed(hive)
-    assert hive.amend(n, actor=WORKER, merge_commit=commit).merge.commit == commit  # type: ignore[union-attr]
+    view = landed(hive, hive.amend(CODER, n, merge_commit=commit))
+    assert view.merge.commit == commit  # type: ignore[union-attr]
 
 
 def test_a_completed_result_is_not_amended(hive: Hive, db_path: Path) -> None:
@@ -758,7 +879,7 @@ def test_a_completed_result_is_not_amended(hive: Hive, db_path: Path) -> None:
     for kw in ({"summary": "later words"}, {"evidence": EVIDENCE},
                {"summary": "x", "merge_commit": "abc1234"}):
         with unchanged(db_path), refused(InvalidState, "not_amendable"):
-            hive.amend(n, actor=WORKER, **kw)
+            hive.amend(CODER, n, **kw)
 
 
 def _not_amendable_tasks(hive: Hive) -> dict[str, int]:
@@ -766,24 +887,25 @@ def _not_amendable_tasks(hive: Hive) -> dict[str, int]:
     n, _ = claimed(hive)
     tasks["accepted"] = n
     n, lease = claimed(hive)
-    hive.checkpoint(n, lease_id=lease.lease_id, token=lease.fencing_token, progress="going")
+    hive.checkpoint(holder_of(lease), n, lease_id=lease.lease_id, token=lease.fencing_token,
+                    progress="going")
     tasks["working"] = n
     n, lease = claimed(hive)
-    hive.pause(n, lease_id=lease.lease_id, token=lease.fencing_token, on="human",
-               reason="which format?")
+    hive.pause(holder_of(lease), n, lease_id=lease.lease_id, token=lease.fencing_token,
+               on="human", reason="which format?")
     tasks["waiting"] = n
     tasks["held"] = held_task(hive)
     n = held_task(hive)
-    hive.deny(n)
+    hive.deny(OWNER, n)
     tasks["rejected"] = n
     n = own_task(hive)
-    hive.cancel(n)
+    hive.cancel(OWNER, n)
     tasks["cancelled"] = n
     n = in_approval(hive)
-    hive.decline(n, reason="again please")
+    hive.decline(OWNER, n, reason="again please")
     tasks["routed-after-decline"] = n
     n = in_approval(hive)
-    hive.verify(n, REVIEWER, instance="desktop", verdict="reject", reason="wrong")
+    hive.verify(REVIEWER, n, verdict="reject", reason="wrong")
     tasks["routed-after-reject"] = n
     n, lease = claimed(hive)
     submit(hive, n, lease, outcome="failed")
@@ -794,13 +916,13 @@ def _not_amendable_tasks(hive: Hive) -> dict[str, int]:
 def test_other_states_are_not_amendable(hive: Hive, db_path: Path) -> None:
     tasks = _not_amendable_tasks(hive)
     for name, n in tasks.items():
-        for actor, kw in ((WORKER, {"summary": "new words"}),
-                          (WORKER, {"evidence": EVIDENCE}),
-                          (WORKER, {"merge_commit": "abc1234"}),
-                          (None, {"merge_commit": "abc1234"})):
+        for caller, kw in ((CODER, {"summary": "new words"}),
+                           (CODER, {"evidence": EVIDENCE}),
+                           (CODER, {"merge_commit": "abc1234"}),
+                           (OWNER, {"merge_commit": "abc1234"})):
             with unchanged(db_path), refused(InvalidState, "not_amendable"):
                 try:
-                    hive.amend(n, actor=actor, **kw)
+                    hive.amend(caller, n, **kw)
                 except InvalidState as exc:
                     exc.add_note(f"task state {name}")
                     raise
@@ -814,74 +936,74 @@ BAD_THRESHOLDS = ["two", -1, True, 1.5]
 
 @pytest.mark.parametrize("value", BAD_THRESHOLDS, ids=[repr(v) for v in BAD_THRESHOLDS])
 def test_a_bad_threshold_answer_is_a_plugin_error_and_writes_nothing(
-        db_path: Path, clock: ManualClock, value: Any) -> None:
-    with opened(db_path, clock, Threshold(value)) as hive:
-        n, lease = claimed(hive)
-        with unchanged(db_path), pytest.raises(PluginError) as info:
-            submit(hive, n, lease)
-        assert info.value.plugin == "Threshold"
-        assert info.value.hook == "hivelite_merge_threshold"
-        assert "Threshold" in str(info.value) and "hivelite_merge_threshold" in str(info.value)
-        view = hive.get(n)
-        assert view.task.state is State.accepted and view.claim is not None
+        db_path: Path, open_hive: OpenHive, value: Any) -> None:
+    hive = open_hive(plugins=[Threshold(value)])
+    n, lease = claimed(hive)
+    with unchanged(db_path), pytest.raises(PluginError) as info:
+        submit(hive, n, lease)
+    assert info.value.plugin == "Threshold"
+    assert info.value.hook == "hivelite_merge_threshold"
+    assert "Threshold" in str(info.value) and "hivelite_merge_threshold" in str(info.value)
+    view = hive.get(n)
+    assert view.task.state is State.accepted and view.claim is not None
 
 
 def test_a_raising_evidence_check_is_a_plugin_error_and_writes_nothing(
-        db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, RaisingEvidence()) as hive:
-        n, lease = claimed(hive)
-        with unchanged(db_path), pytest.raises(PluginError) as info:
-            submit(hive, n, lease)
-        assert info.value.plugin == "RaisingEvidence"
-        assert info.value.hook == "hivelite_check_evidence"
-        assert "evidence checker crashed" in str(info.value)
-        assert hive.get(n).task.result is None
+        db_path: Path, open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[RaisingEvidence()])
+    n, lease = claimed(hive)
+    with unchanged(db_path), pytest.raises(PluginError) as info:
+        submit(hive, n, lease)
+    assert info.value.plugin == "RaisingEvidence"
+    assert info.value.hook == "hivelite_check_evidence"
+    assert "evidence checker crashed" in str(info.value)
+    assert hive.get(n).task.result is None
 
 
 @pytest.mark.parametrize("answer", ["looks bad", [1, 2], {"problem": "x"}])
 def test_an_evidence_check_of_the_wrong_type_is_a_plugin_error(
-        db_path: Path, clock: ManualClock, answer: Any) -> None:
-    with opened(db_path, clock, EvidenceProblems(answer)) as hive:
-        n, lease = claimed(hive)
-        with unchanged(db_path), pytest.raises(PluginError) as info:
-            submit(hive, n, lease)
-        assert (info.value.plugin, info.value.hook) == ("EvidenceProblems",
-                                                        "hivelite_check_evidence")
+        db_path: Path, open_hive: OpenHive, answer: Any) -> None:
+    hive = open_hive(plugins=[EvidenceProblems(answer)])
+    n, lease = claimed(hive)
+    with unchanged(db_path), pytest.raises(PluginError) as info:
+        submit(hive, n, lease)
+    assert (info.value.plugin, info.value.hook) == ("EvidenceProblems",
+                                                    "hivelite_check_evidence")
 
 
 @pytest.mark.parametrize("plugin", [CountAs("yes"), CountAs(1), RaisingCount()],
                          ids=["yes", "one", "raises"])
 def test_a_bad_count_hook_is_a_plugin_error_and_writes_nothing(
-        db_path: Path, clock: ManualClock, plugin: object) -> None:
-    with opened(db_path, clock, plugin) as hive:
-        n = in_approval(hive)
-        with unchanged(db_path), pytest.raises(PluginError) as info:
-            hive.verify(n, REVIEWER, instance="desktop")
-        assert info.value.plugin == type(plugin).__name__
-        assert info.value.hook == "hivelite_count_confirmation"
-        view = hive.get(n)
-        assert view.task.state is State.approval and view.confirmations == []
+        db_path: Path, open_hive: OpenHive, plugin: object) -> None:
+    hive = open_hive(plugins=[plugin])
+    n = in_approval(hive)
+    with unchanged(db_path), pytest.raises(PluginError) as info:
+        hive.verify(REVIEWER, n)
+    assert info.value.plugin == type(plugin).__name__
+    assert info.value.hook == "hivelite_count_confirmation"
+    view = hive.get(n)
+    assert view.task.state is State.approval and view.confirmations == []
 
 
 # == the seed schema ============================================================
 
 
 def test_tasks_with_results_validate_against_the_seed_schema(
-        db_path: Path, clock: ManualClock, every_view_is_a_seed_task: list[TaskView]) -> None:
-    with opened(db_path, clock, Threshold(2)) as hive:
-        in_approval(hive, evidence=[{"kind": "link", "summary": "PR",
-                                     "url": "https://example.com/pr/1?x=1#top"},
-                                    {"kind": "test_output", "summary": "ok",
-                                     "content": "collected 3 items\n3 passed"}])
-        n = in_approval(hive)
-        hive.verify(n, REVIEWER, instance="desktop")
-        hive.amend(n, actor=WORKER, summary="amended")
-        hive.sign_off(n)
-        hive.amend(n, actor=WORKER, merge_commit="abc1234")
-        n, lease = claimed(hive)
-        submit(hive, n, lease, outcome="failed")
-        _not_amendable_tasks(hive)
-        views = hive.list(limit=500).items
+        open_hive: OpenHive, every_view_is_a_seed_task: list[TaskView]) -> None:
+    hive = open_hive(plugins=[Threshold(2)])
+    in_approval(hive, evidence=[{"kind": "link", "summary": "PR",
+                                 "url": "https://example.com/pr/1?x=1#top"},
+                                {"kind": "test_output", "summary": "ok",
+                                 "content": "collected 3 items\n3 passed"}])
+    n = in_approval(hive)
+    hive.verify(REVIEWER, n)
+    hive.amend(CODER, n, summary="amended")
+    hive.sign_off(OWNER, n)
+    hive.amend(CODER, n, merge_commit="abc1234")
+    n, lease = claimed(hive)
+    submit(hive, n, lease, outcome="failed")
+    _not_amendable_tasks(hive)
+    views = hive.list(limit=500).items
     with_results = [v for v in views if v.task.result is not None]
     assert len(with_results) >= 6
     assert {v.task.state for v in with_results} >= {State.approval, State.completed,
@@ -903,19 +1025,19 @@ class RefuseAmendedEvidence:
 
 
 def test_amended_evidence_passes_the_evidence_checks_or_nothing_changes(
-        db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, Threshold(2), RefuseAmendedEvidence()) as hive:
-        n = in_approval(hive)
-        hive.verify(n, REVIEWER, instance="desktop")
-        with unchanged(db_path), pytest.raises(InvalidInput):
-            hive.amend(n, actor=WORKER, summary="refuse me")
-        with unchanged(db_path), pytest.raises(PluginError) as info:
-            hive.amend(n, actor=WORKER, summary="boom")
-        assert (info.value.plugin, info.value.hook) == ("RefuseAmendedEvidence",
-                                                        "hivelite_check_evidence")
-        view = hive.get(n)
-        assert view.task.result.summary == "done"  # type: ignore[union-attr]
-        assert len(view.confirmations) == 1
+        db_path: Path, open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Threshold(2), RefuseAmendedEvidence()])
+    n = in_approval(hive)
+    hive.verify(REVIEWER, n)
+    with unchanged(db_path), pytest.raises(InvalidInput):
+        hive.amend(CODER, n, summary="refuse me")
+    with unchanged(db_path), pytest.raises(PluginError) as info:
+        hive.amend(CODER, n, summary="boom")
+    assert (info.value.plugin, info.value.hook) == ("RefuseAmendedEvidence",
+                                                    "hivelite_check_evidence")
+    view = hive.get(n)
+    assert view.task.result.summary == "done"  # type: ignore[union-attr]
+    assert len(view.confirmations) == 1
 
 
 class IgnoreReviewer:
@@ -930,17 +1052,19 @@ class IgnoreReviewer:
         return False if confirmation.reviewer == self.reviewer else None
 
 
-def test_an_uncounted_accept_never_adds_up_later(db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, Threshold(2), IgnoreReviewer(REVIEWER)) as hive:
-        n = in_approval(hive)
-        hive.verify(n, REVIEWER, instance="desktop")
-        view = hive.verify(n, OTHER, instance="tablet")
-        assert view.task.state is State.approval
-        assert [(c.reviewer, c.counted) for c in view.confirmations] == [
-            (REVIEWER, False), (OTHER, True)]
-        assert events(hive, n, "confirmed")[-1].detail == {"confirmations": 1, "threshold": 2}
-        view = hive.verify(n, "ana/third", instance="phone")
-        assert view.task.state is State.completed
+def test_an_uncounted_accept_never_adds_up_later(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[Threshold(2), IgnoreReviewer(REVIEWER.name)])
+    n = in_approval(hive)
+    hive.verify(REVIEWER, n)
+    receipt = hive.verify(SECOND, n)
+    view = landed(hive, receipt)
+    assert receipt.state is State.approval
+    assert [(c.reviewer, c.counted) for c in view.confirmations] == [
+        (REVIEWER.name, False), (SECOND.name, True)]
+    assert events(hive, n, "confirmed")[-1].detail == {"confirmations": 1, "threshold": 2}
+    receipt = hive.verify(THIRD, n)
+    landed(hive, receipt)
+    assert receipt.state is State.completed
 
 
 SCHEMA_REFUSED_URLS = ["http://[1.2.3.4]/", "http://[:]/", "http://[...]/"]
@@ -963,26 +1087,28 @@ class RaisingThreshold:
 
 
 def test_a_raising_threshold_hook_is_a_plugin_error_and_writes_nothing(
-        db_path: Path, clock: ManualClock) -> None:
-    with opened(db_path, clock, RaisingThreshold()) as hive:
-        n, lease = claimed(hive)
-        with unchanged(db_path), pytest.raises(PluginError) as info:
-            submit(hive, n, lease)
-        assert (info.value.plugin, info.value.hook) == ("RaisingThreshold",
-                                                        "hivelite_merge_threshold")
+        db_path: Path, open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[RaisingThreshold()])
+    n, lease = claimed(hive)
+    with unchanged(db_path), pytest.raises(PluginError) as info:
+        submit(hive, n, lease)
+    assert (info.value.plugin, info.value.hook) == ("RaisingThreshold",
+                                                    "hivelite_merge_threshold")
 
 
 @pytest.mark.parametrize("agent", ["ana", "ana/", "Ana/Reviewer"])
 def test_a_verdict_comes_from_an_agent(hive: Hive, db_path: Path, agent: str) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), pytest.raises(InvalidInput):
-        hive.verify(n, agent, instance="desktop")
+    with unchanged(db_path), refused(InvalidInput, "invalid_agent"):
+        hive.verify(Caller.agent(agent, "desktop"), n)
+    with unchanged(db_path), refused(ForbiddenRight, "agent_only"):
+        hive.verify(OWNER, n)
 
 
 def test_an_amendment_must_change_something(hive: Hive, db_path: Path) -> None:
     n = in_approval(hive)
     with unchanged(db_path), pytest.raises(InvalidInput):
-        hive.amend(n, actor=WORKER)
+        hive.amend(CODER, n)
     done = completed(hive)
     with unchanged(db_path), pytest.raises(InvalidInput):
-        hive.amend(done, actor=WORKER)
+        hive.amend(CODER, done)
