@@ -10,6 +10,7 @@ after a handoff, and the fence is checked again under the lock).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -77,7 +78,7 @@ class ResultVerbs(HiveBase):
 
     def submit(
         self, caller: Caller, ref: str | int, *, lease_id: str, token: int, summary: str,
-        evidence: list[Evidence | dict[str, Any]],
+        evidence: Sequence[Evidence | Mapping[str, Any]],
         provenance: str = "agent_generated", outcome: Outcome = "completed",
         tokens: int | None = None, usd_micros: int | None = None,
     ) -> Receipt:
@@ -232,7 +233,7 @@ class ResultVerbs(HiveBase):
     # -- amend ---------------------------------------------------------------
 
     def amend(self, caller: Caller, ref: str | int, *, summary: str | None = None,
-              evidence: list[Evidence | dict[str, Any]] | None = None,
+              evidence: Sequence[Evidence | Mapping[str, Any]] | None = None,
               merge_commit: str | None = None) -> Receipt:
         """Correct a result awaiting a decision (its submitter; confirmations are dismissed),
         or record the merge of a completed one (its submitter or the owner, once; never a
@@ -287,7 +288,7 @@ class ResultVerbs(HiveBase):
         return self._write(caller, "amend", body)
 
     def _replace_result(self, unit: Unit, row: TaskRow, version: int, summary: str | None,
-                        evidence: list[Evidence | dict[str, Any]] | None) -> None:
+                        evidence: Sequence[Evidence | Mapping[str, Any]] | None) -> None:
         if summary is None and evidence is None:
             raise InvalidInput("nothing_to_amend", "give a new summary or new evidence",
                                field="summary")
