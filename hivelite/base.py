@@ -159,11 +159,13 @@ class HiveBase:
                 log.warning("%s (task %s, move %s)", error.message, row.number, move.number)
 
     def _fence(self, unit: Unit, row: TaskRow, lease_id: str, token: int) -> str:
-        """The holder check (lease id, token, the caller is the holder), saying "expired"
+        """The holder check (lease id, token, the caller is the holder on its instance),
+        saying "expired"
         when the clock ended this very claim."""
         agent = unit.caller.name if unit.caller is not None else None
+        instance = unit.caller.instance if unit.caller is not None else None
         try:
-            return guard.holder(row, lease_id, token, agent, unit.at)
+            return guard.holder(row, lease_id, token, agent, unit.at, instance)
         except InvalidState as error:
             if error.reason != "stale_claim" or row.lease_id is not None:
                 raise

@@ -94,8 +94,11 @@ def reason_fits(reason: str | None, *, required: bool = False,
     return reason
 
 
-def holder(row: TaskRow, lease_id: str, token: int, agent: str | None, at: str) -> str:
-    """The holder's write is fenced: the lease id and token must be the live claim's."""
+def holder(row: TaskRow, lease_id: str, token: int, agent: str | None, at: str,
+           instance: str | None = None) -> str:
+    """The holder's write is fenced: the lease id and token must be the live claim's, and
+    the caller the agent that holds it, on the instance it claimed from (any session:
+    a restarted process carries on with its lease)."""
     still_open(row)
     if row.lease_id is None or row.lease_id != lease_id or row.lease_token != token:
         raise InvalidState(
@@ -107,6 +110,10 @@ def holder(row: TaskRow, lease_id: str, token: int, agent: str | None, at: str) 
     if agent is not None and agent != row.lease_holder:
         raise ForbiddenRight("not_permitted", f"the claim on task {row.number} is"
                              f" {row.lease_holder}'s, not {agent}'s")
+    held_from = row.lease_instance or ""
+    if instance is not None and instance.casefold() != held_from.casefold():
+        raise ForbiddenRight("not_permitted", f"the claim on task {row.number} is held from"
+                             f" {held_from}, not {instance}")
     return row.lease_holder or ""
 
 

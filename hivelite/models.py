@@ -258,8 +258,9 @@ class Receipt(BaseModel):
     at: Timestamp
     """When the write took effect (read under the write lock)."""
     seq: int | None = None
-    """The seq of the last journal row this write added; None when it journaled nothing
-    (a checkpoint, an update or a renewal mid-work)."""
+    """The seq of the last journal row this write added for the task; None when it
+    journaled nothing for it (a checkpoint, an update or a renewal mid-work; rows of
+    expired claims the write returned first do not count)."""
 
 
 class ClaimReceipt(Receipt):

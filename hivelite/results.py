@@ -94,7 +94,7 @@ class ResultVerbs(HiveBase):
         at = format_ts(self.clock())
         with self.store.read() as reader:  # the fence and the plugins' task, before the lock
             row = guard.found(reader.task(ref), ref)
-            holder = guard.holder(row, lease_id, token, agent.name, at)
+            holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
             task = task_of(row, reader.bodies(row.number), self._packets)
         try:
             result = Result.model_validate({

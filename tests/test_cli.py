@@ -4,8 +4,10 @@ DESIGN §7 (``error: <code>/<reason>: <message>`` on stderr, one exit code per
 error class), §8 (``HIVELITE_NOW``, text limits), §11 (verbs, ``$HIVELITE_DB``,
 ``--json`` prints exactly one JSON document). ``hivelite.cli.main`` is called
 directly, so its error -> exit code mapping runs; a refused call must leave every
-row of the store as it was (``rawsql.snapshot``). Real processes are in
-``test_cli_e2e.py``.
+row of the store as it was (``rawsql.snapshot``). Who acts: an agent's verb names its
+agent and instance (``--agent``/``--instance`` or ``$HIVELITE_AGENT``/``$HIVELITE_INSTANCE``);
+the owner's verbs act as the store's owner, for the store file's owner only, and refuse a
+named agent. Real processes are in ``test_cli_e2e.py``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from hivelite import Hive, ManualClock
 from hivelite.cli import cli, main
 
 from . import rawsql
+from .conftest import CODER as CODER_AGENT
+from .conftest import PLANNER as PLANNER_AGENT
 from .conftest import START, at, held_task, own_task
 
 ENV = ("HIVELITE_DB", "HIVELITE_NOW", "HIVELITE_OWNER", "HIVELITE_AGENT", "HIVELITE_INSTANCE",
@@ -218,17 +222,18 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     assert state("show", "1", t=1) == "routed"
     journal = ok("history", "1", t=1)
     if as_json:
-        assert [(r["from_state"], r["to_state"]) for r in journal.doc()] == [
-            (None, "requested"), ("requested", "routed")]
+        # The owner handed it off (no agent named): the creation row is hers.
+        assert [(r["from_state"], r["to_state"], r["actor"]) for r in journal.doc()] == [
+            (None, "requested", "ana"), ("requested", "routed", "gate")]
     else:
         assert "requested -> routed" in journal.out
 
     # Claim, renew, checkpoint, update, pause, resume, release.
     lease_id, token, expires = lease("claim", "1", *CODER, "--session", "s1", t=2)
     assert (token, expires) == (1, at(12))
-    assert lease("renew", "1", "--lease", lease_id, "--token", "1", "--minutes", "15",
+    assert lease("renew", "1", "--lease", lease_id, "--token", "1", "--minutes", "15", *CODER,
                  t=3) == (lease_id, 1, at(18))
-    fence = ("--lease", lease_id, "--token", str(token))
+    fence = ("--lease", lease_id, "--token", str(token), *CODER)
     point = ok("checkpoint", "1", *fence, "--progress", "parser drafted", "--next", "tests", t=4)
     assert task_state(point, as_json) == "working"
     if as_json:
@@ -245,12 +250,12 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
                  t=6) == "waiting(human)"
     lease_id, token, _ = lease("resume", "1", *CODER, t=7)
     assert token == 2
-    fence = ("--lease", lease_id, "--token", str(token))
+    fence = ("--lease", lease_id, "--token", str(token), *CODER)
     assert state("release", "1", *fence, "--reason", "blocked", t=8) == "routed"
 
     # Submit with evidence; a rejecting verdict, a decline, an amend, a sign-off, a merge.
     lease_id, token, _ = lease("claim", "1", *CODER, t=9)
-    fence = ("--lease", lease_id, "--token", str(token))
+    fence = ("--lease", lease_id, "--token", str(token), *CODER)
     result = ok("submit", "1", *fence, "--summary", "Parser written",
                 "--evidence", "test_output:42 passed", "--evidence", PR, t=10)
     assert task_state(result, as_json) == "approval"
@@ -267,13 +272,15 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     lease_id, token, _ = lease("claim", "1", *CODER, t=12)
     evidence_file = tmp_path / "evidence.json"
     evidence_file.write_text(json.dumps([{"kind": "note", "summary": "covered the case"}]))
-    assert state("submit", "1", "--lease", lease_id, "--token", str(token), "--summary",
-                 "Parser written", "--evidence-file", str(evidence_file), t=13) == "approval"
+    assert state("submit", "1", "--lease", lease_id, "--token", str(token), *CODER,
+                 "--summary", "Parser written", "--evidence-file", str(evidence_file),
+                 t=13) == "approval"
     assert state("decline", "1", "--reason", "missing tests", t=14) == "routed"
     lease_id, token, _ = lease("claim", "1", *CODER, t=15)
-    assert state("submit", "1", "--lease", lease_id, "--token", str(token), "--summary",
-                 "Parser written", "--evidence", "test_output:43 passed", t=16) == "approval"
-    amended = ok("amend", "1", "--agent", "ana/coder", "--summary", "Parser and tests", t=17)
+    assert state("submit", "1", "--lease", lease_id, "--token", str(token), *CODER,
+                 "--summary", "Parser written", "--evidence", "test_output:43 passed",
+                 t=16) == "approval"
+    amended = ok("amend", "1", *CODER, "--summary", "Parser and tests", t=17)
     if as_json:
         assert amended.doc()["task"]["result"]["summary"] == "Parser and tests"
     else:
@@ -285,8 +292,9 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
 
     # A failed attempt, then the owner cancels.
     lease_id, token, _ = lease("claim", "2", *CODER, t=20)
-    failed = ok("submit", "2", "--lease", lease_id, "--token", str(token), "--summary",
-                "The site is down", "--evidence", "note:HTTP 503", "--outcome", "failed", t=21)
+    failed = ok("submit", "2", "--lease", lease_id, "--token", str(token), *CODER,
+                "--summary", "The site is down", "--evidence", "note:HTTP 503", "--outcome",
+                "failed", t=21)
     assert task_state(failed, as_json) == "routed"
     if as_json:
         assert (failed.doc()["outcome"], failed.doc()["lifecycle"]) == ("failed", "failed")
@@ -399,12 +407,14 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
     "history": ("1",),
     "claim": ("1", *CODER),
     "resume": ("1", *CODER),
-    "renew": ("1", "--lease", "L1", "--token", "1"),
+    "renew": ("1", "--lease", "L1", "--token", "1", *CODER),
     "release": ("1",),
-    "checkpoint": ("1", "--lease", "L1", "--token", "1", "--progress", "parser drafted"),
-    "update": ("1", "--lease", "L1", "--token", "1", "--summary", "tests green"),
-    "pause": ("1", "--lease", "L1", "--token", "1", "--on", "human", "--reason", "which?"),
-    "submit": ("1", "--lease", "L1", "--token", "1", "--summary", "done",
+    "checkpoint": ("1", "--lease", "L1", "--token", "1", *CODER, "--progress",
+                   "parser drafted"),
+    "update": ("1", "--lease", "L1", "--token", "1", *CODER, "--summary", "tests green"),
+    "pause": ("1", "--lease", "L1", "--token", "1", *CODER, "--on", "human", "--reason",
+              "which?"),
+    "submit": ("1", "--lease", "L1", "--token", "1", *CODER, "--summary", "done",
                "--evidence", "note:done"),
     "verify": ("1", "--accept", *PLANNER),
     "sign-off": ("1",),
@@ -458,19 +468,20 @@ class World:
 def world(db_path: Path) -> World:
     clock = ManualClock(START)
     evidence = [{"kind": "note", "summary": "checked by hand"}]
+    # The CLI opens the store by its file, so this fixture makes that file itself.
     with Hive.open(db_path, owner="ana", clock=clock) as hive:
         routed, held = own_task(hive), held_task(hive)
         claimed = own_task(hive)
-        lease = hive.claim(claimed, "ana/coder", instance="laptop")
+        lease = hive.claim(CODER_AGENT, claimed)
         approval = own_task(hive)
-        done = hive.claim(approval, "ana/coder", instance="laptop")
-        hive.submit(approval, lease_id=done.lease_id, token=done.fencing_token,
+        done = hive.claim(CODER_AGENT, approval)
+        hive.submit(CODER_AGENT, approval, lease_id=done.lease_id, token=done.fencing_token,
                     summary="done", evidence=evidence)
         completed = own_task(hive)
-        done = hive.claim(completed, "ana/coder", instance="laptop")
-        hive.submit(completed, lease_id=done.lease_id, token=done.fencing_token,
+        done = hive.claim(CODER_AGENT, completed)
+        hive.submit(CODER_AGENT, completed, lease_id=done.lease_id, token=done.fencing_token,
                     summary="done", evidence=evidence)
-        hive.verify(completed, "ana/planner", instance="desktop")
+        assert hive.verify(PLANNER_AGENT, completed).state.value == "completed"
     return World(db_path, routed, held, claimed, lease.lease_id, lease.fencing_token,
                  approval, completed)
 
@@ -484,7 +495,7 @@ class Refusal:
     needle: str = ""
 
 
-FENCE = ("--lease", "{lease}", "--token", "{token}")
+FENCE = ("--lease", "{lease}", "--token", "{token}", *CODER)
 REFUSALS = [
     # 2: usage
     Refusal("handoff-missing-requester", ("handoff", "--assignee", "ana/coder", "--project",
@@ -497,11 +508,12 @@ REFUSALS = [
     Refusal("claim-minutes-not-int", ("claim", "{routed}", *CODER, "--minutes", "ten"),
             "usage", "usage", "--minutes"),
     Refusal("update-token-not-int", ("update", "{claimed}", "--lease", "{lease}", "--token",
-                                     "x", "--summary", "s"), "usage", "usage", "--token"),
+                                     "x", *CODER, "--summary", "s"), "usage", "usage",
+            "--token"),
     Refusal("update-negative-tokens", ("update", "{claimed}", *FENCE, "--summary", "s",
                                        "--tokens", "-1"), "usage", "usage", "--tokens"),
-    Refusal("release-lease-without-token", ("release", "{claimed}", "--lease", "{lease}"),
-            "usage", "usage", "--token"),
+    Refusal("release-lease-without-token", ("release", "{claimed}", "--lease", "{lease}",
+                                            *CODER), "usage", "usage", "--token"),
     Refusal("pause-on-owner", ("pause", "{claimed}", *FENCE, "--on", "owner", "--reason", "x"),
             "usage", "usage", "--on"),
     Refusal("submit-malformed-evidence", ("submit", "{claimed}", *FENCE, "--summary", "done",
@@ -517,10 +529,11 @@ REFUSALS = [
     Refusal("claim-claimed", ("claim", "{claimed}", "--agent", "ana/coder", "--instance",
                               "desktop"), "invalid_state", "task_claimed"),
     Refusal("update-wrong-token", ("update", "{claimed}", "--lease", "{lease}", "--token",
-                                   "{wrong_token}", "--summary", "s"),
+                                   "{wrong_token}", *CODER, "--summary", "s"),
             "invalid_state", "stale_claim"),
     Refusal("update-wrong-lease", ("update", "{claimed}", "--lease", "Lnope", "--token",
-                                   "{token}", "--summary", "s"), "invalid_state", "stale_claim"),
+                                   "{token}", *CODER, "--summary", "s"),
+            "invalid_state", "stale_claim"),
     Refusal("resume-routed", ("resume", "{routed}", *CODER), "invalid_state", "task_not_open"),
     Refusal("approve-routed", ("approve", "{routed}"), "invalid_state", "not_awaiting_owner"),
     Refusal("verify-not-submitted", ("verify", "{routed}", "--accept", *PLANNER),
@@ -536,14 +549,15 @@ REFUSALS = [
     # 4: forbidden_right
     Refusal("claim-not-assignee", ("claim", "{routed}", *PLANNER), "forbidden_right",
             "not_permitted", "ana/coder"),
-    Refusal("update-not-holder", ("update", "{claimed}", *FENCE, "--agent", "ana/planner",
-                                  "--summary", "s"), "forbidden_right", "not_permitted"),
+    Refusal("update-not-holder", ("update", "{claimed}", "--lease", "{lease}", "--token",
+                                  "{token}", *PLANNER, "--summary", "s"),
+            "forbidden_right", "not_permitted"),
     Refusal("verify-self", ("verify", "{approval}", "--accept", "--agent", "ana/coder",
                             "--instance", "desktop"), "forbidden_right", "self_verify"),
-    Refusal("amend-not-submitter", ("amend", "{approval}", "--agent", "ana/planner",
-                                    "--summary", "better"), "forbidden_right", "not_submitter"),
-    Refusal("merge-by-reviewer", ("amend", "{completed}", "--agent", "ana/planner",
-                                  "--merge-commit", "3f2a9c1"), "forbidden_right", "not_merger"),
+    Refusal("amend-not-submitter", ("amend", "{approval}", *PLANNER, "--summary", "better"),
+            "forbidden_right", "not_submitter"),
+    Refusal("merge-by-reviewer", ("amend", "{completed}", *PLANNER, "--merge-commit",
+                                  "3f2a9c1"), "forbidden_right", "not_merger"),
     # 5: not_found
     Refusal("show-unknown-number", ("show", "99"), "not_found", "no_such_task", "99"),
     Refusal("show-unknown-id", ("show", "no-such-task"), "not_found", "no_such_task",
@@ -593,6 +607,52 @@ REFUSALS = [
             "invalid_input", "reason_required"),
     Refusal("merge-commit-not-hex", ("amend", "{completed}", "--merge-commit", "HEAD~1"),
             "invalid_input", "invalid_commit"),
+    # Who acts: an agent's verb names its agent and instance; the owner's verbs refuse agents.
+    Refusal("handoff-agent-without-instance", ("handoff", "--assignee", "ana/coder",
+                                               "--project", "site", *TASK, "--agent",
+                                               "ana/planner"), "usage", "usage", "--instance"),
+    Refusal("approve-agent-without-instance", ("approve", "{held}", "--agent", "ana/planner"),
+            "usage", "usage", "--instance"),
+    Refusal("amend-agent-without-instance", ("amend", "{approval}", "--agent", "ana/coder",
+                                             "--summary", "better"), "usage", "usage",
+            "--instance"),
+    Refusal("expire-agent-without-instance", ("expire", "--agent", "ana/coder"), "usage",
+            "usage", "--instance"),
+    Refusal("release-lease-without-agent", ("release", "{claimed}", "--lease", "{lease}",
+                                            "--token", "{token}"), "usage", "usage",
+            "--agent"),
+    Refusal("release-holder-without-lease", ("release", "{claimed}", *CODER), "forbidden_right",
+            "not_permitted", "ana/coder"),
+    Refusal("release-not-holder", ("release", "{claimed}", "--lease", "{lease}", "--token",
+                                   "{token}", *PLANNER), "forbidden_right", "not_permitted",
+            "ana/planner"),
+    Refusal("handoff-not-requester", ("handoff", *OWN, *TASK, *CODER), "forbidden_right",
+            "not_requester", "ana/planner"),
+    *[Refusal(f"{verb}-no-agent", (verb, *args), "usage", "usage", "--agent")
+      for verb, args in (
+          ("claim", ("{routed}",)),
+          ("resume", ("{routed}",)),
+          ("renew", ("{claimed}", "--lease", "{lease}", "--token", "{token}")),
+          ("checkpoint", ("{claimed}", "--lease", "{lease}", "--token", "{token}",
+                          "--progress", "parser drafted")),
+          ("update", ("{claimed}", "--lease", "{lease}", "--token", "{token}", "--summary",
+                      "s")),
+          ("pause", ("{claimed}", "--lease", "{lease}", "--token", "{token}", "--on", "human",
+                     "--reason", "which?")),
+          ("submit", ("{claimed}", "--lease", "{lease}", "--token", "{token}", "--summary",
+                      "done", "--evidence", "note:ok")),
+          ("verify", ("{approval}", "--accept")),
+      )],
+    *[Refusal(f"{verb}-by-an-agent", (verb, *args, *PLANNER), "forbidden_right",
+              "not_permitted", "ana/planner")
+      for verb, args in (
+          ("approve", ("{held}",)),
+          ("deny", ("{held}", "--reason", "not now")),
+          ("cancel", ("{routed}",)),
+          ("sign-off", ("{approval}",)),
+          ("decline", ("{approval}", "--reason", "missing tests")),
+          ("release", ("{claimed}",)),
+      )],
 ]
 
 
@@ -723,8 +783,8 @@ def test_a_stale_holder_is_told_its_lease_expired(run: Runner, store: Path) -> N
     ``stale_claim`` "and the message says the lease expired" (as it does in the demo)."""
     run.ok("handoff", *OWN, *TASK)
     lease = run.ok("claim", "1", *CODER, as_json=True, t=1).doc()
-    late = run("update", "1", "--lease", lease["lease_id"], "--token", "1", "--summary", "s",
-               as_json=True, t=12)
+    late = run("update", "1", "--lease", lease["lease_id"], "--token", "1", *CODER,
+               "--summary", "s", as_json=True, t=12)
     assert late.code == 3
     assert late.error()["reason"] == "stale_claim"
     assert "expired" in late.error()["message"]
@@ -734,8 +794,8 @@ def test_hivelite_now_moves_time_for_every_verb(run: Runner, store: Path) -> Non
     run.ok("handoff", *OWN, *TASK, t=0)
     lease = run.ok("claim", "1", *CODER, as_json=True, t=30).doc()
     assert lease["expires_at"] == at(40)
-    late = run("update", "1", "--lease", lease["lease_id"], "--token", "1", "--summary", "s",
-               t=40)
+    late = run("update", "1", "--lease", lease["lease_id"], "--token", "1", *CODER,
+               "--summary", "s", t=40)
     assert late.code == 3
     assert late.err.startswith("error: invalid_state/stale_claim: ")
     view = run.ok("show", "1", as_json=True, t=41).doc()
@@ -823,7 +883,7 @@ def test_release_by_the_owner_and_by_the_holder(run: Runner, world: World) -> No
     assert (owner.doc()["task"]["state"], owner.doc()["claim"]) == ("routed", None)
     lease = run.ok("claim", str(world.claimed), *CODER, as_json=True, t=2).doc()
     again = run.ok("release", str(world.claimed), "--lease", lease["lease_id"], "--token",
-                   str(lease["fencing_token"]), t=3)
+                   str(lease["fencing_token"]), *CODER, t=3)
     assert task_state(again, as_json=False) == "routed"
     assert lease["fencing_token"] == world.token + 1
 
@@ -841,6 +901,99 @@ def test_agent_options_come_from_the_environment(run: Runner, world: World,
     other = run("update", str(world.routed), "--lease", lease["lease_id"], "--token",
                 str(lease["fencing_token"]), "--summary", "s", t=2)
     assert other.code == 4
+    # An agent in the environment is who acts: the owner's verbs refuse it...
+    before = snapshot(world.db)
+    refused = run("approve", str(world.held), as_json=True, t=2)
+    assert refused.code == 4
+    assert refused.error()["reason"] == "not_permitted"
+    assert "ana/planner" in refused.error()["message"]
+    assert snapshot(world.db) == before
+    # ... and without $HIVELITE_INSTANCE an agent cannot act at all.
+    monkeypatch.delenv("HIVELITE_INSTANCE")
+    lost = run("renew", str(world.routed), "--lease", lease["lease_id"], "--token",
+               str(lease["fencing_token"]), t=2)
+    assert lost.code == 2 and "--instance" in lost.err
+    assert snapshot(world.db) == before
+    # With no agent named, the same call acts as the store's owner.
+    monkeypatch.delenv("HIVELITE_AGENT")
+    approved = run.ok("approve", str(world.held), as_json=True, t=3).doc()
+    assert approved["task"]["state"] == "routed"
+    assert run.ok("history", str(world.held), as_json=True, t=3).doc()[-1]["actor"] == "ana"
+
+
+def test_handoff_as_an_agent_hands_off_as_itself(run: Runner, store: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """--requester defaults to --agent; the creation row's actor is the agent that acted."""
+    mine = run.ok("handoff", "--assignee", "ana/coder", "--project", "site", *TASK, *PLANNER,
+                  as_json=True).doc()
+    assert (mine["task"]["requester"], mine["task"]["state"]) == ("ana/planner", "routed")
+    rows = run.ok("history", "1", as_json=True).doc()
+    assert [(r["to_state"], r["actor"]) for r in rows] == [
+        ("requested", "ana/planner"), ("routed", "gate")]
+    monkeypatch.setenv("HIVELITE_AGENT", "guest/scout")
+    monkeypatch.setenv("HIVELITE_INSTANCE", "elsewhere")
+    theirs = run.ok("handoff", "--assignee", "ana/coder", "--project", "site", *TASK,
+                    as_json=True).doc()
+    assert theirs["task"]["requester"] == "guest/scout"
+    assert (theirs["task"]["state"], theirs["task"]["waiting_on"]) == (
+        "waiting", "owner_approval")
+    assert run.ok("history", "2", as_json=True).doc()[0]["actor"] == "guest/scout"
+    # The owner (no agent named) hands off for any requester.
+    monkeypatch.delenv("HIVELITE_AGENT")
+    monkeypatch.delenv("HIVELITE_INSTANCE")
+    for_guest = run.ok("handoff", *GUEST, *TASK, as_json=True).doc()
+    assert for_guest["task"]["requester"] == "guest/scout"
+    assert run.ok("history", "3", as_json=True).doc()[0]["actor"] == "ana"
+
+
+# Every call that acts as the store's owner when no agent is named.
+AS_OWNER: dict[str, tuple[str, ...]] = {
+    "handoff": (*OWN, *TASK),
+    "approve": ("{held}",),
+    "deny": ("{held}",),
+    "cancel": ("{routed}",),
+    "release": ("{claimed}",),
+    "sign-off": ("{approval}",),
+    "decline": ("{approval}", "--reason", "missing tests"),
+    "amend": ("{completed}", "--merge-commit", "3f2a9c1"),
+    "expire": (),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(AS_OWNER))
+def test_only_the_store_files_owner_acts_as_its_owner(
+        run: Runner, world: World, monkeypatch: pytest.MonkeyPatch, verb: str) -> None:
+    """Another user's process that names no agent is refused with ``not_owner`` (exit 4)
+    and changes nothing; the same call from the file's owner goes through."""
+    args = world.fill((verb, *AS_OWNER[verb]))
+    before = snapshot(world.db)
+    with monkeypatch.context() as other_user:
+        other_user.setattr(os, "geteuid", lambda: world.db.stat().st_uid + 1)
+        human = run(*args, t=1)
+        assert human.code == 4, human
+        assert human.out == ""
+        assert human.err.startswith("error: forbidden_right/not_owner: ")
+        assert "--agent" in human.err
+        machine = run(*args, as_json=True, t=1)
+        assert machine.code == 4
+        assert machine.error()["reason"] == "not_owner"
+        assert snapshot(world.db) == before
+        assert run.ok("show", "1", t=1).code == 0  # reading needs no owner
+    run.ok(*args, t=1)
+    # Every one of them writes, but expire has nothing to return at minute 1.
+    assert (snapshot(world.db) != before) == (verb != "expire")
+
+
+def test_an_agent_acts_from_another_users_process(run: Runner, world: World,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Naming an agent is not acting as the owner: the file's owner is not asked for."""
+    monkeypatch.setattr(os, "geteuid", lambda: world.db.stat().st_uid + 1)
+    view = run.ok("handoff", "--assignee", "ana/coder", "--project", "site", *TASK, *PLANNER,
+                  as_json=True, t=1).doc()
+    assert view["task"]["state"] == "routed"
+    lease = run.ok("claim", str(view["number"]), *CODER, as_json=True, t=1).doc()
+    assert lease["holder"] == "ana/coder"
+    assert run.ok("expire", *CODER, as_json=True, t=1).doc() == []
 
 
 def test_a_verdict_that_does_not_complete_is_reported(run: Runner, world: World,
@@ -850,7 +1003,7 @@ def test_a_verdict_that_does_not_complete_is_reported(run: Runner, world: World,
     (plugins / "two.py").write_text("from hivelite import hookimpl\n\n\n@hookimpl\n"
                                     "def hivelite_merge_threshold(task, hive):\n    return 2\n")
     group = ("--plugins-dir", str(plugins))
-    lease = ("--lease", world.lease, "--token", str(world.token))
+    lease = ("--lease", world.lease, "--token", str(world.token), *CODER)
     view = run.ok("submit", str(world.claimed), *lease, "--summary", "done", "--evidence",
                   "note:ok", as_json=True, t=1, group=group).doc()
     assert (view["task"]["state"], view["threshold"]) == ("approval", 2)
@@ -925,3 +1078,9 @@ def test_claim_json_has_lease_token_and_expiry(run: Runner, world: World) -> Non
     assert lease["expires_at"] == at(16)
     assert (lease["number"], lease["state"], lease["holder"]) == (
         world.routed, "accepted", "ana/coder")
+    # The ClaimReceipt: the old lease fields plus when, where and the journal row it added.
+    assert (lease["instance"], lease["session"], lease["waiting_on"], lease["at"]) == (
+        "laptop", None, None, at(1))
+    rows = run.ok("history", str(world.routed), as_json=True, t=1).doc()
+    assert lease["seq"] == rows[-1]["seq"]
+    assert (rows[-1]["to_state"], rows[-1]["actor"]) == ("accepted", "ana/coder")

@@ -11,7 +11,7 @@ import pytest
 from hivelite import Hive
 from hivelite.cli import main
 
-from .conftest import own_task
+from .conftest import CODER, OWNER, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 
@@ -67,11 +67,12 @@ def test_show_labels_an_earlier_attempt_and_history_keeps_the_whole_reason(
         store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with Hive.open(store) as hive:
         number = own_task(hive)
-        lease = hive.claim(number, "ana/coder", instance="laptop")
-        hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
+        lease = hive.claim(CODER, number)
+        hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
                     summary="first try", evidence=EVIDENCE)
         reason = "the tests cover the happy path only; " * 3
-        hive.decline(number, reason=reason.strip())
+        declined = hive.decline(OWNER, number, reason=reason.strip())
+        assert (declined.state.value, declined.seq) == ("routed", hive.history(number)[-1].seq)
     code, out, _ = run(capsys, "--db", str(store), "show", str(number))
     assert code == 0
     assert "last try   first try" in out

@@ -26,6 +26,8 @@ from .conftest import at
 pytestmark = pytest.mark.slow
 
 TIMEOUT = 30
+CODER = ("--agent", "ana/coder", "--instance", "laptop")
+PLANNER = ("--agent", "ana/planner", "--instance", "desktop")
 
 
 def hivelite_command() -> list[str]:
@@ -67,9 +69,9 @@ class Shell:
                               env={**self.env, "HIVELITE_NOW": at(t), **(env or {})})
         return Done(proc.returncode, proc.stdout, proc.stderr)
 
-    def __call__(self, *args: str, t: float = 0) -> Any:
+    def __call__(self, *args: str, t: float = 0, env: dict[str, str] | None = None) -> Any:
         """A ``--json`` step that must succeed; its one JSON document."""
-        done = self.raw("--json", *args, t=t)
+        done = self.raw("--json", *args, t=t, env=env)
         assert done.code == 0, (args, done.err)
         assert done.err == ""
         return json.loads(done.out)
@@ -98,18 +100,22 @@ def test_the_demo_story_verb_by_verb(sh: Shell) -> None:
     assert sh("init", "--owner", "ana")["owner"] == "ana"
     assert stat.S_IMODE(sh.db.stat().st_mode) == 0o600
 
-    # A handoff between ana's own agents is routed; a guest's request is held, then approved.
-    first = sh("handoff", "--requester", "ana/planner", "--assignee", "ana/coder", "--project",
-               "demo", "--task", "Add input validation to the signup form", "--type", "code",
-               "--accept", "invalid emails are refused", "--accept", "the test suite passes",
-               "--file", "app/signup.py")
+    # Ana's planner hands off to her coder (as itself: the requester defaults to the agent);
+    # it is routed. A guest's request is held; the owner (no agent named) approves it.
+    first = sh("handoff", *PLANNER, "--assignee", "ana/coder", "--project", "demo", "--task",
+               "Add input validation to the signup form", "--type", "code", "--accept",
+               "invalid emails are refused", "--accept", "the test suite passes", "--file",
+               "app/signup.py")
     assert (first["number"], first["task"]["state"]) == (1, "routed")
+    assert first["task"]["requester"] == "ana/planner"
     assert first["task"]["packet"]["files"] == ["app/signup.py"]
     held = sh("handoff", "--requester", "guest/scout", "--assignee", "ana/coder", "--project",
               "demo", "--task", "Review the public API documentation", "--type", "doc",
-              "--accept", "every verb is covered")
+              "--accept", "every verb is covered", "--agent", "guest/scout", "--instance",
+              "elsewhere")
     assert (held["number"], held["task"]["state"], held["task"]["waiting_on"]) == (
         2, "waiting", "owner_approval")
+    sh.refused("approve", "2", *PLANNER, t=0, exit_code=4, reason="not_permitted")
     assert sh("approve", "2", "--reason", "fine by me")["task"]["state"] == "routed"
 
     # The coder claims at T and checkpoints.
@@ -117,7 +123,7 @@ def test_the_demo_story_verb_by_verb(sh: Shell) -> None:
                      "morning", t=1)
     assert {"lease_id", "fencing_token", "expires_at"} <= set(first_lease)
     assert (first_lease["fencing_token"], first_lease["expires_at"]) == (1, at(11))
-    old = ("--lease", first_lease["lease_id"], "--token", "1")
+    old = ("--lease", first_lease["lease_id"], "--token", "1", *CODER)
     view = sh("checkpoint", "1", *old, "--progress", "validation rules drafted", "--next",
               "write tests", t=4)
     assert (view["task"]["state"], view["claim"]["holder"]) == ("working", "ana/coder")
@@ -138,11 +144,19 @@ def test_the_demo_story_verb_by_verb(sh: Shell) -> None:
     assert second["fencing_token"] == 2 and second["lease_id"] != first_lease["lease_id"]
     sh.refused("update", "1", *old, "--summary", "still on it", t=14, exit_code=3,
                reason="stale_claim")
-    new = ("--lease", second["lease_id"], "--token", "2")
+    new = ("--lease", second["lease_id"], "--token", "2", *CODER)
     view = sh("update", "1", *new, "--summary", "tests written", "--tokens", "1200", t=14)
     assert view["updates"][0]["summary"] == "tests written"
     assert view["task"]["state"] == "working"
-    assert sh("renew", "1", *new, t=15)["expires_at"] == at(25)
+    # An agent may name itself in its environment instead; naming nobody is a usage error.
+    fence = ("--lease", second["lease_id"], "--token", "2")
+    nobody = sh.raw("--json", "renew", "1", *fence, t=15)
+    assert nobody.code == 2
+    assert "--agent" in json.loads(nobody.out)["error"]["message"]
+    renewed = sh("renew", "1", *fence, t=15,
+                 env={"HIVELITE_AGENT": "ana/coder", "HIVELITE_INSTANCE": "laptop"})
+    assert (renewed["expires_at"], renewed["holder"], renewed["instance"]) == (
+        at(25), "ana/coder", "laptop")
 
     # The result, with evidence.
     view = sh("submit", "1", *new, "--summary", "Signup now refuses malformed emails.",
@@ -161,16 +175,18 @@ def test_the_demo_story_verb_by_verb(sh: Shell) -> None:
                exit_code=4, reason="self_verify")
     view = sh("verify", "1", "--accept", "--agent", "ana/planner", "--instance", "desktop", t=19)
     assert (view["task"]["state"], view["lifecycle"]) == ("completed", "completed")
-    view = sh("amend", "1", "--agent", "ana/coder", "--merge-commit", "3f2a9c1", t=20)
+    view = sh("amend", "1", *CODER, "--merge-commit", "3f2a9c1", t=20)
     assert view["merge"] == {"commit": "3f2a9c1", "by": "ana/coder"}
 
     # The approved request: a failed attempt, then the owner cancels it.
     attempt = sh("claim", "2", "--agent", "ana/coder", "--instance", "laptop", t=21)
     view = sh("submit", "2", "--lease", attempt["lease_id"], "--token",
-              str(attempt["fencing_token"]), "--summary", "The docs site is unreachable.",
+              str(attempt["fencing_token"]), *CODER, "--summary",
+              "The docs site is unreachable.",
               "--evidence", "note:HTTP 503 on every page", "--outcome", "failed", t=26)
     assert (view["task"]["state"], view["outcome"], view["lifecycle"]) == (
         "routed", "failed", "failed")
+    sh.refused("cancel", "2", *CODER, t=27, exit_code=4, reason="not_permitted")
     view = sh("cancel", "2", "--reason", "docs are being rewritten", t=27)
     assert view["task"]["state"] == "cancelled"
     sh.refused("cancel", "2", t=28, exit_code=3, reason="task_closed")

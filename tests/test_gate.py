@@ -12,17 +12,16 @@ from __future__ import annotations
 import itertools
 import textwrap
 import types
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import hivelite
-from hivelite import GateDecision, Hive, ManualClock, PluginError, State, WaitingOn
+from hivelite import GateDecision, Hive, PluginError, State, WaitingOn
 
 from . import rawsql
-from .conftest import held_task, own_task, packet
+from .conftest import GUEST, OWNER, OpenHive, held_task, own_task, packet
 
 BUILT_IN = "hivelite.default_gate"
 HOOK = "hivelite_permission_gate"
@@ -89,25 +88,10 @@ def gate_row(hive: Hive, number: int) -> hivelite.JournalEntry:
     return rows[0]
 
 
-@pytest.fixture
-def open_hive(db_path: Path, clock: ManualClock) -> Iterator[Callable[..., Hive]]:
-    """Open the test store with the given plugins (closed at the end of the test)."""
-    opened: list[Hive] = []
-
-    def _open(*plugins: object, path: Path | None = None, **kwargs: Any) -> Hive:
-        hive = Hive.open(path or db_path, owner="ana", clock=clock, plugins=plugins, **kwargs)
-        opened.append(hive)
-        return hive
-
-    yield _open
-    for hive in opened:
-        hive.close()
-
-
 # -- the built-in gate -------------------------------------------------------
 
 
-def test_built_in_gate_allows_own_agents_and_holds_others(open_hive) -> None:  # type: ignore[no-untyped-def]
+def test_built_in_gate_allows_own_agents_and_holds_others(open_hive: OpenHive) -> None:
     hive = open_hive()
     own = hive.get(own_task(hive))
     held = hive.get(held_task(hive))
@@ -127,12 +111,15 @@ def test_built_in_gate_allows_own_agents_and_holds_others(open_hive) -> None:  #
 
 
 @pytest.mark.parametrize("action", ["allow", "hold", "deny"])
-def test_string_answer(open_hive, action: str) -> None:  # type: ignore[no-untyped-def]
-    hive = open_hive(gate_module("words", action))
-    view = hive.handoff(requester="ana/planner", assignee="ana/coder", project="demo",
-                        packet=packet())
+def test_string_answer(open_hive: OpenHive, action: str) -> None:
+    hive = open_hive(plugins=[gate_module("words", action)])
+    receipt = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                           project="demo", packet=packet())
+    assert (receipt.state, receipt.waiting_on) == EXPECTED[action]
+    view = hive.get(receipt.number)
     assert (view.task.state, view.task.waiting_on) == EXPECTED[action]
     row = gate_row(hive, view.number)
+    assert receipt.seq == row.seq  # the gate's move is the handoff's last journal row
     assert row.actor == "gate"
     assert row.move == GATE_MOVE[action]
     assert row.to_state is EXPECTED[action][0]
@@ -150,8 +137,8 @@ def test_string_answer(open_hive, action: str) -> None:  # type: ignore[no-untyp
 
 
 @pytest.mark.parametrize("action", ["allow", "hold", "deny"])
-def test_gate_decision_answer_from_a_class_instance(open_hive, action: str) -> None:  # type: ignore[no-untyped-def]
-    hive = open_hive(GATE_CLASSES[action]())
+def test_gate_decision_answer_from_a_class_instance(open_hive: OpenHive, action: str) -> None:
+    hive = open_hive(plugins=[GATE_CLASSES[action]()])
     view = hive.get(own_task(hive))
     assert (view.task.state, view.task.waiting_on) == EXPECTED[action]
     row = gate_row(hive, view.number)
@@ -166,9 +153,10 @@ def test_gate_decision_answer_from_a_class_instance(open_hive, action: str) -> N
 
 
 @pytest.mark.parametrize("action", ["allow", "hold", "deny"])
-def test_gate_decision_answer_from_a_module(open_hive, action: str) -> None:  # type: ignore[no-untyped-def]
+def test_gate_decision_answer_from_a_module(open_hive: OpenHive, action: str) -> None:
     reason = f"module policy says {action} because rule 7"
-    hive = open_hive(gate_module("policy", GateDecision(action=action, reason=reason)))
+    hive = open_hive(plugins=[gate_module("policy", GateDecision(action=action,
+                                                                     reason=reason))])
     view = hive.get(own_task(hive))
     assert (view.task.state, view.task.waiting_on) == EXPECTED[action]
     row = gate_row(hive, view.number)
@@ -178,18 +166,18 @@ def test_gate_decision_answer_from_a_module(open_hive, action: str) -> None:  # 
         assert row.detail["decided_by"] == "policy"  # type: ignore[index]
 
 
-def test_plugin_cannot_forge_decided_by(open_hive) -> None:  # type: ignore[no-untyped-def]
+def test_plugin_cannot_forge_decided_by(open_hive: OpenHive) -> None:
     forged = GateDecision(action="deny", reason="it was not me", plugin=BUILT_IN)
-    hive = open_hive(gate_module("sly", forged))
+    hive = open_hive(plugins=[gate_module("sly", forged)])
     row = gate_row(hive, own_task(hive))
     assert row.to_state is State.rejected
     assert row.detail["decided_by"] == "sly"  # type: ignore[index]
     assert [a["plugin"] for a in row.detail["answers"] if a["action"] == "deny"] == ["sly"]  # type: ignore[index]
 
 
-def test_allow_plugin_does_not_override_built_in_hold(open_hive) -> None:  # type: ignore[no-untyped-def]
+def test_allow_plugin_does_not_override_built_in_hold(open_hive: OpenHive) -> None:
     """Any hold wins over an allow: a guest's handoff stays held even if a plugin allows it."""
-    hive = open_hive(AllowGate())
+    hive = open_hive(plugins=[AllowGate()])
     view = hive.get(held_task(hive))
     assert (view.task.state, view.task.waiting_on) == (State.waiting, WaitingOn.owner_approval)
     row = gate_row(hive, view.number)
@@ -198,8 +186,8 @@ def test_allow_plugin_does_not_override_built_in_hold(open_hive) -> None:  # typ
         "AllowGate": "allow", BUILT_IN: "hold"}
 
 
-def test_deny_plugin_rejects_a_guest_handoff(open_hive) -> None:  # type: ignore[no-untyped-def]
-    hive = open_hive(DenyGate())
+def test_deny_plugin_rejects_a_guest_handoff(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[DenyGate()])
     view = hive.get(held_task(hive))
     assert view.task.state is State.rejected
     assert gate_row(hive, view.number).detail["decided_by"] == "DenyGate"  # type: ignore[index]
@@ -216,8 +204,9 @@ ORDERS = [
 
 
 @pytest.mark.parametrize("order", ORDERS, ids=["-".join(o) for o in ORDERS])
-def test_deny_beats_hold_beats_allow_in_any_order(open_hive, order: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
-    hive = open_hive(*(GATE_CLASSES[action]() for action in order))
+def test_deny_beats_hold_beats_allow_in_any_order(open_hive: OpenHive,
+                                                  order: tuple[str, ...]) -> None:
+    hive = open_hive(plugins=[GATE_CLASSES[action]() for action in order])
     view = hive.get(own_task(hive))
     winner = next(a for a in ("deny", "hold", "allow") if a in order)
     assert (view.task.state, view.task.waiting_on) == EXPECTED[winner]
@@ -243,10 +232,10 @@ def test_deny_beats_hold_beats_allow_in_any_order(open_hive, order: tuple[str, .
 
 
 @pytest.mark.parametrize("order", [("allow", "deny"), ("deny", "allow")])
-def test_mixed_plugin_kinds_combine(open_hive, order: tuple[str, str]) -> None:  # type: ignore[no-untyped-def]
+def test_mixed_plugin_kinds_combine(open_hive: OpenHive, order: tuple[str, str]) -> None:
     """String answers from a module and GateDecisions from a class combine the same way."""
     plugins = {"allow": gate_module("yes-module", "allow"), "deny": DenyGate()}
-    hive = open_hive(*(plugins[a] for a in order))
+    hive = open_hive(plugins=[plugins[a] for a in order])
     row = gate_row(hive, own_task(hive))
     assert row.to_state is State.rejected
     assert row.detail["decided_by"] == "DenyGate"  # type: ignore[index]
@@ -268,9 +257,9 @@ class ProjectRule:
         return None
 
 
-def test_two_instances_of_one_plugin_class(open_hive) -> None:  # type: ignore[no-untyped-def]
+def test_two_instances_of_one_plugin_class(open_hive: OpenHive) -> None:
     """Two configured instances of the same class are two plugins, and both have a say."""
-    hive = open_hive(ProjectRule("secret"), ProjectRule("private"))
+    hive = open_hive(plugins=[ProjectRule("secret"), ProjectRule("private")])
     assert hive.get(own_task(hive, project="secret")).task.state is State.rejected
     assert hive.get(own_task(hive, project="private")).task.state is State.rejected
     assert hive.get(own_task(hive)).task.state is State.routed
@@ -279,8 +268,8 @@ def test_two_instances_of_one_plugin_class(open_hive) -> None:  # type: ignore[n
 # -- None: no say -------------------------------------------------------------
 
 
-def test_none_has_no_say(open_hive) -> None:  # type: ignore[no-untyped-def]
-    hive = open_hive(gate_module("shrug", None))
+def test_none_has_no_say(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[gate_module("shrug", None)])
     own = hive.get(own_task(hive))
     guest = hive.get(held_task(hive))
     assert own.task.state is State.routed
@@ -292,9 +281,9 @@ def test_none_has_no_say(open_hive) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("action", ["hold", "deny"])
-def test_none_does_not_dilute_another_plugins_answer(open_hive, action: str) -> None:  # type: ignore[no-untyped-def]
-    hive = open_hive(gate_module("shrug", None), GATE_CLASSES[action](),
-                     gate_module("shrug-too", None))
+def test_none_does_not_dilute_another_plugins_answer(open_hive: OpenHive, action: str) -> None:
+    hive = open_hive(plugins=[gate_module("shrug", None), GATE_CLASSES[action](),
+                              gate_module("shrug-too", None)])
     view = hive.get(own_task(hive))
     assert (view.task.state, view.task.waiting_on) == EXPECTED[action]
     row = gate_row(hive, view.number)
@@ -313,9 +302,10 @@ def _boom(task: hivelite.Task, hive: Hive) -> Any:
 
 
 @pytest.mark.parametrize("others", [(), ("deny",), ("allow", "hold")])
-def test_raising_plugin_leaves_store_unchanged(open_hive, db_path: Path,  # type: ignore[no-untyped-def]
+def test_raising_plugin_leaves_store_unchanged(open_hive: OpenHive, db_path: Path,
                                                others: tuple[str, ...]) -> None:
-    hive = open_hive(*(GATE_CLASSES[a]() for a in others), gate_module("flaky", _boom))
+    hive = open_hive(plugins=[*(GATE_CLASSES[a]() for a in others),
+                              gate_module("flaky", _boom)])
     first = own_task(hive)  # the store is not empty when the failure comes
     before, journal_before = snapshot(db_path), hive.journal()
 
@@ -343,8 +333,9 @@ def test_raising_plugin_leaves_store_unchanged(open_hive, db_path: Path,  # type
      ("deny", "no")],
     ids=repr,
 )
-def test_wrong_type_answer_is_a_plugin_error(open_hive, db_path: Path, answer: Any) -> None:  # type: ignore[no-untyped-def]
-    hive = open_hive(gate_module("sloppy", answer))
+def test_wrong_type_answer_is_a_plugin_error(open_hive: OpenHive, db_path: Path,
+                                             answer: Any) -> None:
+    hive = open_hive(plugins=[gate_module("sloppy", answer)])
     before, journal_before = snapshot(db_path), hive.journal()
     with pytest.raises(PluginError) as err:
         own_task(hive)
@@ -356,13 +347,13 @@ def test_wrong_type_answer_is_a_plugin_error(open_hive, db_path: Path, answer: A
     assert hive.journal() == journal_before == []
 
 
-def test_wrong_type_from_a_class_instance(open_hive, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_type_from_a_class_instance(open_hive: OpenHive, db_path: Path) -> None:
     class Confused:
         @hivelite.hookimpl
         def hivelite_permission_gate(self, task: hivelite.Task, hive: Hive) -> Any:
             return None if task.id == "before" else 42
 
-    hive = open_hive(HoldGate(), Confused())
+    hive = open_hive(plugins=[HoldGate(), Confused()])
     own_task(hive, id="before")
     before = snapshot(db_path)
     with pytest.raises(PluginError) as err:
@@ -422,18 +413,19 @@ def test_misspelled_hook_in_a_plugins_folder_file_fails_at_open(tmp_path: Path,
 # -- what the plugin sees -----------------------------------------------------
 
 
-def test_plugin_sees_the_requested_task_with_its_packet_and_the_hive(open_hive) -> None:  # type: ignore[no-untyped-def]
+def test_plugin_sees_the_requested_task_with_its_packet_and_the_hive(open_hive: OpenHive) -> None:
     seen: list[tuple[hivelite.Task, Hive, str]] = []
 
     def look(task: hivelite.Task, hive: Hive) -> None:
         seen.append((task.model_copy(deep=True), hive, hive.owner))
         return None
 
-    hive = open_hive(gate_module("observer", look))
+    hive = open_hive(plugins=[gate_module("observer", look)])
     the_packet = packet(task="Write the parser for the config files",
                         context="see issue 12", files=["src/parser.py"])
-    view = hive.handoff(requester="guest/scout", assignee="ana/coder", project="demo",
-                        packet=the_packet, id="seen-1")
+    receipt = hive.handoff(GUEST, requester="guest/scout", assignee="ana/coder",
+                           project="demo", packet=the_packet, id="seen-1")
+    view = hive.get(receipt.number)
 
     assert len(seen) == 1
     task, given_hive, owner = seen[0]
@@ -445,20 +437,20 @@ def test_plugin_sees_the_requested_task_with_its_packet_and_the_hive(open_hive) 
     assert task.packet.model_dump() == hivelite.Packet.model_validate(the_packet).model_dump()
     assert task.result is None
     assert task.latest_checkpoint is None
-    assert task.created_at == task.updated_at == view.task.created_at
+    assert task.created_at == task.updated_at == view.task.created_at == receipt.at
     assert given_hive is hive
     assert owner == "ana"
     # After the gate the task is where the built-in put it; the observer had no say.
-    assert view.task.state is State.waiting
+    assert view.task.state is receipt.state is State.waiting
 
 
-def test_plugin_uses_hive_owner_to_decide(open_hive) -> None:  # type: ignore[no-untyped-def]
+def test_plugin_uses_hive_owner_to_decide(open_hive: OpenHive) -> None:
     def owner_only(task: hivelite.Task, hive: Hive) -> GateDecision | None:
         if task.assignee.partition("/")[0] != hive.owner:
             return GateDecision(action="deny", reason=f"only {hive.owner}'s agents do work")
         return None
 
-    hive = open_hive(gate_module("home-team", owner_only))
+    hive = open_hive(plugins=[gate_module("home-team", owner_only)])
     out = hive.get(own_task(hive, assignee="bob/coder"))
     home = hive.get(own_task(hive))
     assert out.task.state is State.rejected
@@ -485,7 +477,7 @@ def hivelite_permission_gate(task, hive):
 '''
 
 
-def test_plugin_loaded_from_a_plugins_folder(open_hive, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_plugin_loaded_from_a_plugins_folder(open_hive: OpenHive, tmp_path: Path) -> None:
     folder = tmp_path / "plugins"
     folder.mkdir()
     (folder / "secret_gate.py").write_text(FOLDER_PLUGIN)
@@ -512,11 +504,11 @@ def test_plugin_loaded_from_a_plugins_folder(open_hive, tmp_path: Path) -> None:
     assert gate_row(hive, plain.number).detail["decided_by"] == BUILT_IN  # type: ignore[index]
 
 
-def test_folder_plugin_and_given_plugin_combine(open_hive, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_folder_plugin_and_given_plugin_combine(open_hive: OpenHive, tmp_path: Path) -> None:
     folder = tmp_path / "plugins"
     folder.mkdir()
     (folder / "secret_gate.py").write_text(FOLDER_PLUGIN)
-    hive = open_hive(HoldGate(), plugins_dir=folder)
+    hive = open_hive(plugins=[HoldGate()], plugins_dir=folder)
     secret = hive.get(own_task(hive, project="secret"))
     other = hive.get(own_task(hive))
     assert secret.task.state is State.rejected  # the folder plugin's deny beats HoldGate's hold

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +29,6 @@ from hivelite import (
     Evidence,
     Hive,
     InvalidInput,
-    ManualClock,
     Packet,
     Result,
     State,
@@ -40,7 +38,7 @@ from hivelite import (
 )
 from hivelite.models import AgentName, Slug, Timestamp
 
-from .conftest import START, held_task, own_task, packet
+from .conftest import GUEST, OWNER, START, OpenHive, held_task, own_task, packet
 
 SCHEMA: dict[str, Any] = json.loads(
     resources.files("hivelite").joinpath("data/task.schema.json").read_text(encoding="utf-8")
@@ -195,35 +193,41 @@ def test_routed_waiting_and_cancelled_tasks_validate(hive: Hive) -> None:
     for view in (routed, held):
         _check_view(view)
 
-    approved = hive.approve(held_task(hive))
-    assert approved.task.state is State.routed
-    denied = hive.deny(held_task(hive), reason="not now")
-    assert denied.task.state is State.rejected
-    cancelled_routed = hive.cancel(own_task(hive))
-    cancelled_held = hive.cancel(held_task(hive), reason="changed my mind")
-    for view in (approved, denied, cancelled_routed, cancelled_held):
+    approved = hive.approve(OWNER, held_task(hive))
+    assert approved.state is State.routed
+    denied = hive.deny(OWNER, held_task(hive), reason="not now")
+    assert denied.state is State.rejected
+    cancelled_routed = hive.cancel(OWNER, own_task(hive))
+    cancelled_held = hive.cancel(OWNER, held_task(hive), reason="changed my mind")
+    for receipt in (approved, denied, cancelled_routed, cancelled_held):
+        view = hive.get(receipt.number)
+        assert (view.task.id, view.task.state, view.task.waiting_on) == (
+            receipt.id, receipt.state, receipt.waiting_on)
         _check_view(view)
-    assert cancelled_routed.task.state is cancelled_held.task.state is State.cancelled
-    assert cancelled_held.task.waiting_on is None
+    assert cancelled_routed.state is cancelled_held.state is State.cancelled
+    assert cancelled_held.waiting_on is None
 
     states = {v.task.state for v in hive.list(limit=500).items}
     assert {State.routed, State.waiting, State.rejected, State.cancelled} <= states
     assert _check_whole_store(hive) == 6
 
 
-def test_tasks_rejected_by_a_deny_plugin_validate(db_path: Path, clock: ManualClock) -> None:
+def test_tasks_rejected_by_a_deny_plugin_validate(open_hive: OpenHive) -> None:
     gate = DenyGate()
-    with Hive.open(db_path, owner="ana", clock=clock, plugins=[gate]) as hive:
-        view = hive.handoff(requester="ana/planner", assignee="ana/coder", project="demo",
-                            packet=packet())
-        assert view.task.state is State.rejected
-        assert view.task.waiting_on is None
-        _check_view(view)
-        guest = hive.handoff(requester="guest/scout", assignee="ana/coder", project="demo",
-                             packet=packet(context="from outside"))
-        assert guest.task.state is State.rejected
-        _check_view(guest)
-        assert _check_whole_store(hive) == 2
+    hive = open_hive(plugins=[gate])
+    own = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder", project="demo",
+                       packet=packet())
+    assert (own.state, own.waiting_on) == (State.rejected, None)
+    view = hive.get(own.number)
+    assert view.task.state is State.rejected
+    assert view.task.waiting_on is None
+    _check_view(view)
+    guest = hive.handoff(GUEST, requester="guest/scout", assignee="ana/coder", project="demo",
+                         packet=packet(context="from outside"))
+    assert guest.state is State.rejected
+    assert hive.get(guest.number).task.state is State.rejected
+    _check_view(hive.get(guest.number))
+    assert _check_whole_store(hive) == 2
     # What the gate was shown is a seed-valid task too (in state requested).
     assert [t.state for t in gate.seen] == [State.requested, State.requested]
     for task in gate.seen:
@@ -251,19 +255,24 @@ def test_packet_with_every_optional_field_at_its_limits_validates(hive: Hive) ->
         "files": [_at_limit("f", 300, f"src/{i}/") for i in range(50)],
         "depends_on": dep_ids,
     }
-    views = [
-        hive.handoff(requester=f"ana/{half}", assignee="ana/coder", project=half,
+    receipts = [
+        hive.handoff(OWNER, requester=f"ana/{half}", assignee="ana/coder", project=half,
                      packet=big, labels=[f"l{i}" for i in range(10)], priority="urgent",
                      id="z" * 64),
-        hive.handoff(requester=f"{half}/{half}", assignee=f"{half}/{half}", project=half,
-                     packet=big),
+        hive.handoff(OWNER, requester=f"{half}/{half}", assignee=f"{half}/{half}",
+                     project=half, packet=big),
     ]
+    assert receipts[0].id == "z" * 64
+    assert receipts[0].state is State.routed
+    assert receipts[1].state is State.waiting
+    views = [hive.get(r.number) for r in receipts]
     assert views[0].task.state is State.routed
     assert views[1].task.state is State.waiting
     for view in views:
         assert view.task.packet.model_dump() == big
         _check_view(view)
-    views.append(hive.cancel(views[1].number))
+    assert hive.cancel(OWNER, views[1].number).state is State.cancelled
+    views.append(hive.get(views[1].number))
     _check_view(views[-1])
     assert _check_whole_store(hive) == 22
 
@@ -661,8 +670,8 @@ def test_broken_packets_are_refused_naming_the_field(hive: Hive, how: str) -> No
         bad, field = broken
         event(field)
         with pytest.raises(InvalidInput) as err:
-            hive.handoff(requester="ana/planner", assignee="ana/coder", project="demo",
-                         packet=bad)
+            hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                         project="demo", packet=bad)
         _assert_refused_naming(err.value, field)
         assert hive.journal() == []
 
@@ -671,11 +680,14 @@ def test_broken_packets_are_refused_naming_the_field(hive: Hive, how: str) -> No
 
 def test_a_valid_packet_is_still_accepted_by_the_same_store(hive: Hive) -> None:
     """The control for the test above: the same call with a good packet goes through."""
-    view = hive.handoff(requester="ana/planner", assignee="ana/coder", project="demo",
-                        packet=packet(task="abcde", acceptance_criteria=["x"] * 20,
-                                      context="c" * 4000, files=["f"] * 50))
-    assert view.task.state is State.routed
+    receipt = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                           project="demo",
+                           packet=packet(task="abcde", acceptance_criteria=["x"] * 20,
+                                         context="c" * 4000, files=["f"] * 50))
+    assert receipt.state is State.routed
+    assert hive.get(receipt.number).task.state is State.routed
     assert len(hive.journal()) == 2
+    assert receipt.seq == hive.journal()[-1].seq
 
 
 BAD_AGENTS = ["Ana/coder", "ana/Coder", "-ana/coder", "ana/-coder", "ana-/coder",
@@ -694,14 +706,15 @@ def test_bad_names_are_refused_naming_the_field(hive: Hive, field: str, value: s
                               "project": "demo", "packet": packet()}
     fields[field] = value
     with pytest.raises(InvalidInput) as err:
-        hive.handoff(**fields)
+        hive.handoff(OWNER, **fields)
     _assert_refused_naming(err.value, field)
     assert hive.journal() == []
 
 
 def test_longest_names_are_accepted(hive: Hive) -> None:
     name = "a" * 39
-    view = hive.handoff(requester=f"{name}/{name}", assignee=f"ana/{name}", project=name,
-                        packet=packet())
+    receipt = hive.handoff(OWNER, requester=f"{name}/{name}", assignee=f"ana/{name}",
+                           project=name, packet=packet())
+    view = hive.get(receipt.number)
     assert view.task.requester == f"{name}/{name}"
     _check_view(view)

@@ -15,19 +15,20 @@ import apsw
 import pytest
 
 from hivelite import (
+    Caller,
     ForbiddenRight,
     Hive,
     InvalidInput,
     InvalidState,
     ManualClock,
     NotFound,
+    Receipt,
     State,
-    TaskView,
     WaitingOn,
 )
 
 from . import rawsql
-from .conftest import held_task, own_task
+from .conftest import OWNER, PLANNER, held_task, own_task, packet
 
 S, W = State, WaitingOn
 
@@ -69,7 +70,7 @@ def snap(raw: apsw.Connection) -> Callable[[], dict[str, list[tuple[object, ...]
     return lambda: rawsql.snapshot(raw)
 
 
-def verb(hive: Hive, name: str) -> Callable[..., TaskView]:
+def verb(hive: Hive, name: str) -> Callable[..., Receipt]:
     return getattr(hive, name)  # type: ignore[no-any-return]
 
 
@@ -104,7 +105,7 @@ def test_approve_and_deny_refused_unless_awaiting_owner(
     assert (hive.get(number).task.state, hive.get(number).task.waiting_on) == where
     before, journal_before = snap(), hive.journal()
     with pytest.raises(InvalidState) as err:
-        verb(hive, name)(number)
+        verb(hive, name)(OWNER, number)
     closed = where[0] in (S.completed, S.rejected, S.cancelled)
     assert err.value.reason == ("task_closed" if closed else "not_awaiting_owner")
     assert err.value.status == 409
@@ -118,28 +119,41 @@ def test_approve_and_deny_work_on_a_raw_task_awaiting_owner(
     hive: Hive, raw: apsw.Connection, name: str
 ) -> None:
     number = rawsql.put_in(raw, "held-raw", S.waiting, W.owner_approval)
-    view = verb(hive, name)(number)
-    assert view.task.state is (S.routed if name == "approve" else S.rejected)
+    receipt = verb(hive, name)(OWNER, number)
+    expected = S.routed if name == "approve" else S.rejected
+    assert (receipt.number, receipt.id) == (number, "held-raw")
+    assert receipt.state is expected
+    assert receipt.waiting_on is None
+    assert receipt.seq == hive.history(number)[-1].seq
+    view = hive.get(number)
+    assert view.task.state is expected
     assert view.task.waiting_on is None
 
 
 def test_approve_routes_as_move_4(hive: Hive) -> None:
     number = held_task(hive)
-    view = hive.approve(number, reason="guest is a friend")
-    assert (view.task.state, view.task.waiting_on) == (S.routed, None)
+    receipt = hive.approve(OWNER, number, reason="guest is a friend")
+    assert (receipt.state, receipt.waiting_on) == (S.routed, None)
     last = hive.history(number)[-1]
+    assert receipt.seq == last.seq
+    assert receipt.at == last.at
     assert last.move == 4
     assert (last.from_state, last.to_state) == (S.waiting, S.routed)
     assert last.actor == "ana"
     assert last.reason == "guest is a friend"
+    view = hive.get(number)
+    assert (view.task.state, view.task.waiting_on) == (S.routed, None)
     assert view.last_reason == "guest is a friend"
 
 
 def test_deny_rejects_as_move_5(hive: Hive) -> None:
     number = held_task(hive)
-    view = hive.deny(number, reason="not this week")
+    receipt = hive.deny(OWNER, number, reason="not this week")
+    assert (receipt.state, receipt.waiting_on) == (S.rejected, None)
+    view = hive.get(number)
     assert (view.task.state, view.task.waiting_on) == (S.rejected, None)
     last = hive.history(number)[-1]
+    assert receipt.seq == last.seq
     assert last.move == 5
     assert (last.from_state, last.to_state) == (S.waiting, S.rejected)
     assert last.actor == "ana"
@@ -148,15 +162,15 @@ def test_deny_rejects_as_move_5(hive: Hive) -> None:
 
 def test_approve_and_deny_by_id(hive: Hive) -> None:
     first, second = held_task(hive, id="held-a"), held_task(hive, id="held-b")
-    assert hive.approve("held-a").number == first
-    assert hive.deny("held-b").number == second
+    assert hive.approve(OWNER, "held-a").number == first
+    assert hive.deny(OWNER, "held-b").number == second
     assert hive.get(first).task.state is S.routed
     assert hive.get(second).task.state is S.rejected
 
 
 def test_approve_without_reason_still_journals_a_reason(hive: Hive) -> None:
     number = held_task(hive)
-    hive.approve(number)
+    hive.approve(OWNER, number)
     assert hive.history(number)[-1].reason  # something the owner can read later
 
 
@@ -165,7 +179,7 @@ def test_blank_reason_is_not_journaled_blank(hive: Hive, name: str) -> None:
     """A whitespace-only reason is either refused or read as no reason, never stored blank."""
     number = _target(hive, name)
     try:
-        verb(hive, name)(number, reason="   ")
+        verb(hive, name)(OWNER, number, reason="   ")
     except InvalidInput:
         return
     reason = hive.history(number)[-1].reason
@@ -174,11 +188,11 @@ def test_blank_reason_is_not_journaled_blank(hive: Hive, name: str) -> None:
 
 def test_denied_task_is_closed(hive: Hive, snap: Callable[[], Any]) -> None:
     number = held_task(hive)
-    hive.deny(number)
+    hive.deny(OWNER, number)
     before = snap()
     for name in VERBS:
         with pytest.raises(InvalidState) as err:
-            verb(hive, name)(number)
+            verb(hive, name)(OWNER, number)
         assert err.value.reason == "task_closed"
     assert snap() == before
 
@@ -191,12 +205,15 @@ def test_cancel_open_task(hive: Hive, raw: apsw.Connection,
                           where: tuple[State, WaitingOn | None]) -> None:
     number = rawsql.put_in(raw, "c-" + label(where).replace("(", "-").rstrip(")"), *where)
     journal_before = len(hive.journal())
-    view = hive.cancel(number, reason="plans changed")
+    receipt = hive.cancel(OWNER, number, reason="plans changed")
+    assert (receipt.state, receipt.waiting_on) == (S.cancelled, None)
+    view = hive.get(number)
     assert (view.task.state, view.task.waiting_on) == (S.cancelled, None)
     assert view.claim is None
     journal = hive.journal()
     assert len(journal) == journal_before + 1
     last = journal[-1]
+    assert receipt.seq == last.seq
     assert last.number == number
     assert (last.from_state, last.to_state) == (where[0], S.cancelled)
     assert last.move == CANCEL_MOVE[where[0]]
@@ -212,7 +229,7 @@ def test_cancel_refused(hive: Hive, raw: apsw.Connection, snap: Callable[[], Any
     number = rawsql.put_in(raw, "nc-" + state.value, state, on)
     before, journal_before = snap(), hive.journal()
     with pytest.raises(InvalidState) as err:
-        hive.cancel(number, reason="too late")
+        hive.cancel(OWNER, number, reason="too late")
     assert err.value.reason == reason
     assert err.value.status == 409
     assert snap() == before
@@ -229,8 +246,10 @@ def test_cancel_ends_the_claim(hive: Hive, raw: apsw.Connection, state: State) -
     assert claim is not None and claim.holder == "ana/coder"
     assert task_row(raw, number)["lease_id"] == "Lraw0001"
 
-    view = hive.cancel(number, reason="no longer needed")
+    receipt = hive.cancel(OWNER, number, reason="no longer needed")
 
+    assert receipt.state is S.cancelled
+    view = hive.get(number)
     assert view.task.state is S.cancelled
     assert view.claim is None
     row = task_row(raw, number)
@@ -247,7 +266,10 @@ def test_cancel_after_the_claim_expired(hive: Hive, raw: apsw.Connection,
     number = rawsql.put_in(raw, "expired", S.accepted)
     set_lease(raw, number)  # expires 09:10
     clock.advance(minutes=30)
-    view = hive.cancel(number, reason="stale")
+    receipt = hive.cancel(OWNER, number, reason="stale")
+    assert receipt.state is S.cancelled
+    assert receipt.seq == hive.history(number)[-1].seq
+    view = hive.get(number)
     assert view.task.state is S.cancelled
     assert view.claim is None
     row = task_row(raw, number)
@@ -258,8 +280,9 @@ def test_cancel_after_the_claim_expired(hive: Hive, raw: apsw.Connection,
 
 def test_cancel_held_and_routed_tasks_made_by_handoff(hive: Hive) -> None:
     held, routed = held_task(hive), own_task(hive)
-    assert hive.cancel(held).task.state is S.cancelled
-    assert hive.cancel(routed, reason="dup").task.state is S.cancelled
+    assert hive.cancel(OWNER, held).state is S.cancelled
+    assert hive.cancel(OWNER, routed, reason="dup").state is S.cancelled
+    assert hive.get(held).task.state is hive.get(routed).task.state is S.cancelled
     assert hive.history(held)[-1].move == 19
     assert hive.history(routed)[-1].move == 20
     assert hive.history(routed)[-1].reason == "dup"
@@ -272,15 +295,17 @@ def _target(hive: Hive, name: str) -> int:
     return held_task(hive) if name in ("approve", "deny") else own_task(hive)
 
 
-@pytest.mark.parametrize("actor", ["ana/coder", "ana/planner", "bob", "bob/coder", "Ana",
-                                   "guest/scout"])
+AGENTS = ["ana/coder", "ana/planner", "bob/coder", "guest/scout"]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
 @pytest.mark.parametrize("name", VERBS)
-def test_only_the_owner_person_may(hive: Hive, snap: Callable[[], Any], name: str,
-                                   actor: str) -> None:
+def test_an_agent_may_not(hive: Hive, snap: Callable[[], Any], name: str, agent: str) -> None:
+    """Even the owner's own agents: approve, deny and cancel are the owner's, as a person."""
     number = _target(hive, name)
     before, journal_before = snap(), hive.journal()
     with pytest.raises(ForbiddenRight) as err:
-        verb(hive, name)(number, actor=actor, reason="because")
+        verb(hive, name)(Caller.agent(agent, "laptop", "s1"), number, reason="because")
     assert err.value.reason == "not_permitted"
     assert err.value.status == 403
     assert err.value.code == "forbidden_right"
@@ -288,14 +313,75 @@ def test_only_the_owner_person_may(hive: Hive, snap: Callable[[], Any], name: st
     assert hive.journal() == journal_before
 
 
-@pytest.mark.parametrize("actor", ["ana", None])
+@pytest.mark.parametrize("caller", [Caller.owner("bob"), Caller.owner("ana-x"),
+                                    Caller("owner", "Ana")], ids=str)
 @pytest.mark.parametrize("name", VERBS)
-def test_the_owner_may(hive: Hive, name: str, actor: str | None) -> None:
+def test_another_owner_is_not_this_stores_owner(hive: Hive, snap: Callable[[], Any],
+                                                name: str, caller: Caller) -> None:
+    """An owner caller must be this store's owner, exactly ("Ana" is not "ana")."""
     number = _target(hive, name)
-    view = verb(hive, name)(number, actor=actor)
+    before, journal_before = snap(), hive.journal()
+    with pytest.raises(ForbiddenRight) as err:
+        verb(hive, name)(caller, number, reason="because")
+    assert err.value.reason == "not_owner"
+    assert err.value.status == 403
+    assert err.value.code == "forbidden_right"
+    assert snap() == before
+    assert hive.journal() == journal_before
+
+
+@pytest.mark.parametrize("caller", [None, "ana", "ana/coder", {"kind": "owner", "name": "ana"}],
+                         ids=repr)
+@pytest.mark.parametrize("name", VERBS)
+def test_a_missing_caller_is_never_the_owner(hive: Hive, snap: Callable[[], Any], name: str,
+                                             caller: object) -> None:
+    """No caller (or a name instead of a Caller) is refused, not taken as the owner."""
+    number = _target(hive, name)
+    before, journal_before = snap(), hive.journal()
+    with pytest.raises(InvalidInput) as err:
+        verb(hive, name)(caller, number, reason="because")
+    assert err.value.reason == "caller_required"
+    assert err.value.status == 422
+    assert err.value.code == "invalid_input"
+    assert snap() == before
+    assert hive.journal() == journal_before
+
+
+@pytest.mark.parametrize(("build", "reason"), [
+    (lambda: Caller.owner("Ana"), "invalid_owner"),
+    (lambda: Caller.owner("bob/coder"), "invalid_owner"),
+    (lambda: Caller.agent("bob", "laptop"), "invalid_agent"),
+    (lambda: Caller.agent("Ana/coder", "laptop"), "invalid_agent"),
+    (lambda: Caller.agent("ana/coder", "my laptop"), "invalid_instance"),
+    (lambda: Caller.agent("ana/coder", "laptop", "a/b"), "invalid_session"),
+], ids=["owner-Ana", "owner-agent-name", "agent-bob", "agent-Ana", "instance", "session"])
+@pytest.mark.parametrize("name", VERBS)
+def test_a_malformed_caller_is_refused_before_the_verb(
+    hive: Hive, snap: Callable[[], Any], name: str, build: Callable[[], Caller], reason: str,
+) -> None:
+    """Names that are no owner or agent fail when the caller is built: nothing is written."""
+    number = _target(hive, name)
+    before, journal_before = snap(), hive.journal()
+    with pytest.raises(InvalidInput) as err:
+        verb(hive, name)(build(), number, reason="because")
+    assert err.value.reason == reason
+    assert err.value.status == 422
+    assert snap() == before
+    assert hive.journal() == journal_before
+
+
+@pytest.mark.parametrize("owner", [lambda hive: OWNER, lambda hive: hive.as_owner()],
+                         ids=["OWNER", "as_owner"])
+@pytest.mark.parametrize("name", VERBS)
+def test_the_owner_may(hive: Hive, name: str, owner: Callable[[Hive], Caller]) -> None:
+    number = _target(hive, name)
+    receipt = verb(hive, name)(owner(hive), number)
     expected = {"approve": S.routed, "deny": S.rejected, "cancel": S.cancelled}[name]
-    assert view.task.state is expected
-    assert hive.history(number)[-1].actor == "ana"
+    assert receipt.state is expected
+    assert hive.get(number).task.state is expected
+    last = hive.history(number)[-1]
+    assert last.actor == "ana"
+    assert receipt.seq == last.seq
 
 
 # -- reasons, unknown tasks ---------------------------------------------------
@@ -307,12 +393,12 @@ def test_reason_over_500_characters_refused(hive: Hive, snap: Callable[[], Any],
     number = _target(hive, name)
     before, journal_before = snap(), hive.journal()
     with pytest.raises(InvalidInput) as err:
-        verb(hive, name)(number, reason="x" * 501)
+        verb(hive, name)(OWNER, number, reason="x" * 501)
     assert err.value.status == 422
     assert snap() == before
     assert hive.journal() == journal_before
     # 500 is still allowed, and is kept whole.
-    verb(hive, name)(number, reason="y" * 500)
+    verb(hive, name)(OWNER, number, reason="y" * 500)
     assert hive.history(number)[-1].reason == "y" * 500
 
 
@@ -323,7 +409,7 @@ def test_unknown_task_not_found(hive: Hive, snap: Callable[[], Any], name: str,
     held_task(hive)
     before = snap()
     with pytest.raises(NotFound) as err:
-        verb(hive, name)(ref)
+        verb(hive, name)(OWNER, ref)
     assert err.value.status == 404
     assert snap() == before
 
@@ -355,10 +441,10 @@ def mixed(hive: Hive, clock: ManualClock) -> dict[str, list[int]]:
     made["waiting"].append(make("held", assignee="ana/writer"))              # 4
     made["routed"].append(make("own", project="web"))                        # 5
     c = make("own", requester="ana/lead")                                    # 6
-    hive.cancel(c)
+    hive.cancel(OWNER, c)
     made["cancelled"].append(c)
     d = make("held", project="web")                                          # 7
-    hive.deny(d)
+    hive.deny(OWNER, d)
     made["rejected"].append(d)
     made["routed"].append(make("own", requester="ana/lead", project="web"))  # 8
     made["waiting"].append(make("held"))                                     # 9
@@ -476,15 +562,16 @@ def test_list_empty_store(hive: Hive) -> None:
 def test_history_creation_gate_then_owner(hive: Hive) -> None:
     other = own_task(hive)  # another task's rows must not appear
     number = held_task(hive)
-    hive.cancel(other)
-    view = hive.approve(number, reason="ok by me")
+    hive.cancel(OWNER, other)
+    receipt = hive.approve(OWNER, number, reason="ok by me")
     rows = hive.history(number)
 
     assert len(rows) == 3
     created, gated, approved = rows
     assert [r.seq for r in rows] == sorted(r.seq for r in rows)
     assert {r.number for r in rows} == {number}
-    assert {r.task for r in rows} == {view.task.id}
+    assert {r.task for r in rows} == {receipt.id}
+    assert receipt.seq == rows[-1].seq
 
     assert created.from_state is None
     assert created.to_state is S.requested
@@ -502,13 +589,17 @@ def test_history_creation_gate_then_owner(hive: Hive) -> None:
     assert approved.move == 4
 
 
-def test_history_of_a_routed_then_cancelled_task(hive: Hive, clock: ManualClock) -> None:
-    number = own_task(hive)
+@pytest.mark.parametrize("by", [OWNER, PLANNER], ids=str)
+def test_history_of_a_routed_then_cancelled_task(hive: Hive, clock: ManualClock,
+                                                 by: Caller) -> None:
+    """The creation row names who handed off: the owner for an agent, or the agent itself."""
+    number = hive.handoff(by, requester="ana/planner", assignee="ana/coder", project="demo",
+                          packet=packet()).number
     clock.advance(seconds=5)
-    hive.cancel(number, reason="changed my mind")
+    hive.cancel(OWNER, number, reason="changed my mind")
     rows = hive.history(number)
     assert [(r.from_state, r.to_state, r.actor, r.move) for r in rows] == [
-        (None, S.requested, "ana/planner", None),
+        (None, S.requested, by.name, None),
         (S.requested, S.routed, "gate", 1),
         (S.routed, S.cancelled, "ana", 20),
     ]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hivelite import Hive
+from hivelite import Hive, State
 
-from .conftest import held_task, own_task, packet
+from .conftest import CODER, OWNER, held_task, own_task, packet
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 
@@ -14,10 +14,10 @@ def ready_numbers(hive: Hive) -> list[int]:
 
 
 def complete(hive: Hive, number: int) -> None:
-    lease = hive.claim(number, "ana/coder", instance="laptop")
-    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
-                evidence=EVIDENCE)
-    hive.sign_off(number)
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+    assert hive.sign_off(OWNER, number).state is State.completed
 
 
 def test_ready_lists_routed_tasks_whose_dependencies_are_completed(hive: Hive) -> None:
@@ -31,13 +31,13 @@ def test_ready_lists_routed_tasks_whose_dependencies_are_completed(hive: Hive) -
     assert ready_numbers(hive) == [second]  # one dependency is still open
     complete(hive, second)
     assert ready_numbers(hive) == [waits_on_both]
-    hive.approve(held)
+    hive.approve(OWNER, held)
     assert ready_numbers(hive) == [waits_on_both, held]
 
 
 def test_a_claimed_task_is_not_ready(hive: Hive) -> None:
     number = own_task(hive)
-    hive.claim(number, "ana/coder", instance="laptop")
+    assert hive.claim(CODER, number).state is State.accepted
     assert ready_numbers(hive) == []
 
 
