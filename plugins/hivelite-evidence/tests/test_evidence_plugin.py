@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hivelite import Hive, InvalidInput, ManualClock, PluginError
+from hivelite import Caller, Hive, InvalidInput, ManualClock, PluginError, Receipt
 
 import hivelite_evidence
 
@@ -26,13 +26,18 @@ NOTE = {"kind": "note", "summary": "looked fine"}
 TESTS = {"kind": "test_output", "summary": "14 passed"}
 COMMIT = {"kind": "commit", "summary": "abc1234 parser"}
 SHOT = {"kind": "screenshot", "summary": "the login page"}
+OWNER = Caller.owner("ana")
+"""The store's owner, acting as owner."""
+CODER = Caller.agent("ana/coder", "laptop")
+"""The assignee of every task here, on the laptop."""
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the plugin under test: no installed entry points, no outside settings."""
     monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", "")
-    for name in ("HIVELITE_CONFIG", "HIVELITE_EVIDENCE", "HIVELITE_PLUGINS_DIR"):
+    for name in ("HIVELITE_CONFIG", "HIVELITE_EVIDENCE", "HIVELITE_PLUGINS_DIR",
+                 "HIVELITE_AGENT", "HIVELITE_INSTANCE", "HIVELITE_SESSION"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -51,14 +56,19 @@ def hive(tmp_path: Path) -> Iterator[Hive]:
         yield h
 
 
-def submit(hive: Hive, evidence: list[dict[str, Any]], deliverable_type: str = "code") -> Any:
-    """Hand a task to ana/coder, claim it and return a result with ``evidence``."""
-    view = hive.handoff(requester="ana/planner", assignee="ana/coder", project="demo",
-                        packet={"task": "Write the parser", "deliverable_type": deliverable_type,
-                                "acceptance_criteria": ["tests pass"]})
-    lease = hive.claim(view.number, "ana/coder", instance="laptop")
-    return hive.submit(view.number, lease_id=lease.lease_id, token=lease.fencing_token,
-                       summary="done", evidence=evidence)
+def submit(hive: Hive, evidence: list[dict[str, Any]],
+           deliverable_type: str = "code") -> Receipt:
+    """Hand a task to ana/coder, claim it and return a result with ``evidence``; the
+    submit's receipt (its seq is the last journal row's)."""
+    handed = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder", project="demo",
+                          packet={"task": "Write the parser",
+                                  "deliverable_type": deliverable_type,
+                                  "acceptance_criteria": ["tests pass"]})
+    lease = hive.claim(CODER, handed.number)
+    receipt = hive.submit(CODER, handed.number, lease_id=lease.lease_id,
+                          token=lease.fencing_token, summary="done", evidence=evidence)
+    assert receipt.seq == hive.history(receipt.number)[-1].seq
+    return receipt
 
 
 def refusal(hive: Hive, number: int) -> tuple[str, list[str]]:
@@ -76,9 +86,9 @@ def refusal(hive: Hive, number: int) -> tuple[str, list[str]]:
 
 
 def test_code_with_only_a_note_goes_back_naming_the_missing_kinds(hive: Hive) -> None:
-    view = submit(hive, [NOTE])
-    assert view.task.state == "routed"
-    reason, problems = refusal(hive, view.number)
+    receipt = submit(hive, [NOTE])
+    assert receipt.state == "routed"
+    reason, problems = refusal(hive, receipt.number)
     assert problems == ["a code result needs test_output or commit evidence; it has only note"]
     assert reason.startswith("evidence refused: ")
     assert "test_output or commit" in reason
@@ -87,26 +97,26 @@ def test_code_with_only_a_note_goes_back_naming_the_missing_kinds(hive: Hive) ->
 @pytest.mark.parametrize("proof", [TESTS, COMMIT], ids=["test_output", "commit"])
 def test_code_with_test_output_or_commit_reaches_approval(hive: Hive,
                                                           proof: dict[str, Any]) -> None:
-    view = submit(hive, [NOTE, proof])
-    assert view.task.state == "approval"
+    receipt = submit(hive, [NOTE, proof])
+    assert receipt.state == "approval"
 
 
 def test_screenshots_need_a_screenshot(hive: Hive) -> None:
     refused = submit(hive, [NOTE], "screenshots")
-    assert refused.task.state == "routed"
+    assert refused.state == "routed"
     _, problems = refusal(hive, refused.number)
     assert problems == ["a screenshots result needs screenshot evidence; it has only note"]
-    assert submit(hive, [SHOT], "screenshots").task.state == "approval"
+    assert submit(hive, [SHOT], "screenshots").state == "approval"
 
 
 def test_other_types_need_nothing_by_default(hive: Hive) -> None:
-    assert submit(hive, [NOTE], "doc").task.state == "approval"
+    assert submit(hive, [NOTE], "doc").state == "approval"
 
 
 def test_a_link_without_a_url_goes_back_naming_the_item(hive: Hive) -> None:
-    view = submit(hive, [TESTS, {"kind": "link", "summary": "the design notes"}])
-    assert view.task.state == "routed"
-    reason, problems = refusal(hive, view.number)
+    receipt = submit(hive, [TESTS, {"kind": "link", "summary": "the design notes"}])
+    assert receipt.state == "routed"
+    reason, problems = refusal(hive, receipt.number)
     assert problems == ["evidence 2 (link 'the design notes') has no url;"
                         " link evidence must carry one"]
     assert "evidence 2 (link 'the design notes') has no url" in reason
@@ -114,18 +124,18 @@ def test_a_link_without_a_url_goes_back_naming_the_item(hive: Hive) -> None:
 
 def test_a_pull_request_needs_a_url_and_passes_with_one(hive: Hive) -> None:
     refused = submit(hive, [TESTS, {"kind": "pull_request", "summary": "PR 7"}])
-    assert refused.task.state == "routed"
+    assert refused.state == "routed"
     assert "evidence 2 (pull_request 'PR 7') has no url" in refusal(hive, refused.number)[0]
     passed = submit(hive, [TESTS, {"kind": "pull_request", "summary": "PR 7",
                                    "url": "https://example.com/pr/7"}])
-    assert passed.task.state == "approval"
+    assert passed.state == "approval"
 
 
 def test_every_problem_is_named_and_long_summaries_are_cut(hive: Hive) -> None:
     long = "x" * 300
-    view = submit(hive, [{"kind": "link", "summary": long}, {"kind": "pull_request",
+    receipt = submit(hive, [{"kind": "link", "summary": long}, {"kind": "pull_request",
                                                             "summary": "PR"}])
-    _, problems = refusal(hive, view.number)
+    _, problems = refusal(hive, receipt.number)
     assert len(problems) == 3
     assert problems[0].startswith("a code result needs test_output or commit evidence")
     assert problems[1].startswith("evidence 1 (link 'xxx") and "…'" in problems[1]
@@ -134,15 +144,16 @@ def test_every_problem_is_named_and_long_summaries_are_cut(hive: Hive) -> None:
 
 
 def test_amend_with_evidence_the_plugin_refuses_is_invalid_input(hive: Hive) -> None:
-    view = submit(hive, [TESTS])
-    assert view.task.state == "approval"
+    receipt = submit(hive, [TESTS])
+    assert receipt.state == "approval"
     with pytest.raises(InvalidInput) as caught:
-        hive.amend(view.number, actor="ana/coder", evidence=[NOTE])
+        hive.amend(CODER, receipt.number, evidence=[NOTE])
     assert caught.value.reason == "evidence_refused"
     assert "test_output or commit" in caught.value.message
-    assert hive.get(view.number).task.result.evidence[0].kind == "test_output"  # type: ignore[union-attr]
-    amended = hive.amend(view.number, actor="ana/coder", evidence=[COMMIT])
-    assert amended.task.state == "approval"
+    assert hive.get(receipt.number).task.result.evidence[0].kind == "test_output"  # type: ignore[union-attr]
+    amended = hive.amend(CODER, receipt.number, evidence=[COMMIT])
+    assert amended.state == "approval"
+    assert hive.get(receipt.number).task.result.evidence[0].kind == "commit"  # type: ignore[union-attr]
 
 
 # -- settings ----------------------------------------------------------------------------------
@@ -151,42 +162,42 @@ def test_amend_with_evidence_the_plugin_refuses_is_invalid_input(hive: Hive) -> 
 def test_settings_replace_a_types_requirement(tmp_path: Path) -> None:
     with open_hive(tmp_path, '[evidence.require]\ncode = ["note"]\ndoc = ["link", "note"]\n'
                    ) as hive:
-        assert submit(hive, [NOTE]).task.state == "approval"
+        assert submit(hive, [NOTE]).state == "approval"
         replaced = submit(hive, [TESTS])  # replaced, not added to: test_output no longer does
-        assert replaced.task.state == "routed"
+        assert replaced.state == "routed"
         assert refusal(hive, replaced.number)[1] == [
             "a code result needs note evidence; it has only test_output"]
-        assert submit(hive, [TESTS], "doc").task.state == "routed"
-        assert submit(hive, [NOTE], "doc").task.state == "approval"
-        assert submit(hive, [NOTE], "screenshots").task.state == "routed"  # default kept
+        assert submit(hive, [TESTS], "doc").state == "routed"
+        assert submit(hive, [NOTE], "doc").state == "approval"
+        assert submit(hive, [NOTE], "screenshots").state == "routed"  # default kept
 
 
 def test_an_empty_list_removes_the_requirement(tmp_path: Path) -> None:
     with open_hive(tmp_path, "[evidence.require]\ncode = []\n") as hive:
-        assert submit(hive, [NOTE]).task.state == "approval"
-        assert submit(hive, [NOTE], "screenshots").task.state == "routed"
+        assert submit(hive, [NOTE]).state == "approval"
+        assert submit(hive, [NOTE], "screenshots").state == "routed"
 
 
 def test_url_required_changes_the_url_rule(tmp_path: Path) -> None:
     with open_hive(tmp_path, '[evidence]\nurl_required = ["note"]\n') as hive:
         linked = submit(hive, [TESTS, {"kind": "link", "summary": "docs"},
                                {"kind": "pull_request", "summary": "PR 7"}])
-        assert linked.task.state == "approval"
+        assert linked.state == "approval"
         refused = submit(hive, [TESTS, NOTE])
-        assert refused.task.state == "routed"
+        assert refused.state == "routed"
         assert refusal(hive, refused.number)[1] == [
             "evidence 2 (note 'looked fine') has no url; note evidence must carry one"]
     with open_hive(tmp_path / "none", "[evidence]\nurl_required = []\n") as hive:
-        assert submit(hive, [TESTS, {"kind": "link", "summary": "docs"}]).task.state \
+        assert submit(hive, [TESTS, {"kind": "link", "summary": "docs"}]).state \
             == "approval"
 
 
 def test_each_store_keeps_its_own_rules(tmp_path: Path) -> None:
     with open_hive(tmp_path / "lenient", "[evidence.require]\ncode = []\n") as lenient, \
             open_hive(tmp_path / "strict") as strict:
-        assert submit(strict, [NOTE]).task.state == "routed"
-        assert submit(lenient, [NOTE]).task.state == "approval"
-        assert submit(strict, [NOTE]).task.state == "routed"
+        assert submit(strict, [NOTE]).state == "routed"
+        assert submit(lenient, [NOTE]).state == "approval"
+        assert submit(strict, [NOTE]).state == "routed"
 
 
 MALFORMED = [
@@ -222,9 +233,9 @@ def test_env_file_replaces_the_settings_table(tmp_path: Path,
     rules.write_text('url_required = []\n[require]\ncode = ["note"]\n')
     monkeypatch.setenv("HIVELITE_EVIDENCE", str(rules))
     with open_hive(tmp_path / "store", "[evidence.require]\ncode = []\n") as hive:
-        assert submit(hive, [NOTE]).task.state == "approval"
-        assert submit(hive, [TESTS]).task.state == "routed"  # the file's rule, not the table's
-        assert submit(hive, [NOTE, {"kind": "link", "summary": "x"}]).task.state == "approval"
+        assert submit(hive, [NOTE]).state == "approval"
+        assert submit(hive, [TESTS]).state == "routed"  # the file's rule, not the table's
+        assert submit(hive, [NOTE, {"kind": "link", "summary": "x"}]).state == "approval"
 
 
 @pytest.mark.parametrize(("content", "fragment"), [
@@ -278,7 +289,8 @@ def test_cli_end_to_end_with_the_entry_point(tmp_path: Path) -> None:
     assert code == 0, err
     code, _, err = run(db, "submit", number, "--lease", lease["lease_id"], "--token",
                        str(lease["fencing_token"]), "--summary", "done",
-                       "--evidence", "note:looked fine", env=env)
+                       "--evidence", "note:looked fine", "--agent", "ana/coder",
+                       "--instance", "laptop", env=env)
     assert code == 0, err
     code, shown, _ = run(db, "show", number, env=env)
     assert code == 0 and shown["task"]["state"] == "routed"

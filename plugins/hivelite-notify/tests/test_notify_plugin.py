@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hivelite import Hive, ManualClock, PluginError, State
+from hivelite import Caller, Hive, ManualClock, PluginError, State
 from hivelite.protocol import MOVES_BY_NAME
 
 import hivelite_notify
@@ -31,6 +31,14 @@ PACKET: dict[str, Any] = {"task": "Write the parser", "deliverable_type": "code"
                           "acceptance_criteria": ["tests pass"]}
 HIVELITE = Path(sys.executable).parent / "hivelite"
 TIMEOUT = 30
+OWNER = Caller.owner("ana")
+"""The store's owner, acting as owner."""
+CODER = Caller.agent("ana/coder", "laptop")
+"""The assignee of every task here, on the laptop."""
+REVIEWER = Caller.agent("ana/reviewer", "desktop")
+"""An independent reviewer on another instance."""
+GUEST = Caller.agent("guest/scout", "elsewhere")
+"""Someone else's agent: the built-in gate holds its handoffs for the owner."""
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +46,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No installed entry points in-process (the module is given), no outside settings."""
     monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", "")
     for name in ("HIVELITE_NOTIFY_FILE", "HIVELITE_NOTIFY_COMMAND", "HIVELITE_CONFIG",
-                 "HIVELITE_PLUGINS_DIR", "HIVELITE_NOW", "HIVELITE_TRACE_PLUGINS"):
+                 "HIVELITE_PLUGINS_DIR", "HIVELITE_NOW", "HIVELITE_TRACE_PLUGINS",
+                 "HIVELITE_AGENT", "HIVELITE_INSTANCE", "HIVELITE_SESSION"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -65,11 +74,12 @@ def toml_list(words: list[str]) -> str:
     return json.dumps(words)  # a JSON array of strings is a valid TOML array
 
 
-def handoff(hive: Hive, **overrides: Any) -> int:
+def handoff(hive: Hive, caller: Caller = OWNER, **overrides: Any) -> int:
+    """A handoff by ``caller`` (the owner unless given; a guest hands off as itself)."""
     fields: dict[str, Any] = {"requester": "ana/planner", "assignee": "ana/coder",
                               "project": "demo", "packet": PACKET}
     fields.update(overrides)
-    return hive.handoff(**fields).number
+    return hive.handoff(caller, **fields).number
 
 
 # -- the events ---------------------------------------------------------------
@@ -97,12 +107,14 @@ def test_claim_submit_verify_gives_one_event_per_move_in_order(
     with open_hive(tmp_path, '[notify]\nfile = "events.jsonl"\n', clock) as hive:
         number = handoff(hive)
         clock.advance(minutes=1)
-        lease = hive.claim(number, "ana/coder", instance="laptop")
+        lease = hive.claim(CODER, number)
         clock.advance(minutes=1)
-        hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
+        hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
                     summary="done", evidence=[{"kind": "test_output", "summary": "3 passed"}])
         clock.advance(minutes=1)
-        hive.verify(number, "ana/reviewer", instance="desktop", verdict="accept")
+        verified = hive.verify(REVIEWER, number, verdict="accept")
+        assert verified.state is State.completed
+        assert verified.seq == hive.history(number)[-1].seq
         assert hive.get(number).task.state is State.completed
         journal = [e.move for e in hive.history(number) if e.move is not None]
         seqs = [e.seq for e in hive.history(number) if e.move is not None]
@@ -126,10 +138,10 @@ def test_claim_submit_verify_gives_one_event_per_move_in_order(
 def test_waiting_on_is_named_for_moves_into_waiting_only(
         tmp_path: Path, clock: ManualClock) -> None:
     with open_hive(tmp_path, '[notify]\nfile = "events.jsonl"\n', clock) as hive:
-        held = handoff(hive, requester="guest/scout")  # the built-in gate holds it
-        hive.approve(held, reason="fine")
-        lease = hive.claim(held, "ana/coder", instance="laptop")
-        hive.pause(held, lease_id=lease.lease_id, token=lease.fencing_token, on="human",
+        held = handoff(hive, GUEST, requester=GUEST.name)  # the built-in gate holds it
+        hive.approve(OWNER, held, reason="fine")
+        lease = hive.claim(CODER, held)
+        hive.pause(CODER, held, lease_id=lease.lease_id, token=lease.fencing_token, on="human",
                    reason="which format?")
     got = [(e["move"], e["waiting_on"]) for e in events(tmp_path / "events.jsonl")]
     assert got == [(2, "owner_approval"), (4, None), (6, None), (7, None), (10, "human")]
@@ -148,7 +160,7 @@ def test_waiting_on_is_named_even_if_the_task_moved_on(
 def test_no_settings_sends_nothing(tmp_path: Path, clock: ManualClock) -> None:
     with open_hive(tmp_path, None, clock) as hive:
         handoff(hive)
-        assert hive.notify_failures == []
+        assert list(hive.notify_failures) == []
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("store.db")) == []
 
 
@@ -187,8 +199,8 @@ def test_the_command_gets_the_event_on_stdin(tmp_path: Path, clock: ManualClock)
     settings = f'[notify]\nfile = "events.jsonl"\ncommand = {toml_list(command)}\n'
     with open_hive(tmp_path, settings, clock) as hive:
         handoff(hive)
-        handoff(hive, requester="guest/scout")
-        assert hive.notify_failures == []
+        handoff(hive, GUEST, requester=GUEST.name)
+        assert list(hive.notify_failures) == []
     received = out.read_text(encoding="utf-8")
     # exactly the file's lines: one JSON document per run, in the same order
     assert received == (tmp_path / "events.jsonl").read_text(encoding="utf-8")
@@ -297,7 +309,7 @@ def test_the_environment_beats_the_settings_file(
                 f'command = {toml_list(pycommand("raise SystemExit(9)"))}\n')
     with open_hive(tmp_path, settings, clock) as hive:
         handoff(hive)
-        assert hive.notify_failures == []  # the settings file's failing command never ran
+        assert list(hive.notify_failures) == []  # the settings file's failing command never ran
     assert not (tmp_path / "from-toml.jsonl").exists()
     assert [e["move"] for e in events(tmp_path / "from-env.jsonl")] == [1]
     assert json.loads(out.read_text(encoding="utf-8"))["move"] == 1

@@ -17,14 +17,17 @@ from typing import Any
 
 import hivelite
 import pytest
-from hivelite import Hive, ManualClock, PluginError, State, WaitingOn
+from hivelite import Caller, Hive, ManualClock, PluginError, Receipt, State, WaitingOn
 
 import hivelite_policy
 
 START = "2026-12-02T09:00:00.000Z"
 PLUGIN = "hivelite_policy"  # the name a module handed to Hive.open gets
 ENV_KEYS = ("HIVELITE_POLICY", "HIVELITE_CONFIG", "HIVELITE_PLUGINS_DIR", "HIVELITE_NOW",
-            "HIVELITE_DB", "HIVELITE_OWNER", "HIVELITE_TRACE_PLUGINS")
+            "HIVELITE_DB", "HIVELITE_OWNER", "HIVELITE_TRACE_PLUGINS", "HIVELITE_AGENT",
+            "HIVELITE_INSTANCE", "HIVELITE_SESSION")
+OWNER = Caller.owner("ana")
+"""The store's owner, acting as owner (hands off for any requester)."""
 
 
 @pytest.fixture(autouse=True)
@@ -63,11 +66,17 @@ def with_policy(db: Path, opened: list[Hive], text: str, monkeypatch: pytest.Mon
 
 
 def handoff(hive: Hive, *, requester: str = "ana/planner", assignee: str = "ana/coder",
-            project: str = "demo", kind: str = "code",
-            files: list[str] | None = None) -> hivelite.TaskView:
-    return hive.handoff(requester=requester, assignee=assignee, project=project,
+            project: str = "demo", kind: str = "code", files: list[str] | None = None,
+            caller: Caller = OWNER) -> Receipt:
+    """A handoff by ``caller`` (the owner unless given); the gate's answer is in its receipt."""
+    return hive.handoff(caller, requester=requester, assignee=assignee, project=project,
                         packet={"task": "Write the parser", "deliverable_type": kind,
                                 "acceptance_criteria": ["tests pass"], "files": files or []})
+
+
+def reason(hive: Hive, receipt: Receipt) -> str | None:
+    """The task's last reason (the gate's, right after a handoff), from its full view."""
+    return hive.get(receipt.number).last_reason
 
 
 def gate_row(hive: Hive, number: int) -> hivelite.JournalEntry:
@@ -92,7 +101,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 def test_no_policy_configured_has_no_opinion(db: Path, opened: list[Hive]) -> None:
     hive = open_hive(db, opened)
     own = handoff(hive)
-    assert own.task.state is State.routed
+    assert own.state is State.routed
     detail = gate_row(hive, own.number).detail or {}
     assert [a["plugin"] for a in detail["answers"]] == ["hivelite.default_gate"]
     assert hive.plugins.has_plugin(PLUGIN)
@@ -115,8 +124,8 @@ def test_each_matcher_alone(db: Path, opened: list[Hive], monkeypatch: pytest.Mo
                             key: str, glob: Any, hit: dict[str, Any],
                             miss: dict[str, Any]) -> None:
     hive = with_policy(db, opened, rule("deny", "blocked", **{key: glob}), monkeypatch)
-    assert handoff(hive, **hit).task.state is State.rejected
-    assert handoff(hive, **miss).task.state is State.routed
+    assert handoff(hive, **hit).state is State.rejected
+    assert handoff(hive, **miss).state is State.routed
 
 
 def test_all_given_keys_must_match(db: Path, opened: list[Hive],
@@ -126,18 +135,18 @@ def test_all_given_keys_must_match(db: Path, opened: list[Hive],
     hive = with_policy(db, opened, text, monkeypatch)
     full = {"requester": "ana/planner", "assignee": "ana/coder", "project": "secret-x",
             "kind": "design", "files": ["infra/main.tf"]}
-    assert handoff(hive, **full).task.state is State.rejected
+    assert handoff(hive, **full).state is State.rejected
     for key, other in [("requester", "ana/writer"), ("assignee", "ana/tester"),
                        ("project", "public"), ("kind", "doc"), ("files", ["main.py"])]:
-        view = handoff(hive, **{**full, key: other})
-        assert view.task.state is State.routed, key
+        receipt = handoff(hive, **{**full, key: other})
+        assert receipt.state is State.routed, key
 
 
 def test_a_rule_without_matchers_matches_every_handoff(
         db: Path, opened: list[Hive], monkeypatch: pytest.MonkeyPatch) -> None:
     hive = with_policy(db, opened, rule("hold", "ask me first"), monkeypatch)
-    view = handoff(hive, project="anything", kind="answer")
-    assert (view.task.state, view.task.waiting_on) == (State.waiting, WaitingOn.owner_approval)
+    receipt = handoff(hive, project="anything", kind="answer")
+    assert (receipt.state, receipt.waiting_on) == (State.waiting, WaitingOn.owner_approval)
 
 
 def test_first_matching_rule_wins(db: Path, opened: list[Hive],
@@ -146,11 +155,11 @@ def test_first_matching_rule_wins(db: Path, opened: list[Hive],
             + rule("hold", "owner looks first", project="demo")  # 2: decides
             + rule("deny", "would deny", project="de*"))     # 3: never reached
     hive = with_policy(db, opened, text, monkeypatch)
-    view = handoff(hive)
-    assert view.task.state is State.waiting
-    assert view.last_reason == "rule 2: owner looks first"
-    assert handoff(hive, project="delta").last_reason == "rule 3: would deny"
-    assert handoff(hive, project="zeta").task.state is State.routed  # none matches
+    receipt = handoff(hive)
+    assert receipt.state is State.waiting
+    assert reason(hive, receipt) == "rule 2: owner looks first"
+    assert reason(hive, handoff(hive, project="delta")) == "rule 3: would deny"
+    assert handoff(hive, project="zeta").state is State.routed  # none matches
 
 
 @pytest.mark.parametrize("value", ["design", ["design"], ["doc", "design"], "des*"])
@@ -158,8 +167,8 @@ def test_deliverable_type_string_list_or_glob(db: Path, opened: list[Hive],
                                               monkeypatch: pytest.MonkeyPatch,
                                               value: Any) -> None:
     hive = with_policy(db, opened, rule("deny", "no", deliverable_type=value), monkeypatch)
-    assert handoff(hive, kind="design").task.state is State.rejected
-    assert handoff(hive, kind="code").task.state is State.routed
+    assert handoff(hive, kind="design").state is State.rejected
+    assert handoff(hive, kind="code").state is State.routed
 
 
 @pytest.mark.parametrize(("globs", "files", "hit"), [
@@ -175,7 +184,7 @@ def test_deliverable_type_string_list_or_glob(db: Path, opened: list[Hive],
 def test_file_globs(db: Path, opened: list[Hive], monkeypatch: pytest.MonkeyPatch,
                     globs: Any, files: list[str], hit: bool) -> None:
     hive = with_policy(db, opened, rule("deny", "infra", files=globs), monkeypatch)
-    state = handoff(hive, files=files).task.state
+    state = handoff(hive, files=files).state
     assert state is (State.rejected if hit else State.routed)
 
 
@@ -192,9 +201,11 @@ def test_actions_and_the_journal(db: Path, opened: list[Hive], monkeypatch: pyte
                                  waiting: WaitingOn | None) -> None:
     text = rule("deny", "unused", project="zzz") + rule(action, "the owner said so")
     hive = with_policy(db, opened, text, monkeypatch)
-    view = handoff(hive)
-    assert (view.task.state, view.task.waiting_on) == (state, waiting)
-    row = gate_row(hive, view.number)
+    receipt = handoff(hive)
+    assert (receipt.state, receipt.waiting_on) == (state, waiting)
+    row = gate_row(hive, receipt.number)
+    assert receipt.seq == row.seq == hive.history(receipt.number)[-1].seq
+    assert hive.history(receipt.number)[0].actor == OWNER.name  # the caller created it
     assert row.actor == "gate"
     assert row.to_state is state
     assert row.reason == "rule 2: the owner said so"
@@ -207,19 +218,22 @@ def test_actions_and_the_journal(db: Path, opened: list[Hive], monkeypatch: pyte
 def test_allow_cannot_open_another_owners_handoff(db: Path, opened: list[Hive],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     hive = with_policy(db, opened, rule("allow", "guests welcome"), monkeypatch)
-    view = handoff(hive, requester="bob/planner")
-    assert (view.task.state, view.task.waiting_on) == (State.waiting, WaitingOn.owner_approval)
-    assert (gate_row(hive, view.number).detail or {})["decided_by"] == "hivelite.default_gate"
+    receipt = handoff(hive, requester="bob/planner",
+                      caller=Caller.agent("bob/planner", "elsewhere"))
+    assert (receipt.state, receipt.waiting_on) == (State.waiting, WaitingOn.owner_approval)
+    assert (gate_row(hive, receipt.number).detail or {})["decided_by"] \
+        == "hivelite.default_gate"
 
 
 def test_a_500_character_reason_still_fits(db: Path, opened: list[Hive],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     hive = with_policy(db, opened, rule("deny", "x" * 500), monkeypatch)
-    view = handoff(hive)
-    assert view.task.state is State.rejected
-    assert view.last_reason is not None
-    assert len(view.last_reason) == 500
-    assert view.last_reason.startswith("rule 1: xxx")
+    receipt = handoff(hive)
+    assert receipt.state is State.rejected
+    last_reason = reason(hive, receipt)
+    assert last_reason is not None
+    assert len(last_reason) == 500
+    assert last_reason.startswith("rule 1: xxx")
 
 
 # -- where the file comes from, and when it is read --------------------------------
@@ -234,13 +248,15 @@ def test_settings_file_relative_to_the_settings_folder(db: Path, opened: list[Hi
     (conf / "hive.toml").write_text('[policy]\nfile = "rules/p.toml"\n', encoding="utf-8")
     monkeypatch.setenv("HIVELITE_CONFIG", str(conf / "hive.toml"))
     monkeypatch.chdir(tmp_path)  # not the folder the path is relative to
-    assert handoff(open_hive(db, opened)).last_reason == "rule 1: from settings"
+    hive = open_hive(db, opened)
+    assert reason(hive, handoff(hive)) == "rule 1: from settings"
 
 
 def test_settings_file_beside_the_store(db: Path, opened: list[Hive]) -> None:
     (db.parent / "p.toml").write_text(rule("hold", "beside"), encoding="utf-8")
     (db.parent / "hivelite.toml").write_text('[policy]\nfile = "p.toml"\n', encoding="utf-8")
-    assert handoff(open_hive(db, opened)).last_reason == "rule 1: beside"
+    hive = open_hive(db, opened)
+    assert reason(hive, handoff(hive)) == "rule 1: beside"
 
 
 def test_env_beats_the_settings_file(db: Path, opened: list[Hive],
@@ -248,16 +264,16 @@ def test_env_beats_the_settings_file(db: Path, opened: list[Hive],
     (db.parent / "p.toml").write_text(rule("hold", "from settings"), encoding="utf-8")
     (db.parent / "hivelite.toml").write_text('[policy]\nfile = "p.toml"\n', encoding="utf-8")
     hive = with_policy(db, opened, rule("deny", "from env"), monkeypatch, name="env.toml")
-    assert handoff(hive).last_reason == "rule 1: from env"
+    assert reason(hive, handoff(hive)) == "rule 1: from env"
 
 
 def test_the_file_is_read_once_at_start_up(db: Path, opened: list[Hive],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     hive = with_policy(db, opened, rule("deny", "at start-up"), monkeypatch)
     Path(os.environ["HIVELITE_POLICY"]).write_text("not toml [[[", encoding="utf-8")
-    assert handoff(hive).last_reason == "rule 1: at start-up"
+    assert reason(hive, handoff(hive)) == "rule 1: at start-up"
     Path(os.environ["HIVELITE_POLICY"]).unlink()
-    assert handoff(hive).last_reason == "rule 1: at start-up"
+    assert reason(hive, handoff(hive)) == "rule 1: at start-up"
 
 
 def test_each_store_keeps_its_own_policy(tmp_path: Path, opened: list[Hive],
@@ -266,15 +282,15 @@ def test_each_store_keeps_its_own_policy(tmp_path: Path, opened: list[Hive],
     (tmp_path / "b").mkdir()
     first = with_policy(tmp_path / "a" / "s.db", opened, rule("deny", "a"), monkeypatch)
     second = with_policy(tmp_path / "b" / "s.db", opened, rule("hold", "b"), monkeypatch)
-    assert handoff(first).last_reason == "rule 1: a"
-    assert handoff(second).last_reason == "rule 1: b"
+    assert reason(first, handoff(first)) == "rule 1: a"
+    assert reason(second, handoff(second)) == "rule 1: b"
 
 
 def test_a_hive_that_skipped_start_up_still_reads_its_policy(
         db: Path, opened: list[Hive], monkeypatch: pytest.MonkeyPatch) -> None:
     hive = with_policy(db, opened, rule("deny", "late"), monkeypatch)
     del hivelite_policy._POLICIES[hive]
-    assert handoff(hive).last_reason == "rule 1: late"
+    assert reason(hive, handoff(hive)) == "rule 1: late"
 
 
 # -- malformed files refuse to start ----------------------------------------------
@@ -352,7 +368,7 @@ def test_malformed_settings_refuse_to_open(db: Path, opened: list[Hive], setting
 def test_an_empty_policy_file_has_no_rules(db: Path, opened: list[Hive],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     hive = with_policy(db, opened, "# nothing yet\n", monkeypatch)
-    assert handoff(hive).task.state is State.routed
+    assert handoff(hive).state is State.routed
 
 
 # -- end to end through the CLI and the installed entry point ---------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hivelite import Hive, ManualClock, PluginError, TaskView
+from hivelite import Caller, Hive, ManualClock, PluginError, Receipt, TaskView
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +25,10 @@ import hivelite_quorum
 START = "2026-12-02T09:00:00.000Z"
 PLUGIN = "hivelite_quorum"
 HIVELITE = Path(sys.executable).parent / "hivelite"
+OWNER = Caller.owner("ana")
+"""The store's owner, acting as owner (hands every task off)."""
+CODER = Caller.agent("ana/coder", "laptop")
+"""The assignee of every task here, on the laptop."""
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +36,8 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
     """No installed plugin and no settings from the developer's environment."""
     monkeypatch.setattr(sys, "_hivelite_under_test", True, raising=False)
     for name in ("HIVELITE_QUORUM", "HIVELITE_CONFIG", "HIVELITE_PLUGINS_DIR",
-                 "HIVELITE_LOAD_PLUGINS"):
+                 "HIVELITE_LOAD_PLUGINS", "HIVELITE_AGENT", "HIVELITE_INSTANCE",
+                 "HIVELITE_SESSION"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -55,19 +60,30 @@ def hive(db: Path) -> Iterator[Hive]:
         yield h
 
 
+def view_after(hive: Hive, receipt: Receipt) -> TaskView:
+    """The full view after a write, checked against the write's receipt."""
+    view = hive.get(receipt.number)
+    assert (receipt.state, receipt.waiting_on) == (view.task.state, view.task.waiting_on)
+    assert receipt.seq == hive.history(receipt.number)[-1].seq
+    return view
+
+
 def submitted(hive: Hive, *, type_: str = "code", project: str = "demo",
               requester: str = "ana/planner") -> TaskView:
     """A task handed off, claimed on laptop by ana/coder and submitted."""
-    view = hive.handoff(requester=requester, assignee="ana/coder", project=project,
-                        packet={"task": "Write the parser", "deliverable_type": type_,
-                                "acceptance_criteria": ["tests pass"]})
-    lease = hive.claim(view.number, "ana/coder", instance="laptop")
-    return hive.submit(view.number, lease_id=lease.lease_id, token=lease.fencing_token,
-                       summary="done", evidence=[{"kind": "test_output", "summary": "3 passed"}])
+    handed = hive.handoff(OWNER, requester=requester, assignee="ana/coder", project=project,
+                          packet={"task": "Write the parser", "deliverable_type": type_,
+                                  "acceptance_criteria": ["tests pass"]})
+    lease = hive.claim(CODER, handed.number)
+    return view_after(hive, hive.submit(
+        CODER, handed.number, lease_id=lease.lease_id, token=lease.fencing_token,
+        summary="done", evidence=[{"kind": "test_output", "summary": "3 passed"}]))
 
 
 def accept(hive: Hive, number: int, agent: str, instance: str) -> TaskView:
-    return hive.verify(number, agent, instance=instance, verdict="accept")
+    """``agent`` on ``instance`` accepts the result; the view afterwards."""
+    return view_after(hive, hive.verify(Caller.agent(agent, instance), number,
+                                        verdict="accept"))
 
 
 def threshold_of(db: Path, settings: str, **task: str) -> TaskView:
@@ -288,7 +304,8 @@ def test_cli_code_task_needs_two_verifiers(tmp_path: Path) -> None:
     lease = run("claim", number, "--agent", "ana/coder", "--instance", "laptop")
     view = run("submit", number, "--lease", lease["lease_id"], "--token",
                str(lease["fencing_token"]), "--summary", "done",
-               "--evidence", "test_output:3 passed")
+               "--evidence", "test_output:3 passed", "--agent", "ana/coder",
+               "--instance", "laptop")
     assert (view["task"]["state"], view["threshold"]) == ("approval", 2)
     view = run("verify", number, "--accept", "--agent", "ana/reviewer", "--instance", "desktop")
     assert view["task"]["state"] == "approval"
