@@ -94,12 +94,10 @@ def api_page() -> str:
              f"Hive.open{_signature(Hive.open)}", "```", "", _doc(Hive.open), ""]
     parts += ["## Verbs", ""]
     for name, member in sorted(inspect.getmembers(Hive, inspect.isfunction)):
-        if name.startswith("_") or name in ("open", "close", "settings", "as_owner"):
+        if name.startswith("_") or name in ("open", "close", "settings"):
             continue
         parts += [f"### `{name}`", "", "```python", f"hive.{name}{_signature(member)}", "```", "",
                   _doc(member), ""]
-    parts += ["## The owner as a caller", "", "```python",
-              f"hive.as_owner{_signature(Hive.as_owner)}", "```", "", _doc(Hive.as_owner), ""]
     parts += ["## For plugins", "", "```python",
               f"hive.settings{_signature(Hive.settings)}",
               "```", "", _doc(Hive.settings), ""]

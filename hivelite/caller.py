@@ -8,7 +8,7 @@ token. A verb refuses a caller that does not fit it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import TypeAdapter, ValidationError
@@ -21,9 +21,18 @@ _INSTANCE = TypeAdapter(InstanceName)
 _SLUG = TypeAdapter(Slug)
 
 
+def _check(adapter: TypeAdapter[str], value: object, field: str, rule: str) -> None:
+    try:
+        adapter.validate_python(value)
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid_{field}", f"{field} {value!r} {rule}"
+                           f" ({exc.errors()[0]['msg']})", field=field) from None
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """An established caller. Make one with :meth:`owner` or :meth:`agent`."""
+    """An established caller. Make one with :meth:`owner` or :meth:`agent`; every way of
+    making one checks it, so a verb never meets a malformed caller."""
 
     kind: Literal["owner", "agent"]
     name: str
@@ -32,34 +41,36 @@ class Caller:
     """The machine or installation an agent acts from."""
     session: str | None = None
     """The process or conversation an agent acts in, when it says."""
+    origin: str | None = field(default=None, compare=False)
+    """How the face learnt who this is, for messages (``$HIVELITE_AGENT``, a token)."""
+
+    def __post_init__(self) -> None:
+        if self.kind == "owner":
+            _check(_SLUG, self.name, "owner", "must be a slug like 'ana'")
+            if self.instance is not None or self.session is not None:
+                raise InvalidInput("invalid_caller", "the owner acts as a person: no instance"
+                                   " or session", field="caller")
+        elif self.kind == "agent":
+            _check(_AGENT, self.name, "agent", "is not owner/agent")
+            _check(_INSTANCE, self.instance, "instance",
+                   "must be 1-64 of letters, digits, '.', '_' or '-'")
+            if self.session is not None:
+                _check(_INSTANCE, self.session, "session",
+                       "must be 1-64 of letters, digits, '.', '_' or '-'")
+        else:
+            raise InvalidInput("invalid_caller", f"a caller is an owner or an agent, not"
+                               f" {self.kind!r}", field="caller")
 
     @classmethod
     def owner(cls, name: str) -> Caller:
         """The person who owns the store, acting as owner."""
-        try:
-            _SLUG.validate_python(name)
-        except ValidationError:
-            raise InvalidInput("invalid_owner", f"owner {name!r} must be a slug like 'ana'",
-                               field="owner") from None
         return cls("owner", name)
 
     @classmethod
-    def agent(cls, name: str, instance: str, session: str | None = None) -> Caller:
+    def agent(cls, name: str, instance: str, session: str | None = None, *,
+              origin: str | None = None) -> Caller:
         """An agent (``owner/agent``) acting from ``instance``, optionally in ``session``."""
-        try:
-            _AGENT.validate_python(name)
-        except ValidationError as exc:
-            raise InvalidInput("invalid_agent", f"agent {name!r} is not owner/agent: "
-                               f"{exc.errors()[0]['msg']}", field="agent") from None
-        for field, value in (("instance", instance), ("session", session)):
-            if value is None and field == "session":
-                continue
-            try:
-                _INSTANCE.validate_python(value)
-            except ValidationError:
-                raise InvalidInput(f"invalid_{field}", f"{field} {value!r} must be 1-64 of"
-                                   " letters, digits, '.', '_' or '-'", field=field) from None
-        return cls("agent", name, instance, session)
+        return cls("agent", name, instance, session, origin)
 
     @property
     def is_owner(self) -> bool:
@@ -67,9 +78,11 @@ class Caller:
 
     def __str__(self) -> str:
         if self.is_owner:
-            return f"{self.name} (owner)"
-        where = f"{self.instance}/{self.session}" if self.session else self.instance
-        return f"{self.name} on {where}"
+            text = f"{self.name} (owner)"
+        else:
+            where = f"{self.instance}/{self.session}" if self.session else self.instance
+            text = f"{self.name} on {where}"
+        return f"{text} (named by {self.origin})" if self.origin else text
 
 
 def require_caller(caller: object, verb: str) -> Caller:

@@ -15,9 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from click.core import ParameterSource
 from pydantic import BaseModel
 
 from . import diagrams, render
@@ -45,28 +47,42 @@ class Context:
         return Hive.open(self.db, owner=owner, plugins_dir=self.plugins_dir,
                          clock=clock_from_env(), create=create)
 
-    def caller(self, hive: Hive, agent: str | None, instance: str | None,
-               session: str | None, *, agent_verb: bool = False) -> Caller:
-        """Who this process acts as: the agent it names, else the store file's owner.
-
-        An agent's verb without an agent is a usage error: never the owner.
-        """
+    def caller(self, agent: str | None, instance: str | None, session: str | None, *,
+               agent_verb: bool = False) -> Caller | None:
+        """Who this process acts as, decided before the store is opened: the agent it names,
+        or None for the store's owner (see :func:`acting`), which only the user owning the
+        store file may be. An agent's verb without an agent is a usage error, never the
+        owner."""
+        params = click.get_current_context()
         if agent is not None:
             if instance is None:
                 raise click.UsageError(f"acting as agent {agent} needs --instance (or"
                                        " $HIVELITE_INSTANCE)")
-            return Caller.agent(agent, instance, session)
+            from_env = params.get_parameter_source("agent") is ParameterSource.ENVIRONMENT
+            return Caller.agent(agent, instance, session,
+                                origin="$HIVELITE_AGENT" if from_env else None)
         if agent_verb:
             raise click.UsageError("name the acting agent: --agent owner/agent and --instance"
                                    " (or $HIVELITE_AGENT and $HIVELITE_INSTANCE)")
-        if hasattr(os, "geteuid") and hive.path is not None:
-            uid = hive.path.stat().st_uid
+        for name in ("instance", "session"):
+            if params.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+                raise click.UsageError(f"--{name} belongs to an agent: name it with --agent,"
+                                       " or drop --{name} to act as the store's owner")
+        path = Path(self.db)
+        if hasattr(os, "geteuid") and path.exists():
+            uid = path.stat().st_uid
             if uid != os.geteuid():
-                raise ForbiddenRight("not_owner", f"{hive.path} belongs to another user"
-                                     f" (uid {uid}); only the store file's owner acts as"
-                                     f" its owner {hive.owner!r}. Agents name themselves"
-                                     " with --agent and --instance")
-        return hive.as_owner()
+                raise ForbiddenRight("not_owner", f"{path} belongs to another user (uid"
+                                     f" {uid}); only the store file's owner acts as the"
+                                     " store's owner. Agents name themselves with --agent"
+                                     " and --instance")
+        return None
+
+    def agent(self, agent: str | None, instance: str | None, session: str | None) -> Caller:
+        """The agent an agent's verb acts as (a usage error when none is named)."""
+        caller = self.caller(agent, instance, session, agent_verb=True)
+        assert caller is not None  # an agent's verb never falls back to the owner
+        return caller
 
     def show(self, hive: Hive, receipt: Receipt) -> None:
         """After a write: the task's full view, as ``show`` prints it."""
@@ -99,6 +115,11 @@ def caller_options(*, agent_verb: bool) -> Callable[[Callable[..., Any]], Callab
                             help=f"The acting agent, owner/agent ($HIVELITE_AGENT){need}"
                             )(command)
     return decorate
+
+
+def acting(hive: Hive, caller: Caller | None) -> Caller:
+    """The caller :meth:`Context.caller` decided on, the owner taken from the store."""
+    return caller if caller is not None else hive.as_owner()
 
 
 def _plain(data: Any) -> Any:
@@ -199,14 +220,14 @@ def handoff(ctx: Context, requester: str | None, assignee: str, project: str, te
                   "files": list(files), "depends_on": list(depends_on)}
     if requester is None and agent is None:
         raise click.UsageError("give --requester owner/agent (or act as an agent with --agent)")
+    caller = ctx.caller(agent, instance, session)
     with ctx.open() as hive:
-        caller = ctx.caller(hive, agent, instance, session)
         fields: dict[str, Any] = {"requester": requester or agent, "assignee": assignee,
                                   "project": project, "packet": packet, "priority": priority,
                                   "labels": list(labels)}
         if task_id is not None:
             fields["id"] = task_id
-        ctx.show(hive, hive.handoff(caller, **fields))
+        ctx.show(hive, hive.handoff(acting(hive, caller), **fields))
 
 
 @cli.command(name="list")
@@ -256,9 +277,10 @@ def _owner_verb(name: str, summary: str, example: str, *, reason_required: bool 
 
     def run(ctx: Context, ref: str, reason: str | None, agent: str | None,
             instance: str | None, session: str | None) -> None:
+        caller = ctx.caller(agent, instance, session)
         with ctx.open() as hive:
-            caller = ctx.caller(hive, agent, instance, session)
-            ctx.show(hive, getattr(hive, method)(caller, ref, reason=reason))
+            ctx.show(hive, getattr(hive, method)(acting(hive, caller), ref,
+                                                   reason=reason))
 
     run.__doc__ = (f"{summary}\n\n    {AS_OWNER}\n\n    \b\n    Example:\n"
                    f"      {example}\n    ")
@@ -318,8 +340,8 @@ def _lease_verb(name: str, summary: str) -> None:
     """``claim`` and ``resume``: the assignee takes a lease, and gets its id and token."""
     def run(ctx: Context, ref: str, agent: str | None, instance: str | None,
             session: str | None, minutes: int) -> None:
+        caller = ctx.agent(agent, instance, session)
         with ctx.open() as hive:
-            caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
             lease = getattr(hive, name)(caller, ref, minutes=minutes)
             ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
 
@@ -350,8 +372,8 @@ def renew(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     Example:
       hivelite renew 3 --lease L1 --token 2 --agent ana/coder --instance laptop
     """
+    caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
         lease = hive.renew(caller, ref, lease_id=lease_id, token=token, minutes=minutes)
         ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
 
@@ -366,7 +388,7 @@ def renew(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
 def release(ctx: Context, ref: str, lease_id: str | None, token: int | None,
             agent: str | None, instance: str | None, session: str | None,
             reason: str | None) -> None:
-    """Give a claimed task back: the holder with --lease and --token, or the owner without.
+    """Give a claimed task back (the holder with --lease and --token, or the owner).
 
     Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), the
     holder; else as the store's owner (you must own the store file).
@@ -381,9 +403,9 @@ def release(ctx: Context, ref: str, lease_id: str | None, token: int | None,
     if lease_id is not None and agent is None:
         raise click.UsageError("the holder names itself: --agent owner/agent and --instance"
                                " (or $HIVELITE_AGENT and $HIVELITE_INSTANCE)")
+    caller = ctx.caller(agent, instance, session)
     with ctx.open() as hive:
-        caller = ctx.caller(hive, agent, instance, session)
-        ctx.show(hive, hive.release(caller, ref, lease_id=lease_id, token=token,
+        ctx.show(hive, hive.release(acting(hive, caller), ref, lease_id=lease_id, token=token,
                                     reason=reason))
 
 
@@ -408,8 +430,8 @@ def checkpoint(ctx: Context, ref: str, lease_id: str, token: int, agent: str | N
     Example:
       hivelite checkpoint 3 --lease L1 --token 2 --progress "parser done"
     """
+    caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
         ctx.show(hive, hive.checkpoint(
             caller, ref, lease_id=lease_id, token=token, progress=progress,
             decisions=list(decisions), files_touched=list(files_touched),
@@ -446,8 +468,8 @@ def update(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     Example:
       hivelite update 3 --lease L1 --token 2 --summary "tests green"
     """
+    caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
         ctx.show(hive, hive.update(caller, ref, lease_id=lease_id, token=token,
                                    summary=summary, tokens=tokens, usd_micros=usd_micros))
 
@@ -469,8 +491,8 @@ def pause(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     Example:
       hivelite pause 3 --lease L1 --token 2 --on human --reason "which API?"
     """
+    caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
         ctx.show(hive, hive.pause(caller, ref, lease_id=lease_id, token=token, on=on,
                                   reason=reason))
 
@@ -536,8 +558,8 @@ def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
         --evidence "pull_request:the PR:https://example.com/pr/7"
     """
     evidence = parse_evidence(evidence_items, evidence_file)
+    caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
         ctx.show(hive, hive.submit(
             caller, ref, lease_id=lease_id, token=token, summary=summary,
             evidence=list(evidence), outcome=outcome,  # type: ignore[arg-type]
@@ -564,8 +586,8 @@ def verify(ctx: Context, ref: str, agent: str | None, instance: str | None,
     if accept == reject:
         raise click.UsageError("give exactly one of --accept and --reject")
     verdict = "accept" if accept else "reject"
+    caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        caller = ctx.caller(hive, agent, instance, session, agent_verb=True)
         ctx.show(hive, hive.verify(caller, ref, verdict=verdict,  # type: ignore[arg-type]
                                    reason=reason))
 
@@ -591,9 +613,9 @@ def amend(ctx: Context, ref: str, agent: str | None, instance: str | None,
       hivelite amend 3 --agent ana/coder --instance laptop --merge-commit 3f2a9c1
     """
     evidence = parse_evidence(evidence_items, evidence_file)
+    caller = ctx.caller(agent, instance, session)
     with ctx.open() as hive:
-        caller = ctx.caller(hive, agent, instance, session)
-        ctx.show(hive, hive.amend(caller, ref, summary=summary,
+        ctx.show(hive, hive.amend(acting(hive, caller), ref, summary=summary,
                                   evidence=list(evidence) or None, merge_commit=merge_commit))
 
 
@@ -603,15 +625,16 @@ def amend(ctx: Context, ref: str, agent: str | None, instance: str | None,
 def expire(ctx: Context, agent: str | None, instance: str | None, session: str | None) -> None:
     """Return every task whose claim ran out to routed.
 
-    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), else
-    as the store's owner (you must own the store file); anyone may.
+    Anyone may: the agent named by --agent and --instance (or their $HIVELITE_ variables),
+    else the store's owner (you must own the store file).
 
     \b
     Example:
       hivelite expire
     """
+    caller = ctx.caller(agent, instance, session)
     with ctx.open() as hive:
-        reopened = hive.expire(ctx.caller(hive, agent, instance, session))
+        reopened = hive.expire(acting(hive, caller))
         ctx.emit(reopened, lambda: "\n".join(
             f"task {r.number}: {r.holder}'s claim expired at {r.expired_at};"
             f" {r.from_state.value} -> routed" for r in reopened) or "no expired claims")
@@ -706,8 +729,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(1)
     except click.ClickException as exc:
         if as_json:
-            click.echo(json.dumps({"error": {"status": 400, "code": "usage",
-                                             "reason": "usage", "message": exc.format_message()}}))
+            click.echo(json.dumps({"error": {"status": 400, "code": "usage", "reason": "usage",
+                                             "message": exc.format_message()}}, indent=2))
         exc.show()
         sys.exit(EXIT_USAGE)
     except (OSError, UnicodeError, ValueError) as exc:  # a file that cannot be read, ...

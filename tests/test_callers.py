@@ -281,3 +281,37 @@ def test_refusals_through_the_api_are_hivelite_errors(hive: Hive) -> None:
     with pytest.raises(HiveliteError):
         hive.sign_off(CODER, number)
     assert hive.get(number).task.state is State.approval
+
+
+@pytest.mark.slow
+def test_the_cli_decides_the_caller_before_it_opens_the_store(store: Path) -> None:
+    """A refused caller writes nothing, not even the expiry sweep that opening does."""
+    conn = rawsql.connect(store)
+    before = rawsql.snapshot(conn)
+    later = {"HIVELITE_NOW": "2026-12-02T10:00:00.000Z"}  # task 3's claim has run out
+    assert cli(store, "renew", "3", "--lease", "L1", "--token", "1", env=later).returncode == 2
+    assert cli(store, "approve", "2", "--instance", "laptop", env=later).returncode == 2
+    assert rawsql.snapshot(conn) == before
+    assert cli(store, "approve", "2", env=later).returncode == 0  # opening sweeps task 3
+    assert rawsql.snapshot(conn) != before
+
+
+@pytest.mark.slow
+def test_cli_flags_of_an_agent_need_the_agent(store: Path) -> None:
+    done = cli(store, "approve", "2", "--session", "s1")
+    assert done.returncode == 2
+    assert "--session belongs to an agent" in done.stderr
+    # the machine's own $HIVELITE_INSTANCE does not stop its owner
+    done = cli(store, "--json", "approve", "2", env={"HIVELITE_INSTANCE": "laptop"})
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_a_refusal_says_the_agent_came_from_the_environment(store: Path) -> None:
+    done = cli(store, "cancel", "2", env={"HIVELITE_AGENT": "ana/coder",
+                                          "HIVELITE_INSTANCE": "laptop"})
+    assert done.returncode == 4
+    assert "ana/coder on laptop (named by $HIVELITE_AGENT) may not" in done.stderr
+    done = cli(store, "cancel", "2", "--agent", "ana/coder", "--instance", "laptop")
+    assert done.returncode == 4
+    assert "$HIVELITE_AGENT" not in done.stderr
