@@ -1,9 +1,15 @@
-"""Shared fixtures: a real store file in a tmp dir, a clock that moves only when told."""
+"""Shared fixtures: a real store in a tmp dir (one per backend), a clock that moves only when
+told, and the callers the tests act as.
+
+Hive-level tests take ``hive`` or ``open_hive``: both come from the ``backend`` fixture, so
+another backend runs through the same suite by adding its name to ``BACKENDS`` and a branch
+to ``open_hive``. Only SQLite exists today.
+"""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -11,7 +17,7 @@ from typing import Any
 import apsw
 import pytest
 
-from hivelite import Hive, ManualClock
+from hivelite import Caller, Hive, ManualClock
 from hivelite.clock import format_ts, parse_ts
 
 from . import rawsql
@@ -20,6 +26,18 @@ from . import rawsql
 sys._hivelite_under_test = True  # type: ignore[attr-defined]
 
 START = "2026-12-02T09:00:00.000Z"
+BACKENDS = ("sqlite",)
+
+OWNER = Caller.owner("ana")
+"""The store's owner, acting as owner."""
+CODER = Caller.agent("ana/coder", "laptop")
+"""The assignee of every ``own_task``, on the laptop."""
+PLANNER = Caller.agent("ana/planner", "desktop")
+"""The requester of every ``own_task``, on the desktop."""
+REVIEWER = Caller.agent("ana/reviewer", "desktop")
+"""An independent reviewer: another agent on another instance than the coder's."""
+GUEST = Caller.agent("guest/scout", "elsewhere")
+"""Someone else's agent."""
 
 
 def packet(**overrides: Any) -> dict[str, Any]:
@@ -42,10 +60,37 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "store.db"
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+OpenHive = Callable[..., Hive]
+
+
 @pytest.fixture
-def hive(db_path: Path, clock: ManualClock) -> Iterator[Hive]:
-    with Hive.open(db_path, owner="ana", clock=clock) as h:
-        yield h
+def open_hive(backend: str, db_path: Path, clock: ManualClock) -> Iterator[OpenHive]:
+    """Open a ``Hive`` on this test's store of the backend (owner ana, the test's clock
+    unless given); every hive it opened is closed at the end of the test."""
+    opened: list[Hive] = []
+
+    def open_(**options: Any) -> Hive:
+        options = {"owner": "ana", "clock": clock, **options}
+        if backend == "sqlite":
+            hive = Hive.open(options.pop("path", db_path), **options)
+        else:  # pragma: no cover - a later backend opens its store here
+            raise NotImplementedError(backend)
+        opened.append(hive)
+        return hive
+
+    yield open_
+    for hive in opened:
+        hive.close()
+
+
+@pytest.fixture
+def hive(open_hive: OpenHive) -> Hive:
+    return open_hive()
 
 
 @pytest.fixture
@@ -68,9 +113,12 @@ def own_task(hive: Hive, **overrides: Any) -> int:
     fields: dict[str, Any] = {"requester": "ana/planner", "assignee": "ana/coder",
                               "project": "demo", "packet": packet()}
     fields.update(overrides)
-    return hive.handoff(**fields).number
+    return hive.handoff(OWNER, **fields).number
 
 
 def held_task(hive: Hive, **overrides: Any) -> int:
-    """A task the built-in gate held for the owner (a guest's request)."""
-    return own_task(hive, requester="guest/scout", **overrides)
+    """A task the built-in gate held for the owner (a guest's request, by the guest)."""
+    fields: dict[str, Any] = {"requester": GUEST.name, "assignee": "ana/coder",
+                              "project": "demo", "packet": packet()}
+    fields.update(overrides)
+    return hive.handoff(GUEST, **fields).number
