@@ -38,8 +38,8 @@ def open_hive(path: Path, synchronous: str = "NORMAL") -> Hive:
 def populate(path: Path, items: int) -> list[int]:
     """A new store with ``items`` tasks handed off and routed (not timed)."""
     with open_hive(path) as hive:
-        numbers = [hive.handoff(OWNER_CALLER, requester="ana/planner", assignee=AGENT, project="bench",
-                                packet=PACKET).number for _ in range(items)]
+        numbers = [hive.handoff(OWNER_CALLER, requester="ana/planner", assignee=AGENT,
+                                project="bench", packet=PACKET).number for _ in range(items)]
         if hive.get(numbers[0]).task.state.value != "routed":
             raise RuntimeError("hivelite: the handoff did not route the task")
     return numbers

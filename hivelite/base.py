@@ -151,7 +151,7 @@ class HiveBase:
         for row in rows:
             assert row.number is not None and row.from_state and row.to_state
             move = MOVES_BY_PAIR[(State(row.from_state), State(row.to_state))]
-            entry = JournalEntry.model_construct(**asdict(row))
+            entry = JournalEntry.model_validate(asdict(row))
             for error in call_all(self.plugins, "hivelite_on_transition",
                                   task=tasks[row.number], move=move, actor=row.actor or "",
                                   hive=self, entry=entry):

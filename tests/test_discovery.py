@@ -31,6 +31,7 @@ from hivelite import Hive, PluginError, State
 from hivelite.plugins import call_each, get_plugin_manager
 
 from . import rawsql
+from .conftest import OWNER, OpenHive
 
 TIMEOUT = 30
 GATE = "hivelite_permission_gate"
@@ -243,7 +244,7 @@ def store(tmp_path: Path) -> Path:
     """A store owned by ana with one routed task already in it (made in-process)."""
     db = tmp_path / "store.db"
     with Hive.open(db, owner="ana") as hive:
-        hive.handoff(requester="ana/planner", assignee="ana/coder", project="demo",
+        hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder", project="demo",
                      packet={"task": "Write the parser", "deliverable_type": "code",
                              "acceptance_criteria": ["tests pass"]})
     return db
@@ -280,17 +281,18 @@ def test_plugins_dir_on_the_cli_is_listed_and_decides(tmp_path: Path, store: Pat
     assert gate_decider(store, view["number"]) == "no_secrets"
 
 
-def test_plugins_dir_in_python(tmp_path: Path) -> None:
+def test_plugins_dir_in_python(tmp_path: Path, open_hive: OpenHive) -> None:
     folder = plugin_folder(tmp_path, "no_secrets", NO_SECRETS)
     (folder / "notes.txt").write_text("only .py files are plugins")
-    with Hive.open(tmp_path / "store.db", owner="ana", plugins_dir=folder) as hive:
-        assert names(hive.plugins)[2:] == ["no_secrets"]
-        assert hive.plugins.sources["no_secrets"] == f"file {folder / 'no_secrets.py'}"
-        view = hive.handoff(requester="ana/planner", assignee="ana/coder",
-                            project="secret-plans",
-                            packet={"task": "Write the parser", "deliverable_type": "code",
-                                    "acceptance_criteria": ["tests pass"]})
-        assert view.task.state is State.rejected
+    hive = open_hive(plugins_dir=folder)
+    assert names(hive.plugins)[2:] == ["no_secrets"]
+    assert hive.plugins.sources["no_secrets"] == f"file {folder / 'no_secrets.py'}"
+    receipt = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                           project="secret-plans",
+                           packet={"task": "Write the parser", "deliverable_type": "code",
+                                   "acceptance_criteria": ["tests pass"]})
+    assert receipt.state is State.rejected
+    assert hive.get(receipt.number).task.state is State.rejected
 
 
 def test_plugins_dir_from_the_environment_on_the_cli(tmp_path: Path, store: Path) -> None:
@@ -302,13 +304,12 @@ def test_plugins_dir_from_the_environment_on_the_cli(tmp_path: Path, store: Path
     assert gate_decider(store, done.json()["number"]) == "no_secrets"
 
 
-def test_plugins_dir_from_the_environment_in_python(tmp_path: Path,
+def test_plugins_dir_from_the_environment_in_python(tmp_path: Path, open_hive: OpenHive,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from_env = plugin_folder(tmp_path, "no_secrets", NO_SECRETS)
     given = plugin_folder(tmp_path, "hold_all", HOLD_ALL)
     monkeypatch.setenv("HIVELITE_PLUGINS_DIR", str(from_env))
-    with Hive.open(tmp_path / "store.db", owner="ana") as hive:
-        assert "no_secrets" in names(hive.plugins)
+    assert "no_secrets" in names(open_hive().plugins)
     # A folder given explicitly replaces the environment's.
     assert names(get_plugin_manager(given))[2:] == ["hold_all"]
 
@@ -563,7 +564,7 @@ def test_failing_notifier_only_warns(tmp_path: Path, store: Path) -> None:
                         f"RuntimeError: the mail server is down (task {view['number']}, move 1)\n")
 
 
-def test_a_failing_notifier_does_not_silence_the_others(tmp_path: Path) -> None:
+def test_a_failing_notifier_does_not_silence_the_others(open_hive: OpenHive) -> None:
     heard: list[int] = []
 
     class Quiet:
@@ -576,9 +577,11 @@ def test_a_failing_notifier_does_not_silence_the_others(tmp_path: Path) -> None:
         def hivelite_on_transition(self, move: Any) -> None:
             raise RuntimeError("the mail server is down")
 
-    with Hive.open(tmp_path / "store.db", owner="ana", plugins=[Quiet(), Noisy()]) as hive:
-        hive.handoff(requester="ana/planner", assignee="ana/coder", project="demo",
-                     packet={"task": "Write the parser", "deliverable_type": "code",
-                             "acceptance_criteria": ["tests pass"]})
-        assert len(hive.notify_failures) == 1
+    hive = open_hive(plugins=[Quiet(), Noisy()])
+    hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder", project="demo",
+                 packet={"task": "Write the parser", "deliverable_type": "code",
+                         "acceptance_criteria": ["tests pass"]})
+    failures = list(hive.notify_failures)
+    assert len(failures) == 1
+    assert (failures[0].plugin, failures[0].hook) == ("Noisy", "hivelite_on_transition")
     assert heard == [1]

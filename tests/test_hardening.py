@@ -10,6 +10,7 @@ import pytest
 
 import hivelite
 from hivelite import (
+    Caller,
     Hive,
     InvalidInput,
     InvalidState,
@@ -21,17 +22,18 @@ from hivelite import (
 from hivelite.protocol import State
 
 from . import rawsql
-from .conftest import own_task
+from .conftest import CODER, OWNER, REVIEWER, OpenHive, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 
 
 def completed(hive: Hive) -> int:
     number = own_task(hive)
-    lease = hive.claim(number, "ana/coder", instance="laptop")
-    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
-                evidence=EVIDENCE)
-    hive.verify(number, "ana/reviewer", instance="desktop")
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+    receipt = hive.verify(REVIEWER, number)
+    assert receipt.state is State.completed
     assert hive.get(number).task.state is State.completed
     return number
 
@@ -59,9 +61,9 @@ def test_a_completed_result_cannot_be_rewritten(hive: Hive, db_path: Path) -> No
 
 def test_a_changed_result_body_must_raise_its_version(hive: Hive, db_path: Path) -> None:
     number = own_task(hive)
-    lease = hive.claim(number, "ana/coder", instance="laptop")
-    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
-                evidence=EVIDENCE)
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
     raw = rawsql.connect(db_path)
     refused(raw, "invalid_state:result_version",
             "UPDATE results SET body = json_set(body, '$.summary', 'swapped') WHERE task = ?",
@@ -82,11 +84,12 @@ def test_confirmations_are_append_only_and_only_in_approval(hive: Hive,
 
 def test_updates_and_checkpoints_of_a_closed_task_stay(hive: Hive, db_path: Path) -> None:
     number = own_task(hive)
-    lease = hive.claim(number, "ana/coder", instance="laptop")
-    hive.update(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="half")
-    hive.checkpoint(number, lease_id=lease.lease_id, token=lease.fencing_token,
+    lease = hive.claim(CODER, number)
+    hive.update(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="half")
+    hive.checkpoint(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
                     progress="half way")
-    hive.cancel(number)
+    assert hive.cancel(OWNER, number).state is State.cancelled
     raw = rawsql.connect(db_path)
     refused(raw, "forbidden_right:append_only", "DELETE FROM updates")
     refused(raw, "forbidden_right:append_only", "UPDATE updates SET tokens = 999999")
@@ -130,34 +133,36 @@ class SlowEvidenceCheck:
         return []
 
 
-def test_a_lease_that_runs_out_while_plugins_think_is_stale(db_path: Path,
+def test_a_lease_that_runs_out_while_plugins_think_is_stale(open_hive: OpenHive,
                                                             clock: ManualClock) -> None:
-    with Hive.open(db_path, owner="ana", clock=clock,
-                   plugins=[SlowEvidenceCheck(clock)]) as hive:
-        number = own_task(hive)
-        lease = hive.claim(number, "ana/coder", instance="laptop", minutes=5)
-        with pytest.raises(InvalidState) as err:
-            hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
-                        summary="done", evidence=EVIDENCE)
-        assert err.value.reason == "stale_claim"
-        assert hive.get(number).task.result is None
+    hive = open_hive(plugins=[SlowEvidenceCheck(clock)])
+    number = own_task(hive)
+    lease = hive.claim(CODER, number, minutes=5)
+    with pytest.raises(InvalidState) as err:
+        hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+    assert err.value.reason == "stale_claim"
+    assert hive.get(number).task.result is None
 
 
-def test_returned_at_is_the_time_the_result_landed(db_path: Path, clock: ManualClock) -> None:
+def test_returned_at_is_the_time_the_result_landed(open_hive: OpenHive,
+                                                    clock: ManualClock) -> None:
     class SlowButInTime(SlowEvidenceCheck):
         @hivelite.hookimpl
         def hivelite_check_evidence(self, task: Any, result: Any, hive: Any) -> list[str]:
             self.clock.advance(minutes=2)
             return []
 
-    with Hive.open(db_path, owner="ana", clock=clock, plugins=[SlowButInTime(clock)]) as hive:
-        number = own_task(hive)
-        lease = hive.claim(number, "ana/coder", instance="laptop")
-        view = hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
-                           summary="done", evidence=EVIDENCE)
-        assert view.task.result is not None
-        assert view.task.result.returned_at == "2026-12-02T09:02:00.000Z"
-        assert view.task.updated_at == "2026-12-02T09:02:00.000Z"
+    hive = open_hive(plugins=[SlowButInTime(clock)])
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    receipt = hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                          summary="done", evidence=EVIDENCE)
+    assert receipt.at == "2026-12-02T09:02:00.000Z"
+    view = hive.get(receipt.number)
+    assert view.task.result is not None
+    assert view.task.result.returned_at == "2026-12-02T09:02:00.000Z"
+    assert view.task.updated_at == "2026-12-02T09:02:00.000Z"
 
 
 # -- verdicts a policy does not count ---------------------------------------------------
@@ -169,21 +174,25 @@ class TeamOnly:
         return confirmation.reviewer.startswith("ana/team-")
 
 
-def test_an_uncounted_reviewer_cannot_send_a_result_back(db_path: Path,
-                                                         clock: ManualClock) -> None:
-    with Hive.open(db_path, owner="ana", clock=clock, plugins=[TeamOnly()]) as hive:
-        number = own_task(hive)
-        lease = hive.claim(number, "ana/coder", instance="laptop")
-        hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
-                    summary="done", evidence=EVIDENCE)
-        view = hive.verify(number, "ana/outsider", instance="desktop", verdict="reject",
-                           reason="I say no")
-        assert view.task.state is State.approval
-        assert [(c.verdict, c.counted) for c in view.confirmations] == [("reject", False)]
-        assert hive.history(number)[-1].reason == "not_counted"
-        view = hive.verify(number, "ana/team-lead", instance="phone", verdict="reject",
-                           reason="missing tests")
-        assert view.task.state is State.routed
+def test_an_uncounted_reviewer_cannot_send_a_result_back(open_hive: OpenHive) -> None:
+    hive = open_hive(plugins=[TeamOnly()])
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+    receipt = hive.verify(Caller.agent("ana/outsider", "desktop"), number, verdict="reject",
+                          reason="I say no")
+    assert receipt.state is State.approval
+    view = hive.get(number)
+    assert view.task.state is State.approval
+    assert [(c.verdict, c.counted) for c in view.confirmations] == [("reject", False)]
+    assert hive.history(number)[-1].reason == "not_counted"
+    assert receipt.seq == hive.history(number)[-1].seq
+    receipt = hive.verify(Caller.agent("ana/team-lead", "phone"), number, verdict="reject",
+                          reason="missing tests")
+    assert receipt.state is State.routed
+    assert hive.get(number).task.state is State.routed
+    assert receipt.seq == hive.history(number)[-1].seq
 
 
 # -- inputs ------------------------------------------------------------------------------
@@ -199,39 +208,41 @@ def test_synchronous_takes_only_normal_or_full(db_path: Path) -> None:
         "SELECT count(*) FROM sqlite_schema WHERE name = 'task_update'").get == 1
 
 
-def test_a_threshold_beyond_reason_is_a_plugin_error(db_path: Path,
-                                                     clock: ManualClock) -> None:
+def test_a_threshold_beyond_reason_is_a_plugin_error(open_hive: OpenHive) -> None:
     class Huge:
         @hivelite.hookimpl
         def hivelite_merge_threshold(self, task: Any, hive: Any) -> int:
             return 2**63
 
-    with Hive.open(db_path, owner="ana", clock=clock, plugins=[Huge()]) as hive:
-        number = own_task(hive)
-        lease = hive.claim(number, "ana/coder", instance="laptop")
-        with pytest.raises(PluginError) as err:
-            hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
-                        summary="done", evidence=EVIDENCE)
-        assert err.value.hook == "hivelite_merge_threshold"
-        assert hive.get(number).task.state is State.accepted
+    hive = open_hive(plugins=[Huge()])
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    with pytest.raises(PluginError) as err:
+        hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+    assert err.value.hook == "hivelite_merge_threshold"
+    assert hive.get(number).task.state is State.accepted
 
 
 def test_release_with_a_token_that_is_no_integer(hive: Hive) -> None:
     number = own_task(hive)
-    lease = hive.claim(number, "ana/coder", instance="laptop")
+    lease = hive.claim(CODER, number)
     with pytest.raises(InvalidInput) as err:
-        hive.release(number, lease_id=lease.lease_id, token="abc")  # type: ignore[arg-type]
+        hive.release(CODER, number, lease_id=lease.lease_id,
+                     token="abc")  # type: ignore[arg-type]
     assert err.value.reason == "invalid_token"
 
 
 def test_amend_moves_updated_at(hive: Hive, clock: ManualClock) -> None:
     number = own_task(hive)
-    lease = hive.claim(number, "ana/coder", instance="laptop")
-    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
-                evidence=EVIDENCE)
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
     clock.advance(minutes=1)
-    view = hive.amend(number, actor="ana/coder", summary="done, and documented")
-    assert view.task.updated_at == "2026-12-02T09:01:00.000Z"
+    receipt = hive.amend(CODER, number, summary="done, and documented")
+    assert receipt.at == "2026-12-02T09:01:00.000Z"
+    assert receipt.seq == hive.history(number)[-1].seq  # the "amended" event
+    assert hive.get(number).task.updated_at == "2026-12-02T09:01:00.000Z"
 
 
 @pytest.mark.parametrize("ref", ["99999999999999999999999", "\u00b2", "0", "-1"])
@@ -278,17 +289,17 @@ class Listener:
                            entry.waiting_on.value if entry.waiting_on else None, entry.seq))
 
 
-def test_a_notifier_gets_each_move_s_own_journal_row(db_path: Path,
-                                                     clock: ManualClock) -> None:
+def test_a_notifier_gets_each_move_s_own_journal_row(open_hive: OpenHive) -> None:
     listener = Listener()
-    with Hive.open(db_path, owner="ana", clock=clock, plugins=[listener]) as hive:
-        number = own_task(hive)
-        lease = hive.claim(number, "ana/coder", instance="laptop")
-        hive.pause(number, lease_id=lease.lease_id, token=lease.fencing_token, on="human",
-                   reason="which colour?")
-        lease = hive.resume(number, "ana/coder", instance="laptop")
-        hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token,
-                    summary="done", evidence=EVIDENCE)
+    hive = open_hive(plugins=[listener])
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    hive.pause(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token, on="human",
+               reason="which colour?")
+    lease = hive.resume(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+    assert list(hive.notify_failures) == []
     moves = [(n, f, t, w) for n, f, t, w, _ in listener.heard]
     assert moves == [
         (1, "requested", "routed", None), (6, "routed", "accepted", None),
@@ -301,23 +312,23 @@ def test_a_notifier_gets_each_move_s_own_journal_row(db_path: Path,
 
 def test_an_instance_name_in_other_letters_is_the_same_instance(hive: Hive) -> None:
     number = own_task(hive)
-    lease = hive.claim(number, "ana/coder", instance="laptop")
-    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
-                evidence=EVIDENCE)
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
     with pytest.raises(InvalidState) as err:
-        hive.verify(number, "ana/reviewer", instance="LapTop")
+        hive.verify(Caller.agent("ana/reviewer", "LapTop"), number)
     assert err.value.reason == "reviewer_not_independent"
 
 
 def test_the_owner_releasing_an_unclaimed_task_is_told_why(hive: Hive) -> None:
     number = own_task(hive)
-    lease = hive.claim(number, "ana/coder", instance="laptop")
-    hive.submit(number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
-                evidence=EVIDENCE)
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
     with pytest.raises(InvalidState) as err:
-        hive.release(number)  # in approval: nobody holds it
+        hive.release(OWNER, number)  # in approval: nobody holds it
     assert err.value.reason == "not_claimed"
-    hive.sign_off(number)
+    assert hive.sign_off(OWNER, number).state is State.completed
     with pytest.raises(InvalidState) as err:
-        hive.release(number)
+        hive.release(OWNER, number)
     assert err.value.reason == "task_closed"

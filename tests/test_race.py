@@ -46,7 +46,7 @@ def _worker(k: int, path: str, number: int, rounds: int, start: Any, go: Any, cl
     worker never raises, so the parent sees every failure instead of a hang.
     """
     sys._hivelite_under_test = True  # type: ignore[attr-defined]  # no installed plugins
-    from hivelite import HiveliteError, InvalidState
+    from hivelite import Caller, HiveliteError, InvalidState
 
     hive: Hive | None = None
     try:
@@ -75,9 +75,13 @@ def _worker(k: int, path: str, number: int, rounds: int, start: Any, go: Any, cl
             outcome: str
             detail: Any
             lease = None
+            caller = Caller.agent(ASSIGNEE, f"i{k}", f"r{rnd}")
             try:
-                lease = hive.claim(number, ASSIGNEE, instance=f"i{k}", session=f"r{rnd}")
+                lease = hive.claim(caller, number)
                 outcome, detail = "won", (lease.lease_id, lease.fencing_token)
+                held = (lease.state, lease.holder, lease.instance, lease.session)
+                if held != ("accepted", ASSIGNEE, f"i{k}", f"r{rnd}"):
+                    outcome, detail = "error", f"claim receipt says {held}"
             except InvalidState as exc:
                 outcome = "lost" if exc.reason == "task_claimed" else "error"
                 detail = f"{type(exc).__name__}: {exc}"
@@ -93,8 +97,8 @@ def _worker(k: int, path: str, number: int, rounds: int, start: Any, go: Any, cl
                 return
             if lease is not None:
                 try:
-                    hive.release(number, lease_id=lease.lease_id, token=lease.fencing_token,
-                                 agent=ASSIGNEE, reason=f"round {rnd} done")
+                    hive.release(caller, number, lease_id=lease.lease_id,
+                                 token=lease.fencing_token, reason=f"round {rnd} done")
                 except Exception as exc:
                     outcome, detail = "error", f"release: {type(exc).__name__}: {exc}"
             results.put((rnd, k, outcome, detail, latency, opened, began, began + latency))

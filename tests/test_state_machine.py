@@ -3,15 +3,17 @@
 DESIGN §3 (the 22 moves; a refusal leaves the task where it was), §4 (triggers,
 journal replay, one live claim, growing fencing tokens), §5 (leases, stale
 pairs, expiry on the next touch) and §6 (results, verification, thresholds,
-amend). A hypothesis ``RuleBasedStateMachine`` calls the real API with several
-agents, instances and sessions while a ``ManualClock`` moves 0-16 minutes at a
-time. Each call may succeed or raise a ``HiveliteError`` (anything else fails
-the test), and:
+amend). A hypothesis ``RuleBasedStateMachine`` calls the real API as several
+callers (the owner, agents on several instances and sessions, another owner, no
+caller at all) while a ``ManualClock`` moves 0-16 minutes at a time. Each call
+may succeed or raise a ``HiveliteError`` (anything else fails the test), and:
 
 - a refused call leaves every row of the store as it was (the expiry sweep
   runs inside the verb's transaction and is rolled back with it);
 - each verb's outcome matches what a small model of the rules predicts (who
   may do what, in which state, with which lease, who has confirmed already);
+- a write's receipt tells the truth: the task's state and ``waiting_on`` as the
+  store has them, the write's time, and the seq of its last journal row;
 - after every step, read through a second raw connection: a live claim only in
   ``accepted``/``working`` and at most one per task; a task's fencing token
   never goes down and a new lease always comes with a larger one; replaying
@@ -41,13 +43,16 @@ from hypothesis.stateful import (
 )
 
 from hivelite import (
+    Caller,
+    ClaimReceipt,
     ForbiddenRight,
     Hive,
     HiveliteError,
+    InvalidInput,
     InvalidState,
     ManualClock,
+    Receipt,
     State,
-    TaskView,
     WaitingOn,
     hookimpl,
 )
@@ -57,7 +62,7 @@ from hivelite.protocol import MOVES_BY_PAIR, TERMINAL, find_move
 from . import rawsql
 from .conftest import START, packet
 
-OWNER = "ana"
+OWNER = "ana"  # the store's owner; "bob" is an owner, but not this store's
 ASSIGNEE = "ana/coder"  # the assignee of every task, so the worker of every result
 AGENTS = ["ana/coder", "ana/reviewer", "ana/other", "guest/scout"]
 INSTANCES = ["laptop", "desktop", "phone"]
@@ -102,8 +107,24 @@ def evidence(good: bool) -> list[dict[str, str]]:
     return [{"kind": "test_output", "summary": "12 passed" if good else BAD}]
 
 
-def person_ok(actor: str | None) -> bool:
-    return actor in (None, OWNER)
+def caller_of(who: str | None, instance: str = "laptop",
+              session: str | None = None) -> Caller | None:
+    """``None`` (no caller at all), an agent (``owner/agent``) or an owner (a slug)."""
+    if who is None:
+        return None
+    if "/" in who:
+        return Caller.agent(who, instance, session)
+    return Caller.owner(who)
+
+
+def owner_refusal(who: str | None) -> str | None:
+    """Why an owner's verb refuses ``who`` as its caller (None: it is this store's owner).
+    ``release`` refuses an agent only after checking the reason."""
+    if who is None:
+        return "caller_required"
+    if "/" not in who:
+        return None if who == OWNER else "not_owner"
+    return "not_permitted"
 
 
 def reason_ok(reason: str | None, required: bool = False) -> bool:
@@ -112,12 +133,17 @@ def reason_ok(reason: str | None, required: bool = False) -> bool:
 
 
 picks = st.integers(0, MAX_TASKS - 1)
-agents = st.sampled_from(AGENTS)
+agents = st.sampled_from([*AGENTS, OWNER])
 instances = st.sampled_from(INSTANCES)
 sessions = st.sampled_from(SESSIONS)
 lease_picks = st.sampled_from(["current"] * 3 + ["older", "wrong_token", "bogus"])
-holder_agents = st.sampled_from([None, None, ASSIGNEE, "ana/reviewer"])
-owners = st.sampled_from([None, None, OWNER, "ana/coder", "bob"])
+# Who calls a holder's verb: mostly the holder (every claim is the assignee's), from the
+# instance it claimed from, that instance in capitals, or another instance.
+SHOUTING = "ana/coder, its instance in capitals, in a new session"
+ELSEWHERE = "ana/coder, from another instance"
+holder_agents = st.sampled_from([ASSIGNEE, ASSIGNEE, ASSIGNEE, SHOUTING, ELSEWHERE,
+                                 "ana/reviewer", OWNER, None])
+owners = st.sampled_from([OWNER, OWNER, OWNER, None, "ana/coder", "bob"])
 minutes = st.sampled_from([5, 10, 15, 10, 4, 16])
 reasons = st.sampled_from([None, "", "because", "x" * 501])
 
@@ -175,7 +201,7 @@ class HiveMachine(RuleBasedStateMachine):
 
     def row(self, number: int) -> dict[str, Any]:
         keys = ("state", "waiting_on", "lease_id", "lease_token", "lease_holder",
-                "lease_instance", "lease_expires")
+                "lease_instance", "lease_session", "lease_expires")
         values = self.conn.execute(
             f"SELECT {', '.join(keys)} FROM tasks WHERE number = ?", (number,)).fetchone()
         return dict(zip(keys, values, strict=True))
@@ -198,9 +224,18 @@ class HiveMachine(RuleBasedStateMachine):
             return lease_id, token + 1
         return "L-bogus-lease", 1
 
+    def last_seq(self) -> int:
+        return int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM journal").get)
+
     def call(self, verb: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Run one verb: its answer, or the ``HiveliteError`` it raised having changed nothing."""
+        """Run one verb: its answer, or the ``HiveliteError`` it raised having changed nothing.
+
+        A receipt must agree with the store: the task's state and ``waiting_on``, the time
+        of the write, and the seq of the write's last journal row (None: it journaled
+        nothing of its own, only, perhaps, the clock's expiry sweep).
+        """
         before = rawsql.snapshot(self.conn)
+        seq = self.last_seq()
         try:
             out = fn(*args, **kwargs)
         except HiveliteError as exc:
@@ -209,9 +244,18 @@ class HiveMachine(RuleBasedStateMachine):
             assert before == after, f"{verb} refused ({exc}) yet changed {changed}"
             REFUSALS_SEEN[f"{verb}:{exc.reason}"] += 1
             return exc
-        if isinstance(out, TaskView):
+        if isinstance(out, Receipt):
             r = self.row(out.number)
-            assert (out.task.state.value, out.task.waiting_on) == (r["state"], r["waiting_on"])
+            assert (out.state.value, out.waiting_on) == (r["state"], r["waiting_on"]), verb
+            assert out.id == self.conn.execute(
+                "SELECT id FROM tasks WHERE number = ?", (out.number,)).get
+            assert out.at == self.now(), (verb, out.at)
+            added = list(self.conn.execute(
+                "SELECT seq, task, actor FROM journal WHERE seq > ? ORDER BY seq", (seq,)))
+            if out.seq is None:
+                assert all(actor == "clock" for _, _, actor in added), (verb, added)
+            else:
+                assert added and added[-1][:2] == (out.seq, out.number), (verb, out.seq, added)
         return out
 
     def expect(self, verb: str, should: bool, out: Any, why: str) -> bool:
@@ -222,18 +266,34 @@ class HiveMachine(RuleBasedStateMachine):
 
     def holder_call(self, verb: str, number: int, which: str, agent: str | None,
                     **kwargs: Any) -> Any:
-        """A holder write: ``stale_claim`` unless the pair is the live claim's, then it is the
-        holder's alone, and for the holder it works."""
+        """A holder write: an agent's verb (no caller, or the owner, is refused first); then
+        ``stale_claim`` unless the pair is the live claim's, then it is the holder's alone,
+        from the instance it claimed from (in any letters, in any session), and for the
+        holder there it works."""
         lease_id, token = self.lease_for(number, which)
         r = self.row(number)
         live = (r["lease_id"] == lease_id and r["lease_token"] == token
                 and r["lease_expires"] > self.now())
-        out = self.call(verb, getattr(self.h, verb), number, lease_id=lease_id, token=token,
-                        agent=agent, **kwargs)
-        if not live:
+        held_from = r["lease_instance"] or "laptop"
+        if agent == SHOUTING:
+            caller = caller_of(ASSIGNEE, held_from.upper(), "restarted")
+        elif agent == ELSEWHERE:
+            others = [i for i in INSTANCES if i.casefold() != held_from.casefold()]
+            caller = caller_of(ASSIGNEE, others[number % len(others)], r["lease_session"])
+        else:
+            caller = caller_of(agent, held_from, r["lease_session"])
+        out = self.call(verb, getattr(self.h, verb), caller, number, lease_id=lease_id,
+                        token=token, **kwargs)
+        if caller is None:
+            assert isinstance(out, InvalidInput) and out.reason == "caller_required", out
+        elif caller.is_owner:  # the owner releases without the holder's lease
+            expected = "owner_release" if verb == "release" else "agent_only"
+            assert isinstance(out, InvalidInput if verb == "release" else ForbiddenRight), out
+            assert out.reason == expected, out
+        elif not live:
             assert isinstance(out, InvalidState), f"{verb} with a dead lease gave {out!r}"
             assert out.reason == ("task_closed" if r["state"] in CLOSED else "stale_claim"), out
-        elif agent not in (None, r["lease_holder"]):
+        elif caller.name != r["lease_holder"] or agent == ELSEWHERE:
             assert isinstance(out, ForbiddenRight) and out.reason == "not_permitted", out
         else:
             assert not isinstance(out, HiveliteError), f"the live holder's {verb}: {out!r}"
@@ -247,7 +307,7 @@ class HiveMachine(RuleBasedStateMachine):
         self.hive = Hive.open(self.path, owner=OWNER, clock=self.clock, plugins=[Policy()])
         self.raw = rawsql.connect(self.path)
         for kind in kinds:
-            self.handoff(kind, None, None)
+            self.handoff(kind, None, None, "owner")
 
     @rule(minutes=st.integers(0, 16), seconds=st.sampled_from([0, 0, 1, 59]))
     def advance(self, minutes: int, seconds: int) -> None:
@@ -258,11 +318,15 @@ class HiveMachine(RuleBasedStateMachine):
             "SELECT number FROM tasks WHERE lease_id IS NOT NULL AND lease_expires <= ?",
             (self.now(),))}
 
-    @rule()
-    def expire(self) -> None:
-        """Every expired claim ends now; the report also names what opening the store ended."""
+    @rule(who=st.sampled_from([OWNER, OWNER, "ana/reviewer", "guest/scout", None]))
+    def expire(self, who: str | None) -> None:
+        """Every expired claim ends now, whoever asks; the report also names what opening the
+        store ended. Only no caller at all is refused."""
         expected = self.overdue() | self.reopened_on_open
-        out = self.call("expire", self.h.expire)
+        out = self.call("expire", self.h.expire, caller_of(who, "phone"))
+        if who is None:
+            assert isinstance(out, InvalidInput) and out.reason == "caller_required", out
+            return
         assert not isinstance(out, HiveliteError), out
         assert sorted(e.number for e in out) == sorted(expected)
         assert self.overdue() == set()
@@ -282,34 +346,58 @@ class HiveMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: len(self.tasks) < MAX_TASKS)
     @rule(kind=st.sampled_from(["own", "own", "guest", "denied"]),
-          depends=st.one_of(st.none(), picks), fixed_id=st.sampled_from([None, None, "t-fixed"]))
-    def handoff(self, kind: str, depends: int | None, fixed_id: str | None) -> None:
+          depends=st.one_of(st.none(), picks), fixed_id=st.sampled_from([None, None, "t-fixed"]),
+          by=st.sampled_from(["owner", "owner", "requester", "requester", "another", "none"]))
+    def handoff(self, kind: str, depends: int | None, fixed_id: str | None, by: str) -> None:
+        """The owner hands off for any requester, an agent only as itself."""
         deps = [self.ids[self.task(depends)]] if depends is not None and self.tasks else []
+        requester = "guest/scout" if kind == "guest" else "ana/planner"
         fields: dict[str, Any] = {
-            "requester": "guest/scout" if kind == "guest" else "ana/planner",
-            "assignee": ASSIGNEE, "project": "demo",
+            "requester": requester, "assignee": ASSIGNEE, "project": "demo",
             "packet": packet(depends_on=deps, context=DENY if kind == "denied" else "")}
         if fixed_id is not None:
             fields["id"] = fixed_id
-        out = self.call("handoff", self.h.handoff, **fields)
+        who = {"owner": OWNER, "requester": requester, "another": "ana/reviewer",
+               "none": None}[by]
+        caller = caller_of(who, "desktop")
+        out = self.call("handoff", self.h.handoff, caller, **fields)
+        if by in ("another", "none"):
+            expected = "not_requester" if by == "another" else "caller_required"
+            self.expect("handoff", False, out, expected)
+            assert out.reason == expected, out
+            assert isinstance(out, ForbiddenRight) == (by == "another"), out
+            return
         if not self.expect("handoff", fixed_id not in self.ids.values(), out, "duplicate id"):
             assert out.reason == "duplicate_id", out
             return
         assert out.number == len(self.tasks) + 1
-        assert (out.task.state, out.task.waiting_on) == {
+        assert (out.state, out.waiting_on) == {
             "own": (State.routed, None), "guest": (State.waiting, WaitingOn.owner_approval),
             "denied": (State.rejected, None)}[kind]
+        created = self.h.history(out.number)[0]
+        assert (created.actor, created.to_state) == (who, State.requested)
         self.tasks.append(out.number)
-        self.ids[out.number] = out.task.id
+        self.ids[out.number] = out.id
 
     def owner_verb(self, verb: str, pick: int, actor: str | None, reason: str | None,
                    states: tuple[str, ...], required: bool = False) -> Any:
+        """The owner's verb, called by ``actor``: only this store's owner may, and the caller
+        is checked before anything else (``release`` checks the reason before it refuses an
+        agent without a lease)."""
         number = self.task(pick)
         r = self.row(number)
         where = f"{r['state']}({r['waiting_on']})" if r["waiting_on"] else r["state"]
-        out = self.call(verb, getattr(self.h, verb), number, actor=actor, reason=reason)
-        self.expect(verb, person_ok(actor) and reason_ok(reason, required) and where in states,
+        refusal = owner_refusal(actor)
+        if verb == "release" and not reason_ok(reason, required) and refusal == "not_permitted":
+            refusal = None  # release checks the reason before it looks for a lease
+        out = self.call(verb, getattr(self.h, verb), caller_of(actor), number, reason=reason)
+        self.expect(verb, actor == OWNER and reason_ok(reason, required) and where in states,
                     out, f"{actor} on a task {where}, reason {reason!r:.20}")
+        if refusal is not None:
+            assert out.reason == refusal, out
+            assert isinstance(out, ForbiddenRight) == refusal.startswith("not_"), out
+        elif not isinstance(out, HiveliteError):
+            assert out.state is self.h.get(number).task.state
         return out
 
     @precondition(lambda self: self.tasks)
@@ -332,7 +420,7 @@ class HiveMachine(RuleBasedStateMachine):
     # -- claims --------------------------------------------------------------
 
     @precondition(lambda self: self.tasks)
-    @rule(pick=picks, agent=st.sampled_from([ASSIGNEE, ASSIGNEE, "ana/reviewer"]),
+    @rule(pick=picks, agent=st.sampled_from([ASSIGNEE, ASSIGNEE, "ana/reviewer", OWNER]),
           instance=instances, session=sessions, mins=minutes)
     def claim(self, pick: int, agent: str, instance: str, session: str | None,
               mins: int) -> None:
@@ -342,28 +430,41 @@ class HiveMachine(RuleBasedStateMachine):
             "SELECT count(*) FROM json_each((SELECT body FROM packets WHERE task = ?),"
             " '$.depends_on') d JOIN tasks t ON t.id = d.value WHERE t.state != 'completed'",
             (number,)).get
-        out = self.call("claim", self.h.claim, number, agent, instance=instance,
-                        session=session, minutes=mins)
+        out = self.call("claim", self.h.claim, caller_of(agent, instance, session), number,
+                        minutes=mins)
         if self.expect("claim", state == "routed" and agent == ASSIGNEE and 5 <= mins <= 15
                        and not blocked, out,
                        f"{agent} on a {state} task for {mins} min, {blocked} open deps"):
-            assert out.state is State.accepted
-            self.leases.setdefault(number, []).append((out.lease_id, out.fencing_token))
+            self.claimed(number, out, State.accepted, instance, session, mins)
+        elif agent == OWNER:
+            assert isinstance(out, ForbiddenRight) and out.reason == "agent_only", out
+
+    def claimed(self, number: int, out: ClaimReceipt, state: State, instance: str,
+                session: str | None, mins: int) -> None:
+        """A new lease: the receipt is the live claim as the store holds it."""
+        assert out.state is state and out.waiting_on is None
+        r = self.row(number)
+        assert (out.lease_id, out.fencing_token, out.holder, out.instance, out.expires_at) == (
+            r["lease_id"], r["lease_token"], ASSIGNEE, instance, r["lease_expires"])
+        assert out.session == session
+        assert out.expires_at == format_ts(self.clock() + timedelta(minutes=mins))
+        self.leases.setdefault(number, []).append((out.lease_id, out.fencing_token))
 
     @precondition(lambda self: self.tasks)
-    @rule(pick=picks, agent=st.sampled_from([ASSIGNEE, ASSIGNEE, "ana/other"]),
+    @rule(pick=picks, agent=st.sampled_from([ASSIGNEE, ASSIGNEE, "ana/other", OWNER]),
           instance=instances, session=sessions, mins=minutes)
     def resume(self, pick: int, agent: str, instance: str, session: str | None,
                mins: int) -> None:
         number = self.task(pick)
         r = self.row(number)
         paused = r["state"] == "waiting" and r["waiting_on"] in ("human", "agent")
-        out = self.call("resume", self.h.resume, number, agent, instance=instance,
-                        session=session, minutes=mins)
+        out = self.call("resume", self.h.resume, caller_of(agent, instance, session), number,
+                        minutes=mins)
         if self.expect("resume", paused and agent == ASSIGNEE and 5 <= mins <= 15, out,
                        f"{agent} on {r['state']}({r['waiting_on']}) for {mins} min"):
-            assert out.state is State.working
-            self.leases.setdefault(number, []).append((out.lease_id, out.fencing_token))
+            self.claimed(number, out, State.working, instance, session, mins)
+        elif agent == OWNER:
+            assert isinstance(out, ForbiddenRight) and out.reason == "agent_only", out
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, which=lease_picks, agent=holder_agents,
@@ -377,6 +478,9 @@ class HiveMachine(RuleBasedStateMachine):
             assert (after["lease_id"], after["lease_token"]) == (
                 before["lease_id"], before["lease_token"])
             assert after["lease_expires"] == format_ts(self.clock() + timedelta(minutes=mins))
+            assert (out.lease_id, out.fencing_token, out.expires_at) == (
+                after["lease_id"], after["lease_token"], after["lease_expires"])
+            assert out.seq is None  # a renewal journals nothing
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, which=lease_picks, agent=holder_agents,
@@ -385,14 +489,14 @@ class HiveMachine(RuleBasedStateMachine):
                           reason: str | None) -> None:
         out = self.holder_call("release", self.task(pick), which, agent, reason=reason)
         if not isinstance(out, HiveliteError):
-            assert out.task.state is State.routed and out.claim is None
+            assert out.state is State.routed and self.h.get(out.number).claim is None
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, actor=owners, reason=reasons)
     def release_by_owner(self, pick: int, actor: str | None, reason: str | None) -> None:
         out = self.owner_verb("release", pick, actor, reason, LEASED)
         if not isinstance(out, HiveliteError):
-            assert out.task.state is State.routed and out.claim is None
+            assert out.state is State.routed and self.h.get(out.number).claim is None
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, which=lease_picks, agent=holder_agents)
@@ -400,8 +504,10 @@ class HiveMachine(RuleBasedStateMachine):
         out = self.holder_call("checkpoint", self.task(pick), which, agent,
                                progress="half way", next_steps=["the other half"])
         if not isinstance(out, HiveliteError):
-            assert out.task.state is State.working
-            assert out.task.latest_checkpoint is not None
+            assert out.state is State.working
+            view = self.h.get(out.number)
+            assert view.task.state is State.working
+            assert view.task.latest_checkpoint is not None
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, which=lease_picks, agent=holder_agents,
@@ -410,7 +516,8 @@ class HiveMachine(RuleBasedStateMachine):
         out = self.holder_call("update", self.task(pick), which, agent,
                                summary="parsed the header", tokens=tokens)
         if not isinstance(out, HiveliteError):
-            assert out.task.state is State.working
+            assert out.state is State.working
+            assert self.h.get(out.number).updates[-1].summary == "parsed the header"
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, which=lease_picks, agent=holder_agents,
@@ -419,8 +526,10 @@ class HiveMachine(RuleBasedStateMachine):
         out = self.holder_call("pause", self.task(pick), which, agent, on=on,
                                reason="which format?")
         if not isinstance(out, HiveliteError):
-            assert (out.task.state, out.task.waiting_on) == (State.waiting, WaitingOn(on))
-            assert out.claim is None
+            assert (out.state, out.waiting_on) == (State.waiting, WaitingOn(on))
+            view = self.h.get(out.number)
+            assert (view.task.state, view.task.waiting_on) == (State.waiting, WaitingOn(on))
+            assert view.claim is None
 
     # -- results -------------------------------------------------------------
 
@@ -439,14 +548,16 @@ class HiveMachine(RuleBasedStateMachine):
         self.result_instance[number] = instance
         self.accepted_by[number] = set()
         self.merged.discard(number)
-        assert out.claim is None and out.outcome == outcome
+        view = self.h.get(out.number)
+        assert view.claim is None and view.outcome == outcome
+        assert view.task.state is out.state
         threshold = threshold_of(number)
         if outcome == "failed" or not good:
-            assert out.task.state is State.routed
+            assert out.state is State.routed
         elif threshold == 0:
-            assert out.task.state is State.completed
+            assert out.state is State.completed
         else:
-            assert out.task.state is State.approval and out.threshold == threshold
+            assert out.state is State.approval and view.threshold == threshold
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, agent=agents, instance=instances, session=sessions,
@@ -456,9 +567,11 @@ class HiveMachine(RuleBasedStateMachine):
         number = self.task(pick)
         state = self.row(number)["state"]
         given = self.accepted_by.get(number, set())
-        out = self.call("verify", self.h.verify, number, agent, instance=instance,
-                        session=session, verdict=verdict, reason=reason)
-        if not reason_ok(reason, required=verdict == "reject"):
+        out = self.call("verify", self.h.verify, caller_of(agent, instance, session), number,
+                        verdict=verdict, reason=reason)
+        if agent == OWNER:
+            expected = "agent_only"  # the owner signs off or declines instead
+        elif not reason_ok(reason, required=verdict == "reject"):
             expected = "reason_required" if len(reason or "") <= 500 else "reason_too_long"
         elif state != "approval":
             expected = "task_closed" if state in CLOSED else "not_submitted"
@@ -472,63 +585,75 @@ class HiveMachine(RuleBasedStateMachine):
             expected = ""
         if not self.expect("verify", not expected, out, expected or "an independent verdict"):
             assert out.reason == expected, out
-            assert isinstance(out, ForbiddenRight) == (expected == "self_verify"), out
+            assert isinstance(out, ForbiddenRight) == (
+                expected in ("self_verify", "agent_only")), out
             return
+        view = self.h.get(out.number)
+        assert view.task.state is out.state
+        assert [(c.instance, c.session, c.verdict) for c in view.confirmations
+                if c.reviewer == agent] == [(instance, session, verdict)]
         if verdict == "reject":
-            assert out.task.state is State.routed
+            assert out.state is State.routed
             return
         given.add(agent)
         done = len(given) >= threshold_of(number)
-        assert out.task.state is (State.completed if done else State.approval), (
-            f"{len(given)} of {threshold_of(number)} confirmations, yet {out.task.state}")
+        assert out.state is (State.completed if done else State.approval), (
+            f"{len(given)} of {threshold_of(number)} confirmations, yet {out.state}")
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, actor=owners, reason=reasons)
     def sign_off(self, pick: int, actor: str | None, reason: str | None) -> None:
         out = self.owner_verb("sign_off", pick, actor, reason, ("approval",))
         if not isinstance(out, HiveliteError):
-            assert out.task.state is State.completed
+            assert out.state is State.completed
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, actor=owners, reason=st.sampled_from(["not yet", "", "x" * 501]))
     def decline(self, pick: int, actor: str | None, reason: str) -> None:
         out = self.owner_verb("decline", pick, actor, reason, ("approval",), required=True)
         if not isinstance(out, HiveliteError):
-            assert out.task.state is State.routed
+            assert out.state is State.routed
 
     @precondition(lambda self: self.tasks)
-    @rule(pick=picks, actor=st.sampled_from([None, ASSIGNEE, ASSIGNEE, "ana/reviewer"]),
+    @rule(pick=picks, actor=st.sampled_from([OWNER, ASSIGNEE, ASSIGNEE, "ana/reviewer", None]),
           good=st.sampled_from([True, True, False]))
     def amend_summary(self, pick: int, actor: str | None, good: bool) -> None:
         number = self.task(pick)
         state = self.row(number)["state"]
-        out = self.call("amend", self.h.amend, number, actor=actor, summary="parser, amended",
-                        evidence=None if good else evidence(False))
-        if state != "approval":
+        out = self.call("amend", self.h.amend, caller_of(actor), number,
+                        summary="parser, amended", evidence=None if good else evidence(False))
+        if actor is None:
+            expected = "caller_required"
+        elif state != "approval":
             expected = "not_amendable"
-        elif (actor or OWNER) != ASSIGNEE:
+        elif actor != ASSIGNEE:
             expected = "not_submitter"
         elif not good:
             expected = "evidence_refused"
         else:
             expected = ""
         if self.expect("amend", not expected, out, expected or "the submitter amends"):
-            assert out.task.state is State.approval and out.confirmations == []
-            assert out.task.result is not None
-            assert out.task.result.summary == "parser, amended"
+            assert out.state is State.approval
+            view = self.h.get(out.number)
+            assert view.task.state is State.approval and view.confirmations == []
+            assert view.task.result is not None
+            assert view.task.result.summary == "parser, amended"
             self.accepted_by[number] = set()  # new evidence needs fresh eyes
         else:
             assert out.reason == expected, out
 
     @precondition(lambda self: self.tasks)
-    @rule(pick=picks, actor=st.sampled_from([None, ASSIGNEE, "ana/reviewer", "ana/other"]),
+    @rule(pick=picks,
+          actor=st.sampled_from([OWNER, ASSIGNEE, "ana/reviewer", "ana/other", None]),
           commit=st.sampled_from(["0123abc", "deadbeefcafe", "XYZ"]))
     def amend_merge(self, pick: int, actor: str | None, commit: str) -> None:
         number = self.task(pick)
         state = self.row(number)["state"]
-        who = actor or OWNER
-        out = self.call("amend", self.h.amend, number, actor=actor, merge_commit=commit)
-        if commit == "XYZ":
+        who = actor
+        out = self.call("amend", self.h.amend, caller_of(actor), number, merge_commit=commit)
+        if who is None:
+            expected = "caller_required"
+        elif commit == "XYZ":
             expected = "invalid_commit"
         elif state != "completed":
             expected = "not_amendable"
@@ -541,7 +666,9 @@ class HiveMachine(RuleBasedStateMachine):
         else:
             expected = ""
         if self.expect("amend", not expected, out, expected or "the merge record"):
-            assert out.merge is not None and (out.merge.commit, out.merge.by) == (commit, who)
+            assert out.state is State.completed
+            merge = self.h.get(out.number).merge
+            assert merge is not None and (merge.commit, merge.by) == (commit, who)
             self.merged.add(number)
         else:
             assert out.reason == expected, out
@@ -599,30 +726,30 @@ class HiveMachine(RuleBasedStateMachine):
             if way < 5:
                 self.claim(pick, ASSIGNEE, instance, session, 10)
             else:
-                self.cancel(pick, None, None)
+                self.cancel(pick, OWNER, None)
         elif state in LEASED:
             good, outcome = instance != "phone", "failed" if instance == "desktop" else "completed"
-            [lambda: self.submit(pick, "current", None, "completed", True),
-             lambda: self.submit(pick, "current", None, "completed", True),
-             lambda: self.submit(pick, "current", None, outcome, good),
-             lambda: self.pause(pick, "current", None, "human" if session else "agent"),
-             lambda: (self.checkpoint(pick, "current", None) if session
-                      else self.update(pick, "current", None, 10)),
-             lambda: (self.release_by_holder(pick, "current", None, None) if session
-                      else self.cancel(pick, None, None)),
+            [lambda: self.submit(pick, "current", ASSIGNEE, "completed", True),
+             lambda: self.submit(pick, "current", ASSIGNEE, "completed", True),
+             lambda: self.submit(pick, "current", ASSIGNEE, outcome, good),
+             lambda: self.pause(pick, "current", ASSIGNEE, "human" if session else "agent"),
+             lambda: (self.checkpoint(pick, "current", ASSIGNEE) if session
+                      else self.update(pick, "current", ASSIGNEE, 10)),
+             lambda: (self.release_by_holder(pick, "current", ASSIGNEE, None) if session
+                      else self.cancel(pick, OWNER, None)),
              ][way]()
         elif state == "waiting" and waiting_on == "owner_approval":
             if way < 4:
-                self.approve(pick, None, None)
+                self.approve(pick, OWNER, None)
             elif way == 4:
-                self.deny(pick, None, None)
+                self.deny(pick, OWNER, None)
             else:
-                self.cancel(pick, None, "no longer needed")
+                self.cancel(pick, OWNER, "no longer needed")
         elif state == "waiting":
             if way < 5:
                 self.resume(pick, ASSIGNEE, instance, session, 10)
             else:
-                self.cancel(pick, None, None)
+                self.cancel(pick, OWNER, None)
         elif state == "approval":
             elsewhere = INSTANCES[(INSTANCES.index(self.result_instance[number]) + 1) % 3]
             there = self.result_instance[number] if session else instance  # the worker's
@@ -630,13 +757,13 @@ class HiveMachine(RuleBasedStateMachine):
              lambda: self.verify(pick, reviewer, elsewhere, session, "accept", None),
              lambda: self.verify(pick, reviewer, there, session, "accept", None),
              lambda: (self.verify(pick, reviewer, instance, session, "reject", "wrong")
-                      if session else self.decline(pick, None, "not yet")),
-             lambda: (self.sign_off(pick, None, None) if session
+                      if session else self.decline(pick, OWNER, "not yet")),
+             lambda: (self.sign_off(pick, OWNER, None) if session
                       else self.verify(pick, ASSIGNEE, instance, session, "accept", None)),
              lambda: self.amend_summary(pick, ASSIGNEE if session else reviewer, True),
              ][way]()
         elif state == "completed":
-            actor = [None, ASSIGNEE, reviewer][way % 3]
+            actor = [OWNER, ASSIGNEE, reviewer][way % 3]
             self.amend_merge(pick, actor, "0123abc")
 
     # -- invariants (read through the second, raw connection) ----------------

@@ -22,7 +22,7 @@ import pytest
 
 import hivelite
 from hivelite import ForbiddenRight, Hive, InvalidInput, ManualClock, StoreError
-from hivelite.store import APPLICATION_ID, SCHEMA_VERSION, TaskRow
+from hivelite.store import APPLICATION_ID, SCHEMA_VERSION, NewTask, SqliteStore
 from hivelite.store import sqlite as sqlite_store
 
 from .conftest import START, own_task
@@ -36,11 +36,12 @@ HANDOFF_SCRIPT = textwrap.dedent(
     sys._hivelite_under_test = True
     from hivelite import Hive
     with Hive.open(sys.argv[1], owner="ana") as hive:
-        view = hive.handoff(requester="ana/planner", assignee="ana/coder", project="demo",
-                            packet={"task": "From the other process",
-                                    "deliverable_type": "code",
-                                    "acceptance_criteria": ["tests pass"]})
-        print(view.task.id, flush=True)
+        receipt = hive.handoff(hive.as_owner(), requester="ana/planner", assignee="ana/coder",
+                               project="demo",
+                               packet={"task": "From the other process",
+                                       "deliverable_type": "code",
+                                       "acceptance_criteria": ["tests pass"]})
+        print(receipt.id, flush=True)
     """
 )
 
@@ -66,8 +67,19 @@ LOCK_SCRIPT = textwrap.dedent(
 # -- helpers -----------------------------------------------------------------
 
 
+def sqlite_of(hive: Hive) -> SqliteStore:
+    """The hive's store, which these tests know to be the SQLite one."""
+    assert isinstance(hive.store, SqliteStore)
+    return hive.store
+
+
 def pragma(hive: Hive, name: str) -> object:
-    return hive.store.conn.execute(f"PRAGMA {name}").get
+    return sqlite_of(hive).conn.execute(f"PRAGMA {name}").get
+
+
+def meta(hive: Hive, key: str) -> str | None:
+    with hive.store.read() as reader:
+        return reader.meta(key)
 
 
 def raw_pragma(path: Path, name: str) -> object:
@@ -166,10 +178,10 @@ def test_synchronous_full_is_honoured(db_path: Path) -> None:
 def test_owner_is_recorded_and_kept(db_path: Path, clock: ManualClock) -> None:
     with Hive.open(db_path, owner="ana", clock=clock) as hive:
         assert hive.owner == "ana"
-        assert hive.store.meta("owner") == "ana"
+        assert meta(hive, "owner") == "ana"
     with Hive.open(db_path, clock=clock) as hive:
         assert hive.owner == "ana"
-        assert hive.store.meta("owner") == "ana"
+        assert meta(hive, "owner") == "ana"
     with Hive.open(db_path, owner="ana", clock=clock) as hive:
         assert hive.owner == "ana"
 
@@ -198,7 +210,7 @@ def test_empty_file_is_initialised(db_path: Path) -> None:
         assert pragma(hive, "application_id") == APPLICATION_ID
         assert pragma(hive, "user_version") == SCHEMA_VERSION
         assert str(pragma(hive, "journal_mode")).lower() == "wal"
-        assert hive.store.conn.execute("SELECT count(*) FROM moves").get == 22
+        assert sqlite_of(hive).conn.execute("SELECT count(*) FROM moves").get == 22
         assert hive.owner == "ana"
         assert hive.get(own_task(hive)).number == 1
 
@@ -216,10 +228,11 @@ def test_parent_directories_are_created(tmp_path: Path) -> None:
 def test_reopening_leaves_the_schema_alone(made: Path, clock: ManualClock) -> None:
     first = schema_rows(made)
     assert {r[1] for r in first} >= {"meta", "moves", "tasks", "packets", "results",
-                                      "checkpoints", "journal", "task_delete"}
+                                      "checkpoints", "journal", "journal_by_task",
+                                      "task_delete"}
     for _ in range(2):
         with Hive.open(made, owner="ana", clock=clock) as hive:
-            assert hive.store.conn.execute("SELECT count(*) FROM moves").get == 22
+            assert sqlite_of(hive).conn.execute("SELECT count(*) FROM moves").get == 22
             assert pragma(hive, "user_version") == SCHEMA_VERSION
             assert pragma(hive, "application_id") == APPLICATION_ID
         assert schema_rows(made) == first
@@ -230,7 +243,7 @@ def test_reopening_keeps_the_tasks(made: Path, clock: ManualClock) -> None:
         task_id = hive.get(own_task(hive)).task.id
     with Hive.open(made, clock=clock) as hive:
         assert hive.get(task_id).number == 1
-        assert hive.store.conn.execute("SELECT count(*) FROM moves").get == 22
+        assert sqlite_of(hive).conn.execute("SELECT count(*) FROM moves").get == 22
 
 
 # -- refusals that leave the file untouched ------------------------------------------
@@ -366,19 +379,28 @@ def test_identity_is_read_from_one_snapshot(
     """Another opener initialises the new file between this opener's identity reads.
 
     Reading ``application_id`` (still 0), then finding tables, must not make our own
-    store look foreign: the identity has to be read in one snapshot.
+    store look foreign: the identity has to be read in one snapshot. The other opener
+    starts right after our connection read ``application_id``, before its next statement.
     """
-    original = sqlite_store.Store._pragma
+    original = sqlite_store.SqliteStore._connect
     other = OtherOpener(db_path, "ana", clock)
 
-    def racing_pragma(self: sqlite_store.Store, name: str) -> object:
-        value = original(self, name)
-        if name == "application_id":
-            monkeypatch.setattr(sqlite_store.Store, "_pragma", original)
-            other.start()
-        return value
+    def racing_connect(self: sqlite_store.SqliteStore) -> apsw.Connection:
+        monkeypatch.setattr(sqlite_store.SqliteStore, "_connect", original)  # only ours
+        conn = original(self)
+        seen: list[str] = []
 
-    monkeypatch.setattr(sqlite_store.Store, "_pragma", racing_pragma)
+        def trace(cursor: apsw.Cursor, sql: str, bindings: object) -> bool:
+            if seen and seen[-1] == "PRAGMA application_id":
+                conn.exec_trace = None
+                other.start()
+            seen.append(sql.strip())
+            return True
+
+        conn.exec_trace = trace
+        return conn
+
+    monkeypatch.setattr(sqlite_store.SqliteStore, "_connect", racing_connect)
     try:
         with Hive.open(db_path, owner="ana", clock=clock) as hive:
             assert hive.owner == "ana"
@@ -397,17 +419,17 @@ def test_owner_recorded_meanwhile_is_not_overwritten(
     none. Whoever records first owns the store; the other must get owner_mismatch,
     not silently overwrite the owner (or believe in an owner the store does not hold).
     """
-    original = sqlite_store.Store.meta
+    original = sqlite_store.SqliteTx.meta
     other = OtherOpener(db_path, "bob", clock)
 
-    def racing_meta(self: sqlite_store.Store, key: str) -> str | None:
+    def racing_meta(self: sqlite_store.SqliteTx, key: str) -> str | None:
         value = original(self, key)
         if key == "owner":
-            monkeypatch.setattr(sqlite_store.Store, "meta", original)
+            monkeypatch.setattr(sqlite_store.SqliteTx, "meta", original)
             other.start()
         return value
 
-    monkeypatch.setattr(sqlite_store.Store, "meta", racing_meta)
+    monkeypatch.setattr(sqlite_store.SqliteTx, "meta", racing_meta)
     mine: str | BaseException
     try:
         with Hive.open(db_path, owner="ana", clock=clock) as hive:
@@ -468,28 +490,24 @@ def test_simultaneous_first_opens_all_succeed(tmp_path: Path) -> None:
 
 
 def test_error_inside_write_rolls_back(hive: Hive) -> None:
-    store = hive.store
-    row = TaskRow(
-        number=0, id="rolled-back", state="requested", waiting_on=None, project="demo",
-        requester="ana/planner", assignee="ana/coder", created_at=START, updated_at=START,
-        lease_id=None, lease_token=0, lease_holder=None, lease_instance=None,
-        lease_session=None, lease_expires=None, priority="normal", labels="[]",
-        fields_version=1, reason=None,
-    )
+    store = sqlite_of(hive)
+    task = NewTask(id="rolled-back", project="demo", requester="ana/planner",
+                   assignee="ana/coder", at=START, priority="normal", labels="[]", depends=0,
+                   packet='{"task": "x"}')
 
     class Boom(Exception):
         pass
 
-    with pytest.raises(Boom), store.write():
-        number = store.insert_task(row, '{"task": "x"}', actor="ana", reason=None,
-                                   detail=None)
-        store.set_meta("half_done", "yes")
-        assert store.task(number) is not None  # visible inside the transaction
+    with pytest.raises(Boom), store.write() as tx:
+        number = tx.insert_task(task, actor="ana", reason=None)
+        tx.set_meta("half_done", "yes")
+        assert tx.task(number) is not None  # visible inside the transaction
         raise Boom
     assert not store.conn.in_transaction
-    assert store.task("rolled-back") is None
-    assert store.meta("half_done") is None
-    assert store.journal() == []
+    with store.read() as reader:
+        assert reader.task("rolled-back") is None
+        assert reader.meta("half_done") is None
+        assert reader.journal() == []
     assert store.conn.execute("SELECT count(*) FROM packets").get == 0
     # The store still works after the rollback.
     assert hive.get(own_task(hive)).number >= 1
@@ -497,28 +515,31 @@ def test_error_inside_write_rolls_back(hive: Hive) -> None:
 
 def test_trigger_abort_inside_write_is_a_hivelite_error(hive: Hive) -> None:
     number = own_task(hive)
-    with pytest.raises(ForbiddenRight) as err, hive.store.write():
-        hive.store.conn.execute("DELETE FROM tasks")
+    store = sqlite_of(hive)
+    with pytest.raises(ForbiddenRight) as err, store.write() as tx:
+        tx.conn.execute("DELETE FROM tasks")
     assert err.value.reason == "tasks_are_kept"
     assert err.value.status == 403
     assert isinstance(err.value.__cause__, apsw.Error)
-    assert not hive.store.conn.in_transaction
+    assert not store.conn.in_transaction
     assert hive.get(number).number == number
 
 
 def test_trigger_abort_undoes_earlier_statements_of_the_write(hive: Hive) -> None:
     number = own_task(hive)
-    with pytest.raises(ForbiddenRight) as err, hive.store.write():
-        hive.store.set_meta("before_abort", "yes")
-        hive.store.conn.execute("DELETE FROM journal")
+    with pytest.raises(ForbiddenRight) as err, sqlite_of(hive).write() as tx:
+        tx.set_meta("before_abort", "yes")
+        tx.conn.execute("DELETE FROM journal")
     assert err.value.reason == "append_only"
-    assert hive.store.meta("before_abort") is None
-    assert len(hive.history(number)) == len(hive.store.journal(number)) >= 1
+    assert meta(hive, "before_abort") is None
+    with hive.store.read() as reader:
+        kept = reader.journal(number)
+    assert len(hive.history(number)) == len(kept) >= 1
 
 
 def test_write_commits(hive: Hive, db_path: Path) -> None:
-    with hive.store.write():
-        hive.store.set_meta("kept", "yes")
+    with hive.store.write() as tx:
+        tx.set_meta("kept", "yes")
     conn = apsw.Connection(str(db_path))
     try:
         assert conn.execute("SELECT value FROM meta WHERE key = 'kept'").get == "yes"
@@ -552,6 +573,7 @@ def test_second_process_writes_while_first_is_open(hive: Hive, db_path: Path) ->
     view = hive.get(their_id)
     assert view.number == mine + 1
     assert view.task.packet.task == "From the other process"
+    assert hive.history(their_id)[0].actor == "ana"  # the caller: the owner
     assert [t.task.id for t in hive.list().items][-1] == their_id
 
 
@@ -571,7 +593,7 @@ def test_open_and_write_wait_for_another_writer(
         number = own_task(hive)
         waited = time.monotonic() - started
         assert hive.get(number).number == 1
-        assert hive.store.meta("held_by") == "other process"  # it committed first
+        assert meta(hive, "held_by") == "other process"  # it committed first
     _, err = proc.communicate(timeout=PROCESS_TIMEOUT_S)
     assert proc.returncode == 0, err
     assert waited >= 0.3, f"did not wait for the other writer ({waited:.2f} s)"

@@ -103,6 +103,7 @@ class Recorder:
     @hookimpl
     def hivelite_on_transition(self, task: Any, move: Any, actor: str, hive: Any,
                                entry: Any) -> None:
+        assert isinstance(entry.from_state, State) and isinstance(entry.to_state, State)
         self.heard.append((entry.seq, entry.number, move.number, actor, task.state))
 
 
@@ -125,6 +126,7 @@ def test_notifications_come_from_the_journal_by_seq(open_hive: OpenHive, clock: 
         (recorder.heard[0][0] + 1, second, 6, "ana/coder", State.accepted),
     ]
     monkeypatch.undo()
+    assert list(hive.notify_failures) == []
     journal = {e.seq: e for e in hive.journal()}
     for seq, number, move, actor, _ in recorder.heard:
         assert (journal[seq].number, journal[seq].move, journal[seq].actor) == (
@@ -139,6 +141,7 @@ def test_a_move_is_announced_once_with_its_own_row(open_hive: OpenHive) -> None:
     hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
                 summary="done", evidence=EVIDENCE)
     moves = [e for e in hive.history(number) if e.move is not None]
+    assert list(hive.notify_failures) == []
     assert [(s, n, m, a) for s, n, m, a, _ in recorder.heard] == [
         (e.seq, number, e.move, e.actor) for e in moves]
 
@@ -225,7 +228,10 @@ def test_a_closed_hive_says_so_in_every_thread(open_hive: OpenHive) -> None:
     thread = threading.Thread(target=read)
     thread.start()
     thread.join(timeout=30)
-    for error in (*caught, pytest.raises(StoreError, hive.get, number).value):
+    with pytest.raises(StoreError) as here:
+        hive.get(number)
+    assert len(caught) == 1
+    for error in (*caught, here.value):
         assert isinstance(error, StoreError) and error.reason == "store_closed"
 
 
