@@ -315,3 +315,24 @@ def test_a_refusal_says_the_agent_came_from_the_environment(store: Path) -> None
     done = cli(store, "cancel", "2", "--agent", "ana/coder", "--instance", "laptop")
     assert done.returncode == 4
     assert "$HIVELITE_AGENT" not in done.stderr
+
+
+def test_a_holder_writes_from_the_instance_it_claimed_from(hive: Hive) -> None:
+    """The lease is the coder's on the laptop: the same agent on another machine is refused;
+    a new session on the laptop (a restarted process) carries on, whatever the case."""
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    fence = {"lease_id": lease.lease_id, "token": lease.fencing_token}
+    before = snapshot(hive)
+    elsewhere = Caller.agent("ana/coder", "desktop")
+    for write in (lambda c: hive.checkpoint(c, number, progress="p", **fence),
+                  lambda c: hive.renew(c, number, **fence),
+                  lambda c: hive.submit(c, number, summary="s", evidence=EVIDENCE, **fence),
+                  lambda c: hive.release(c, number, **fence)):
+        with pytest.raises(ForbiddenRight) as err:
+            write(elsewhere)
+        assert err.value.reason == "not_permitted"
+        assert "held from laptop, not desktop" in err.value.message
+    assert snapshot(hive) == before
+    restarted = Caller.agent("ana/coder", "LAPTOP", "after-restart")
+    assert hive.checkpoint(restarted, number, progress="p", **fence).state is State.working
