@@ -203,12 +203,14 @@ def cli(db: Path, *args: str,
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    """A store with a task in approval (1), one held for the owner (2), a claimed one (3)."""
+    """A store with a task in approval (1), one held for the owner (2), a claimed one (3),
+    a completed one (4)."""
     path = tmp_path / "cli.db"
     with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
         in_approval(hive)
         held_task(hive)
         claimed(hive)
+        completed(hive)
     return path
 
 
@@ -240,6 +242,12 @@ def test_an_agent_cannot_use_an_owner_verb_through_the_cli(store: Path) -> None:
         # nor is --agent on the command line
         done = cli(store, *args, "--agent", "ana/coder", "--instance", "laptop")
         assert done.returncode == 4, (name, done.stderr)
+    # the merge record: never the reviewer, nor another agent
+    for agent, reason in (("ana/reviewer", "not_merger"), ("ana/other", "not_submitter")):
+        done = cli(store, "--json", "amend", "4", "--merge-commit", "3f2a9c1",
+                   env={"HIVELITE_AGENT": agent, "HIVELITE_INSTANCE": "desktop"})
+        assert done.returncode == 4, done.stderr
+        assert json.loads(done.stdout)["error"]["reason"] == reason
     assert rawsql.snapshot(conn) == before
     # the file's owner, naming no agent, acts as the owner
     done = cli(store, "--json", "sign-off", "1")
