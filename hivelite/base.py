@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -23,7 +24,7 @@ from . import guard
 from .caller import Caller, require_caller
 from .clock import Clock, format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError
-from .models import ExpiredClaim, JournalEntry, Page, TaskView
+from .models import ExpiredClaim, JournalEntry, Page, Receipt, TaskView
 from .plugins import PluginManager, call_all
 from .protocol import MOVES_BY_PAIR, State
 from .settings import settings_path
@@ -65,6 +66,7 @@ class HiveBase:
         self.notify_failures: deque[PluginError] = deque(maxlen=MAX_NOTIFY_FAILURES)
         """The newest notifier failures (a move is committed whatever its notifiers do)."""
         self.expired_on_open: builtins.list[ExpiredClaim] = []
+        self._expired_lock = threading.Lock()
         self._packets = PacketCache()
 
     def close(self) -> None:
@@ -107,16 +109,22 @@ class HiveBase:
 
     def _run(self, caller: Caller | None, body: Callable[[Unit], T]) -> T:
         """One transaction: the time under the lock, the expiry sweep, the admission checks,
-        the verb's body; after the commit, the moves it journaled are announced."""
+        the verb's body; after the commit, the moves it journaled are announced.
+
+        The journal's last seq is read at most twice: before the body only when a notifier
+        needs to know where this write's rows begin, and once after it (for the receipt
+        and the notifications)."""
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         with self.store.write() as tx:
             unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0)
             self._sweep(unit)
             self._admit(unit)
             result = body(unit)
-            last = tx.last_seq() if notifiers else 0
-        if last > unit.first_seq:
-            self._notify(unit.first_seq, last)
+            last = tx.last_seq() if notifiers or unit.journaled else 0
+        if unit.journaled and isinstance(result, Receipt):
+            result.seq = last  # the task's own rows are the last this write added
+        if last > unit.seq_before:
+            self._notify(unit.seq_before, last)
         return result
 
     def _admit(self, unit: Unit) -> None:
@@ -238,21 +246,21 @@ class HiveBase:
     def expire(self, caller: Caller) -> builtins.list[ExpiredClaim]:
         """Return every task whose claim has expired to ``routed`` now; report what reopened
         (including what opening this store already reopened). Any caller may."""
-        swept = self._write(caller, "expire", lambda unit: unit)
-        reopened = self.expired_on_open + [
-            ExpiredClaim(number=r.number, id=r.id, holder=r.lease_holder or "",
-                         from_state=State(r.state), expired_at=r.lease_expires or swept.at)
-            for r in swept.swept]
-        self.expired_on_open = []
-        return reopened
+        reopened = self._write(caller, "expire", _reopened)
+        with self._expired_lock:
+            earlier, self.expired_on_open = self.expired_on_open, []
+        return earlier + reopened
 
     def _expire_on_open(self) -> None:
         """Opening a store returns expired claims' tasks first (only writes when there are)."""
         with self.store.read() as reader:
             overdue = reader.overdue(format_ts(self.clock()))
         if overdue:
-            swept = self._run(None, lambda unit: unit)
-            self.expired_on_open = [
-                ExpiredClaim(number=r.number, id=r.id, holder=r.lease_holder or "",
-                             from_state=State(r.state), expired_at=r.lease_expires or swept.at)
-                for r in swept.swept]
+            self.expired_on_open = self._run(None, _reopened)
+
+
+def _reopened(unit: Unit) -> builtins.list[ExpiredClaim]:
+    """The body of a write that only sweeps: what it reopened."""
+    return [ExpiredClaim(number=r.number, id=r.id, holder=r.lease_holder or "",
+                         from_state=State(r.state), expired_at=r.lease_expires or unit.at)
+            for r in unit.swept]

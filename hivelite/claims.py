@@ -64,21 +64,10 @@ class ClaimVerbs(HiveBase):
                 if blocked:
                     raise InvalidState("blocked", f"task {row.number} waits on tasks not yet"
                                        f" completed: {', '.join(blocked)}")
-            token = row.lease_token + 1
             expires = format_ts(unit.now + timedelta(minutes=minutes))
-            guard.check_move(row.state, row.waiting_on, target)
-            unit.tx.start_lease(
-                row.number, target.value, lease_id=lease_id, token=token, holder=agent.name,
-                instance=str(agent.instance), session=agent.session, expires=expires,
-                at=unit.at, reason="resumed" if resume else "claimed",
-                detail={"fencing_token": token, "instance": agent.instance,
-                        "session": agent.session, "expires_at": expires},
-            )
-            unit.journaled = True
-            return unit.claim_receipt(replace(
-                row, state=target.value, waiting_on=None, lease_id=lease_id, lease_token=token,
-                lease_holder=agent.name, lease_instance=agent.instance,
-                lease_session=agent.session, lease_expires=expires, updated_at=unit.at))
+            return unit.claim_receipt(unit.start_lease(
+                row, target, lease_id=lease_id, token=row.lease_token + 1, expires=expires,
+                reason="resumed" if resume else "claimed"))
 
         return self._write(agent, verb, body)
 

@@ -35,6 +35,14 @@ from .protocol import State
 EXIT_USAGE = 2
 
 
+class FileOwner:
+    """The CLI's finding that this process acts as the store's owner: no agent is named, and
+    the user running it owns the store file."""
+
+
+FILE_OWNER = FileOwner()
+
+
 @dataclass
 class Context:
     """What the group's options set for every verb."""
@@ -48,11 +56,11 @@ class Context:
                          clock=clock_from_env(), create=create)
 
     def caller(self, agent: str | None, instance: str | None, session: str | None, *,
-               agent_verb: bool = False) -> Caller | None:
+               agent_verb: bool = False) -> Caller | FileOwner:
         """Who this process acts as, decided before the store is opened: the agent it names,
-        or None for the store's owner (see :func:`acting`), which only the user owning the
-        store file may be. An agent's verb without an agent is a usage error, never the
-        owner."""
+        or the store's owner, which only the user owning the store file may be (its name is
+        read from the store once it is open: :func:`acting`). An agent's verb without an
+        agent is a usage error, never the owner."""
         params = click.get_current_context()
         if agent is not None:
             if instance is None:
@@ -67,7 +75,7 @@ class Context:
         for name in ("instance", "session"):
             if params.get_parameter_source(name) is ParameterSource.COMMANDLINE:
                 raise click.UsageError(f"--{name} belongs to an agent: name it with --agent,"
-                                       " or drop --{name} to act as the store's owner")
+                                       f" or drop --{name} to act as the store's owner")
         path = Path(self.db)
         if hasattr(os, "geteuid") and path.exists():
             uid = path.stat().st_uid
@@ -76,12 +84,12 @@ class Context:
                                      f" {uid}); only the store file's owner acts as the"
                                      " store's owner. Agents name themselves with --agent"
                                      " and --instance")
-        return None
+        return FILE_OWNER
 
     def agent(self, agent: str | None, instance: str | None, session: str | None) -> Caller:
         """The agent an agent's verb acts as (a usage error when none is named)."""
         caller = self.caller(agent, instance, session, agent_verb=True)
-        assert caller is not None  # an agent's verb never falls back to the owner
+        assert isinstance(caller, Caller)  # an agent's verb never falls back to the owner
         return caller
 
     def show(self, hive: Hive, receipt: Receipt) -> None:
@@ -117,9 +125,9 @@ def caller_options(*, agent_verb: bool) -> Callable[[Callable[..., Any]], Callab
     return decorate
 
 
-def acting(hive: Hive, caller: Caller | None) -> Caller:
-    """The caller :meth:`Context.caller` decided on, the owner taken from the store."""
-    return caller if caller is not None else hive.as_owner()
+def acting(hive: Hive, who: Caller | FileOwner) -> Caller:
+    """The caller :meth:`Context.caller` decided on, the owner's name read from the store."""
+    return hive.as_owner() if isinstance(who, FileOwner) else who
 
 
 def _plain(data: Any) -> Any:

@@ -28,12 +28,14 @@ class Unit:
     caller: Caller | None
     """None only for the library's own sweeps (opening a store)."""
     now: datetime
-    first_seq: int
-    """The journal's last seq before this write (notifications start after it)."""
+    seq_before: int
+    """The journal's last seq before this write, when a notifier needs it (else 0)."""
     at: str = ""
     swept: list[TaskRow] = field(default_factory=list)
     """Tasks whose expired claims this write returned to ``routed`` first."""
     journaled: bool = False
+    """Whether this write journaled a row for the task it answers about; the write path
+    then fills the receipt's ``seq``."""
 
     def __post_init__(self) -> None:
         self.at = format_ts(self.now)
@@ -69,21 +71,36 @@ class Unit:
                              reason=reason, detail=detail)
         self.journaled = True
 
-    def _seq(self) -> int | None:
-        return self.tx.last_seq() if self.journaled else None
+    def start_lease(self, row: TaskRow, target: State, *, lease_id: str, token: int,
+                    expires: str, reason: str) -> TaskRow:
+        """Move into ``accepted``/``working`` under a new lease held by the caller."""
+        agent = self.caller
+        assert agent is not None and agent.instance is not None
+        guard.check_move(row.state, row.waiting_on, target)
+        self.tx.start_lease(
+            row.number, target.value, lease_id=lease_id, token=token, holder=agent.name,
+            instance=agent.instance, session=agent.session, expires=expires, at=self.at,
+            reason=reason, detail={"fencing_token": token, "instance": agent.instance,
+                                   "session": agent.session, "expires_at": expires})
+        self.journaled = True
+        return replace(row, state=target.value, waiting_on=None, lease_id=lease_id,
+                       lease_token=token, lease_holder=agent.name,
+                       lease_instance=agent.instance, lease_session=agent.session,
+                       lease_expires=expires, updated_at=self.at, reason=reason)
 
     def receipt(self, row: TaskRow) -> Receipt:
-        """The answer of a write (``TaskAckV1``) from the row as this write left it."""
+        """The answer of a write (``TaskAckV1``) from the row as this write left it (the
+        write path adds the journal seq after the body)."""
         return Receipt.model_construct(
             number=row.number, id=row.id, state=State(row.state),
             waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
-            at=self.at, seq=self._seq())
+            at=self.at, seq=None)
 
     def claim_receipt(self, row: TaskRow) -> ClaimReceipt:
         """The answer of claim, resume and renew (``TaskClaimAckV1``)."""
         return ClaimReceipt.model_construct(
             number=row.number, id=row.id, state=State(row.state), waiting_on=None,
-            at=self.at, seq=self._seq(), lease_id=row.lease_id or "",
+            at=self.at, seq=None, lease_id=row.lease_id or "",
             fencing_token=row.lease_token, holder=row.lease_holder or "",
             instance=row.lease_instance or "", session=row.lease_session,
             expires_at=row.lease_expires or "")

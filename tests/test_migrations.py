@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import tomllib
+from fnmatch import fnmatch
 from pathlib import Path
 
 import apsw
@@ -139,3 +141,15 @@ def test_an_upgrade_is_one_transaction(old_store: Path, monkeypatch: pytest.Monk
     assert old_store.read_bytes() == data
     conn = apsw.Connection(str(old_store))
     assert conn.execute("PRAGMA user_version").get == 1
+
+
+def test_every_data_file_of_the_package_ships_with_it() -> None:
+    """The migrations are .sql files: a wheel without them could not open any store."""
+    root = Path(__file__).parent.parent
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    globs = config["tool"]["setuptools"]["package-data"]["hivelite"]
+    package = root / "hivelite"
+    data = [p.relative_to(package).as_posix() for p in package.rglob("*")
+            if p.is_file() and p.suffix not in (".py", ".pyc")]
+    assert any(name.endswith(".sql") for name in data)
+    assert [name for name in data if not any(fnmatch(name, g) for g in globs)] == []

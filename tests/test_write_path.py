@@ -5,8 +5,10 @@ journal by seq, a bounded failure list, one Hive shared by threads, and SQL kept
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +256,46 @@ def test_only_the_write_path_opens_write_transactions() -> None:
     found = {name for name, text in sources(LIBRARY).items()
              if not name.startswith("store/") and "store.write(" in text}
     assert found == {"base.py", "hive.py"}  # the unit of work; recording a new owner
+
+
+def test_a_threads_connection_ends_with_the_thread(hive: Hive) -> None:
+    """A server that starts a thread per request does not pile up open files."""
+    number = own_task(hive)
+    store: Any = hive.store
+    threads = [threading.Thread(target=hive.get, args=(number,)) for _ in range(50)]
+    for thread in threads:
+        thread.start()
+        thread.join(timeout=30)
+    gc.collect()
+    assert len(store._slots) == 1  # this thread's
+    assert hive.get(number).number == number
+
+
+def test_closing_while_other_threads_read_is_clean(open_hive: OpenHive) -> None:
+    """Threads busy on the store when it closes end with ``store_closed``, never a raw
+    database error."""
+    hive = open_hive()
+    for _ in range(30):
+        number = own_task(hive)
+    started = threading.Barrier(4)
+    seen: list[BaseException] = []
+
+    def reader() -> None:
+        started.wait(timeout=30)
+        try:
+            while True:
+                hive.list()
+                hive.get(number)
+        except BaseException as exc:  # reported below
+            seen.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    started.wait(timeout=30)
+    time.sleep(0.2)  # let them get going: most closes meet a reader inside SQLite
+    hive.close()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(seen) == 3
+    assert all(isinstance(e, StoreError) and e.reason == "store_closed" for e in seen), seen

@@ -11,8 +11,9 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -378,7 +379,7 @@ class SqliteStore:
             self._created = _create_private(self.path)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[apsw.Connection] = []
+        self._slots: weakref.WeakSet[_Slot] = weakref.WeakSet()
         self._closed = False
         conn = self._connect()
         try:
@@ -417,17 +418,23 @@ class SqliteStore:
         return conn
 
     def _adopt(self, conn: apsw.Connection) -> None:
+        """Make ``conn`` this thread's; it is closed when the thread ends or the store
+        closes, whichever comes first."""
+        slot = _Slot(conn)
+        weakref.finalize(slot, _close_quietly, conn)
         with self._lock:
-            self._connections.append(conn)
-        self._local.conn = conn
+            self._slots.add(slot)
+        self._local.slot = slot
 
     @property
     def conn(self) -> apsw.Connection:
         """This thread's connection (made and configured on the thread's first use)."""
+        slot: _Slot | None = getattr(self._local, "slot", None)
         if self._closed:
+            if slot is not None:  # its close was left to this thread (it was busy)
+                _close_quietly(slot.conn)
             raise StoreError("store_closed", f"the store {self.path} has been closed")
-        conn: apsw.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
+        if slot is None:
             conn = self._connect()
             try:
                 self._configure(conn)
@@ -435,12 +442,13 @@ class SqliteStore:
                 conn.close()
                 raise
             self._adopt(conn)
-        return conn
+            return conn
+        return slot.conn
 
     @conn.setter
     def conn(self, value: apsw.Connection) -> None:
         """Replace this thread's connection (instrumentation: the benchmarks wrap it)."""
-        self._local.conn = value
+        self._local.slot.conn = value
 
     def _check_identity(self, conn: apsw.Connection) -> None:
         conn.execute("BEGIN")  # one snapshot: another opener may be initialising the file
@@ -495,16 +503,19 @@ class SqliteStore:
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             for migration in MIGRATIONS:
                 if migration.version > current:
-                    conn.execute(migration.sql)
+                    for _ in conn.execute(migration.sql):  # every statement, rows or not
+                        pass
                     conn.execute(f"PRAGMA user_version = {migration.version}")
 
     def close(self) -> None:
-        """Close every thread's connection; the store refuses further use."""
+        """Close every thread's connection; the store refuses further use. A connection
+        another thread is using right now is closed by that thread, on its next use or
+        when it ends."""
         self._closed = True
         with self._lock:
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            conn.close()
+            slots, self._slots = list(self._slots), weakref.WeakSet()
+        for slot in slots:
+            _close_quietly(slot.conn)
 
     def discard(self) -> None:
         self.close()
@@ -555,6 +566,21 @@ class SqliteStore:
             yield SqliteTx(conn)
         finally:
             conn.execute("COMMIT")
+
+
+class _Slot:
+    """Holds one thread's connection; dropped with the thread's locals when it ends."""
+
+    __slots__ = ("__weakref__", "conn")
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+
+
+def _close_quietly(conn: apsw.Connection) -> None:
+    """Close a connection unless another thread is using it (that thread closes it)."""
+    with suppress(apsw.ThreadingViolationError):
+        conn.close()
 
 
 def _rollback(conn: apsw.Connection) -> None:

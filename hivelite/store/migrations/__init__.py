@@ -32,6 +32,9 @@ def _load() -> tuple[Migration, ...]:
         if match:
             found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
     found.sort(key=lambda m: m.version)
+    if not found:
+        raise RuntimeError("no migrations found beside hivelite/store/migrations/__init__.py:"
+                           " the package was installed without its .sql files")
     if [m.version for m in found] != list(range(1, len(found) + 1)):
         raise RuntimeError(f"migrations must be numbered 1..n without gaps: {found!r}")
     return tuple(found)
