@@ -123,7 +123,7 @@ class HiveBase:
             last = tx.last_seq() if notifiers or unit.journaled else 0
         if unit.journaled and isinstance(result, Receipt):
             result.seq = last  # the task's own rows are the last this write added
-        if last > unit.seq_before:
+        if notifiers and last > unit.seq_before:
             self._notify(unit.seq_before, last)
         return result
 

@@ -96,6 +96,20 @@ def test_no_write_reads_a_view_again(hive: Hive, monkeypatch: pytest.MonkeyPatch
     assert hive.verify(REVIEWER, receipt.number).state is State.completed
 
 
+def test_with_no_notifier_a_write_reads_no_journal(hive: Hive,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Announcing costs nothing when no plugin listens."""
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a write read the journal for nobody")
+
+    monkeypatch.setattr(SqliteTx, "journal_after", refuse)
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+    assert hive.get(number).task.state is State.approval
+
+
 class Recorder:
     """A notifier that writes down what it hears."""
 
