@@ -1,9 +1,10 @@
 """Shared fixtures: a real store in a tmp dir (one per backend), a clock that moves only when
 told, and the callers the tests act as.
 
-Hive-level tests take ``hive`` or ``open_hive``: both come from the ``backend`` fixture, so
-another backend runs through the same suite by adding its name to ``BACKENDS`` and a branch
-to ``open_hive``. Only SQLite exists today.
+Hive-level tests take ``hive`` or ``open_hive``: both open ``Hive.open(store=...)`` on a store
+from ``make_store``, which makes one per ``backend``; another backend runs through the same
+suite by adding its name to ``BACKENDS`` and a branch to ``make_store``. Only SQLite exists
+today.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 
 from hivelite import Caller, Hive, ManualClock
 from hivelite.clock import format_ts, parse_ts
+from hivelite.store import SqliteStore, Store
 
 from . import rawsql
 
@@ -65,27 +67,39 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+MakeStore = Callable[..., Store]
 OpenHive = Callable[..., Hive]
 
 
 @pytest.fixture
-def open_hive(backend: str, db_path: Path, clock: ManualClock) -> Iterator[OpenHive]:
-    """Open a ``Hive`` on this test's store of the backend (owner ana, the test's clock
-    unless given); every hive it opened is closed at the end of the test."""
-    opened: list[Hive] = []
+def make_store(backend: str, db_path: Path) -> Iterator[MakeStore]:
+    """Make this test's store of the backend (``path`` and the backend's own options are
+    optional); every store made is closed at the end of the test."""
+    made: list[Store] = []
 
+    def make(path: Path | None = None, **options: Any) -> Store:
+        if backend == "sqlite":
+            store: Store = SqliteStore(path or db_path, **options)
+        else:  # pragma: no cover - a later backend makes its store here
+            raise NotImplementedError(backend)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.close()
+
+
+@pytest.fixture
+def open_hive(make_store: MakeStore, clock: ManualClock) -> OpenHive:
+    """Open a ``Hive`` on this test's store (owner ana, the test's clock unless given)."""
     def open_(**options: Any) -> Hive:
         options = {"owner": "ana", "clock": clock, **options}
-        if backend == "sqlite":
-            hive = Hive.open(options.pop("path", db_path), **options)
-        else:  # pragma: no cover - a later backend opens its store here
-            raise NotImplementedError(backend)
-        opened.append(hive)
-        return hive
+        store_options = {k: options.pop(k) for k in ("create", "synchronous") if k in options}
+        return Hive.open(store=make_store(options.pop("path", None), **store_options),
+                         **options)
 
-    yield open_
-    for hive in opened:
-        hive.close()
+    return open_
 
 
 @pytest.fixture
