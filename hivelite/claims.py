@@ -45,6 +45,16 @@ def usage_fits(tokens: int | None, usd_micros: int | None) -> None:
                                field=field)
 
 
+def fencing_token(token: object) -> int:
+    """The fencing token a holder's write carries: an ``int``, nothing that merely equals
+    one (``2.0``, ``True``, ``"2"``), or ``422 invalid_input invalid_token`` before any
+    write begins."""
+    if isinstance(token, bool) or not isinstance(token, int):
+        raise InvalidInput("invalid_token", f"the fencing token is an integer, not"
+                           f" {type(token).__name__} {token!r}", field="token")
+    return token
+
+
 class ClaimVerbs(HiveBase):
     """claim, resume, renew, release, checkpoint, update, pause."""
 
@@ -89,14 +99,15 @@ class ClaimVerbs(HiveBase):
               minutes: int = DEFAULT_LEASE_MINUTES) -> ClaimReceipt:
         """Extend the live claim; lease id and token stay the same."""
         agent = require_agent(self._caller(caller, "renew"), "renew")
+        token = fencing_token(token)
         lease_minutes(minutes)
 
         def body(unit: Unit) -> ClaimReceipt:
             row = unit.task(ref)
             self._fence(unit, row, lease_id, token)
             expires = format_ts(unit.now + timedelta(minutes=minutes))
-            unit.tx.extend_lease(row.number, expires)
-            return unit.claim_receipt(replace(row, lease_expires=expires))
+            unit.tx.extend_lease(row.number, expires, at=unit.at)
+            return unit.claim_receipt(replace(row, lease_expires=expires, updated_at=unit.at))
 
         return self._write(agent, "renew", body)
 
@@ -117,9 +128,8 @@ class ClaimVerbs(HiveBase):
         elif lease_id is None or token is None:
             raise InvalidInput("lease_required", "the holder releases with its lease id and"
                                " fencing token", field="lease_id")
-        if token is not None and (isinstance(token, bool) or not isinstance(token, int)):
-            raise InvalidInput("invalid_token", "the fencing token is an integer",
-                               field="token")
+        if token is not None:
+            token = fencing_token(token)
 
         def body(unit: Unit) -> Receipt:
             row = unit.task(ref)
@@ -149,6 +159,7 @@ class ClaimVerbs(HiveBase):
                       token: int, write: Callable[[Unit, TaskRow], TaskRow]) -> Receipt:
         """A write under the caller's live claim: fenced, then ``write``."""
         agent = require_agent(self._caller(caller, verb), verb)
+        token = fencing_token(token)
 
         def body(unit: Unit) -> Receipt:
             row = unit.task(ref)

@@ -8,11 +8,13 @@ with the shipped JSON Schema.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -62,6 +64,21 @@ URI_PATTERN = (
     rf"(?:\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?$"
 )
 TASK_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
+WEB_SCHEMES = ("http", "https")
+_WEB_URL = re.compile(r"^https?://(?:[^/?#@]*@)?[^/?#@:]", re.IGNORECASE)
+
+
+def _web_url(value: object) -> object:
+    """Evidence links are web pages: ``http(s)://host...`` only, never ``javascript:``,
+    ``file:``, ``data:`` or any other scheme a viewer might follow. (Checked before the URI
+    pattern, so the message says what is wrong; the pattern then checks the rest.)"""
+    if isinstance(value, str) and not _WEB_URL.match(value):
+        scheme, colon, _ = value.partition(":")
+        if not colon or scheme.lower() in WEB_SCHEMES:
+            raise ValueError("an evidence url is an http(s) URL with a host, like"
+                             " https://example.com/pr/7")
+        raise ValueError(f"an evidence url is http or https only, not {scheme[:20]!r}")
+    return value
 
 
 def _agent_halves_fit(value: str) -> str:
@@ -78,9 +95,17 @@ AgentName = Annotated[
     AfterValidator(_agent_halves_fit),
 ]
 Timestamp = Annotated[str, StringConstraints(pattern=TIMESTAMP_PATTERN)]
+WebUrl = Annotated[str, StringConstraints(pattern=URI_PATTERN), BeforeValidator(_web_url)]
+"""An http(s) URL (checked first, with a plain message) that is also an RFC 3986 URI."""
 TaskId = Annotated[str, StringConstraints(pattern=TASK_ID_PATTERN, min_length=1, max_length=64)]
 Label = Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]{1,32}$")]
-InstanceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
+INSTANCE_MAX = 64
+# 1-64 of letters, digits, '.', '_' or '-', starting with a letter or digit. The length is
+# checked on its own as well as by the pattern, and the pattern runs on the Rust engine,
+# whose ``$`` is the end of the text (Python's would also match before a final newline).
+InstanceName = Annotated[str, StringConstraints(
+    pattern=rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{INSTANCE_MAX - 1}}}$", min_length=1,
+    max_length=INSTANCE_MAX)]
 # One line: no control characters or Unicode line breaks, and not blank.
 _LINE_CHAR = r"[^\x00-\x1f\x7f\x85\u2028\u2029]"
 UpdateSummary = Annotated[str, StringConstraints(
@@ -130,7 +155,7 @@ class Evidence(_Strict):
 
     kind: EvidenceKind
     summary: Line500
-    url: Annotated[str, StringConstraints(pattern=URI_PATTERN)] | None = None
+    url: WebUrl | None = None
     content: Annotated[str, Field(max_length=8000)] | None = None
 
     @model_serializer(mode="wrap")

@@ -1,7 +1,14 @@
-"""Human-readable output for the CLI: aligned tables, a block per task, relative times."""
+"""Human-readable output for the CLI: aligned tables, a block per task, relative times.
+
+Everything printed here passes through :func:`printable`: text an agent wrote (a task,
+a summary, a reason) cannot ring the bell, move the cursor, rewrite a line or send an
+escape sequence to the reader's terminal. JSON output is not rendered here and keeps
+the text exactly as stored.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -10,6 +17,22 @@ from .models import JournalEntry, TaskView
 
 LAST_UPDATES = 5
 """Updates a ``show`` block prints (the view carries 20)."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match[0]
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(text: str) -> str:
+    """``text`` with every terminal control character (C0, DEL, C1, and the Unicode line
+    and paragraph separators) written as its Python escape: BEL as ``\\x07``, CR as
+    ``\\r``, ESC as ``\\x1b``; the rest is left as it is."""
+    return _CONTROL.sub(_escape, text)
 
 
 def ago(stamp: str, now: datetime | None) -> str:
@@ -29,7 +52,9 @@ def ago(stamp: str, now: datetime | None) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Columns padded to their widest cell."""
+    """Columns padded to their widest cell (every cell made :func:`printable` first)."""
+    headers = [printable(h) for h in headers]
+    rows = [[printable(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
               for i, h in enumerate(headers)]
     lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True))]
@@ -38,8 +63,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _state(view: TaskView) -> str:
+    """The stored state; a claim whose lease ran out says so (reads never write: the next
+    write returns the task to ``routed``)."""
     task = view.task
-    return f"{task.state.value}({task.waiting_on.value})" if task.waiting_on else task.state.value
+    state = f"{task.state.value}({task.waiting_on.value})" if task.waiting_on else task.state.value
+    return f"{state}, lease expired" if view.claim is not None and view.claim.expired else state
 
 
 def _short(text: str, width: int) -> str:
@@ -52,7 +80,7 @@ def task_table(items: Sequence[TaskView], now: datetime | None = None,
         return "no tasks"
     rows = [
         [str(v.number), _state(v), v.task.assignee, v.task.project, v.priority,
-         ago(v.task.updated_at, now), _short(v.task.packet.task, 48)]
+         ago(v.task.updated_at, now), _short(printable(v.task.packet.task), 48)]
         for v in items
     ]
     out = table(["#", "state", "assignee", "project", "priority", "updated", "task"], rows)
@@ -78,8 +106,13 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
         lines.append(f"  depends on {', '.join(task.packet.depends_on)}")
     if view.claim is not None:
         claim = view.claim
-        lines.append(f"  claim      {claim.holder} on {claim.instance}, "
-                     f"expires {ago(claim.expires_at, now)}")
+        if claim.expired:
+            lines.append(f"  claim      {claim.holder} on {claim.instance}, lease expired"
+                         f" {ago(claim.expires_at, now)}; the next write returns the task"
+                         " to routed")
+        else:
+            lines.append(f"  claim      {claim.holder} on {claim.instance}, "
+                         f"expires {ago(claim.expires_at, now)}")
     if task.latest_checkpoint is not None:
         lines.append(f"  checkpoint {task.latest_checkpoint.progress}")
     if task.result is not None:
@@ -103,7 +136,7 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
     if view.usage.tokens or view.usage.usd_micros:
         lines.append(f"  usage      {view.usage.tokens} tokens,"
                      f" ${view.usage.usd_micros / 1_000_000:.2f}")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 def journal_table(rows: Sequence[JournalEntry]) -> str:

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from . import guard
 from .base import HiveBase, invalid
 from .caller import Caller, require_agent, require_owner
-from .claims import usage_fits
+from .claims import fencing_token, usage_fits
 from .clock import format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError
 from .models import CommitHash, Confirmation, Evidence, Receipt, Result, Task
@@ -87,6 +87,7 @@ class ResultVerbs(HiveBase):
         ``outcome="failed"`` records the failure and returns the task to ``routed``.
         """
         agent = require_agent(self._caller(caller, "submit"), "submit")
+        token = fencing_token(token)
         if outcome not in ("completed", "failed"):
             raise InvalidInput("invalid_outcome", f"outcome is completed or failed, not"
                                f" {outcome!r}", field="outcome")

@@ -69,22 +69,27 @@ def insert_task(conn: apsw.Connection, task_id: str) -> int:
 def set_state(conn: apsw.Connection, number: int, state: State,
               waiting_on: WaitingOn | None = None) -> None:
     """One raw UPDATE of the state (the triggers decide whether it stands)."""
-    if state in (State.verifying, State.approval, State.completed):
-        conn.execute(  # (a closed task takes no result: its triggers refuse it)
-            "INSERT OR IGNORE INTO results(task, body, worker, instance) SELECT ?, ?, ?, ?"
+    if state in (State.verifying, State.approval, State.completed) and conn.execute(
+            "SELECT state FROM tasks WHERE number = ?", (number,)).get == "working":
+        conn.execute(  # (once, from the holder; a closed task takes none)
+            "INSERT INTO results(task, body, worker, instance, threshold)"
+            " SELECT ?, ?, ?, ?, 0"
             " WHERE (SELECT state FROM tasks WHERE number = ?)"
-            " NOT IN ('completed', 'rejected', 'cancelled')",
-            (number, json.dumps(RESULT), "ana/coder", "laptop", number),
+            " NOT IN ('completed', 'rejected', 'cancelled')"
+            " AND NOT EXISTS (SELECT 1 FROM results WHERE task = ?)",
+            (number, json.dumps(RESULT), "ana/coder", "laptop", number, number),
         )
     # A claimed state carries a live lease (the triggers insist): start one on the way
-    # in, end it on the way out, as the library does.
+    # in (the assignee's, the next token, ten minutes), end it on the way out, as the
+    # library does. The result above has threshold 0, so verifying -> completed is decided.
     current = conn.execute("SELECT state FROM tasks WHERE number = ?", (number,)).get
     leased = (State.accepted.value, State.working.value)
     lease = ""
     if state.value in leased and current not in leased:
         lease = (", lease_token = lease_token + 1, lease_id = 'Lraw' || (lease_token + 1),"
                  " lease_holder = 'ana/coder', lease_instance = 'laptop',"
-                 " lease_expires = '2999-01-01T00:00:00.000Z'")
+                 " updated_at = '2026-12-02T09:00:00.000Z',"
+                 " lease_expires = '2026-12-02T09:10:00.000Z'")
     elif state.value not in leased:
         lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
                  " lease_session = NULL, lease_expires = NULL")

@@ -290,7 +290,7 @@ def _full_result(evidence_count: int = 20) -> Result:
     ]
     while len(evidence) < evidence_count:
         evidence.append(Evidence(kind="commit", summary=f"c{len(evidence)}",
-                                 url=f"urn:commit:{len(evidence):07x}"))
+                                 url=f"https://git.example.com/c/{len(evidence):07x}"))
     return Result(summary=_at_limit("r", 4000), evidence=evidence[:evidence_count],
                   provenance="from_approved_context", returned_by="ana/coder",
                   returned_at="2024-02-29T23:59:59.999+05:30")

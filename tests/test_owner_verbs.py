@@ -82,11 +82,12 @@ def task_row(raw: apsw.Connection, number: int) -> dict[str, Any]:
 
 
 def set_lease(raw: apsw.Connection, number: int) -> None:
-    """A live claim on the task row, as a claim would leave it (a new, higher token)."""
+    """Claim a routed task by raw SQL, as a claim leaves it (the next token, ten minutes)."""
     raw.execute(
-        "UPDATE tasks SET lease_id = 'Lraw0001', lease_token = lease_token + 1,"
-        " lease_holder = 'ana/coder',"
+        "UPDATE tasks SET state = 'accepted', lease_id = 'Lraw0001',"
+        " lease_token = lease_token + 1, lease_holder = 'ana/coder',"
         " lease_instance = 'laptop', lease_session = 's1',"
+        " updated_at = '2026-12-02T09:00:00.000Z',"
         " lease_expires = '2026-12-02T09:10:00.000Z' WHERE number = ?",
         (number,),
     )
@@ -238,7 +239,7 @@ def test_cancel_refused(hive: Hive, raw: apsw.Connection, snap: Callable[[], Any
 
 @pytest.mark.parametrize("state", [S.accepted, S.working])
 def test_cancel_ends_the_claim(hive: Hive, raw: apsw.Connection, state: State) -> None:
-    number = rawsql.put_in(raw, "leased", S.accepted)
+    number = rawsql.put_in(raw, "leased", S.routed)
     set_lease(raw, number)
     if state is S.working:
         rawsql.set_state(raw, number, S.working)
@@ -263,7 +264,7 @@ def test_cancel_ends_the_claim(hive: Hive, raw: apsw.Connection, state: State) -
 def test_cancel_after_the_claim_expired(hive: Hive, raw: apsw.Connection,
                                         clock: ManualClock) -> None:
     """An expired claim first goes back to routed (DESIGN §5), then the cancel applies."""
-    number = rawsql.put_in(raw, "expired", S.accepted)
+    number = rawsql.put_in(raw, "expired", S.routed)
     set_lease(raw, number)  # expires 09:10
     clock.advance(minutes=30)
     receipt = hive.cancel(OWNER, number, reason="stale")

@@ -90,13 +90,13 @@ def test_raw_sql_matrix(raw: apsw.Connection, pair: tuple[State, State]) -> None
     to_waiting = _target_waiting(source, target)
     number = rawsql.put_in(raw, "t1", source, from_waiting)
     assert _state_of(raw, number) == (source.value, from_waiting and from_waiting.value)
-    if target in WITH_RESULT and source not in TERMINAL:
-        # set_state adds the result row in a statement of its own before the
-        # UPDATE; add it first, so the snapshot isolates the UPDATE itself.
-        # (A closed task takes no new result: its own trigger refuses that.)
+    if target in WITH_RESULT and source is State.working:
+        # set_state adds the holder's result in a statement of its own before the
+        # UPDATE; add it first, so the snapshot isolates the UPDATE itself. (Only the
+        # holder returns a result, so only a working task takes one.)
         raw.execute(
-            "INSERT OR IGNORE INTO results(task, body, worker, instance)"
-            " VALUES (?, '{}', 'ana/coder', 'laptop')", (number,))
+            "INSERT INTO results(task, body, worker, instance, threshold)"
+            " VALUES (?, '{}', 'ana/coder', 'laptop', 0)", (number,))
     journal_before = raw.execute("SELECT count(*) FROM journal").get
     before = rawsql.snapshot(raw)
 
@@ -231,11 +231,7 @@ def test_guard_and_triggers_agree_on_every_qualified_pair(raw: apsw.Connection) 
     for i, ((src, src_w), (dst, dst_w)) in enumerate(
         itertools.product(QUALIFIED_STATES, QUALIFIED_STATES)
     ):
-        number = rawsql.put_in(raw, f"q{i}", src, src_w)
-        if dst in WITH_RESULT and src not in TERMINAL:
-            raw.execute(
-                "INSERT OR IGNORE INTO results(task, body, worker, instance)"
-                " VALUES (?, '{}', 'ana/coder', 'laptop')", (number,))
+        number = rawsql.put_in(raw, f"q{i}", src, src_w)  # set_state adds the result
         try:
             check_move(src, src_w, dst, dst_w)
             guard = "ok"

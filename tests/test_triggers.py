@@ -256,12 +256,25 @@ def test_a_result_cannot_be_removed_from_verifying_on(
 # -- fencing tokens and the live lease -----------------------------------------
 
 
+CLAIMED_BY_CODER = ("lease_holder = 'ana/coder', lease_instance = 'laptop',"
+                    " updated_at = '2026-12-02T09:00:00.000Z',"
+                    " lease_expires = '2026-12-02T09:10:00.000Z'")
+"""The rest of a claim as the store insists on it: the assignee's, for ten minutes."""
+
+
 def _leased(conn: apsw.Connection, state: State = State.accepted) -> int:
-    """A task in ``state`` holding lease ``l1`` with token 3."""
-    number = rawsql.put_in(conn, "t1", state)
-    conn.execute(
-        "UPDATE tasks SET lease_id = 'l1', lease_token = 3, lease_holder = 'ana/coder'"
-        " WHERE number = ?", (number,))
+    """A task in ``state`` holding lease ``l1`` with token 3 (its third claim)."""
+    number = rawsql.put_in(conn, "t1", State.routed)
+    for token in (1, 2, 3):
+        conn.execute(f"UPDATE tasks SET state = 'accepted', lease_id = ?, lease_token = ?,"
+                     f" {CLAIMED_BY_CODER} WHERE number = ?",
+                     ("l1" if token == 3 else f"l0{token}", token, number))
+        if token < 3:
+            conn.execute("UPDATE tasks SET state = 'routed', lease_id = NULL, lease_holder ="
+                         " NULL, lease_instance = NULL, lease_expires = NULL WHERE number = ?",
+                         (number,))
+    if state is State.working:
+        conn.execute("UPDATE tasks SET state = 'working' WHERE number = ?", (number,))
     return number
 
 
@@ -286,22 +299,25 @@ def test_a_lease_after_no_lease_must_raise_the_token(raw: apsw.Connection) -> No
     number = _leased(raw)
     raw.execute("UPDATE tasks SET state = 'routed', lease_id = NULL WHERE number = ?",
                 (number,))
-    raw.execute("UPDATE tasks SET state = 'accepted', lease_id = 'l3', lease_token = 4"
-                " WHERE number = ?", (number,))
+    raw.execute(f"UPDATE tasks SET state = 'accepted', lease_id = 'l3', lease_token = 4,"
+                f" {CLAIMED_BY_CODER} WHERE number = ?", (number,))
     raw.execute("UPDATE tasks SET state = 'routed', lease_id = NULL WHERE number = ?",
                 (number,))
     for lease in ("l3", "l4"):  # neither the old id nor a new one, at the same token
         refused(raw, "invalid_state:fencing_token",
-                "UPDATE tasks SET state = 'accepted', lease_id = ?, lease_token = 4"
-                " WHERE number = ?", (lease, number))
+                f"UPDATE tasks SET state = 'accepted', lease_id = ?, lease_token = 4,"
+                f" {CLAIMED_BY_CODER} WHERE number = ?", (lease, number))
 
 
-def test_a_new_lease_with_a_higher_token_is_accepted(raw: apsw.Connection) -> None:
+def test_a_live_lease_is_replaced_only_by_a_claim(raw: apsw.Connection) -> None:
+    """A higher token is not enough: a lease is taken only by a claim move."""
     number = _leased(raw)
-    raw.execute("UPDATE tasks SET lease_id = 'l2', lease_token = 4 WHERE number = ?",
-                (number,))
-    row = task_row(raw, number)
-    assert (row["lease_id"], row["lease_token"]) == ("l2", 4)
+    refused(raw, "forbidden_right:lease_by_claim_only",
+            "UPDATE tasks SET lease_id = 'l2', lease_token = 4 WHERE number = ?", (number,))
+    for column, value in (("lease_holder", "'ana/thief'"), ("lease_instance", "'elsewhere'"),
+                          ("lease_session", "'s9'")):
+        refused(raw, "forbidden_right:lease_by_claim_only",
+                f"UPDATE tasks SET {column} = {value} WHERE number = ?", (number,))
 
 
 @pytest.mark.parametrize("state", [State.requested, State.routed, State.waiting,
@@ -325,7 +341,8 @@ def test_a_move_out_of_a_claim_must_end_the_lease(
 ) -> None:
     number = _leased(raw, start)
     raw.execute(
-        "INSERT INTO results(task, body, worker, instance) VALUES (?, '{}', 'ana/coder', 'l')",
+        "INSERT INTO results(task, body, worker, instance)"
+        " VALUES (?, '{}', 'ana/coder', 'laptop')",
         (number,))
     refused(raw, "invalid_state:claim_outlives_state",
             "UPDATE tasks SET state = ?, waiting_on = ? WHERE number = ?",
@@ -392,8 +409,10 @@ def test_a_legal_raw_move_writes_one_journal_row(raw: apsw.Connection) -> None:
     last = raw.execute("SELECT max(seq) FROM journal").get
     raw.execute(
         "UPDATE tasks SET state = 'accepted', updated_at = ?, actor = 'ana/coder',"
-        " reason = 'claimed', detail = ?, lease_id = 'l1', lease_token = 1"
-        " WHERE number = ?", (LATER, json.dumps({"token": 1}), number))
+        " reason = 'claimed', detail = ?, lease_id = 'l1', lease_token = 1,"
+        " lease_holder = 'ana/coder', lease_instance = 'laptop',"
+        " lease_expires = strftime('%Y-%m-%dT%H:%M:%fZ', ?, '+10 minutes')"
+        " WHERE number = ?", (LATER, json.dumps({"token": 1}), LATER, number))
     rows = list(raw.execute(
         "SELECT seq, task, at, actor, from_state, to_state, waiting_on, reason, detail"
         " FROM journal WHERE seq > ?", (last,)))

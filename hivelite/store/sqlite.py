@@ -252,11 +252,7 @@ class SqliteTx:
         return self.overdue(at)
 
     def set_meta(self, key: str, value: str) -> None:
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?)"
-            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
+        self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     def insert_task(self, task: NewTask, *, actor: str, reason: str | None) -> int:
         self.conn.execute(
@@ -292,19 +288,19 @@ class SqliteTx:
              _dump(detail), number),
         )
 
-    def extend_lease(self, number: int, expires: str) -> None:
-        self.conn.execute("UPDATE tasks SET lease_expires = ? WHERE number = ?",
-                          (expires, number))
+    def extend_lease(self, number: int, expires: str, *, at: str) -> None:
+        self.conn.execute("UPDATE tasks SET lease_expires = ?, updated_at = ? WHERE number = ?",
+                          (expires, at, number))
 
     def touch(self, number: int, at: str) -> None:
         self.conn.execute("UPDATE tasks SET updated_at = ? WHERE number = ?", (at, number))
 
     def set_checkpoint(self, number: int, body: str) -> None:
-        self.conn.execute(
-            "INSERT INTO checkpoints(task, body) VALUES (?, ?)"
-            " ON CONFLICT(task) DO UPDATE SET body = excluded.body",
-            (number, body),
-        )
+        # an UPDATE first: the store refuses a second INSERT of a key (and so an upsert)
+        if self.conn.execute("UPDATE checkpoints SET body = ? WHERE task = ? RETURNING task",
+                             (body, number)).fetchone() is None:
+            self.conn.execute("INSERT INTO checkpoints(task, body) VALUES (?, ?)",
+                              (number, body))
 
     def add_update(self, number: int, *, at: str, actor: str, summary: str,
                    tokens: int | None, usd_micros: int | None) -> None:
@@ -316,15 +312,18 @@ class SqliteTx:
 
     def put_result(self, number: int, body: str, *, worker: str, instance: str,
                    session: str | None, outcome: str, threshold: int | None) -> int:
-        return int(self.conn.execute(
+        version = self.conn.execute(
+            "UPDATE results SET body = ?, worker = ?, instance = ?, session = ?, outcome = ?,"
+            " threshold = ?, version = version + 1, merge_commit = NULL, merged_by = NULL"
+            " WHERE task = ? RETURNING version",
+            (body, worker, instance, session, outcome, threshold, number)).fetchone()
+        if version is not None:
+            return int(version[0])
+        self.conn.execute(
             "INSERT INTO results(task, body, worker, instance, session, outcome, threshold)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(task) DO UPDATE SET"
-            " body = excluded.body, worker = excluded.worker, instance = excluded.instance,"
-            " session = excluded.session, outcome = excluded.outcome,"
-            " threshold = excluded.threshold, version = results.version + 1,"
-            " merge_commit = NULL, merged_by = NULL RETURNING version",
-            (number, body, worker, instance, session, outcome, threshold),
-        ).get)
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (number, body, worker, instance, session, outcome, threshold))
+        return 1
 
     def amend_result(self, number: int, body: str) -> int:
         return int(self.conn.execute(
