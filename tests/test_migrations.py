@@ -154,3 +154,11 @@ def test_every_data_file_of_the_package_ships_with_it() -> None:
             if p.is_file() and p.suffix not in (".py", ".pyc")]
     assert any(name.endswith(".sql") for name in data)
     assert [name for name in data if not any(fnmatch(name, g) for g in globs)] == []
+
+
+def test_the_schema_fingerprint_is_the_migrations() -> None:
+    """Every open compares the store's schema with this fingerprint."""
+    from hivelite.store.doctor import digest, expected_schema
+    from hivelite.store.migrations import SCHEMA_DIGEST
+
+    assert digest(expected_schema(SCHEMA_VERSION)) == SCHEMA_DIGEST

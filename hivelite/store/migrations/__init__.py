@@ -42,5 +42,9 @@ def _load() -> tuple[Migration, ...]:
 
 MIGRATIONS: tuple[Migration, ...] = _load()
 SCHEMA_VERSION = MIGRATIONS[-1].version
+SCHEMA_DIGEST = "e0d72a989de5c050d93edc208a6cc64208e94b80b5bc5548fd5a7da677b802fb"
+"""The fingerprint of the schema these migrations build (``doctor.digest``): a store's own
+schema is compared with it at every open, so a dropped or edited trigger is noticed.
+``tests/test_migrations.py`` holds it to the migrations; update it with a new migration."""
 
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "Migration"]
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_DIGEST", "SCHEMA_VERSION", "Migration"]

@@ -1,0 +1,194 @@
+"""``doctor``: is this store file sound? Each check says what it looked at and what it found.
+
+The checks read only: the file's own integrity (SQLite's ``integrity_check``, or the
+faster ``quick_check``), the schema against the frozen migrations (a dropped or edited
+trigger shows here), and the protocol's invariants: every task's state is the replay of
+its journal, every claim in the journal took the next fencing token, a live lease only on a
+claimed state, a result from ``verifying`` on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+
+import apsw
+
+from .migrations import MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
+
+SCHEMA_QUERY = ("SELECT type, name, tbl_name, sql FROM sqlite_schema"
+                " WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name")
+MOVES_QUERY = "SELECT * FROM moves ORDER BY number"
+SHOWN = 5
+"""How many examples a failed check names."""
+
+Schema = tuple[tuple[tuple[object, ...], ...], tuple[tuple[object, ...], ...]]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check's outcome: what was checked, whether it holds, and what was found."""
+
+    check: str
+    ok: bool
+    detail: str
+
+
+@cache
+def expected_schema(version: int) -> Schema:
+    """The schema that running the migrations up to ``version`` gives (built once, in
+    memory)."""
+    conn = apsw.Connection(":memory:")
+    for migration in MIGRATIONS:
+        if migration.version <= version:
+            for _ in conn.execute(migration.sql):
+                pass
+    return schema_of(conn)
+
+
+def schema_of(conn: apsw.Connection) -> Schema:
+    return (tuple(tuple(r) for r in conn.execute(SCHEMA_QUERY)),
+            tuple(tuple(r) for r in conn.execute(MOVES_QUERY)))
+
+
+def digest(schema: Schema) -> str:
+    """A schema's fingerprint (``migrations.SCHEMA_DIGEST`` is the current version's)."""
+    return hashlib.sha256(json.dumps(schema).encode()).hexdigest()
+
+
+def schema_problem(conn: apsw.Connection) -> str | None:
+    """What differs between the file's schema and its migrations' (None: nothing).
+
+    A current store is checked against a fingerprint (fast enough for every open); the
+    migrations are only run in memory to say what differs."""
+    version = int(conn.execute("PRAGMA user_version").get)
+    have_objects, have_moves = schema_of(conn)
+    if version == SCHEMA_VERSION and digest((have_objects, have_moves)) == SCHEMA_DIGEST:
+        return None
+    want_objects, want_moves = expected_schema(version)
+    if have_objects == want_objects and have_moves == want_moves:
+        return None
+    want = {(r[0], r[1]): r for r in want_objects}
+    have = {(r[0], r[1]): r for r in have_objects}
+    problems = [f"{kind} {name} is missing" for kind, name in sorted(want.keys() - have.keys())]
+    problems += [f"{kind} {name} is not hivelite's"
+                 for kind, name in sorted(have.keys() - want.keys())]
+    problems += [f"{kind} {name} was changed" for kind, name in sorted(want.keys() & have.keys())
+                 if want[(kind, name)] != have[(kind, name)]]
+    if have_moves != want_moves:
+        problems.append("the moves table differs from the protocol's 22 moves")
+    return "; ".join(problems)
+
+
+def _examples(items: Iterable[str]) -> str:
+    shown = list(items)
+    more = f" (and {len(shown) - SHOWN} more)" if len(shown) > SHOWN else ""
+    return "; ".join(shown[:SHOWN]) + more
+
+
+def _integrity(conn: apsw.Connection, quick: bool) -> Finding:
+    pragma = "quick_check" if quick else "integrity_check"
+    rows = [str(r[0]) for r in conn.execute(f"PRAGMA {pragma}")]
+    ok = rows == ["ok"]
+    return Finding(pragma, ok, "the file's pages and indexes are sound" if ok
+                   else _examples(rows))
+
+
+def _schema(conn: apsw.Connection) -> Finding:
+    problem = schema_problem(conn)
+    version = conn.execute("PRAGMA user_version").get
+    return Finding("schema", problem is None,
+                   f"tables, indexes, triggers and moves are migration {version}'s"
+                   if problem is None else problem)
+
+
+def _replay(conn: apsw.Connection) -> Finding:
+    """Every task's state and ``waiting_on`` is where its journal's moves lead."""
+    tasks = {r[0]: (r[1], r[2]) for r in conn.execute(
+        "SELECT number, state, waiting_on FROM tasks")}
+    reached: dict[int, tuple[str | None, str | None]] = {}
+    problems = []
+    for task, seq, from_state, to_state, waiting_on in conn.execute(
+            "SELECT task, seq, from_state, to_state, waiting_on FROM journal"
+            " WHERE task IS NOT NULL ORDER BY task, seq"):
+        state = reached.get(task, (None, None))[0]
+        if from_state != state:
+            problems.append(f"task {task}: journal row {seq} starts from {from_state},"
+                            f" not {state}")
+        if from_state != to_state or task not in reached:
+            reached[task] = (to_state, waiting_on)
+    for number, (state, waiting_on) in sorted(tasks.items()):
+        if number not in reached:
+            problems.append(f"task {number} has no journal")
+        elif reached[number][0] != state:
+            problems.append(f"task {number} is {state}; its journal leads to"
+                            f" {reached[number][0]}")
+        elif state == "waiting" and reached[number][1] != waiting_on:
+            problems.append(f"task {number} waits on {waiting_on}; its journal says"
+                            f" {reached[number][1]}")
+    return Finding("replay", not problems,
+                   f"{len(tasks)} task(s) are where their journal's moves lead" if not problems
+                   else _examples(problems))
+
+
+def _tokens(conn: apsw.Connection) -> Finding:
+    """Each claim (and resume) took the next fencing token; the task row keeps the last."""
+    last: dict[int, int] = {}
+    problems = []
+    for task, seq, detail in conn.execute(
+            "SELECT task, seq, detail FROM journal WHERE (from_state, to_state) IN"
+            " (VALUES ('routed', 'accepted'), ('waiting', 'working')) ORDER BY task, seq"):
+        try:
+            token = json.loads(detail)["fencing_token"] if detail else None
+        except (ValueError, KeyError, TypeError):
+            token = None
+        if not isinstance(token, int):
+            problems.append(f"task {task}: the claim at journal row {seq} names no token")
+            continue
+        if token != last.get(task, 0) + 1:
+            problems.append(f"task {task}: the claim at journal row {seq} took token {token}"
+                            f" after {last.get(task, 0)}")
+        last[task] = token
+    for number, token in conn.execute("SELECT number, lease_token FROM tasks"):
+        if token != last.get(number, 0):
+            problems.append(f"task {number} keeps token {token}; its claims reached"
+                            f" {last.get(number, 0)}")
+    return Finding("fencing tokens", not problems,
+                   "every claim took the next token" if not problems else _examples(problems))
+
+
+def _leases_and_results(conn: apsw.Connection) -> Finding:
+    problems = [f"task {n} is {s} with a lease" for n, s in conn.execute(
+        "SELECT number, state FROM tasks WHERE lease_id IS NOT NULL"
+        " AND state NOT IN ('accepted', 'working')")]
+    problems += [f"task {n} is {s} without a lease" for n, s in conn.execute(
+        "SELECT number, state FROM tasks WHERE lease_id IS NULL"
+        " AND state IN ('accepted', 'working')")]
+    problems += [f"task {n} is {s} without a result" for n, s in conn.execute(
+        "SELECT number, state FROM tasks t WHERE state IN ('verifying', 'approval',"
+        " 'completed') AND NOT EXISTS (SELECT 1 FROM results r WHERE r.task = t.number)")]
+    return Finding("leases and results", not problems,
+                   "leases only on claimed tasks, results from verifying on" if not problems
+                   else _examples(problems))
+
+
+def diagnose(conn: apsw.Connection, *, quick: bool = False) -> list[Finding]:
+    """Every check, in order; the store is sound when each is ``ok``. Read in one snapshot.
+    A file SQLite cannot read at all fails the first check, and the others are not run."""
+    pragma = "quick_check" if quick else "integrity_check"
+    try:
+        conn.execute("BEGIN")
+        try:
+            findings = [_integrity(conn, quick)]
+            if findings[0].ok:  # on a damaged file the other checks would read garbage
+                findings += [_schema(conn), _replay(conn), _tokens(conn),
+                             _leases_and_results(conn)]
+            return findings
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        return [Finding(pragma, False, f"SQLite cannot read the file: {exc}")]

@@ -1,0 +1,179 @@
+"""Copies of a store: an online backup, and export/import as versioned JSON Lines.
+
+**Backup** uses SQLite's online backup: one consistent snapshot even while other
+processes write, written to a new file (mode 0600) that is a complete store.
+
+**Export** writes a header line (format, version, schema version), then every row of every
+kept table in a fixed order, one JSON object per line: the store's facts, tasks, packets,
+checkpoints, results, verdicts, updates and the whole journal (which holds the claim
+history). **Import** reads that into a new, empty store, keys and all, so exporting the
+imported store gives the same lines again. The rows are written with the triggers set
+aside inside the import's one transaction and restored, byte for byte, before it commits:
+the rows already obey the rules (``doctor`` checks the result), and replaying them through
+the triggers would need the clock and leases of the day they were written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import apsw
+
+from ..errors import InvalidInput, StoreError
+
+FORMAT = "hivelite-export"
+FORMAT_VERSION = 1
+KEYS = {"meta": "key", "tasks": "number", "packets": "task", "checkpoints": "task",
+        "results": "task", "confirmations": "task, version, reviewer", "updates": "seq",
+        "journal": "seq"}
+"""The kept tables with their keys, in the order an import can insert them (a row's task
+first)."""
+TABLES = tuple(KEYS)
+MAX_DEPTH = 64
+
+
+def backup(conn: apsw.Connection, dest: Path) -> None:
+    """A consistent copy of the store behind ``conn`` at ``dest``, which must not exist."""
+    try:
+        fd = os.open(dest, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        raise InvalidInput("backup_exists", f"{dest} exists; a backup goes to a new file",
+                           field="dest") from None
+    except OSError as exc:
+        raise InvalidInput("backup_unwritable", f"cannot create {dest}: {exc.strerror}",
+                           field="dest") from None
+    os.close(fd)
+    try:
+        target = apsw.Connection(str(dest))
+        try:
+            with target.backup("main", conn, "main") as copy:
+                while not copy.done:
+                    copy.step(-1)  # all pages in one step: one snapshot of the source
+            target.execute("PRAGMA journal_mode = WAL")
+        finally:
+            target.close()
+    except BaseException:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{dest}{suffix}").unlink(missing_ok=True)
+        raise
+
+
+def _columns(conn: apsw.Connection, table: str) -> list[str]:
+    return [str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def export_lines(conn: apsw.Connection) -> Iterator[str]:
+    """The store as JSON Lines, read in one snapshot."""
+    version = conn.execute("PRAGMA user_version").get
+    conn.execute("BEGIN")
+    try:
+        yield json.dumps({"format": FORMAT, "version": FORMAT_VERSION,
+                          "schema_version": version}, sort_keys=True)
+        for table in TABLES:
+            names = _columns(conn, table)
+            for values in conn.execute(
+                    f"SELECT {', '.join(names)} FROM {table} ORDER BY {KEYS[table]}"):
+                row = dict(zip(names, values, strict=True))
+                yield json.dumps({"table": table, "row": row}, sort_keys=True,
+                                 ensure_ascii=False)
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def export(conn: apsw.Connection, out: TextIO) -> int:
+    """Write the store to ``out``; returns how many rows were written."""
+    lines = 0
+    for line in export_lines(conn):
+        out.write(line + "\n")
+        lines += 1
+    return lines - 1  # the header is no row
+
+
+def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    depth, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        depth = max(depth, level)
+        if depth > limit:
+            break
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return depth
+
+
+def _parse(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            raise InvalidInput("invalid_export", f"line {number} is not JSON: {exc}",
+                               field=f"line {number}") from None
+        if not isinstance(item, dict) or _depth(item) > MAX_DEPTH:
+            raise InvalidInput("invalid_export", f"line {number} is not an export line",
+                               field=f"line {number}")
+        yield number, item
+
+
+def import_lines(conn: apsw.Connection, lines: Iterable[str]) -> int:
+    """Read an export into the empty store behind ``conn``; returns the rows imported.
+
+    Refused, with nothing written: a store that has a task or a journal row, a file that is
+    no hivelite export, a newer export format or a newer schema than this store's.
+    """
+    rows = _parse(lines)
+    first = next(rows, None)
+    if first is None or first[1].get("format") != FORMAT:
+        raise InvalidInput("invalid_export", "the file is not a hivelite export (its first"
+                           " line names no hivelite-export format)", field="line 1")
+    header = first[1]
+    if not isinstance(header.get("version"), int) or header["version"] > FORMAT_VERSION:
+        raise InvalidInput("newer_export", f"export format {header.get('version')!r} is newer"
+                           f" than this hivelite reads ({FORMAT_VERSION}); upgrade hivelite",
+                           field="version")
+    schema = conn.execute("PRAGMA user_version").get
+    if not isinstance(header.get("schema_version"), int) or header["schema_version"] > schema:
+        raise InvalidInput("newer_export", f"the export comes from schema"
+                           f" {header.get('schema_version')!r}, newer than this store's"
+                           f" ({schema}); upgrade hivelite", field="schema_version")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("SELECT EXISTS (SELECT 1 FROM tasks) OR EXISTS (SELECT 1 FROM journal)"
+                        " OR EXISTS (SELECT 1 FROM meta)").get:
+            raise StoreError("store_not_empty", "import goes into a new, empty store; this"
+                             " one has tasks, journal rows or an owner")
+        triggers = list(conn.execute(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' ORDER BY rowid"))
+        for name, _ in triggers:
+            conn.execute(f'DROP TRIGGER "{name}"')
+        columns = {table: set(_columns(conn, table)) for table in TABLES}
+        count = 0
+        for number, item in rows:
+            table, row = item.get("table"), item.get("row")
+            if table not in columns or not isinstance(row, dict) or not row or not set(
+                    row) <= columns[str(table)]:
+                raise InvalidInput("invalid_export", f"line {number} is not a row of a"
+                                   " hivelite table", field=f"line {number}")
+            names = ", ".join(row)
+            marks = ", ".join("?" * len(row))
+            conn.execute(f"INSERT INTO {table}({names}) VALUES ({marks})", tuple(row.values()))
+            count += 1
+        for _, sql in triggers:  # exactly as they were: the schema is unchanged
+            conn.execute(sql)
+    except apsw.Error as exc:
+        conn.execute("ROLLBACK")
+        raise InvalidInput("invalid_export", f"the export does not fit this store: {exc}",
+                           field="file") from None
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return count

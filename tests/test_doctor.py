@@ -1,0 +1,128 @@
+"""``doctor`` (issue 14): a sound store passes every check; each kind of damage fails the
+check that looks for it, naming what it found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+
+from hivelite import Hive, ManualClock
+from hivelite.store.doctor import diagnose, schema_problem
+
+from . import rawsql
+from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
+
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+CHECKS = ["integrity_check", "schema", "replay", "fencing tokens", "leases and results"]
+
+
+def busy_store(path: Path) -> None:
+    """Tasks in most states, an expiry, a failed attempt, a held and a denied handoff."""
+    clock = ManualClock(START)
+    with Hive.open(path, owner="ana", clock=clock) as hive:
+        done = own_task(hive)
+        lease = hive.claim(CODER, done)
+        hive.checkpoint(CODER, done, lease_id=lease.lease_id, token=lease.fencing_token,
+                        progress="half")
+        hive.update(CODER, done, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="more", tokens=1200, usd_micros=3400)
+        clock.advance(minutes=11)
+        hive.expire(OWNER)
+        lease = hive.claim(CODER, done)
+        hive.submit(CODER, done, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+        hive.verify(REVIEWER, done, verdict="accept")
+        hive.amend(OWNER, done, merge_commit="3f2a9c1")
+        failed = own_task(hive)
+        lease = hive.claim(CODER, failed)
+        hive.submit(CODER, failed, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="no", evidence=EVIDENCE, outcome="failed")
+        hive.claim(CODER, failed)
+        hive.deny(OWNER, held_task(hive), reason="no")
+        held_task(hive)
+        paused = own_task(hive)
+        lease = hive.claim(CODER, paused)
+        hive.pause(CODER, paused, lease_id=lease.lease_id, token=lease.fencing_token,
+                   on="human", reason="which API?")
+        hive.resume(CODER, paused)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    made = tmp_path / "doctor.db"
+    busy_store(made)
+    return made
+
+
+def findings(path: Path, quick: bool = False) -> dict[str, tuple[bool, str]]:
+    conn = apsw.Connection(str(path))
+    try:
+        return {f.check: (f.ok, f.detail) for f in diagnose(conn, quick=quick)}
+    finally:
+        conn.close()
+
+
+def test_a_sound_store_passes_every_check(path: Path) -> None:
+    found = findings(path)
+    assert list(found) == CHECKS
+    assert all(ok for ok, _ in found.values()), found
+    assert "5 task(s)" in found["replay"][1]
+    assert next(iter(findings(path, quick=True))) == "quick_check"
+
+
+def test_a_dropped_trigger_is_found(path: Path) -> None:
+    conn = rawsql.connect(path)
+    conn.execute("DROP TRIGGER task_move")
+    assert schema_problem(conn) == "trigger task_move is missing"
+    conn.close()
+    ok, detail = findings(path)["schema"]
+    assert not ok and "task_move is missing" in detail
+
+
+def test_an_edited_trigger_and_a_foreign_index_are_found(path: Path) -> None:
+    conn = rawsql.connect(path)
+    conn.execute("DROP TRIGGER meta_kept")
+    conn.execute("CREATE TRIGGER meta_kept BEFORE DELETE ON meta BEGIN SELECT 1; END")
+    conn.execute("CREATE INDEX mine ON tasks(project)")
+    conn.close()
+    ok, detail = findings(path)["schema"]
+    assert not ok
+    assert "trigger meta_kept was changed" in detail and "index mine is not hivelite's" in detail
+
+
+def test_a_state_changed_behind_the_journals_back_is_found(path: Path) -> None:
+    conn = rawsql.connect(path)
+    conn.execute("DROP TRIGGER task_journal")  # the journal no longer hears of moves
+    conn.execute("UPDATE tasks SET state = 'cancelled', waiting_on = NULL"
+                 " WHERE state = 'waiting' AND waiting_on = 'owner_approval'")
+    conn.close()
+    found = findings(path)
+    assert not found["replay"][0]
+    assert "is cancelled; its journal leads to waiting" in found["replay"][1]
+
+
+def test_a_claim_that_skipped_a_token_is_found(path: Path) -> None:
+    conn = rawsql.connect(path)
+    for name in ("task_update", "task_lease_taken"):  # the guards against it
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("UPDATE tasks SET lease_token = 9 WHERE state = 'working'")
+    conn.close()
+    ok, detail = findings(path)["fencing tokens"]
+    assert not ok and "keeps token 9" in detail
+
+
+def test_damaged_pages_are_found(path: Path) -> None:
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = conn.execute("PRAGMA page_size").get
+    root = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'journal'").get
+    conn.close()
+    data = bytearray(path.read_bytes())
+    start = (root - 1) * page_size + 100 if root == 1 else (root - 1) * page_size
+    data[start:start + 8] = b"\xff" * 8  # the journal's b-tree page header
+    path.write_bytes(bytes(data))
+    found = findings(path)
+    assert list(found) == ["integrity_check"]
+    assert not found["integrity_check"][0]

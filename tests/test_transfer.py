@@ -1,0 +1,162 @@
+"""Backup, export and import (issue 14): a backup is a consistent, sound store even while
+another process writes; an export imported into a new store exports the same again and
+passes doctor; import refuses what it must."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+from hivelite import InvalidInput, StoreError
+from hivelite.store import SqliteStore
+from hivelite.store.doctor import diagnose
+from hivelite.store.transfer import FORMAT_VERSION, backup, export_lines, import_lines
+
+from .test_doctor import busy_store
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "source.db"
+    busy_store(path)
+    return path
+
+
+def lines_of(path: Path) -> list[str]:
+    conn = apsw.Connection(str(path))
+    try:
+        return list(export_lines(conn))
+    finally:
+        conn.close()
+
+
+def sound(path: Path) -> None:
+    conn = apsw.Connection(str(path))
+    try:
+        found = diagnose(conn)
+    finally:
+        conn.close()
+    assert all(f.ok for f in found), found
+
+
+def imported(lines: list[str], path: Path) -> int:
+    store = SqliteStore(path)
+    try:
+        return import_lines(store.conn, lines)
+    finally:
+        store.close()
+
+
+def test_an_export_round_trips(source: Path, tmp_path: Path) -> None:
+    lines = lines_of(source)
+    header = json.loads(lines[0])
+    assert header == {"format": "hivelite-export", "version": FORMAT_VERSION,
+                      "schema_version": 3}
+    tables = {json.loads(line)["table"] for line in lines[1:]}
+    assert tables == {"meta", "tasks", "packets", "checkpoints", "results", "confirmations",
+                      "updates", "journal"}
+    assert imported(lines, tmp_path / "copy.db") == len(lines) - 1
+    assert lines_of(tmp_path / "copy.db") == lines
+    sound(tmp_path / "copy.db")
+
+
+def test_import_refuses_a_store_that_is_not_empty(source: Path) -> None:
+    lines = lines_of(source)
+    before = source.read_bytes()
+    with pytest.raises(StoreError) as err:
+        imported(lines, source)
+    assert err.value.reason == "store_not_empty"
+    assert lines_of(source) == lines and len(before) > 0
+
+
+@pytest.mark.parametrize(("mutate", "reason"), [
+    (lambda ls: [json.dumps({"format": "hivelite-export", "version": FORMAT_VERSION + 1,
+                             "schema_version": 3}), *ls[1:]], "newer_export"),
+    (lambda ls: [json.dumps({"format": "hivelite-export", "version": FORMAT_VERSION,
+                             "schema_version": 99}), *ls[1:]], "newer_export"),
+    (lambda ls: ["{}", *ls[1:]], "invalid_export"),
+    (lambda ls: [ls[0], "not json", *ls[1:]], "invalid_export"),
+    (lambda ls: [ls[0], json.dumps({"table": "sqlite_schema", "row": {"x": 1}})],
+     "invalid_export"),
+    (lambda ls: [ls[0], json.dumps({"table": "tasks", "row": {"nope": 1}})], "invalid_export"),
+    (lambda ls: [ls[0], "[" * 100_000 + "]" * 100_000], "invalid_export"),
+    (lambda ls: [*ls, ls[3]], "invalid_export"),  # a row twice
+])
+def test_import_refuses_a_bad_file_and_writes_nothing(source: Path, tmp_path: Path,
+                                                      mutate: object, reason: str) -> None:
+    lines = mutate(lines_of(source))  # type: ignore[operator]
+    target = tmp_path / "new.db"
+    with pytest.raises(InvalidInput) as err:
+        imported(lines, target)
+    assert err.value.reason == reason
+    conn = apsw.Connection(str(target))
+    assert conn.execute("SELECT count(*) FROM tasks").get == 0
+    assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'").get > 40
+
+
+def test_a_backup_is_a_sound_copy(source: Path, tmp_path: Path) -> None:
+    conn = apsw.Connection(str(source))
+    dest = tmp_path / "backup.db"
+    backup(conn, dest)
+    assert dest.stat().st_mode & 0o777 == 0o600
+    assert lines_of(dest) == lines_of(source)
+    sound(dest)
+    with pytest.raises(InvalidInput) as err:
+        backup(conn, dest)
+    assert err.value.reason == "backup_exists"
+
+
+WRITER = """
+import sys
+from hivelite import Caller, Hive
+owner, coder = Caller.owner("ana"), Caller.agent("ana/coder", "laptop")
+with Hive.open(sys.argv[1], owner="ana") as hive:
+    print("ready", flush=True)
+    while True:
+        n = hive.handoff(owner, requester="ana/planner", assignee="ana/coder",
+                         project="demo", packet={"task": "Write it", "deliverable_type": "code",
+                                                 "acceptance_criteria": ["ok"]}).number
+        lease = hive.claim(coder, n)
+        hive.submit(coder, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=[{"kind": "note", "summary": "ok"}])
+"""
+
+
+@pytest.mark.slow
+def test_a_backup_while_another_process_writes_is_consistent(source: Path,
+                                                             tmp_path: Path) -> None:
+    env = {**os.environ, "HIVELITE_LOAD_PLUGINS": ""}
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(source)],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        time.sleep(0.3)
+        conn = apsw.Connection(str(source))
+        conn.set_busy_timeout(10_000)
+        for k in range(3):
+            dest = tmp_path / f"backup-{k}.db"
+            backup(conn, dest)
+            sound(dest)
+        conn.close()
+    finally:
+        writer.kill()
+        writer.wait(timeout=30)
+    sound(source)
+
+
+def test_export_writes_through_a_text_stream(source: Path) -> None:
+    from hivelite.store.transfer import export
+
+    out = io.StringIO()
+    conn = apsw.Connection(str(source))
+    count = export(conn, out)
+    assert out.getvalue().splitlines() == lines_of(source)
+    assert count == len(out.getvalue().splitlines()) - 1
