@@ -126,3 +126,25 @@ def test_damaged_pages_are_found(path: Path) -> None:
     found = findings(path)
     assert list(found) == ["integrity_check"]
     assert not found["integrity_check"][0]
+
+
+def test_doctor_reads_a_file_as_it_is(path: Path, tmp_path: Path) -> None:
+    from hivelite import StoreError
+    from hivelite.store.doctor import diagnose_file
+
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    before = path.read_bytes()
+    assert all(f.ok for f in diagnose_file(path))
+    assert path.read_bytes() == before  # read-only: nothing migrated, swept or written
+    other = tmp_path / "other.db"
+    apsw.Connection(str(other)).execute("CREATE TABLE t(x)")
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database at all")
+    for wrong, says in ((other, "not a hivelite store"), (text, "not an SQLite database")):
+        [finding] = diagnose_file(wrong)
+        assert not finding.ok and says in finding.detail
+    with pytest.raises(StoreError) as err:
+        diagnose_file(tmp_path / "missing.db")
+    assert err.value.reason == "no_store"

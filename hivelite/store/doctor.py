@@ -14,10 +14,14 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import apsw
 
-from .migrations import MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
+from ..errors import StoreError
+from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
+
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 SCHEMA_QUERY = ("SELECT type, name, tbl_name, sql FROM sqlite_schema"
                 " WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name")
@@ -192,3 +196,26 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False) -> list[Finding]:
                 conn.execute("COMMIT")
     except (apsw.CorruptError, apsw.NotADBError) as exc:
         return [Finding(pragma, False, f"SQLite cannot read the file: {exc}")]
+
+
+def diagnose_file(path: Path, *, quick: bool = False) -> list[Finding]:
+    """:func:`diagnose` on a store file, opened read-only: nothing is migrated, swept or
+    written, so a damaged or tampered store can be looked at as it is."""
+    if not path.is_file():
+        raise StoreError("no_store", f"no store at {path}")
+    with path.open("rb") as handle:
+        if handle.read(len(SQLITE_HEADER)) not in (SQLITE_HEADER, b""):
+            return [Finding("integrity_check", False, f"{path} is not an SQLite database")]
+    try:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error as exc:
+        return [Finding("integrity_check", False, f"SQLite cannot open the file: {exc}")]
+    try:
+        if conn.execute("PRAGMA application_id").get != APPLICATION_ID:
+            return [Finding("integrity_check", False,
+                            f"{path} is not a hivelite store (another program's database)")]
+        return diagnose(conn, quick=quick)
+    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        return [Finding("integrity_check", False, f"SQLite cannot read the file: {exc}")]
+    finally:
+        conn.close()
