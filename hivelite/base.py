@@ -25,7 +25,7 @@ from .caller import Caller, require_caller
 from .clock import Clock, format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError
 from .models import ExpiredClaim, JournalEntry, Page, Receipt, TaskView
-from .plugins import PluginManager, call_all
+from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
 from .protocol import MOVES_BY_PAIR, State
 from .settings import settings_path
 from .store import ListFilter, Store, TaskRow
@@ -96,7 +96,11 @@ class HiveBase:
     # -- the one write path ----------------------------------------------------
 
     def _caller(self, caller: object, verb: str) -> Caller:
-        """The caller, checked against this store: an owner caller must be its owner."""
+        """The caller, checked against this store: an owner caller must be its owner.
+
+        Every write verb starts here, so a write from inside a hook is refused before the
+        verb asks any hook of its own."""
+        refuse_write_in_hook(verb)
         checked = require_caller(caller, verb)
         if checked.is_owner and checked.name != self.owner:
             raise ForbiddenRight("not_owner", f"this store belongs to {self.owner!r};"
@@ -105,15 +109,19 @@ class HiveBase:
 
     def _write(self, caller: Caller, verb: str, body: Callable[[Unit], T]) -> T:
         """Run one write verb: check the caller, then :meth:`_run` its body."""
-        return self._run(self._caller(caller, verb), body)
+        return self._run(self._caller(caller, verb), body, verb)
 
-    def _run(self, caller: Caller | None, body: Callable[[Unit], T]) -> T:
+    def _run(self, caller: Caller | None, body: Callable[[Unit], T], verb: str = "write") -> T:
         """One transaction: the time under the lock, the expiry sweep, the admission checks,
         the verb's body; after the commit, the moves it journaled are announced.
+
+        Never from inside a hook (a hook may read, not write): that is refused here too,
+        whatever way a write arrived.
 
         The journal's last seq is read at most twice: before the body only when a notifier
         needs to know where this write's rows begin, and once after it (for the receipt
         and the notifications)."""
+        refuse_write_in_hook(verb)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         with self.store.write() as tx:
             unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0)
@@ -252,7 +260,10 @@ class HiveBase:
         return earlier + reopened
 
     def _expire_on_open(self) -> None:
-        """Opening a store returns expired claims' tasks first (only writes when there are)."""
+        """Opening a store returns expired claims' tasks first (only writes when there are;
+        never from inside a hook, which may open a store to read it)."""
+        if inside_hook() is not None:
+            return
         with self.store.read() as reader:
             overdue = reader.overdue(format_ts(self.clock()))
         if overdue:

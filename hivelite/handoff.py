@@ -11,12 +11,13 @@ from pydantic import ValidationError
 from . import guard
 from .base import HiveBase, invalid
 from .caller import Caller, require_owner
+from .clock import format_ts
 from .errors import ForbiddenRight, InvalidInput, PluginError
 from .ids import new_task_id
 from .models import GateDecision, HandoffRequest, Packet, Receipt, Task
 from .plugins import call_each
 from .protocol import State, WaitingOn
-from .store import NewTask, TaskRow
+from .store import NewTask, Reader, TaskRow
 from .unit import Unit
 
 GATE_TARGET = {"allow": State.routed, "hold": State.waiting, "deny": State.rejected}
@@ -27,11 +28,17 @@ class HandoffVerbs(HiveBase):
 
     def handoff(self, caller: Caller, request: HandoffRequest | None = None,
                 **fields: Any) -> Receipt:
-        """Create a task and run the owner's permission gate on it, in one transaction.
+        """Create a task: the owner's permission gate is asked first, before the write lock,
+        then the task is inserted and moved in one transaction.
 
         Any deny rejects it, else any hold parks it waiting on the owner, else it is routed.
         The owner may hand off for any requester; an agent only as itself.
         """
+        # The gate is asked first, before the write lock, about the task as it will be
+        # created (its id, packet and parties are fixed by then), so a slow gate never holds
+        # up other writers. The duplicate-id and dependency checks are made again under the
+        # lock, where the task is inserted and moved by the gate's decision in one
+        # transaction.
         caller = self._caller(caller, "hand off")
         try:
             req = request if request is not None else HandoffRequest.model_validate(fields)
@@ -42,23 +49,26 @@ class HandoffVerbs(HiveBase):
                                  f" as {req.requester}")
         packet_json = req.packet.model_dump_json()
         labels = json.dumps(sorted(set(req.labels)))
+        asked = self.clock()  # the gate's; the stored times are read under the lock
+        task_id = req.id or new_task_id(asked)
+        if req.id is not None or req.packet.depends_on:
+            with self.store.read() as reader:  # a gate is not asked about a doomed handoff
+                self._check_new(reader, task_id, req.packet)
+        at = format_ts(asked)
+        decision, answers = self._gate(Task.model_construct(
+            id=task_id, project=req.project, state=State.requested, waiting_on=None,
+            requester=req.requester, assignee=req.assignee, packet=req.packet,
+            result=None, latest_checkpoint=None, created_at=at, updated_at=at))
+        target = GATE_TARGET[decision.action]
 
         def body(unit: Unit) -> Receipt:
-            task_id = req.id or new_task_id(unit.now)
-            if unit.tx.task(task_id) is not None:
-                raise InvalidInput("duplicate_id", f"a task with id {task_id!r} exists",
-                                   field="id")
-            self._check_dependencies(unit, req.packet)
+            self._check_new(unit.tx, task_id, req.packet)  # again: another writer was quicker
             number = unit.tx.insert_task(
                 NewTask(id=task_id, project=req.project, requester=req.requester,
                         assignee=req.assignee, at=unit.at, priority=req.priority,
                         labels=labels, depends=len(req.packet.depends_on),
                         packet=packet_json),
                 actor=unit.who, reason="handoff")
-            task = Task.model_construct(
-                id=task_id, project=req.project, state=State.requested, waiting_on=None,
-                requester=req.requester, assignee=req.assignee, packet=req.packet,
-                result=None, latest_checkpoint=None, created_at=unit.at, updated_at=unit.at)
             row = TaskRow(
                 number=number, id=task_id, state=State.requested.value, waiting_on=None,
                 project=req.project, requester=req.requester, assignee=req.assignee,
@@ -66,8 +76,6 @@ class HandoffVerbs(HiveBase):
                 lease_holder=None, lease_instance=None, lease_session=None, lease_expires=None,
                 priority=req.priority, labels=labels, fields_version=1, reason="handoff",
                 depends=len(req.packet.depends_on))
-            decision, answers = self._gate(task)
-            target = GATE_TARGET[decision.action]
             row = unit.move(row, target, actor="gate", reason=decision.reason,
                             waiting_on=WaitingOn.owner_approval
                             if target is State.waiting else None,
@@ -76,8 +84,14 @@ class HandoffVerbs(HiveBase):
 
         return self._write(caller, "hand off", body)
 
-    def _check_dependencies(self, unit: Unit, packet: Packet) -> None:
-        missing = sorted(set(packet.depends_on) - unit.tx.existing_ids(packet.depends_on))
+    def _check_new(self, reader: Reader, task_id: str, packet: Packet) -> None:
+        """The id is free and every task the packet depends on exists."""
+        if reader.task(task_id) is not None:
+            raise InvalidInput("duplicate_id", f"a task with id {task_id!r} exists",
+                               field="id")
+        if not packet.depends_on:
+            return
+        missing = sorted(set(packet.depends_on) - reader.existing_ids(packet.depends_on))
         if missing:
             raise InvalidInput(
                 "unknown_dependency",
@@ -85,7 +99,8 @@ class HandoffVerbs(HiveBase):
                 field="packet.depends_on")
 
     def _gate(self, task: Task) -> tuple[GateDecision, list[dict[str, str]]]:
-        """Every gate plugin's answer; any deny wins, then any hold, else allow."""
+        """Every gate plugin's answer; any deny wins, then any hold, else allow (asked
+        outside any transaction: see :meth:`handoff`)."""
         decisions: list[GateDecision] = []
         for plugin, answer in call_each(self.plugins, "hivelite_permission_gate",
                                         task=task, hive=self):

@@ -1,6 +1,8 @@
 """The hooks a plugin may implement (pluggy project ``hivelite``).
 
-Every hook gets keyword arguments only; a plugin takes the ones it names.
+Every hook gets keyword arguments only; a plugin takes the ones it names. A hook may
+read through the ``hive`` it is handed (``get``, ``list``, ``history``, ``journal``) but
+not write: a write verb called while a hook runs is refused with a ``PluginError``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ def hivelite_startup(hive: Any) -> None:
 def hivelite_permission_gate(task: Task, hive: Any) -> GateDecision | str | None:
     """Decide a handoff: a ``GateDecision`` (or "allow", "hold", "deny"), or None for no opinion.
 
-    Combination: any deny wins, then any hold, else allow.
+    Combination: any deny wins, then any hold, else allow. Asked before the write lock,
+    about the task as it will be created; the store it reads does not have it yet.
     """
 
 

@@ -2,6 +2,12 @@
 
 There is no manager made at import time: each ``Hive`` gets its own from
 :func:`get_plugin_manager`, so tests and notebooks never share plugin state.
+
+Every hook call goes through :func:`_answers_of`, which marks the thread as being
+inside that hook: hooks may read but not write (:func:`refuse_write_in_hook`, asked
+by the one write path). A plugins folder, and each file in it, must be writable by
+its owner alone (:func:`check_private`), since whoever can write there runs code as
+whoever runs hivelite.
 """
 
 from __future__ import annotations
@@ -10,8 +16,11 @@ import importlib.metadata
 import importlib.util
 import os
 import re
+import stat
 import sys
+import threading
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -62,17 +71,62 @@ def _hook_named(message: str) -> str | None:
     return match.group(1) if match else None
 
 
+def check_private(path: Path, info: os.stat_result, plugin: str, what: str) -> None:
+    """Refuse a plugins folder or plugin file that someone else could change: writable by
+    its group or by others, or owned by another user than the one running (root's own
+    files are trusted, as ssh trusts them). Not checked where there are no POSIX modes."""
+    if os.name != "posix":  # pragma: no cover - no POSIX modes to check
+        return
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        who = " and ".join(w for w, bit in (("its group", stat.S_IWGRP),
+                                               ("other users", stat.S_IWOTH)) if mode & bit)
+        raise PluginError(plugin, "load", f"{what} {path} is writable by {who} (mode"
+                          f" {mode:04o}), and whoever can write it runs code as you;"
+                          f" fix it with: chmod go-w {path}")
+    me = os.geteuid()
+    if info.st_uid not in (me, 0):
+        raise PluginError(plugin, "load", f"{what} {path} belongs to user {info.st_uid},"
+                          f" not to you (user {me}), and whoever owns it runs code as you;"
+                          f" copy it into a folder of your own (or: chown {me} {path})")
+
+
 def _load_file(path: Path) -> ModuleType:
+    """Import one plugins-folder file from its source, checked first.
+
+    The source is read from the very file that was checked (no window to swap it) and
+    compiled here, so no bytecode cache is read from or written into the folder.
+    """
     name = f"hivelite_plugins_dir.{path.stem}"
+    try:
+        with path.open("rb") as file:
+            check_private(path, os.fstat(file.fileno()), path.stem, "plugin file")
+            source = file.read()
+    except OSError as exc:
+        raise PluginError(path.stem, "load", f"cannot read {path}: {exc}") from exc
     spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
+    if spec is None:
         raise PluginError(path.stem, "load", f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
     except Exception as exc:
         raise PluginError(path.stem, "load", f"import of {path} failed: {exc!r}") from exc
     return module
+
+
+def _load_folder(pm: PluginManager, folder: str | os.PathLike[str]) -> None:
+    """Every ``*.py`` directly in the folder, in name order; the folder is checked first."""
+    directory = Path(folder)
+    try:
+        info = directory.stat()
+    except OSError:
+        info = None
+    if info is None or not stat.S_ISDIR(info.st_mode):
+        raise PluginError(str(directory), "load", "the plugins folder does not exist")
+    check_private(directory, info, str(directory), "the plugins folder")
+    for path in sorted(directory.glob("*.py")):
+        pm.add(_load_file(path), path.stem, f"file {path}")
 
 
 def _entry_points_enabled() -> bool:
@@ -123,11 +177,7 @@ def get_plugin_manager(
         _load_entry_points(pm, allow)
     folder = plugins_dir or os.environ.get("HIVELITE_PLUGINS_DIR")
     if folder:
-        directory = Path(folder)
-        if not directory.is_dir():
-            raise PluginError(str(directory), "load", "the plugins folder does not exist")
-        for path in sorted(directory.glob("*.py")):
-            pm.add(_load_file(path), path.stem, f"file {path}")
+        _load_folder(pm, folder)
     for plugin in extra:
         if pm.is_registered(plugin):  # already loaded from its entry point
             continue
@@ -165,6 +215,69 @@ def check(pm: PluginManager) -> None:
                                   "hook wrappers are not supported by hivelite")
 
 
+# -- hooks read, never write --------------------------------------------------------
+
+
+@dataclass
+class HookCall:
+    """One hook implementation running on this thread, and a write it tried, if any."""
+
+    plugin: str
+    hook: str
+    refused: PluginError | None = None
+
+
+_running = threading.local()
+
+
+def _calls() -> list[HookCall]:
+    calls: list[HookCall] | None = getattr(_running, "calls", None)
+    if calls is None:
+        calls = _running.calls = []
+    return calls
+
+
+def inside_hook() -> HookCall | None:
+    """The hook implementation this thread is running now, if any."""
+    calls = _calls()
+    return calls[-1] if calls else None
+
+
+def refuse_write_in_hook(verb: str) -> None:
+    """Refuse a write while a hook runs on this thread (through any ``Hive``): a write there
+    would recurse (a notifier's move announces itself), or run a second verb inside the
+    first. The refusal is remembered, so a hook that swallows it still fails."""
+    call = inside_hook()
+    if call is None:
+        return
+    error = PluginError(call.plugin, call.hook, f"called the write verb {verb!r}: hooks may"
+                        " read (get, list, history) but not write; nothing was written")
+    if call.refused is None:
+        call.refused = error
+    raise error
+
+
+def _call(impl: Any, hook: str, args: dict[str, Any]) -> Any:
+    """One implementation, with the thread marked as inside it."""
+    call = HookCall(impl.plugin_name, hook)
+    calls = _calls()
+    calls.append(call)
+    try:
+        value = impl.function(**args)
+    except Exception as exc:
+        if call.refused is not None:  # its write was refused: that is the error, said once
+            if exc is call.refused:
+                raise
+            raise call.refused from exc  # it caught the refusal, then failed anyway
+        message = f"raised {type(exc).__name__}: {exc}"
+        raise PluginError(impl.plugin_name, hook, message) from exc
+    finally:
+        calls.pop()
+    if call.refused is not None:  # it caught the refusal and went on as if it had written
+        raise call.refused
+    return value
+
+
 def _answers(pm: PluginManager, hook: str, kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """Each implementation's answer with its plugin's name, in pluggy's call order.
 
@@ -179,12 +292,7 @@ def _answers_of(impls: Iterable[Any], hook: str,
                 kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     trace = os.environ.get("HIVELITE_TRACE_PLUGINS") == "1"
     for impl in impls:
-        args = {name: kwargs[name] for name in impl.argnames}
-        try:
-            value = impl.function(**args)
-        except Exception as exc:
-            message = f"raised {type(exc).__name__}: {exc}"
-            raise PluginError(impl.plugin_name, hook, message) from exc
+        value = _call(impl, hook, {name: kwargs[name] for name in impl.argnames})
         if trace:
             print(f"hivelite: {hook} [{impl.plugin_name}] -> {value!r}", file=sys.stderr)
         yield impl.plugin_name, value
