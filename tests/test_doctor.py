@@ -148,3 +148,34 @@ def test_doctor_reads_a_file_as_it_is(path: Path, tmp_path: Path) -> None:
     with pytest.raises(StoreError) as err:
         diagnose_file(tmp_path / "missing.db")
     assert err.value.reason == "no_store"
+
+
+def test_a_changed_move_is_found(path: Path) -> None:
+    conn = rawsql.connect(path)
+    conn.execute("DROP TRIGGER moves_fixed_update")
+    conn.execute("UPDATE moves SET name = 'bounced' WHERE name = 'bounce'")
+    conn.close()
+    ok, detail = findings(path)["schema"]
+    assert not ok and "the moves table differs" in detail
+
+
+def test_a_claim_that_took_a_token_out_of_turn_is_found(path: Path) -> None:
+    conn = rawsql.connect(path)
+    for name in ("journal_no_update", "journal_keys_kept"):
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("UPDATE journal SET detail = json_set(detail, '$.fencing_token', 7)"
+                 " WHERE seq = (SELECT min(seq) FROM journal WHERE to_state = 'accepted')")
+    conn.close()
+    ok, detail = findings(path)["fencing tokens"]
+    assert not ok and "took token 7 after 0" in detail
+
+
+def test_an_index_that_disagrees_with_its_table_is_found(path: Path) -> None:
+    """Damage SQLite can still read: the check names it instead of crashing."""
+    conn = rawsql.connect(path)
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_schema SET sql = 'CREATE INDEX updates_by_task ON"
+                 " updates(tokens)' WHERE name = 'updates_by_task'")
+    conn.close()
+    ok, detail = findings(path)["integrity_check"]
+    assert not ok and "updates_by_task" in detail
