@@ -11,13 +11,17 @@ from .errors import (
     PluginError,
     RateLimited,
     StoreBusy,
+    StoreCorrupt,
     StoreError,
+    StoreFull,
+    StoreReadonly,
 )
 from .hive import Hive
 from .hookspecs import hookimpl
 from .models import (
     Checkpoint,
     ClaimReceipt,
+    DamagedRow,
     Evidence,
     GateDecision,
     HandoffRequest,
@@ -39,6 +43,7 @@ __all__ = [
     "Caller",
     "Checkpoint",
     "ClaimReceipt",
+    "DamagedRow",
     "Evidence",
     "ForbiddenRight",
     "GateDecision",
@@ -58,7 +63,10 @@ __all__ = [
     "Result",
     "State",
     "StoreBusy",
+    "StoreCorrupt",
     "StoreError",
+    "StoreFull",
+    "StoreReadonly",
     "Task",
     "TaskView",
     "WaitingOn",

@@ -68,7 +68,8 @@ later holder write carries. `hive.get(ref)` builds the full `TaskView` on demand
 
 Every write verb is one `BEGIN IMMEDIATE` transaction. A task is named by its id or its
 number. Refusals raise the `hivelite.HiveliteError` classes (`InvalidState`,
-`ForbiddenRight`, `NotFound`, `InvalidInput`, `RateLimited`, `PluginError`, `StoreBusy`),
+`ForbiddenRight`, `NotFound`, `InvalidInput`, `RateLimited`, `PluginError`, `StoreBusy`,
+`StoreFull`, `StoreReadonly`, `StoreCorrupt`),
 each with `status`, `code`, `reason` and `message`; a refused call changes nothing.
 Pass `clock=ManualClock("2026-12-02T09:00:00Z")` to move time by hand
 (`clock.advance(minutes=11)`). One `Hive` may be shared by threads (each thread gets its

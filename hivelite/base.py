@@ -23,8 +23,8 @@ from pydantic import ValidationError
 from . import guard
 from .caller import Caller, require_caller
 from .clock import Clock, format_ts
-from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError
-from .models import ExpiredClaim, JournalEntry, Page, Receipt, TaskView
+from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError, StoreCorrupt
+from .models import DamagedRow, ExpiredClaim, JournalEntry, Page, Receipt, TaskView
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
 from .protocol import MOVES_BY_PAIR, State
 from .settings import settings_path
@@ -36,6 +36,9 @@ log = logging.getLogger("hivelite")
 
 MAX_PAGE = 500
 MAX_NOTIFY_FAILURES = 100
+UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)
+"""What building a view raises on a row raw SQL wrote: JSON that is not JSON, a state or a
+count of the wrong kind, a body of the wrong shape (pydantic's errors are ValueErrors)."""
 T = TypeVar("T")
 
 
@@ -49,6 +52,15 @@ def invalid(exc: ValidationError, what: str) -> InvalidInput:
     field = ".".join(str(p) for p in first["loc"]) or what
     return InvalidInput("invalid_" + what, f"invalid {what}: " + "; ".join(problems),
                         field=field, problems=problems)
+
+
+def unreadable(exc: Exception) -> str:
+    """Why a row could not be read, in one line."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{exc.title}.{where}: {first['msg']}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 class HiveBase:
@@ -198,7 +210,11 @@ class HiveBase:
         now = format_ts(self.clock())
         with self.store.read() as reader:
             found = guard.found(reader.view(ref), ref)
-        return view_of(found, now, self._packets)
+        try:
+            return view_of(found, now, self._packets)
+        except UNREADABLE as exc:
+            raise StoreCorrupt(f"task {found.task.number} ({found.task.id}) cannot be read:"
+                               f" {unreadable(exc)}", number=found.task.number) from exc
 
     def list(
         self,
@@ -234,9 +250,16 @@ class HiveBase:
         now = format_ts(self.clock())
         with self.store.read() as reader:
             rows = reader.views(where, after=cursor, limit=limit + 1)
-        items = [view_of(r, now, self._packets) for r in rows[:limit]]
+        items: builtins.list[TaskView] = []
+        damaged: builtins.list[DamagedRow] = []
+        for row in rows[:limit]:  # one unreadable row is reported, not the whole page lost
+            try:
+                items.append(view_of(row, now, self._packets))
+            except UNREADABLE as exc:
+                damaged.append(DamagedRow(number=row.task.number, id=str(row.task.id),
+                                          error=unreadable(exc)))
         next_cursor = rows[limit - 1].task.number if len(rows) > limit else None
-        return Page(items=items, next_cursor=next_cursor)
+        return Page(items=items, next_cursor=next_cursor, damaged=damaged)
 
     def history(self, ref: str | int) -> builtins.list[JournalEntry]:
         """The journal rows of one task, oldest first: every move, who made it and why."""

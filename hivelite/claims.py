@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -25,6 +25,9 @@ from .store import TaskRow
 from .unit import Unit
 
 MIN_LEASE_MINUTES, DEFAULT_LEASE_MINUTES, MAX_LEASE_MINUTES = 5, 10, 15
+MAX_USAGE = {"tokens": 10**12, "usd_micros": 10**12}
+"""The most one write may report of each: a million times a large model's context, a
+million dollars. Far below 2^63, so no task's total can overflow SQLite's integers."""
 _SUMMARY = TypeAdapter(UpdateSummary)
 
 
@@ -40,9 +43,20 @@ def lease_minutes(minutes: int) -> int:
 def usage_fits(tokens: int | None, usd_micros: int | None) -> None:
     for field, value in (("tokens", tokens), ("usd_micros", usd_micros)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 0):
-            raise InvalidInput("invalid_usage", f"{field} must be a non-negative integer",
-                               field=field)
+                                  or not 0 <= value <= MAX_USAGE[field]):
+            raise InvalidInput("invalid_usage", f"{field} must be an integer from 0 to"
+                               f" {MAX_USAGE[field]:_} per write, not {value!r}", field=field)
+
+
+def lease_expiry(now: datetime, minutes: int) -> str:
+    """When a lease of ``minutes`` taken at ``now`` runs out, or ``422 invalid_input
+    time_out_of_range`` when that is past the last instant a timestamp can hold (year 9999)."""
+    try:
+        return format_ts(now + timedelta(minutes=minutes))
+    except OverflowError:
+        raise InvalidInput("time_out_of_range", f"a {minutes}-minute lease from"
+                           f" {format_ts(now)} would end after the year 9999; check the clock"
+                           " ($HIVELITE_NOW)", field="minutes") from None
 
 
 def fencing_token(token: object) -> int:
@@ -74,7 +88,7 @@ class ClaimVerbs(HiveBase):
                 if blocked:
                     raise InvalidState("blocked", f"task {row.number} waits on tasks not yet"
                                        f" completed: {', '.join(blocked)}")
-            expires = format_ts(unit.now + timedelta(minutes=minutes))
+            expires = lease_expiry(unit.now, minutes)
             return unit.claim_receipt(unit.start_lease(
                 row, target, lease_id=lease_id, token=row.lease_token + 1, expires=expires,
                 reason="resumed" if resume else "claimed"))
@@ -105,7 +119,7 @@ class ClaimVerbs(HiveBase):
         def body(unit: Unit) -> ClaimReceipt:
             row = unit.task(ref)
             self._fence(unit, row, lease_id, token)
-            expires = format_ts(unit.now + timedelta(minutes=minutes))
+            expires = lease_expiry(unit.now, minutes)
             unit.tx.extend_lease(row.number, expires, at=unit.at)
             return unit.claim_receipt(replace(row, lease_expires=expires, updated_at=unit.at))
 

@@ -26,13 +26,18 @@ from . import diagrams, render
 from .caller import Caller
 from .clock import clock_from_env
 from .demo import run_demo
-from .errors import ForbiddenRight, HiveliteError, UnexpectedError
+from .errors import ForbiddenRight, HiveliteError, InvalidInput, UnexpectedError
 from .hive import Hive
 from .models import ClaimReceipt, Receipt
 from .plugins import get_plugin_manager
 from .protocol import State
+from .store.sqlite import DatabaseError
 
 EXIT_USAGE = 2
+MAX_JSON_DEPTH = 64
+"""How deep ``--packet`` and ``--evidence-file`` may nest arrays and objects."""
+MAX_NUMBER = (1 << 63) - 1
+"""The largest task number SQLite can hold."""
 
 
 class FileOwner:
@@ -184,7 +189,7 @@ def init(ctx: Context, owner: str | None) -> None:
 @click.option("--context", "context_text", default="", help="Background for the assignee.")
 @click.option("--file", "files", multiple=True, help="A file the work concerns (repeat).")
 @click.option("--depends-on", multiple=True, help="A task id that must complete first (repeat).")
-@click.option("--packet", "packet_file", type=click.File("r"),
+@click.option("--packet", "packet_file", type=click.File("r", encoding="utf-8"),
               help="The whole packet as JSON from a file, or - for stdin.")
 @click.option("--id", "task_id", help="Use this task id instead of a generated one.")
 @click.option("--priority", default="normal", show_default=True,
@@ -217,7 +222,7 @@ def handoff(ctx: Context, requester: str | None, assignee: str, project: str, te
             raise click.UsageError(f"--packet holds the whole packet; drop {', '.join(given)}"
                                    " (or drop --packet)")
         try:
-            packet: Any = json.load(packet_file)
+            packet: Any = load_json(packet_file, "--packet")
         except json.JSONDecodeError as exc:
             raise click.UsageError(f"--packet is not valid JSON: {exc}") from None
     else:
@@ -257,10 +262,17 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
     Example:
       hivelite list --state routed
     """
+    if cursor is not None and not 0 <= cursor <= MAX_NUMBER:
+        raise click.BadParameter(f"{cursor} is not a task number (0 to {MAX_NUMBER})",
+                                 param_hint="--after")
     with ctx.open() as hive:
         page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
                          project=project, ready=ready, limit=limit, cursor=cursor)
         ctx.emit(page, lambda: render.task_table(page.items, hive.clock(), page.next_cursor))
+    # a row raw SQL left unreadable is left out of the listing and named here
+    for row in page.damaged:
+        click.echo(render.printable(f"warning: task {row.number} ({row.id}) cannot be read"
+                                    f" ({row.error}); it is left out of this list"), err=True)
 
 
 @cli.command()
@@ -505,6 +517,48 @@ def pause(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
                                   reason=reason))
 
 
+_JSON_MARK = re.compile(r'[][{}"\\]')
+
+
+def json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep ``text`` nests arrays and objects, counted without parsing (and so without
+    recursion); the count stops once it passes ``limit``. Brackets inside strings do not
+    count."""
+    depth = deepest = 0
+    in_string = False
+    escaped_at = -1  # the index of the character a backslash escapes
+    for mark in _JSON_MARK.finditer(text):
+        char, at = mark[0], mark.start()
+        if in_string:
+            if at == escaped_at:
+                continue
+            if char == "\\":
+                escaped_at = at + 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                break
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def load_json(handle: Any, option: str) -> Any:
+    """The JSON document an option's file holds, nested at most ``MAX_JSON_DEPTH`` deep
+    (``422 invalid_input too_deep`` naming the option otherwise); invalid JSON raises
+    ``json.JSONDecodeError`` for the caller to report."""
+    text = handle.read()
+    if json_depth(text) > MAX_JSON_DEPTH:
+        raise InvalidInput("too_deep", f"{option} nests arrays and objects more than"
+                           f" {MAX_JSON_DEPTH} deep", field=option)
+    return json.loads(text)
+
+
 _EVIDENCE = re.compile(
     r"^(?P<kind>[a-z_]+):(?P<summary>.+?)(?::(?P<url>[A-Za-z][A-Za-z0-9+.-]*:\S+))?$", re.S)
 
@@ -523,7 +577,7 @@ def parse_evidence(items: Sequence[str], evidence_file: Any) -> list[dict[str, A
         out.append(entry)
     if evidence_file is not None:
         try:
-            loaded = json.load(evidence_file)
+            loaded = load_json(evidence_file, "--evidence-file")
         except json.JSONDecodeError as exc:
             raise click.BadParameter(f"not valid JSON: {exc}",
                                      param_hint="--evidence-file") from None
@@ -532,7 +586,7 @@ def parse_evidence(items: Sequence[str], evidence_file: Any) -> list[dict[str, A
 
 
 def evidence_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    command = click.option("--evidence-file", type=click.File("r"),
+    command = click.option("--evidence-file", type=click.File("r", encoding="utf-8"),
                            help="Evidence as JSON (an object or a list), or - for stdin.")(command)
     return click.option("--evidence", "evidence_items", multiple=True,
                         help="KIND:SUMMARY[:URL] (repeat); kinds: test_output, screenshot, "
@@ -713,8 +767,52 @@ def plugins(ctx: Context) -> None:
 def _fail(error: HiveliteError, as_json: bool) -> NoReturn:
     if as_json:
         click.echo(json.dumps({"error": error.to_dict()}, indent=2))
-    click.echo(f"error: {error.code}/{error.reason}: {error.message}", err=True)
+    # the message may quote what a caller typed or a row holds: no control characters
+    click.echo(render.printable(f"error: {error.code}/{error.reason}: {error.message}"),
+               err=True)
     sys.exit(error.exit_code)
+
+
+class _PrintableFormatter(logging.Formatter):
+    """Warnings on stderr, with terminal control characters escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return render.printable(super().format(record))
+
+
+def _check_utf8(args: Sequence[str]) -> None:
+    """Arguments and ``$HIVELITE_`` variables are text: bytes that are not UTF-8 (which
+    Python keeps as lone surrogates) are ``422 invalid_input invalid_utf8``."""
+    named = [(f"argument {i}", f" ({printable_arg(a)})", a) for i, a in enumerate(args, 1)]
+    named += [(f"${k}", "", v) for k, v in os.environ.items() if k.startswith("HIVELITE_")]
+    for field, quoted, text in named:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput("invalid_utf8", f"{field}{quoted} is not UTF-8 text",
+                               field=field) from None
+
+
+def printable_arg(text: str) -> str:
+    """An argument as an error quotes it: undecodable bytes as ``\\xff``, control
+    characters escaped."""
+    raw = text.encode("utf-8", "surrogateescape")
+    return render.printable(raw.decode("utf-8", "backslashreplace"))
+
+
+def _show(exc: click.ClickException) -> None:
+    """What ``exc.show()`` prints (the usage, a hint, ``Error: ...``), with the message's
+    control characters escaped: it may quote what was typed."""
+    ctx = exc.ctx if isinstance(exc, click.UsageError) else None
+    color = exc.show_color
+    if ctx is not None:
+        hint = ""
+        if ctx.command.get_help_option(ctx) is not None:
+            names = ctx.command.get_help_option_names(ctx)
+            hint = f"Try '{ctx.command_path} {max(names, key=len)}' for help.\n"
+        color = ctx.color
+        click.echo(f"{ctx.get_usage()}\n{hint}", err=True, color=color)
+    click.echo(f"Error: {render.printable(exc.format_message())}", err=True, color=color)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -724,9 +822,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     as_json = "--json" in args[:verb_at]  # a group option: it stands before the verb
     if not logging.getLogger("hivelite").handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("warning: %(message)s"))
+        handler.setFormatter(_PrintableFormatter("warning: %(message)s"))
         logging.getLogger("hivelite").addHandler(handler)
     try:
+        _check_utf8(args)
         cli.main(args=args, prog_name="hivelite", standalone_mode=False)
     except HiveliteError as error:
         _fail(error, as_json)
@@ -739,9 +838,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if as_json:
             click.echo(json.dumps({"error": {"status": 400, "code": "usage", "reason": "usage",
                                              "message": exc.format_message()}}, indent=2))
-        exc.show()
+        _show(exc)
         sys.exit(EXIT_USAGE)
-    except (OSError, UnicodeError, ValueError) as exc:  # a file that cannot be read, ...
+    except (OSError, UnicodeError, ValueError, OverflowError, DatabaseError) as exc:
+        # a file that cannot be read, a failure of SQLite the store did not foresee, ...
         _fail(UnexpectedError("unexpected", f"{type(exc).__name__}: {exc}"), as_json)
 
 

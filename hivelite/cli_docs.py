@@ -12,12 +12,12 @@ from .cli import cli
 EXIT_CODES = """| exit | meaning |
 |---|---|
 | 0 | ok |
-| 1 | anything unexpected (a plugin failure included) |
+| 1 | anything unexpected (a plugin failure included); a busy store or a full disk |
 | 2 | usage: a missing or malformed option |
 | 3 | `invalid_state`: the task's state does not allow it |
 | 4 | `forbidden_right`: this actor may not do it |
 | 5 | `not_found`: no such task |
-| 6 | `invalid_input`: the input breaks a rule (or the file is no store) |
+| 6 | `invalid_input`: the input breaks a rule, or the file is no store, damaged or read-only |
 | 7 | `rate_limited`: a daily budget is used up |"""
 
 

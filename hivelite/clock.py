@@ -44,7 +44,10 @@ def parse_ts(text: str) -> datetime:
     moment = datetime.fromisoformat(text.replace("z", "Z"))
     if moment.tzinfo is None:
         raise ValueError(f"timestamp {text!r} has no UTC offset")
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00:00-05:00 is in the year 10000 in UTC
+        raise ValueError(f"timestamp {text!r} is outside the years 1-9999 in UTC") from None
 
 
 def clock_from_env(default: Clock = system_clock) -> Clock:

@@ -68,6 +68,29 @@ class StoreError(InvalidInput):
     """The file is not a hivelite store this version can open; it is left untouched."""
 
 
+class StoreReadonly(StoreError):
+    """The store cannot be written from here: the file, its folder (SQLite writes ``-wal``
+    and ``-shm`` beside it) or its filesystem is read-only. Nothing was written."""
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__("store_readonly", message, **extra)
+
+
+class StoreCorrupt(StoreError):
+    """The file is a damaged SQLite database or a damaged hivelite store (or one row of it
+    cannot be read). It is left untouched."""
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__("store_corrupt", message, **extra)
+
+
+class StoreFull(HiveliteError):
+    """The disk holding the store is full: the write was rolled back; free some space and
+    try again."""
+
+    status, code, exit_code = 507, "store_full", 1
+
+
 class UnexpectedError(HiveliteError):
     """Something no rule foresaw (an unreadable file, ...): reported, never a traceback."""
 

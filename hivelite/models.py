@@ -346,8 +346,20 @@ class JournalEntry(BaseModel):
     detail: dict[str, Any] | None = None
 
 
+class DamagedRow(BaseModel):
+    """A task whose stored row cannot be read (raw SQL wrote what hivelite never would)."""
+
+    number: int
+    id: str
+    error: str
+    """What failed when reading it."""
+
+
 class Page(BaseModel):
     """One page of a listing; pass ``next_cursor`` back to get the next."""
 
     items: list[TaskView]
     next_cursor: int | None = None
+    damaged: list[DamagedRow] = Field(default=[], exclude_if=lambda rows: not rows)
+    """Tasks of this page that cannot be read: named here, left out of ``items`` (in a
+    page's JSON only when there are any)."""

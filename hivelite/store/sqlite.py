@@ -7,19 +7,30 @@ into another's.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import apsw
 
-from ..errors import InvalidInput, StoreBusy, StoreError, from_trigger
+from ..errors import (
+    HiveliteError,
+    InvalidInput,
+    StoreBusy,
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    StoreReadonly,
+    UnexpectedError,
+    from_trigger,
+)
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .rows import (
     Bodies,
@@ -39,6 +50,9 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
 VIEW_UPDATES = 20
 """Updates a task view carries, newest first."""
+MAX_ROWID = (1 << 63) - 1
+DatabaseError = apsw.Error
+"""SQLite's own failures that no hivelite error stands for (the CLI's last net)."""
 Synchronous = Literal["NORMAL", "FULL"]
 
 TASK_COLUMNS = (
@@ -47,6 +61,7 @@ TASK_COLUMNS = (
     "lease_session", "lease_expires", "priority", "labels", "fields_version", "reason",
     "depends",
 )
+_OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
 _SELECT_TASK = f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks"
 _JOURNAL = (
     "SELECT j.seq, t.id, j.task, j.at, j.actor, j.from_state, j.to_state, j.waiting_on,"
@@ -65,17 +80,98 @@ def _check_header(path: Path) -> None:
 
 
 def _create_private(path: Path) -> bool:
-    """Create the store file readable by its owner only; False if another opener won."""
+    """Create the store file readable by its owner only; False if another opener won.
+
+    Through a symlink whose target does not exist yet, the target is created (0600 too):
+    ``O_EXCL`` refuses any symlink, and SQLite would otherwise make it with the umask's
+    mode."""
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
         return False
     os.close(fd)
     return True
 
 
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+_NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def _readonly_message(path: Path) -> str:
+    """Which part of the store cannot be written: the file, or the folder where SQLite
+    keeps the ``-wal`` and ``-shm`` files beside it."""
+    folder = path.absolute().parent
+    if path.exists() and not os.access(path, os.W_OK):
+        what = f"{path} is read-only (the file or its filesystem)"
+    elif not os.access(folder, os.W_OK):
+        what = (f"the folder {folder} is read-only (the folder or its filesystem); SQLite"
+                f" keeps {path.name}-wal and {path.name}-shm beside the store")
+    else:
+        what = f"{path} cannot be written"
+    return f"{what}; nothing was written"
+
+
+def _os_failure(exc: OSError, path: Path) -> HiveliteError | None:
+    """A refused file operation on the store's path as the hivelite error it stands for."""
+    if exc.errno in _NO_SPACE:
+        return StoreFull("disk_full", f"the disk holding {path} is full ({exc.strerror});"
+                         " nothing was written. Free some space and try again")
+    if exc.errno in _NOT_WRITABLE:
+        return StoreReadonly(f"cannot create {exc.filename or path} ({exc.strerror});"
+                             " nothing was written")
+    return None
+
+
+def _reraise(failure: HiveliteError | None, exc: BaseException) -> NoReturn:
+    """Raise the hivelite error ``exc`` stands for (caused by it), else ``exc`` itself."""
+    if failure is None:
+        raise exc
+    raise failure from exc
+
+
+def _sqlite_failure(exc: apsw.Error, path: Path, conn: apsw.Connection | None = None
+                    ) -> HiveliteError | None:
+    """An SQLite failure of the file itself (not of a statement) as a hivelite error:
+    busy, full, read-only, damaged, or an I/O error; None for anything else."""
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return StoreBusy("busy", f"another program holds {path} locked, for more than"
+                         f" {BUSY_TIMEOUT_MS // 1000} s ({exc}); try again")
+    os_errno = 0
+    if isinstance(exc, apsw.IOError) and conn is not None:
+        with suppress(apsw.Error):
+            os_errno = int(conn.system_errno)
+    if isinstance(exc, apsw.FullError) or os_errno in _NO_SPACE:
+        return StoreFull("disk_full", f"the disk holding {path} is full ({exc}); nothing was"
+                         " written. Free some space and try again")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return StoreReadonly(f"{_readonly_message(path)} ({exc})")
+    if isinstance(exc, apsw.CantOpenError):
+        folder = path.absolute().parent
+        if not (os.access(path, os.W_OK) and os.access(folder, os.W_OK)):
+            return StoreReadonly(f"{_readonly_message(path)} ({exc})")
+        return StoreError("cant_open", f"SQLite cannot open {path} ({exc})")
+    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+        return StoreCorrupt(f"{path} is damaged ({exc}); left it untouched")
+    if isinstance(exc, apsw.IOError):
+        return UnexpectedError("io_error", f"reading or writing {path} failed ({exc}"
+                               + (f", {os.strerror(os_errno)}" if os_errno else "") + ")")
+    return None
+
+
 def _dump(detail: dict[str, Any] | None) -> str | None:
     return json.dumps(detail, separators=(",", ":"), sort_keys=True) if detail else None
+
+
+def _usage_sum(rows: Iterable[Sequence[Any]]) -> tuple[int, int]:
+    """Exact totals of (tokens, usd_micros) pairs; a value that is not an integer (raw SQL
+    can write one) counts 0 here, and the update's own view reports it."""
+    tokens = usd = 0
+    for spent, cost in rows:
+        tokens += spent if type(spent) is int else 0
+        usd += cost if type(cost) is int else 0
+    return tokens, usd
 
 
 def _journal_row(values: Sequence[Any]) -> JournalRow:
@@ -156,7 +252,8 @@ class SqliteTx:
         if where.ready:
             clauses.append(
                 "t.state = 'routed' AND (t.depends = 0 OR NOT EXISTS ("
-                "SELECT 1 FROM packets dp, json_each(dp.body, '$.depends_on') d"
+                "SELECT 1 FROM packets dp, json_each(CASE WHEN json_valid(dp.body)"
+                " THEN dp.body END, '$.depends_on') d"
                 " LEFT JOIN tasks dep ON dep.id = d.value"
                 " WHERE dp.task = t.number AND dep.state IS NOT 'completed'))")
         if where.states:
@@ -168,8 +265,10 @@ class SqliteTx:
                 clauses.append(f"t.{column} = ?")
                 args.append(value)
         if after is not None:
+            if after >= MAX_ROWID:  # no task comes after it (and SQLite takes no larger int)
+                return []
             clauses.append("t.number > ?")
-            args.append(after)
+            args.append(max(after, 0))
         args.append(limit)
         return self._views(" AND ".join(clauses), args, "ORDER BY t.number LIMIT ?")
 
@@ -206,17 +305,27 @@ class SqliteTx:
                 "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = ?"
                 " ORDER BY seq DESC LIMIT ?", (task.number, VIEW_UPDATES + 1))]
             if len(recent) <= VIEW_UPDATES:  # all of them: sum here rather than ask again
-                tokens = sum(u.tokens or 0 for u in recent)
-                usd = sum(u.usd_micros or 0 for u in recent)
+                tokens, usd = _usage_sum((u.tokens, u.usd_micros) for u in recent)
             else:
                 recent = recent[:VIEW_UPDATES]
-                total = self.conn.execute(
-                    "SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0)"
-                    " FROM updates WHERE task = ?", (task.number,)).fetchone() or (0, 0)
-                tokens, usd = int(total[0]), int(total[1])
+                tokens, usd = self._usage_total(task.number)
             out.append(ViewRow(task, Bodies(values[n], values[n + 1], values[n + 2]), meta,
                                verdicts, recent, tokens, usd))
         return out
+
+    def _usage_total(self, number: int) -> tuple[int, int]:
+        """A task's usage over all its updates: SQLite's sum, or (when it overflows 64 bits,
+        which only raw SQL can bring about) Python's exact one."""
+        try:
+            total = self.conn.execute(
+                "SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0)"
+                " FROM updates WHERE task = ?", (number,)).fetchone() or (0, 0)
+            if all(isinstance(t, int) for t in total):
+                return int(total[0]), int(total[1])
+        except apsw.SQLError:  # "integer overflow"
+            pass
+        return _usage_sum(self.conn.execute(
+            "SELECT tokens, usd_micros FROM updates WHERE task = ?", (number,)))
 
     def journal(self, number: int | None = None) -> list[JournalRow]:
         if number is None:
@@ -374,8 +483,10 @@ class SqliteStore:
                 " or Hive.open(path))",
             )
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._created = _create_private(self.path)
+            try:
+                self._created = _create_private(self.path)
+            except OSError as exc:
+                _reraise(_os_failure(exc, self.path), exc)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._slots: weakref.WeakSet[_Slot] = weakref.WeakSet()
@@ -385,14 +496,19 @@ class SqliteStore:
             self._check_identity(conn)
             self._configure(conn)
             self._migrate(conn)
-        except (apsw.NotADBError, apsw.CorruptError) as exc:
+        except apsw.Error as exc:
+            failure = self._failure(exc, conn)
             conn.close()
-            raise StoreError("not_a_store", f"{self.path} is damaged or not a database"
-                             f" ({exc}); left it untouched") from exc
+            _reraise(failure, exc)
         except BaseException:
             conn.close()
             raise
         self._adopt(conn)
+
+    def _failure(self, exc: apsw.Error, conn: apsw.Connection | None = None
+                 ) -> HiveliteError | None:
+        """What an SQLite failure of this store's file means (see :func:`_sqlite_failure`)."""
+        return _sqlite_failure(exc, self.path, conn)
 
     # -- the contract's properties --------------------------------------------
 
@@ -437,6 +553,10 @@ class SqliteStore:
             conn = self._connect()
             try:
                 self._configure(conn)
+            except apsw.Error as exc:
+                failure = self._failure(exc, conn)
+                conn.close()
+                _reraise(failure, exc)
             except BaseException:
                 conn.close()
                 raise
@@ -454,23 +574,45 @@ class SqliteStore:
         try:
             app_id = conn.execute("PRAGMA application_id").get
             version = conn.execute("PRAGMA user_version").get
-            has_tables = conn.execute(
-                "SELECT count(*) FROM sqlite_schema WHERE type = 'table'").get
+            tables = {str(r[0]) for r in conn.execute(
+                "SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        except apsw.SQLError as exc:  # "unsupported file format", ...: a damaged header
+            raise StoreCorrupt(f"{self.path} is damaged: SQLite cannot read its schema"
+                               f" ({exc}); left it untouched") from exc
         finally:
-            conn.execute("COMMIT")
-        if app_id == 0 and version == 0 and not has_tables:
+            if conn.in_transaction:  # an I/O error may have ended it already
+                conn.execute("COMMIT")
+        if app_id == 0 and version == 0 and not tables:
+            self._make_private()
             return  # a new, empty file: ours to initialise
         if app_id != APPLICATION_ID:
+            if tables >= _OUR_TABLES:
+                raise StoreCorrupt(f"{self.path} has hivelite's tables but not its application"
+                                   f" id ({app_id}): its header is damaged; left it untouched")
             raise StoreError(
                 "foreign_database",
                 f"{self.path} is an SQLite database of another program; left it untouched",
             )
+        if version < 1:  # the application id is set in the same transaction as version 1
+            raise StoreCorrupt(f"{self.path} is a hivelite store with schema version"
+                               f" {version}: its header is damaged; left it untouched")
         if version > SCHEMA_VERSION:
             raise StoreError(
                 "newer_schema",
                 f"{self.path} has schema version {version}, newer than this hivelite "
                 f"understands ({SCHEMA_VERSION}); upgrade hivelite. Left it untouched",
             )
+
+    def _make_private(self) -> None:
+        """A new store is its owner's only (0600), whatever the empty file it starts from."""
+        try:
+            os.chmod(self.path, 0o600)
+        except OSError as exc:
+            if not os.access(self.path, os.W_OK):
+                raise StoreReadonly(f"{_readonly_message(self.path)} ({exc.strerror})"
+                                    ) from exc
+            raise StoreError("not_private", f"cannot make {self.path} readable by its owner"
+                             f" only (0600): {exc.strerror}; left it untouched") from exc
 
     def _configure(self, conn: apsw.Connection) -> None:
         conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
@@ -518,8 +660,9 @@ class SqliteStore:
 
     def discard(self) -> None:
         self.close()
+        made = os.path.realpath(self.path)  # made through a symlink: the link stays
         for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            Path(f"{made}{suffix}").unlink(missing_ok=True)
 
     # -- transactions ------------------------------------------------------
 
@@ -530,11 +673,13 @@ class SqliteStore:
         except apsw.BusyError as exc:
             raise StoreBusy("busy", f"another writer held the store for more than"
                             f" {BUSY_TIMEOUT_MS // 1000} s: {exc}") from exc
+        except apsw.Error as exc:
+            _reraise(self._failure(exc, conn), exc)
         try:
             yield conn
         except apsw.Error as exc:
+            mapped = from_trigger(exc) or self._failure(exc, conn)
             _rollback(conn)
-            mapped = from_trigger(exc)
             if mapped is not None:
                 raise mapped from exc
             raise
@@ -542,7 +687,12 @@ class SqliteStore:
             _rollback(conn)
             raise
         else:
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")
+            except apsw.Error as exc:  # disk full while writing the WAL, ...
+                failure = self._failure(exc, conn)
+                _rollback(conn)
+                _reraise(failure, exc)
 
     @contextmanager
     def write(self) -> Iterator[SqliteTx]:
@@ -560,11 +710,15 @@ class SqliteStore:
         if conn.in_transaction:
             yield SqliteTx(conn)
             return
-        conn.execute("BEGIN")
         try:
-            yield SqliteTx(conn)
-        finally:
-            conn.execute("COMMIT")
+            conn.execute("BEGIN")
+            try:
+                yield SqliteTx(conn)
+            finally:
+                if conn.in_transaction:  # an I/O error may have ended it already
+                    conn.execute("COMMIT")
+        except apsw.Error as exc:  # a damaged page, a lock held at open, ...
+            _reraise(self._failure(exc, conn), exc)
 
 
 class _Slot:
