@@ -31,7 +31,11 @@ from .hive import Hive
 from .models import ClaimReceipt, Receipt
 from .plugins import get_plugin_manager
 from .protocol import State
-from .store.sqlite import DatabaseError
+from .store.doctor import diagnose_file
+from .store.sqlite import DatabaseError, SqliteStore
+from .store.transfer import backup as take_backup
+from .store.transfer import export as write_export
+from .store.transfer import export_lines, import_lines
 
 EXIT_USAGE = 2
 MAX_JSON_DEPTH = 64
@@ -762,6 +766,106 @@ def plugins(ctx: Context) -> None:
         ["plugin", "source", "hooks"],
         [[r["name"] + (" (essential)" if r["essential"] else ""), r["source"],
           ", ".join(r["hooks"])] for r in rows]))
+
+
+def _sqlite(hive: Hive) -> SqliteStore:
+    if not isinstance(hive.store, SqliteStore):  # pragma: no cover - one backend today
+        raise UnexpectedError("unexpected", "this verb works on a store file")
+    return hive.store
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="SQLite's quick_check instead of the full"
+              " integrity_check.")
+@pass_context
+def doctor(ctx: Context, quick: bool) -> None:
+    """Check the store file: its pages, its schema, and the protocol's invariants.
+
+    Opens the file read-only (nothing is migrated, swept or written) and prints each
+    check; exits 0 only when every one holds, else 6 naming what failed.
+
+    \b
+    Example:
+      hivelite doctor
+    """
+    found = diagnose_file(Path(ctx.db), quick=quick)
+    ok = all(f.ok for f in found)
+    report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail}
+                                   for f in found]}
+    ctx.emit(report, lambda: "\n".join(
+        f"{'ok  ' if f.ok else 'FAIL'}  {f.check:<20} {render.printable(f.detail)}"
+        for f in found))
+    if not ok:
+        failed = ", ".join(f.check for f in found if not f.ok)
+        click.echo(f"error: invalid_input/store_unsound: failed: {failed}", err=True)
+        sys.exit(InvalidInput.exit_code)
+
+
+@cli.command()
+@click.argument("dest", type=click.Path(dir_okay=False))
+@pass_context
+def backup(ctx: Context, dest: str) -> None:
+    """Copy the store to DEST (a new file, 0600): one consistent snapshot, even while
+    others write.
+
+    \b
+    Example:
+      hivelite backup ~/backups/work-2026-12-02.db
+    """
+    with ctx.open() as hive:
+        take_backup(_sqlite(hive).conn, Path(dest))
+    data = {"backup": os.path.abspath(dest), "of": os.path.abspath(ctx.db)}
+    ctx.emit(data, lambda: f"backup of {data['of']} written to {data['backup']}")
+
+
+@cli.command()
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="Write to this new file (0600) instead of stdout.")
+@pass_context
+def export(ctx: Context, out: str | None) -> None:
+    """Write the whole store as versioned JSON Lines (every row of every kept table).
+
+    \b
+    Example:
+      hivelite export --out work.jsonl
+    """
+    with ctx.open() as hive:
+        conn = _sqlite(hive).conn
+        if out is None:
+            for line in export_lines(conn):
+                click.echo(line)
+            return
+        try:
+            fd = os.open(out, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            raise InvalidInput("export_exists", f"{out} exists; export to a new file",
+                               field="out") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            rows = write_export(conn, handle)
+    data = {"export": os.path.abspath(out), "rows": rows}
+    ctx.emit(data, lambda: f"{rows} rows written to {data['export']}")
+
+
+@cli.command(name="import")
+@click.argument("source", type=click.File("r", encoding="utf-8"))
+@pass_context
+def import_(ctx: Context, source: Any) -> None:
+    """Read an export into a new, empty store (--db names it), keys and all.
+
+    \b
+    Example:
+      hivelite --db copy.db import work.jsonl
+    """
+    store = SqliteStore(Path(ctx.db))
+    try:
+        rows = import_lines(store.conn, source)
+    finally:
+        store.close()
+    found = diagnose_file(Path(ctx.db))
+    data = {"db": os.path.abspath(ctx.db), "rows": rows,
+            "doctor": all(f.ok for f in found)}
+    ctx.emit(data, lambda: f"{rows} rows imported into {data['db']};"
+             f" doctor: {'ok' if data['doctor'] else 'FAILED'}")
 
 
 def _fail(error: HiveliteError, as_json: bool) -> NoReturn:

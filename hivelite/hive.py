@@ -49,6 +49,7 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
         clock: Clock = system_clock,
         synchronous: Synchronous = "NORMAL",
         create: bool = True,
+        allow_network_fs: bool = False,
     ) -> Hive:
         """Open (or create) the store at ``path``, or use an open ``store`` (any backend
         that keeps the store contract); expired claims are returned first.
@@ -67,7 +68,8 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
         # settings before the file: a refusal leaves no store behind
         config = load_settings(file) if file is not None else {}
         if store is None:
-            store = SqliteStore(Path(str(path)), create=create, synchronous=synchronous)
+            store = SqliteStore(Path(str(path)), create=create, synchronous=synchronous,
+                                allow_network_fs=allow_network_fs)
         try:
             stored = _record_owner(store, owner)
             if owner is not None and owner != stored:

@@ -302,6 +302,19 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     assert (expired.doc() == []) if as_json else (expired.out == "no expired claims\n")
     assert state("cancel", "2", "--reason", "no longer needed", t=23) == "cancelled"
 
+    # Care of the store: doctor, a backup, an export and its import into a new store.
+    checked = ok("doctor", t=24)
+    assert checked.doc()["ok"] if as_json else "FAIL" not in checked.out
+    ok("backup", str(tmp_path / f"backup-{as_json}.db"), t=24)
+    assert run.ok("doctor", db=tmp_path / f"backup-{as_json}.db").code == 0
+    ok("export", "--out", str(tmp_path / f"export-{as_json}.jsonl"), t=24)
+    copy = tmp_path / f"copy-{as_json}.db"
+    imported = run.ok("import", str(tmp_path / f"export-{as_json}.jsonl"), db=copy,
+                      as_json=as_json)
+    assert imported.doc()["doctor"] if as_json else "doctor: ok" in imported.out
+    used.add("import")
+    assert run.ok("export", db=copy).out == run.ok("export").out
+
     # The store-free verbs and the demo.
     moves = ok("states", t=24)
     if as_json:
@@ -405,6 +418,9 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
     "deny": ("1",),
     "cancel": ("1",),
     "history": ("1",),
+    "doctor": (),
+    "backup": ("elsewhere.db",),
+    "export": (),
     "claim": ("1", *CODER),
     "resume": ("1", *CODER),
     "renew": ("1", "--lease", "L1", "--token", "1", *CODER),
@@ -425,7 +441,8 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
 
 
 def test_store_verbs_cover_every_verb_but_the_creators_and_the_store_free() -> None:
-    assert set(STORE_VERBS) | {"init", "demo", "states", "schema", "plugins"} == set(cli.commands)
+    assert set(STORE_VERBS) | {"init", "demo", "states", "schema", "plugins", "import"} == set(
+        cli.commands)
 
 
 @pytest.mark.parametrize("verb", sorted(STORE_VERBS))

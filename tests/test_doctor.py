@@ -3,12 +3,16 @@ check that looks for it, naming what it found."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import apsw
 import pytest
 
-from hivelite import Hive, ManualClock
+from hivelite import Hive, ManualClock, StoreError
 from hivelite.store.doctor import diagnose, schema_problem
 
 from . import rawsql
@@ -179,3 +183,50 @@ def test_an_index_that_disagrees_with_its_table_is_found(path: Path) -> None:
     conn.close()
     ok, detail = findings(path)["integrity_check"]
     assert not ok and "updates_by_task" in detail
+
+
+def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    env.update(HIVELITE_LOAD_PLUGINS="", HIVELITE_NOW=START)
+    return subprocess.run([sys.executable, "-m", "hivelite", "--db", str(db), *args],
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+@pytest.mark.slow
+def test_the_cli_doctor_backup_export_import(path: Path, tmp_path: Path) -> None:
+    done = cli(path, "--json", "doctor")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] and [c["check"] for c in report["checks"]] == CHECKS
+    assert cli(path, "backup", str(tmp_path / "b.db")).returncode == 0
+    assert cli(path, "backup", str(tmp_path / "b.db")).returncode == 6  # never over a file
+    assert cli(tmp_path / "b.db", "doctor").returncode == 0
+    exported = cli(path, "export")
+    assert exported.returncode == 0
+    (tmp_path / "e.jsonl").write_text(exported.stdout)
+    assert cli(tmp_path / "c.db", "import", str(tmp_path / "e.jsonl")).returncode == 0
+    assert cli(tmp_path / "c.db", "export").stdout == exported.stdout
+    again = cli(tmp_path / "c.db", "--json", "import", str(tmp_path / "e.jsonl"))
+    assert again.returncode == 6
+    assert json.loads(again.stdout)["error"]["reason"] == "store_not_empty"
+
+
+@pytest.mark.slow
+def test_a_tampered_store_reads_but_refuses_writes(path: Path) -> None:
+    conn = rawsql.connect(path)
+    conn.execute("DROP TRIGGER task_move")
+    conn.close()
+    done = cli(path, "--json", "doctor")
+    assert done.returncode == 6
+    assert "failed: schema" in done.stderr
+    assert not json.loads(done.stdout)["ok"]
+    assert cli(path, "list").returncode == 0
+    refused = cli(path, "--json", "cancel", "3")
+    assert refused.returncode == 6
+    error = json.loads(refused.stdout)["error"]
+    assert error["reason"] == "schema_tampered" and "hivelite doctor" in error["message"]
+    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
+        assert hive.get(1).number == 1
+        with pytest.raises(StoreError) as err:
+            hive.cancel(OWNER, 3)
+        assert err.value.reason == "schema_tampered"

@@ -52,3 +52,22 @@ def test_a_store_on_a_fake_nfs_mount_is_named(tmp_path: Path) -> None:
 
 def test_this_machines_temp_folder_is_local(tmp_path: Path) -> None:
     assert network_filesystem(tmp_path / "store.db") is None
+
+
+def test_opening_a_store_on_a_network_filesystem_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hivelite import Hive, StoreError
+    from hivelite.store import mounts
+
+    table = tmp_path / "mountinfo"
+    table.write_text(f"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                     f"40 22 0:40 / {tmp_path} rw - nfs4 server:/x rw\n")
+    monkeypatch.setattr(mounts, "MOUNTINFO", table)
+    monkeypatch.delenv("HIVELITE_ALLOW_NETWORK_FS", raising=False)
+    with pytest.raises(StoreError) as err:
+        Hive.open(tmp_path / "store.db", owner="ana")
+    assert err.value.reason == "network_filesystem" and "nfs4" in err.value.message
+    assert not (tmp_path / "store.db").exists()  # nothing made
+    Hive.open(tmp_path / "store.db", owner="ana", allow_network_fs=True).close()
+    monkeypatch.setenv("HIVELITE_ALLOW_NETWORK_FS", "1")
+    Hive.open(tmp_path / "store.db", owner="ana").close()

@@ -202,7 +202,8 @@ def diagnose_file(path: Path, *, quick: bool = False) -> list[Finding]:
     """:func:`diagnose` on a store file, opened read-only: nothing is migrated, swept or
     written, so a damaged or tampered store can be looked at as it is."""
     if not path.is_file():
-        raise StoreError("no_store", f"no store at {path}")
+        raise StoreError("no_store", f"no store at {path}; create it first (hivelite --db"
+                         f" {path} init, or Hive.open(path))")
     with path.open("rb") as handle:
         if handle.read(len(SQLITE_HEADER)) not in (SQLITE_HEADER, b""):
             return [Finding("integrity_check", False, f"{path} is not an SQLite database")]

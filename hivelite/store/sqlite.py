@@ -31,7 +31,10 @@ from ..errors import (
     UnexpectedError,
     from_trigger,
 )
+from . import mounts
+from .doctor import schema_problem
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from .mounts import network_filesystem
 from .rows import (
     Bodies,
     ConfirmationRow,
@@ -465,11 +468,22 @@ class SqliteStore:
     thread."""
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True,
-                 synchronous: Synchronous = "NORMAL") -> None:
+                 synchronous: Synchronous = "NORMAL", allow_network_fs: bool = False) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise InvalidInput("invalid_synchronous", f"synchronous is NORMAL or FULL, not"
                                f" {synchronous!r}", field="synchronous")
         self.path = Path(path)
+        if not (allow_network_fs or os.environ.get("HIVELITE_ALLOW_NETWORK_FS") == "1"):
+            fstype = network_filesystem(self.path, mounts.MOUNTINFO)
+            if fstype is not None:
+                raise StoreError(
+                    "network_filesystem",
+                    f"{self.path} is on a {fstype} network filesystem: SQLite's WAL needs one"
+                    " machine's shared memory, and writers on two machines can corrupt the"
+                    " store. Keep it on a local disk (agents elsewhere use hivelite serve), or"
+                    " set HIVELITE_ALLOW_NETWORK_FS=1 if only this machine ever opens it")
+        self.tampered: str | None = None
+        """What differs between the file's schema and its migrations'; writes are refused."""
         self.synchronous: Synchronous = synchronous
         self._created = False
         if self.path.exists():
@@ -496,6 +510,7 @@ class SqliteStore:
             self._check_identity(conn)
             self._configure(conn)
             self._migrate(conn)
+            self.tampered = schema_problem(conn)
         except apsw.Error as exc:
             failure = self._failure(exc, conn)
             conn.close()
@@ -700,6 +715,10 @@ class SqliteStore:
 
         A trigger's ``code:reason`` abort comes out as the matching hivelite error.
         """
+        if self.tampered is not None:
+            raise StoreError("schema_tampered", f"{self.path} does not have the schema its"
+                             f" migrations built ({self.tampered}); writes are refused until"
+                             " it is repaired. Run: hivelite doctor")
         with self._transaction(self.conn) as conn:
             yield SqliteTx(conn)
 
