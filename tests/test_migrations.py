@@ -41,7 +41,7 @@ def by_migrations(upto: int = SCHEMA_VERSION) -> apsw.Connection:
     conn = apsw.Connection(":memory:")
     for migration in MIGRATIONS:
         if migration.version <= upto:
-            conn.execute(migration.sql)
+            migration.apply(conn)
     return conn
 
 
@@ -162,3 +162,11 @@ def test_the_schema_fingerprint_is_the_migrations() -> None:
     from hivelite.store.migrations import SCHEMA_DIGEST
 
     assert digest(expected_schema(SCHEMA_VERSION)) == SCHEMA_DIGEST
+
+
+def test_a_migration_runs_every_statement_even_after_one_that_returns_rows() -> None:
+    from hivelite.store.migrations import Migration
+
+    conn = apsw.Connection(":memory:")
+    Migration(9, "mixed", "CREATE TABLE a(x); SELECT 1; CREATE TABLE b(y);").apply(conn)
+    assert {r[0] for r in conn.execute("SELECT name FROM sqlite_schema")} == {"a", "b"}

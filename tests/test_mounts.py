@@ -9,24 +9,24 @@ import pytest
 from hivelite.store.mounts import is_network, mount_of, network_filesystem
 
 MOUNTINFO = """\
-22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
-30 22 0:40 / /mnt/share rw,relatime shared:9 - nfs4 server:/export rw,vers=4.2
-31 30 0:41 / /mnt/share/local rw shared:10 - tmpfs tmpfs rw
-32 22 0:42 / /home/ana/remote rw,nosuid - fuse.sshfs ana@box:/srv rw
-33 22 0:43 / /mnt/with\\040space rw - cifs //nas/share rw
-34 22 0:44 / /run/user/1000/containers rw - fuse.fuse-overlayfs fuse-overlayfs rw
+22 1 8:1 / / rw,relatime shared:1 - ext4 disk0 rw
+30 22 0:40 / /example/share rw,relatime shared:9 - nfs4 server:/export rw,vers=4.2
+31 30 0:41 / /example/share/local rw shared:10 - tmpfs tmpfs rw
+32 22 0:42 / /example/ana/remote rw,nosuid - fuse.sshfs ana@box:/srv rw
+33 22 0:43 / /example/with\\040space rw - cifs //nas/share rw
+34 22 0:44 / /example/containers rw - fuse.fuse-overlayfs fuse-overlayfs rw
 """
 
 
 @pytest.mark.parametrize(("path", "fstype"), [
-    ("/home/ana/work/store.db", "ext4"),
-    ("/mnt/share/store.db", "nfs4"),
-    ("/mnt/share", "nfs4"),
-    ("/mnt/share/local/store.db", "tmpfs"),
-    ("/mnt/shared/store.db", "ext4"),  # a sibling, not inside /mnt/share
-    ("/home/ana/remote/store.db", "fuse.sshfs"),
-    ("/mnt/with space/store.db", "cifs"),
-    ("/run/user/1000/containers/x.db", "fuse.fuse-overlayfs"),
+    ("/example/ana/work/store.db", "ext4"),
+    ("/example/share/store.db", "nfs4"),
+    ("/example/share", "nfs4"),
+    ("/example/share/local/store.db", "tmpfs"),
+    ("/example/shared/store.db", "ext4"),  # a sibling, not inside /example/share
+    ("/example/ana/remote/store.db", "fuse.sshfs"),
+    ("/example/with space/store.db", "cifs"),
+    ("/example/containers/x.db", "fuse.fuse-overlayfs"),
 ])
 def test_the_deepest_mount_holds_the_path(path: str, fstype: str) -> None:
     found = mount_of(Path(path), MOUNTINFO)
@@ -44,7 +44,7 @@ def test_which_types_are_network(fstype: str, network: bool) -> None:
 
 def test_a_store_on_a_fake_nfs_mount_is_named(tmp_path: Path) -> None:
     table = tmp_path / "mountinfo"
-    table.write_text(f"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+    table.write_text(f"22 1 8:1 / / rw - ext4 disk0 rw\n"
                      f"40 22 0:40 / {tmp_path} rw - nfs4 server:/x rw\n")
     assert network_filesystem(tmp_path / "store.db", table) == "nfs4"
     assert network_filesystem(tmp_path / "store.db", tmp_path / "missing") is None
@@ -60,7 +60,7 @@ def test_opening_a_store_on_a_network_filesystem_is_refused(
     from hivelite.store import mounts
 
     table = tmp_path / "mountinfo"
-    table.write_text(f"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+    table.write_text(f"22 1 8:1 / / rw - ext4 disk0 rw\n"
                      f"40 22 0:40 / {tmp_path} rw - nfs4 server:/x rw\n")
     monkeypatch.setattr(mounts, "MOUNTINFO", table)
     monkeypatch.delenv("HIVELITE_ALLOW_NETWORK_FS", raising=False)

@@ -48,8 +48,7 @@ def expected_schema(version: int) -> Schema:
     conn = apsw.Connection(":memory:")
     for migration in MIGRATIONS:
         if migration.version <= version:
-            for _ in conn.execute(migration.sql):
-                pass
+            migration.apply(conn)
     return schema_of(conn)
 
 

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal, NoReturn
@@ -319,14 +319,12 @@ class SqliteTx:
     def _usage_total(self, number: int) -> tuple[int, int]:
         """A task's usage over all its updates: SQLite's sum, or (when it overflows 64 bits,
         which only raw SQL can bring about) Python's exact one."""
-        try:
+        with suppress(apsw.SQLError):  # "integer overflow": Python sums it below
             total = self.conn.execute(
                 "SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0)"
                 " FROM updates WHERE task = ?", (number,)).fetchone() or (0, 0)
             if all(isinstance(t, int) for t in total):
                 return int(total[0]), int(total[1])
-        except apsw.SQLError:  # "integer overflow"
-            pass
         return _usage_sum(self.conn.execute(
             "SELECT tokens, usd_micros FROM updates WHERE task = ?", (number,)))
 
@@ -505,12 +503,21 @@ class SqliteStore:
         self._lock = threading.Lock()
         self._slots: weakref.WeakSet[_Slot] = weakref.WeakSet()
         self._closed = False
+        self._adopt(self._open(self._first_open))
+
+    def _first_open(self, conn: apsw.Connection) -> None:
+        """The opener's connection: check whose file it is, configure, migrate, compare."""
+        self._check_identity(conn)
+        self._configure(conn)
+        self._migrate(conn)
+        self.tampered = schema_problem(conn)
+
+    def _open(self, setup: Callable[[apsw.Connection], None]) -> apsw.Connection:
+        """A new connection to the file, ``setup`` run on it; closed again if that fails,
+        with an SQLite failure told as what it means for this store."""
         conn = self._connect()
         try:
-            self._check_identity(conn)
-            self._configure(conn)
-            self._migrate(conn)
-            self.tampered = schema_problem(conn)
+            setup(conn)
         except apsw.Error as exc:
             failure = self._failure(exc, conn)
             conn.close()
@@ -518,7 +525,7 @@ class SqliteStore:
         except BaseException:
             conn.close()
             raise
-        self._adopt(conn)
+        return conn
 
     def _failure(self, exc: apsw.Error, conn: apsw.Connection | None = None
                  ) -> HiveliteError | None:
@@ -565,16 +572,7 @@ class SqliteStore:
                 _close_quietly(slot.conn)
             raise StoreError("store_closed", f"the store {self.path} has been closed")
         if slot is None:
-            conn = self._connect()
-            try:
-                self._configure(conn)
-            except apsw.Error as exc:
-                failure = self._failure(exc, conn)
-                conn.close()
-                _reraise(failure, exc)
-            except BaseException:
-                conn.close()
-                raise
+            conn = self._open(self._configure)
             self._adopt(conn)
             return conn
         return slot.conn
@@ -659,8 +657,7 @@ class SqliteStore:
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             for migration in MIGRATIONS:
                 if migration.version > current:
-                    for _ in conn.execute(migration.sql):  # every statement, rows or not
-                        pass
+                    migration.apply(conn)
                     conn.execute(f"PRAGMA user_version = {migration.version}")
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 APPLICATION_ID = 0x48495645  # "HIVE": marks the file as a hivelite store.
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -23,6 +24,11 @@ class Migration:
     version: int
     name: str
     sql: str
+
+    def apply(self, conn: Any) -> None:
+        """Run every statement of the migration on ``conn`` (an apsw connection runs a
+        script only as far as its cursor is read)."""
+        conn.execute(self.sql).fetchall()
 
 
 def _load() -> tuple[Migration, ...]:
