@@ -28,6 +28,7 @@ from .clock import clock_from_env
 from .demo import run_demo
 from .errors import ForbiddenRight, HiveliteError, InvalidInput, UnexpectedError
 from .hive import Hive
+from .jsontext import loads_bounded
 from .models import ClaimReceipt, Receipt
 from .plugins import get_plugin_manager
 from .protocol import State
@@ -38,7 +39,6 @@ from .store.transfer import export as write_export
 from .store.transfer import export_lines, import_lines
 
 EXIT_USAGE = 2
-MAX_JSON_DEPTH = 64
 """How deep ``--packet`` and ``--evidence-file`` may nest arrays and objects."""
 MAX_NUMBER = (1 << 63) - 1
 """The largest task number SQLite can hold."""
@@ -521,46 +521,11 @@ def pause(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
                                   reason=reason))
 
 
-_JSON_MARK = re.compile(r'[][{}"\\]')
-
-
-def json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> int:
-    """How deep ``text`` nests arrays and objects, counted without parsing (and so without
-    recursion); the count stops once it passes ``limit``. Brackets inside strings do not
-    count."""
-    depth = deepest = 0
-    in_string = False
-    escaped_at = -1  # the index of the character a backslash escapes
-    for mark in _JSON_MARK.finditer(text):
-        char, at = mark[0], mark.start()
-        if in_string:
-            if at == escaped_at:
-                continue
-            if char == "\\":
-                escaped_at = at + 1
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                break
-        elif char in "]}":
-            depth -= 1
-    return deepest
-
-
 def load_json(handle: Any, option: str) -> Any:
     """The JSON document an option's file holds, nested at most ``MAX_JSON_DEPTH`` deep
     (``422 invalid_input too_deep`` naming the option otherwise); invalid JSON raises
     ``json.JSONDecodeError`` for the caller to report."""
-    text = handle.read()
-    if json_depth(text) > MAX_JSON_DEPTH:
-        raise InvalidInput("too_deep", f"{option} nests arrays and objects more than"
-                           f" {MAX_JSON_DEPTH} deep", field=option)
-    return json.loads(text)
+    return loads_bounded(handle.read(), option)
 
 
 _EVIDENCE = re.compile(

@@ -33,7 +33,6 @@ import pytest
 
 from hivelite import Hive, ManualClock, hookimpl
 from hivelite.claims import MAX_USAGE
-from hivelite.cli import MAX_JSON_DEPTH, json_depth
 from hivelite.errors import (
     HiveliteError,
     InvalidInput,
@@ -44,6 +43,7 @@ from hivelite.errors import (
     StoreFull,
     StoreReadonly,
 )
+from hivelite.jsontext import MAX_JSON_DEPTH, json_depth
 from hivelite.render import printable
 from hivelite.store import SqliteStore
 

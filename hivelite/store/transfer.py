@@ -24,6 +24,7 @@ from typing import Any, TextIO
 import apsw
 
 from ..errors import InvalidInput, StoreError
+from ..jsontext import loads_bounded
 
 FORMAT = "hivelite-export"
 FORMAT_VERSION = 1
@@ -33,7 +34,6 @@ KEYS = {"meta": "key", "tasks": "number", "packets": "task", "checkpoints": "tas
 """The kept tables with their keys, in the order an import can insert them (a row's task
 first)."""
 TABLES = tuple(KEYS)
-MAX_DEPTH = 64
 
 
 def backup(conn: apsw.Connection, dest: Path) -> None:
@@ -94,30 +94,17 @@ def export(conn: apsw.Connection, out: TextIO) -> int:
     return lines - 1  # the header is no row
 
 
-def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
-    depth, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        depth = max(depth, level)
-        if depth > limit:
-            break
-        if isinstance(item, dict):
-            stack.extend((v, level + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, level + 1) for v in item)
-    return depth
-
-
 def _parse(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            raise InvalidInput("invalid_export", f"line {number} is not JSON: {exc}",
+            item = loads_bounded(line, f"line {number}")
+        except (ValueError, InvalidInput) as exc:
+            raise InvalidInput("invalid_export", f"line {number} is not an export line:"
+                               f" {getattr(exc, 'message', exc)}",
                                field=f"line {number}") from None
-        if not isinstance(item, dict) or _depth(item) > MAX_DEPTH:
+        if not isinstance(item, dict):
             raise InvalidInput("invalid_export", f"line {number} is not an export line",
                                field=f"line {number}")
         yield number, item
