@@ -155,7 +155,7 @@ class HiveBase:
     def _sweep(self, unit: Unit) -> None:
         """Every claim whose lease ran out goes back to ``routed`` first (moves 8/9)."""
         for row in unit.tx.lock_overdue(unit.at):
-            unit.tx.move(row.number, State.routed.value, at=unit.at, actor="clock",
+            unit.tx.move(row.number, row.state, State.routed.value, at=unit.at, actor="clock",
                          reason="expired", end_lease=True,
                          detail={"holder": row.lease_holder, "fencing_token": row.lease_token,
                                  "expired_at": row.lease_expires})

@@ -742,21 +742,26 @@ def _sqlite(hive: Hive) -> SqliteStore:
 @cli.command()
 @click.option("--quick", is_flag=True, help="SQLite's quick_check instead of the full"
               " integrity_check.")
+@click.option("--head", metavar="SEQ:HASH", help="A head an earlier doctor printed: check"
+              " that the journal still holds it.")
 @pass_context
-def doctor(ctx: Context, quick: bool) -> None:
-    """Check the store file: its pages, its schema, and the protocol's invariants.
+def doctor(ctx: Context, quick: bool, head: str | None) -> None:
+    """Check the store file: pages, schema, the journal's hash chain, invariants.
 
     Opens the file read-only (nothing is migrated, swept or written) and prints each
-    check; exits 0 only when every one holds, else 6 naming what failed.
+    check; exits 0 only when every one holds, else 6 naming what failed. The chain's
+    head (SEQ:HASH) is worth noting somewhere else: --head checks later that the history
+    up to it was not rewritten.
 
     \b
     Example:
       hivelite doctor
+      hivelite doctor --head 1042:5d0c2a8e4f9b71c3a6e2d8f0b4c7a913
     """
-    found = diagnose_file(Path(ctx.db), quick=quick)
+    found = diagnose_file(Path(ctx.db), quick=quick, head=head)
     ok = all(f.ok for f in found)
-    report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail}
-                                   for f in found]}
+    report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail,
+                                    **(f.data or {})} for f in found]}
     ctx.emit(report, lambda: "\n".join(
         f"{'ok  ' if f.ok else 'FAIL'}  {f.check:<20} {render.printable(f.detail)}"
         for f in found))

@@ -55,7 +55,7 @@ class Unit:
         """Make one move (checked here first, then by the store); the row as it is after."""
         guard.check_move(row.state, row.waiting_on, target, waiting_on)
         waiting = waiting_on.value if waiting_on is not None else None
-        self.tx.move(row.number, target.value, at=self.at, actor=actor, reason=reason,
+        self.tx.move(row.number, row.state, target.value, at=self.at, actor=actor, reason=reason,
                      detail=detail, waiting_on=waiting, end_lease=end_lease)
         self.journaled = True
         after = replace(row, state=target.value, waiting_on=waiting, updated_at=self.at,
@@ -78,7 +78,7 @@ class Unit:
         assert agent is not None and agent.instance is not None
         guard.check_move(row.state, row.waiting_on, target)
         self.tx.start_lease(
-            row.number, target.value, lease_id=lease_id, token=token, holder=agent.name,
+            row.number, row.state, target.value, lease_id=lease_id, token=token, holder=agent.name,
             instance=agent.instance, session=agent.session, expires=expires, at=self.at,
             reason=reason, detail={"fencing_token": token, "instance": agent.instance,
                                    "session": agent.session, "expires_at": expires})

@@ -19,7 +19,8 @@ from . import rawsql
 from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
-CHECKS = ["integrity_check", "schema", "replay", "fencing tokens", "leases and results"]
+CHECKS = ["integrity_check", "schema", "hash chain", "replay", "fencing tokens",
+          "leases and results"]
 
 
 def busy_store(path: Path) -> None:

@@ -17,6 +17,7 @@ import pytest
 from hivelite import Caller, Hive, ManualClock, State
 from hivelite.protocol import MOVES, Move
 from hivelite.store import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from hivelite.store.doctor import diagnose
 from hivelite.store.schema import insert_moves_sql, target_sql
 
 DATA = Path(__file__).parent / "data"
@@ -24,6 +25,7 @@ RELEASED = {
     1: "e10a42ccc8a56fef063d9334ef4ca7d0e1af053a2bba6d3ea44a72f90589156a",
     2: "c627d35d24bec4640434ca3b1f962442522274057307d9b15420994d9a6c8db6",
     3: "a929d87a2c8940affad168b61de5e12335cdb21e89dc2ce1a593fda4d92227f3",
+    4: "a6881b8d8dde7255efc18e7682c03a83383c797cc4cc0d43d98673cb798786cd",
 }
 """sha256 of every migration a release has shipped. A released migration is never edited:
 change the schema with a new file, and add its hash here when it ships."""
@@ -47,7 +49,7 @@ def by_migrations(upto: int = SCHEMA_VERSION) -> apsw.Connection:
 
 def test_migrations_are_numbered_from_one_without_gaps() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 3
+    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 4
 
 
 def test_released_migrations_are_frozen() -> None:
@@ -110,7 +112,10 @@ def test_a_store_of_the_previous_release_opens_and_upgrades(old_store: Path) -> 
         assert hive.owner == "root"
         assert hive.store.schema_version == SCHEMA_VERSION
         after = hive.store.conn  # type: ignore[attr-defined]
-        assert list(after.execute("SELECT * FROM journal ORDER BY seq")) == journal
+        upgraded = list(after.execute("SELECT * FROM journal ORDER BY seq"))
+        assert [row[:-1] for row in upgraded] == journal  # the old rows, now chained
+        assert all(row[-1] for row in upgraded)
+        assert all(f.ok for f in diagnose(after)), diagnose(after)
         assert list(after.execute("SELECT number, id, state, waiting_on FROM tasks")) == tasks
         target = apsw.Connection(":memory:")
         target.execute(target_sql())

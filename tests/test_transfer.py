@@ -16,7 +16,7 @@ import apsw
 import pytest
 
 from hivelite import InvalidInput, StoreError
-from hivelite.store import SqliteStore
+from hivelite.store import SCHEMA_VERSION, SqliteStore
 from hivelite.store.doctor import diagnose
 from hivelite.store.transfer import FORMAT_VERSION, backup, export_lines, import_lines
 
@@ -59,7 +59,7 @@ def test_an_export_round_trips(source: Path, tmp_path: Path) -> None:
     lines = lines_of(source)
     header = json.loads(lines[0])
     assert header == {"format": "hivelite-export", "version": FORMAT_VERSION,
-                      "schema_version": 3}
+                      "schema_version": SCHEMA_VERSION}
     tables = {json.loads(line)["table"] for line in lines[1:]}
     assert tables == {"meta", "tasks", "packets", "checkpoints", "results", "confirmations",
                       "updates", "journal"}
@@ -79,7 +79,7 @@ def test_import_refuses_a_store_that_is_not_empty(source: Path) -> None:
 
 @pytest.mark.parametrize(("mutate", "reason"), [
     (lambda ls: [json.dumps({"format": "hivelite-export", "version": FORMAT_VERSION + 1,
-                             "schema_version": 3}), *ls[1:]], "newer_export"),
+                             "schema_version": SCHEMA_VERSION}), *ls[1:]], "newer_export"),
     (lambda ls: [json.dumps({"format": "hivelite-export", "version": FORMAT_VERSION,
                              "schema_version": 99}), *ls[1:]], "newer_export"),
     (lambda ls: ["{}", *ls[1:]], "invalid_export"),

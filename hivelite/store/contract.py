@@ -85,14 +85,15 @@ class Writer(Reader, Protocol):
     def insert_task(self, task: NewTask, *, actor: str, reason: str | None) -> int:
         """Insert a ``requested`` task and its packet (journaled); returns its number."""
         ...
-    def move(self, number: int, to_state: str, *, at: str, actor: str, reason: str | None,
-             detail: dict[str, Any] | None = None, waiting_on: str | None = None,
-             end_lease: bool = False) -> None:
-        """Change a task's state; the store checks the move and journals it."""
+    def move(self, number: int, from_state: str, to_state: str, *, at: str, actor: str,
+             reason: str | None, detail: dict[str, Any] | None = None,
+             waiting_on: str | None = None, end_lease: bool = False) -> None:
+        """Change a task's state from ``from_state`` (as locked); the store checks the move
+        and journals it, the row chained to the journal before it."""
         ...
-    def start_lease(self, number: int, to_state: str, *, lease_id: str, token: int,
-                    holder: str, instance: str, session: str | None, expires: str, at: str,
-                    reason: str, detail: dict[str, Any]) -> None:
+    def start_lease(self, number: int, from_state: str, to_state: str, *, lease_id: str,
+                    token: int, holder: str, instance: str, session: str | None, expires: str,
+                    at: str, reason: str, detail: dict[str, Any]) -> None:
         """Move into ``accepted``/``working`` under a new lease (claim or resume)."""
         ...
     def extend_lease(self, number: int, expires: str, *, at: str) -> None:

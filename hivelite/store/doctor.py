@@ -2,7 +2,8 @@
 
 The checks read only: the file's own integrity (SQLite's ``integrity_check``, or the
 faster ``quick_check``), the schema against the frozen migrations (a dropped or edited
-trigger shows here), and the protocol's invariants: every task's state is the replay of
+trigger shows here), the journal's hash chain (and, given one, a head noted earlier), and
+the protocol's invariants: every task's state is the replay of
 its journal, every claim in the journal took the next fencing token, a live lease only on a
 claimed state, a result from ``verifying`` on.
 """
@@ -15,10 +16,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import apsw
 
 from ..errors import StoreError
+from .chain import CONTENT, broken_links
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -39,6 +42,8 @@ class Finding:
     check: str
     ok: bool
     detail: str
+    data: dict[str, Any] | None = None
+    """Facts for a machine reader (the chain's head), beside the sentence."""
 
 
 @cache
@@ -178,7 +183,56 @@ def _leases_and_results(conn: apsw.Connection) -> Finding:
                    else _examples(problems))
 
 
-def diagnose(conn: apsw.Connection, *, quick: bool = False) -> list[Finding]:
+CHAIN_SINCE = 4
+"""The schema version that made the journal a hash chain."""
+
+
+def _chain(conn: apsw.Connection) -> Finding:
+    """Every journal row's hash follows from the row before it, the first from the store's
+    identity; the detail names the head to note elsewhere (``--head`` checks it later)."""
+    if conn.execute("PRAGMA user_version").get < CHAIN_SINCE:
+        return Finding("hash chain", True, "the store predates the chain (schema"
+                       f" {CHAIN_SINCE}); hivelite chains its journal when it next opens it")
+    identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get
+    if identity is None:
+        return Finding("hash chain", False, "the store has no identity (meta.store_id) to"
+                       " start its chain from")
+    problems: list[str] = []
+    broken = 0
+    for seq, why in broken_links(identity, conn.execute(
+            f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq")):
+        broken += 1
+        if len(problems) <= SHOWN:
+            problems.append(f"journal row {seq} {why}")
+    tip = conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+    rows = conn.execute("SELECT count(*) FROM journal").get
+    head = f"{tip[0]}:{tip[1]}" if tip is not None else None
+    data = {"rows": rows, "head": head, "store_id": identity}
+    if broken:
+        more = f" (and {broken - SHOWN} more)" if broken > SHOWN else ""
+        return Finding("hash chain", False, "; ".join(problems[:SHOWN]) + more, data)
+    return Finding("hash chain", True, f"{rows} journal row(s) chained from the store's"
+                   f" identity; head {head or '(empty)'}", data)
+
+
+def _head(conn: apsw.Connection, head: str) -> Finding:
+    """The journal still holds a head noted earlier (``SEQ:HASH``): nothing up to it was
+    rewritten, even with every later hash recomputed."""
+    seq_text, _, wanted = head.partition(":")
+    if not seq_text.isdigit() or not wanted:
+        return Finding("head", False, f"{head!r} is not a head as doctor prints it (SEQ:HASH)")
+    found = conn.execute("SELECT hash FROM journal WHERE seq = ?", (int(seq_text),)).fetchone()
+    if found is None:
+        return Finding("head", False, f"the journal has no row {seq_text}: rows were removed")
+    if found[0] != wanted:
+        return Finding("head", False, f"journal row {seq_text} now has hash {found[0]}, not"
+                       f" {wanted}: the history up to it was rewritten")
+    return Finding("head", True, f"the journal still holds {head}: nothing up to it was"
+                   " rewritten")
+
+
+def diagnose(conn: apsw.Connection, *, quick: bool = False,
+             head: str | None = None) -> list[Finding]:
     """Every check, in order; the store is sound when each is ``ok``. Read in one snapshot.
     A file SQLite cannot read at all fails the first check, and the others are not run."""
     pragma = "quick_check" if quick else "integrity_check"
@@ -187,8 +241,10 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False) -> list[Finding]:
         try:
             findings = [_integrity(conn, quick)]
             if findings[0].ok:  # on a damaged file the other checks would read garbage
-                findings += [_schema(conn), _replay(conn), _tokens(conn),
+                findings += [_schema(conn), _chain(conn), _replay(conn), _tokens(conn),
                              _leases_and_results(conn)]
+                if head is not None:
+                    findings.append(_head(conn, head))
             return findings
         finally:
             if conn.in_transaction:
@@ -197,7 +253,8 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False) -> list[Finding]:
         return [Finding(pragma, False, f"SQLite cannot read the file: {exc}")]
 
 
-def diagnose_file(path: Path, *, quick: bool = False) -> list[Finding]:
+def diagnose_file(path: Path, *, quick: bool = False,
+                  head: str | None = None) -> list[Finding]:
     """:func:`diagnose` on a store file, opened read-only: nothing is migrated, swept or
     written, so a damaged or tampered store can be looked at as it is."""
     if not path.is_file():
@@ -214,7 +271,7 @@ def diagnose_file(path: Path, *, quick: bool = False) -> list[Finding]:
         if conn.execute("PRAGMA application_id").get != APPLICATION_ID:
             return [Finding("integrity_check", False,
                             f"{path} is not a hivelite store (another program's database)")]
-        return diagnose(conn, quick=quick)
+        return diagnose(conn, quick=quick, head=head)
     except (apsw.CorruptError, apsw.NotADBError) as exc:
         return [Finding("integrity_check", False, f"SQLite cannot read the file: {exc}")]
     finally:

@@ -6,6 +6,10 @@ the large JSON that rarely changes (packet, result, checkpoint) lives in
 tables of its own, so a move dirties as few pages as possible. The live lease
 on the task row makes "at most one active claim per task" true by
 construction; claim history is in the journal.
+
+The journal's ``hash`` and the task's ``chain`` (the hash a move hands to its journal
+trigger) were added by migration 4's ``ALTER TABLE``; their table texts below are what
+SQLite keeps after that (``, hash TEXT)``), so a new store and an upgraded one match.
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ CREATE TABLE tasks(
     actor TEXT,
     reason TEXT,
     detail TEXT
-);
+, chain TEXT);
 
 CREATE TABLE packets(
     task INTEGER PRIMARY KEY REFERENCES tasks(number),
@@ -134,7 +138,7 @@ CREATE TABLE journal(
     waiting_on TEXT,
     reason TEXT,
     detail TEXT
-);
+, hash TEXT);
 CREATE INDEX journal_by_task ON journal(task, seq);
 """
 
@@ -202,9 +206,10 @@ BEGIN SELECT RAISE(ABORT, 'invalid_state:insert_not_requested'); END;
 
 CREATE TRIGGER task_created AFTER INSERT ON tasks
 BEGIN
-    INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on, reason, detail)
+    INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on, reason, detail,
+                        hash)
     VALUES (NEW.number, NEW.created_at, NEW.actor, NULL, NEW.state, NULL, NEW.reason,
-            NEW.detail);
+            NEW.detail, NEW.chain);
 END;
 
 CREATE TRIGGER task_update BEFORE UPDATE ON tasks
@@ -247,9 +252,10 @@ BEGIN SELECT RAISE(ABORT, 'invalid_state:no_such_move'); END;
 
 CREATE TRIGGER task_journal AFTER UPDATE OF state ON tasks
 BEGIN
-    INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on, reason, detail)
+    INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on, reason, detail,
+                        hash)
     VALUES (NEW.number, NEW.updated_at, NEW.actor, OLD.state, NEW.state, NEW.waiting_on,
-            NEW.reason, NEW.detail);
+            NEW.reason, NEW.detail, NEW.chain);
 END;
 
 CREATE TRIGGER results_update BEFORE UPDATE ON results
@@ -317,6 +323,10 @@ BEGIN SELECT RAISE(ABORT, 'forbidden_right:owner_fixed'); END;
 
 CREATE TRIGGER meta_kept BEFORE DELETE ON meta
 BEGIN SELECT RAISE(ABORT, 'forbidden_right:owner_fixed'); END;
+
+CREATE TRIGGER meta_identity_fixed BEFORE UPDATE ON meta
+WHEN OLD.key = 'store_id'
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:identity_fixed'); END;
 
 -- A completion is decided: by the owner's sign-off, by enough counted confirmations of the
 -- current result, or (from verifying) by a threshold of 0.

@@ -32,6 +32,7 @@ from ..errors import (
     from_trigger,
 )
 from . import mounts
+from .chain import link
 from .doctor import schema_problem
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .mounts import network_filesystem
@@ -188,10 +189,23 @@ def _journal_row(values: Sequence[Any]) -> JournalRow:
 class SqliteTx:
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("_tip", "conn")
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
+        self._tip: str | None = None
+        """The hash of the journal's newest row, once this transaction has read it."""
+
+    def _link(self, *content: Any) -> str:
+        """The hash of the journal row about to be written with ``content`` (``CONTENT``'s
+        columns), which becomes the chain's new tip. Under the write lock: nobody else
+        writes the journal until this transaction ends."""
+        if self._tip is None:
+            row = self.conn.execute(
+                "SELECT hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+            self._tip = (row[0] or "") if row is not None else (self.meta("store_id") or "")
+        self._tip = link(self._tip, content)
+        return self._tip
 
     # -- reading -------------------------------------------------------------
 
@@ -365,37 +379,42 @@ class SqliteTx:
         self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     def insert_task(self, task: NewTask, *, actor: str, reason: str | None) -> int:
+        number = int(self.conn.execute("SELECT coalesce(max(number), 0) + 1 FROM tasks").get)
+        chain = self._link(number, task.at, actor, None, "requested", None, reason, None)
         self.conn.execute(
-            "INSERT INTO tasks(id, state, project, requester, assignee, created_at, updated_at,"
-            " priority, labels, depends, actor, reason)"
-            " VALUES (?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (task.id, task.project, task.requester, task.assignee, task.at, task.at,
-             task.priority, task.labels, task.depends, actor, reason),
+            "INSERT INTO tasks(number, id, state, project, requester, assignee, created_at,"
+            " updated_at, priority, labels, depends, actor, reason, chain)"
+            " VALUES (?, ?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (number, task.id, task.project, task.requester, task.assignee, task.at, task.at,
+             task.priority, task.labels, task.depends, actor, reason, chain),
         )
-        number = int(self.conn.last_insert_rowid())
         self.conn.execute("INSERT INTO packets(task, body) VALUES (?, ?)", (number, task.packet))
         return number
 
-    def move(self, number: int, to_state: str, *, at: str, actor: str, reason: str | None,
-             detail: dict[str, Any] | None = None, waiting_on: str | None = None,
-             end_lease: bool = False) -> None:
+    def move(self, number: int, from_state: str, to_state: str, *, at: str, actor: str,
+             reason: str | None, detail: dict[str, Any] | None = None,
+             waiting_on: str | None = None, end_lease: bool = False) -> None:
         lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
                  " lease_session = NULL, lease_expires = NULL") if end_lease else ""
+        text = _dump(detail)
+        chain = self._link(number, at, actor, from_state, to_state, waiting_on, reason, text)
         self.conn.execute(
             "UPDATE tasks SET state = ?, waiting_on = ?, updated_at = ?, actor = ?, reason = ?,"
-            f" detail = ?{lease} WHERE number = ?",
-            (to_state, waiting_on, at, actor, reason, _dump(detail), number),
+            f" detail = ?, chain = ?{lease} WHERE number = ?",
+            (to_state, waiting_on, at, actor, reason, text, chain, number),
         )
 
-    def start_lease(self, number: int, to_state: str, *, lease_id: str, token: int,
-                    holder: str, instance: str, session: str | None, expires: str, at: str,
-                    reason: str, detail: dict[str, Any]) -> None:
+    def start_lease(self, number: int, from_state: str, to_state: str, *, lease_id: str,
+                    token: int, holder: str, instance: str, session: str | None, expires: str,
+                    at: str, reason: str, detail: dict[str, Any]) -> None:
+        text = _dump(detail)
+        chain = self._link(number, at, holder, from_state, to_state, None, reason, text)
         self.conn.execute(
             "UPDATE tasks SET state = ?, waiting_on = NULL, lease_id = ?, lease_token = ?,"
             " lease_holder = ?, lease_instance = ?, lease_session = ?, lease_expires = ?,"
-            " updated_at = ?, actor = ?, reason = ?, detail = ? WHERE number = ?",
+            " updated_at = ?, actor = ?, reason = ?, detail = ?, chain = ? WHERE number = ?",
             (to_state, lease_id, token, holder, instance, session, expires, at, holder, reason,
-             _dump(detail), number),
+             text, chain, number),
         )
 
     def extend_lease(self, number: int, expires: str, *, at: str) -> None:
@@ -454,10 +473,12 @@ class SqliteTx:
 
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
+        text = _dump(detail)
+        chain = self._link(number, at, actor, state, state, None, reason, text)
         self.conn.execute(
-            "INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (number, at, actor, state, state, reason, _dump(detail)),
+            "INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail, hash)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (number, at, actor, state, state, reason, text, chain),
         )
 
 
@@ -522,6 +543,11 @@ class SqliteStore:
             failure = self._failure(exc, conn)
             conn.close()
             _reraise(failure, exc)
+        except UnicodeDecodeError as exc:  # damage inside the schema's own text
+            conn.close()
+            raise StoreCorrupt(f"{self.path} is damaged: its schema holds text that is not"
+                               f" UTF-8 ({exc.reason} at byte {exc.start}); left it untouched"
+                               ) from exc
         except BaseException:
             conn.close()
             raise

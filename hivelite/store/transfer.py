@@ -9,8 +9,9 @@ checkpoints, results, verdicts, updates and the whole journal (which holds the c
 history). **Import** reads that into a new, empty store, keys and all, so exporting the
 imported store gives the same lines again. The rows are written with the triggers set
 aside inside the import's one transaction and restored, byte for byte, before it commits:
-the rows already obey the rules (``doctor`` checks the result), and replaying them through
-the triggers would need the clock and leases of the day they were written.
+the rows already obey the rules (``doctor`` checks the result, the journal's hash chain
+included), and replaying them through the triggers would need the clock and leases of the
+day they were written.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import apsw
 
 from ..errors import InvalidInput, StoreError
 from ..jsontext import loads_bounded
+from .chain import chain_all
+from .doctor import CHAIN_SINCE
 
 FORMAT = "hivelite-export"
 FORMAT_VERSION = 1
@@ -34,6 +37,10 @@ KEYS = {"meta": "key", "tasks": "number", "packets": "task", "checkpoints": "tas
 """The kept tables with their keys, in the order an import can insert them (a row's task
 first)."""
 TABLES = tuple(KEYS)
+IDENTITY = "store_id"
+"""The meta row naming the store (its journal's chain starts from it): an import keeps the
+exported store's, so the copy's chain verifies; an export from before the chain gets the
+new store's, and its journal is chained on import."""
 
 
 def backup(conn: apsw.Connection, dest: Path) -> None:
@@ -134,7 +141,7 @@ def import_lines(conn: apsw.Connection, lines: Iterable[str]) -> int:
     conn.execute("BEGIN IMMEDIATE")
     try:
         if conn.execute("SELECT EXISTS (SELECT 1 FROM tasks) OR EXISTS (SELECT 1 FROM journal)"
-                        " OR EXISTS (SELECT 1 FROM meta)").get:
+                        " OR EXISTS (SELECT 1 FROM meta WHERE key IS NOT 'store_id')").get:
             raise StoreError("store_not_empty", "import goes into a new, empty store; this"
                              " one has tasks, journal rows or an owner")
         triggers = list(conn.execute(
@@ -149,10 +156,14 @@ def import_lines(conn: apsw.Connection, lines: Iterable[str]) -> int:
                     row) <= columns[str(table)]:
                 raise InvalidInput("invalid_export", f"line {number} is not a row of a"
                                    " hivelite table", field=f"line {number}")
+            if table == "meta" and row.get("key") == IDENTITY:  # the exported store's
+                conn.execute("DELETE FROM meta WHERE key = ?", (IDENTITY,))
             names = ", ".join(row)
             marks = ", ".join("?" * len(row))
             conn.execute(f"INSERT INTO {table}({names}) VALUES ({marks})", tuple(row.values()))
             count += 1
+        if header["schema_version"] < CHAIN_SINCE:  # an export from before the chain
+            chain_all(conn)
         for _, sql in triggers:  # exactly as they were: the schema is unchanged
             conn.execute(sql)
     except apsw.Error as exc:

@@ -9,9 +9,12 @@ change to the schema or to the protocol's moves is a new file here.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
+
+from ..chain import chain_existing_journal
 
 APPLICATION_ID = 0x48495645  # "HIVE": marks the file as a hivelite store.
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -24,11 +27,19 @@ class Migration:
     version: int
     name: str
     sql: str
+    step: Callable[[Any], None] | None = None
+    """What SQL alone cannot do (hashing), run after the SQL in the same transaction;
+    frozen like the SQL once released."""
 
     def apply(self, conn: Any) -> None:
         """Run every statement of the migration on ``conn`` (an apsw connection runs a
-        script only as far as its cursor is read)."""
+        script only as far as its cursor is read), then its step."""
         conn.execute(self.sql).fetchall()
+        if self.step is not None:
+            self.step(conn)
+
+
+STEPS: dict[int, Callable[[Any], None]] = {4: chain_existing_journal}
 
 
 def _load() -> tuple[Migration, ...]:
@@ -36,7 +47,9 @@ def _load() -> tuple[Migration, ...]:
     for entry in resources.files(__name__).iterdir():
         match = _NAME.match(entry.name)
         if match:
-            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+            version = int(match[1])
+            found.append(Migration(version, match[2], entry.read_text(encoding="utf-8"),
+                                   STEPS.get(version)))
     found.sort(key=lambda m: m.version)
     if not found:
         raise RuntimeError("no migrations found beside hivelite/store/migrations/__init__.py:"
@@ -48,7 +61,7 @@ def _load() -> tuple[Migration, ...]:
 
 MIGRATIONS: tuple[Migration, ...] = _load()
 SCHEMA_VERSION = MIGRATIONS[-1].version
-SCHEMA_DIGEST = "e0d72a989de5c050d93edc208a6cc64208e94b80b5bc5548fd5a7da677b802fb"
+SCHEMA_DIGEST = "b6de83c3b49c249414fef37bd72b60b52cea063b1cbfc85b14745a4d7001634e"
 """The fingerprint of the schema these migrations build (``doctor.digest``): a store's own
 schema is compared with it at every open, so a dropped or edited trigger is noticed.
 ``tests/test_migrations.py`` holds it to the migrations; update it with a new migration."""
