@@ -26,7 +26,7 @@ from .clock import Clock, format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError, StoreCorrupt
 from .models import DamagedRow, ExpiredClaim, JournalEntry, Page, Receipt, TaskView
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
-from .protocol import MOVES_BY_PAIR, State
+from .protocol import MOVES_BY_PAIR, PRIORITIES, State
 from .settings import settings_path
 from .store import ListFilter, Store, TaskRow
 from .unit import Unit
@@ -35,6 +35,7 @@ from .views import PacketCache, task_of, view_of
 log = logging.getLogger("hivelite")
 
 MAX_PAGE = 500
+SORTS = ("age", "priority", "updated")
 MAX_NOTIFY_FAILURES = 100
 UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)
 """What building a view raises on a row raw SQL wrote: JSON that is not JSON, a state or a
@@ -224,13 +225,20 @@ class HiveBase:
         requester: str | None = None,
         project: str | None = None,
         ready: bool = False,
+        blocked: bool = False,
+        labels: Sequence[str] = (),
+        priority: str | Sequence[str] | None = None,
+        sort: str = "age",
         limit: int = 50,
         cursor: int | None = None,
     ) -> Page:
-        """Tasks in creation order, filtered; ``cursor`` is the last page's ``next_cursor``.
+        """Tasks, filtered, oldest first (``sort="priority"``: most pressing first, then
+        oldest; ``"updated"``: most recently changed first); ``cursor`` is the last page's
+        ``next_cursor``.
 
-        ``ready=True`` keeps only tasks an agent could claim now: routed, with every
-        ``packet.depends_on`` task completed.
+        ``ready=True`` keeps only tasks an agent could claim now: routed, every
+        ``packet.depends_on`` task completed, attempts left; ``blocked=True`` only open
+        tasks still waiting on a dependency; ``labels`` tasks carrying each of them.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidInput("invalid_limit", f"limit must be an integer 1..{MAX_PAGE}",
@@ -245,8 +253,20 @@ class HiveBase:
                 states = [State(s).value for s in wanted]
             except ValueError as exc:
                 raise InvalidInput("invalid_state_filter", str(exc), field="state") from None
+        if sort not in SORTS:
+            raise InvalidInput("invalid_sort", f"sort is one of {', '.join(SORTS)}, not"
+                               f" {sort!r}", field="sort")
+        priorities = ([priority] if isinstance(priority, str)
+                      else builtins.list(priority or ()))
+        unknown = [p for p in priorities if p not in PRIORITIES]
+        if unknown:
+            raise InvalidInput("invalid_priority", f"priority is one of"
+                               f" {', '.join(reversed(PRIORITIES))}, not {unknown[0]!r}",
+                               field="priority")
         where = ListFilter(states=tuple(states), assignee=assignee, requester=requester,
-                           project=project, ready=ready)
+                           project=project, ready=ready, blocked=blocked,
+                           labels=tuple([labels] if isinstance(labels, str) else labels),
+                           priorities=tuple(priorities), sort=sort)
         now = format_ts(self.clock())
         with self.store.read() as reader:
             rows = reader.views(where, after=cursor, limit=limit + 1)
@@ -258,7 +278,10 @@ class HiveBase:
             except UNREADABLE as exc:
                 damaged.append(DamagedRow(number=row.task.number, id=str(row.task.id),
                                           error=unreadable(exc)))
-        next_cursor = rows[limit - 1].task.number if len(rows) > limit else None
+        next_cursor = None
+        if len(rows) > limit:  # by number in creation order, else how many were shown
+            next_cursor = (rows[limit - 1].task.number if sort == "age"
+                           else (cursor or 0) + limit)
         return Page(items=items, next_cursor=next_cursor, damaged=damaged)
 
     def history(self, ref: str | int) -> builtins.list[JournalEntry]:

@@ -17,7 +17,7 @@ from . import guard
 from .base import HiveBase, invalid
 from .caller import Caller, require_agent
 from .clock import format_ts
-from .errors import ForbiddenRight, InvalidInput, InvalidState
+from .errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
 from .ids import new_lease_id
 from .models import Checkpoint, ClaimReceipt, Receipt, UpdateSummary
 from .protocol import State, WaitingOn
@@ -83,17 +83,62 @@ class ClaimVerbs(HiveBase):
         def body(unit: Unit) -> ClaimReceipt:
             row = unit.task(ref)
             guard.claimable(row, agent.name, resume=resume)
-            if not resume and row.depends:
-                blocked = unit.tx.dependencies_open(row.number)
-                if blocked:
-                    raise InvalidState("blocked", f"task {row.number} waits on tasks not yet"
-                                       f" completed: {', '.join(blocked)}")
-            expires = lease_expiry(unit.now, minutes)
-            return unit.claim_receipt(unit.start_lease(
-                row, target, lease_id=lease_id, token=row.lease_token + 1, expires=expires,
-                reason="resumed" if resume else "claimed"))
+            if not resume:
+                self._check_ready(unit, row)
+            return self._lease(unit, row, target, lease_id, minutes)
 
         return self._write(agent, verb, body)
+
+    def _lease(self, unit: Unit, row: TaskRow, target: State, lease_id: str,
+               minutes: int) -> ClaimReceipt:
+        expires = lease_expiry(unit.now, minutes)
+        return unit.claim_receipt(unit.start_lease(
+            row, target, lease_id=lease_id, token=row.lease_token + 1, expires=expires,
+            reason="resumed" if target is State.working else "claimed"))
+
+    def _check_ready(self, unit: Unit, row: TaskRow) -> None:
+        """A claim takes a ready task: ``blocked`` while a dependency is not completed
+        (naming each, with its state), ``attempts_exhausted`` when its attempts ran out."""
+        if row.depends:
+            waiting = [d for d in unit.tx.dependencies(row.number)
+                       if d.state != State.completed.value]
+            if waiting:
+                named = ", ".join(f"{d.number} ({d.state})" for d in waiting)
+                dead = [d for d in waiting if d.state in ("cancelled", "rejected")]
+                hint = ("; a dependency that will never complete keeps it blocked: the owner"
+                        " cancels it, or hands the work off again without it") if dead else ""
+                raise InvalidState("blocked", f"task {row.number} waits on tasks not yet"
+                                   f" completed: {named}{hint}",
+                                   blocked_by=[d.number for d in waiting])
+        if row.exhausted:
+            raise InvalidState("attempts_exhausted", f"task {row.number} failed"
+                               f" {row.attempts} time(s), its limit of {row.attempt_limit};"
+                               f" the owner re-opens it (hivelite fields {row.number}"
+                               " --max-attempts N --base-version V) or cancels it")
+
+    def claim_next(self, caller: Caller, *, minutes: int = DEFAULT_LEASE_MINUTES,
+                   project: str | None = None, label: str | None = None) -> ClaimReceipt:
+        """Claim the best ready task of the calling agent in one step: routed, assigned to
+        it, every dependency completed, attempts left; the most pressing priority first,
+        then the oldest. ``404 not_found queue_empty`` when there is none.
+
+        One write transaction picks and claims, so any number of workers can call it at
+        once: each task is claimed once, and no worker is refused a task it picked.
+        """
+        agent = require_agent(self._caller(caller, "next"), "next")
+        lease_minutes(minutes)
+        lease_id = new_lease_id()
+
+        def body(unit: Unit) -> ClaimReceipt:
+            row = unit.tx.next_ready(agent.name, project=project, label=label)
+            if row is None:
+                narrowed = "".join(f" {k} {v!r}" for k, v in (("in project", project),
+                                                               ("labelled", label)) if v)
+                raise NotFound("queue_empty", f"no task is ready for {agent.name}{narrowed}",
+                               agent=agent.name)
+            return self._lease(unit, row, State.accepted, lease_id, minutes)
+
+        return self._write(agent, "next", body)
 
     def claim(self, caller: Caller, ref: str | int, *,
               minutes: int = DEFAULT_LEASE_MINUTES) -> ClaimReceipt:

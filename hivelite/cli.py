@@ -23,6 +23,7 @@ from click.core import ParameterSource
 from pydantic import BaseModel
 
 from . import diagrams, render
+from .base import SORTS
 from .caller import Caller
 from .clock import clock_from_env
 from .demo import run_demo
@@ -31,7 +32,7 @@ from .hive import Hive
 from .jsontext import loads_bounded
 from .models import ClaimReceipt, Receipt
 from .plugins import get_plugin_manager
-from .protocol import State
+from .protocol import PRIORITIES, State
 from .store.doctor import diagnose_file
 from .store.sqlite import DatabaseError, SqliteStore
 from .store.transfer import backup as take_backup
@@ -253,25 +254,37 @@ def handoff(ctx: Context, requester: str | None, assignee: str, project: str, te
 @click.option("--assignee", help="Only tasks assigned to this owner/agent.")
 @click.option("--requester", help="Only tasks requested by this owner/agent.")
 @click.option("--project", help="Only this project.")
-@click.option("--ready", is_flag=True,
-              help="Only tasks that can be claimed now (routed, dependencies completed).")
+@click.option("--label", "labels", multiple=True, help="Only tasks with this label (repeat:"
+              " each).")
+@click.option("--priority", "priorities", multiple=True, type=click.Choice(PRIORITIES),
+              help="Only this priority (repeat: any).")
+@click.option("--ready", is_flag=True, help="Only tasks that can be claimed now (routed,"
+              " dependencies completed, attempts left).")
+@click.option("--blocked", is_flag=True, help="Only open tasks waiting on a dependency.")
+@click.option("--sort", default="age", show_default=True, type=click.Choice(SORTS),
+              help="Oldest first, most pressing first, or last changed first.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
-@click.option("--after", "cursor", type=int, help="Continue after this task number.")
+@click.option("--after", "cursor", type=int, help="Continue where the last page ended (the"
+              " 'more after' value it printed).")
 @pass_context
 def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: str | None,
-          project: str | None, ready: bool, limit: int, cursor: int | None) -> None:
-    """List tasks in creation order.
+          project: str | None, labels: Sequence[str], priorities: Sequence[str], ready: bool,
+          blocked: bool, sort: str, limit: int, cursor: int | None) -> None:
+    """List tasks, oldest first (or --sort).
 
     \b
     Example:
       hivelite list --state routed
+      hivelite list --ready --assignee ana/coder --sort priority --json
     """
     if cursor is not None and not 0 <= cursor <= MAX_NUMBER:
         raise click.BadParameter(f"{cursor} is not a task number (0 to {MAX_NUMBER})",
                                  param_hint="--after")
     with ctx.open() as hive:
         page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
-                         project=project, ready=ready, limit=limit, cursor=cursor)
+                         project=project, ready=ready, blocked=blocked, labels=labels,
+                         priority=list(priorities) or None, sort=sort, limit=limit,
+                         cursor=cursor)
         ctx.emit(page, lambda: render.task_table(page.items, hive.clock(), page.next_cursor))
     # a row raw SQL left unreadable is left out of the listing and named here
     for row in page.damaged:
@@ -379,6 +392,62 @@ def _lease_verb(name: str, summary: str) -> None:
 
 _lease_verb("claim", "Take a routed task under a lease.")
 _lease_verb("resume", "Claim a paused task again (new token).")
+
+
+@cli.command(name="next")
+@MINUTES
+@click.option("--project", help="Only a task of this project.")
+@click.option("--label", help="Only a task with this label.")
+@caller_options(agent_verb=True)
+@pass_context
+def next_(ctx: Context, minutes: int, project: str | None, label: str | None,
+          agent: str | None, instance: str | None, session: str | None) -> None:
+    """Claim your most pressing ready task in one step.
+
+    The queue gives the agent's ready tasks (routed, dependencies completed, attempts left)
+    most pressing priority first, then oldest; any number of workers may ask at once. Prints
+    the lease and the task. Nothing ready: exit 5 (not_found/queue_empty).
+
+    \b
+    Example:
+      hivelite next --agent ana/coder --instance laptop
+    """
+    caller = ctx.agent(agent, instance, session)
+    with ctx.open() as hive:
+        lease = hive.claim_next(caller, minutes=minutes, project=project, label=label)
+        view = hive.get(lease.number)
+        ctx.emit({"claim": lease, "task": view}, lambda: _lease_text(lease, hive.clock())
+                 + "\n\n" + render.task_block(view, hive.clock()))
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--base-version", type=int, required=True, help="The task's fields_version as"
+              " you last read it (show prints it).")
+@click.option("--priority", type=click.Choice(PRIORITIES), help="The new priority.")
+@click.option("--label", "labels", multiple=True, help="Add this label (repeat).")
+@click.option("--unlabel", "unlabels", multiple=True, help="Remove this label (repeat).")
+@click.option("--max-attempts", type=int, help="The owner only: failed outcomes allowed"
+              " before the task is no longer claimable (raising it re-opens the task).")
+@caller_options(agent_verb=False)
+@pass_context
+def fields(ctx: Context, ref: str, base_version: int, priority: str | None,
+           labels: Sequence[str], unlabels: Sequence[str], max_attempts: int | None,
+           agent: str | None, instance: str | None, session: str | None) -> None:
+    """Change a task's priority, labels or attempt limit.
+
+    Its requester, its assignee or the owner may; --base-version must be the task's current
+    fields_version, else exit 3 (invalid_state/stale_base) and nothing changes.
+
+    \b
+    Example:
+      hivelite fields 7 --priority urgent --label parser --base-version 1
+    """
+    caller = ctx.caller(agent, instance, session)
+    with ctx.open() as hive:
+        ctx.show(hive, hive.set_fields(acting(hive, caller), ref, base_version=base_version,
+                                       priority=priority, add_labels=labels,
+                                       remove_labels=unlabels, max_attempts=max_attempts))
 
 
 @cli.command()
@@ -889,10 +958,64 @@ def _show(exc: click.ClickException) -> None:
     click.echo(f"Error: {render.printable(exc.format_message())}", err=True, color=color)
 
 
+GLOBAL_VALUED = ("--db", "--plugins-dir")
+GLOBAL_FLAGS = ("--json",)
+
+
+def _verb_at(args: Sequence[str]) -> int:
+    """Where the verb stands: after the group's options (and their values)."""
+    at = 0
+    while at < len(args) and args[at].startswith("-"):
+        at += 2 if args[at] in GLOBAL_VALUED else 1
+    return at
+
+
+def hoist_globals(args: list[str]) -> list[str]:
+    """The group's options given after the verb, moved before it, so ``hivelite list
+    --json`` means ``hivelite --json list``. A verb's own option of the same name, an
+    option's value and anything after ``--`` stay where they are."""
+    at = _verb_at(args)
+    if at >= len(args) or args[at] not in cli.commands:
+        return args
+    own: set[str] = set()
+    valued: set[str] = set()
+    for param in cli.commands[args[at]].params:
+        if isinstance(param, click.Option):
+            names = {*param.opts, *param.secondary_opts}
+            own |= names
+            if not param.is_flag and not param.count:
+                valued |= names
+    moved: list[str] = []
+    rest: list[str] = []
+    index = at + 1
+    while index < len(args):
+        arg = args[index]
+        name = arg.split("=", 1)[0]
+        if arg == "--":
+            rest += args[index:]
+            break
+        if name in own:
+            rest += args[index:index + (2 if arg in valued else 1)]
+            index += 2 if arg in valued else 1
+        elif arg in GLOBAL_FLAGS:
+            moved.append(arg)
+            index += 1
+        elif arg in GLOBAL_VALUED and index + 1 < len(args):
+            moved += args[index:index + 2]
+            index += 2
+        elif name in GLOBAL_VALUED and "=" in arg:
+            moved.append(arg)
+            index += 1
+        else:
+            rest.append(arg)
+            index += 1
+    return [*args[:at], *moved, args[at], *rest]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the group and turn every error into its exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    verb_at = next((i for i, a in enumerate(args) if a in cli.commands), len(args))
+    args = hoist_globals(list(sys.argv[1:] if argv is None else argv))
+    verb_at = _verb_at(args)
     as_json = "--json" in args[:verb_at]  # a group option: it stands before the verb
     if not logging.getLogger("hivelite").handlers:
         handler = logging.StreamHandler(sys.stderr)

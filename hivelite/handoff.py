@@ -20,6 +20,7 @@ from .protocol import State, WaitingOn
 from .store import NewTask, Reader, TaskRow
 from .unit import Unit
 
+DEFAULT_MAX_ATTEMPTS = 3
 GATE_TARGET = {"allow": State.routed, "hold": State.waiting, "deny": State.rejected}
 
 
@@ -47,27 +48,31 @@ class HandoffVerbs(HiveBase):
         if not caller.is_owner and req.requester != caller.name:
             raise ForbiddenRight("not_requester", f"{caller} hands off only as itself, not"
                                  f" as {req.requester}")
-        packet_json = req.packet.model_dump_json()
         labels = json.dumps(sorted(set(req.labels)))
+        limit = self.max_attempts()
         asked = self.clock()  # the gate's; the stored times are read under the lock
         task_id = req.id or new_task_id(asked)
+        packet = req.packet
+        depends_on: tuple[int, ...] = ()
         if req.id is not None or req.packet.depends_on:
             with self.store.read() as reader:  # a gate is not asked about a doomed handoff
-                self._check_new(reader, task_id, req.packet)
+                self._check_id(reader, task_id)
+                packet, depends_on = self._dependencies(reader, req.packet)
+        packet_json = packet.model_dump_json()
         at = format_ts(asked)
         decision, answers = self._gate(Task.model_construct(
             id=task_id, project=req.project, state=State.requested, waiting_on=None,
-            requester=req.requester, assignee=req.assignee, packet=req.packet,
+            requester=req.requester, assignee=req.assignee, packet=packet,
             result=None, latest_checkpoint=None, created_at=at, updated_at=at))
         target = GATE_TARGET[decision.action]
 
         def body(unit: Unit) -> Receipt:
-            self._check_new(unit.tx, task_id, req.packet)  # again: another writer was quicker
+            self._check_id(unit.tx, task_id)  # again: another writer was quicker
             number = unit.tx.insert_task(
                 NewTask(id=task_id, project=req.project, requester=req.requester,
                         assignee=req.assignee, at=unit.at, priority=req.priority,
-                        labels=labels, depends=len(req.packet.depends_on),
-                        packet=packet_json),
+                        labels=labels, depends=len(depends_on), packet=packet_json,
+                        depends_on=depends_on, attempt_limit=limit),
                 actor=unit.who, reason="handoff")
             row = TaskRow(
                 number=number, id=task_id, state=State.requested.value, waiting_on=None,
@@ -75,7 +80,7 @@ class HandoffVerbs(HiveBase):
                 created_at=unit.at, updated_at=unit.at, lease_id=None, lease_token=0,
                 lease_holder=None, lease_instance=None, lease_session=None, lease_expires=None,
                 priority=req.priority, labels=labels, fields_version=1, reason="handoff",
-                depends=len(req.packet.depends_on))
+                depends=len(depends_on), attempt_limit=limit)
             row = unit.move(row, target, actor="gate", reason=decision.reason,
                             waiting_on=WaitingOn.owner_approval
                             if target is State.waiting else None,
@@ -84,19 +89,36 @@ class HandoffVerbs(HiveBase):
 
         return self._write(caller, "hand off", body)
 
-    def _check_new(self, reader: Reader, task_id: str, packet: Packet) -> None:
-        """The id is free and every task the packet depends on exists."""
+    def _check_id(self, reader: Reader, task_id: str) -> None:
+        """No task has this id yet."""
         if reader.task(task_id) is not None:
             raise InvalidInput("duplicate_id", f"a task with id {task_id!r} exists",
                                field="id")
+
+    def _dependencies(self, reader: Reader, packet: Packet) -> tuple[Packet, tuple[int, ...]]:
+        """The packet with each ``depends_on`` entry as the task's id (an entry may name a
+        task by id or by number), and those tasks' numbers; every one must exist."""
         if not packet.depends_on:
-            return
-        missing = sorted(set(packet.depends_on) - reader.existing_ids(packet.depends_on))
+            return packet, ()
+        found = reader.numbers_of(packet.depends_on)
+        missing = [ref for ref in packet.depends_on if ref not in found]
         if missing:
             raise InvalidInput(
                 "unknown_dependency",
                 f"packet.depends_on names tasks this store does not have: {', '.join(missing)}",
                 field="packet.depends_on")
+        ids = list(dict.fromkeys(found[ref][1] for ref in packet.depends_on))
+        numbers = tuple(sorted({found[ref][0] for ref in packet.depends_on}))
+        return packet.model_copy(update={"depends_on": ids}), numbers
+
+    def max_attempts(self) -> int:
+        """Failed outcomes a new task may have before it is no longer claimable: the
+        ``max_attempts`` of the settings file's ``[queue]`` table, default 3."""
+        value = self.settings("queue").get("max_attempts", DEFAULT_MAX_ATTEMPTS)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+            raise InvalidInput("invalid_config", f"[queue] max_attempts must be an integer"
+                               f" from 1 to 1000, not {value!r}", field="queue.max_attempts")
+        return value
 
     def _gate(self, task: Task) -> tuple[GateDecision, list[dict[str, str]]]:
         """Every gate plugin's answer; any deny wins, then any hold, else allow (asked

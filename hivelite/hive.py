@@ -15,6 +15,7 @@ from pathlib import Path
 from .claims import ClaimVerbs
 from .clock import Clock, system_clock
 from .errors import InvalidInput
+from .fields import FieldVerbs
 from .handoff import HandoffVerbs
 from .plugins import call_each, get_plugin_manager
 from .results import ResultVerbs
@@ -31,7 +32,7 @@ def _default_owner() -> str:
     return slug or "owner"
 
 
-class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs):
+class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs):
     """One store, its owner and its plugins. Open with :meth:`open`; use as a context manager.
 
     One ``Hive`` may be shared by threads: each thread gets its own connection.

@@ -253,6 +253,14 @@ class Merge(BaseModel):
     by: str
 
 
+class DependencyView(BaseModel):
+    """A task this one depends on, as it stands."""
+
+    number: int
+    id: str
+    state: State
+
+
 class TaskView(BaseModel):
     """A task with the facts the seed object has no room for (never inside ``task``)."""
 
@@ -262,6 +270,15 @@ class TaskView(BaseModel):
     priority: Priority = "normal"
     labels: list[Label] = []
     fields_version: int = 1
+    depends_on: list[DependencyView] = []
+    """The tasks ``task.packet.depends_on`` names, by number, with their states."""
+    blocked_by: list[int] = []
+    """Those not completed yet: while any is, the task cannot be claimed."""
+    attempts: int = 0
+    """Failed outcomes so far."""
+    max_attempts: int = 3
+    """After this many failed outcomes the task is no longer claimable (lifecycle
+    ``failed``) until the owner raises the limit or cancels it."""
     claim: ClaimView | None = None
     outcome: Literal["completed", "failed"] | None = None
     threshold: int | None = None

@@ -34,6 +34,11 @@ class WaitingOn(StrEnum):
     agent = "agent"
 
 
+PRIORITIES: tuple[str, ...] = ("urgent", "high", "normal", "low")
+"""A task's priority, most pressing first: the order ``next`` takes ready tasks in (then
+the oldest first). The store ranks them by their place here."""
+
+
 class Actor(StrEnum):
     """Kinds of actor that may make a move."""
 
@@ -175,15 +180,16 @@ LIFECYCLE: dict[State, str] = {
 }
 
 
-def lifecycle(state: State, waiting_on: WaitingOn | None, last_failed: bool = False) -> str:
-    """The simple lifecycle a dashboard shows, derived from the state.
+def lifecycle(state: State, waiting_on: WaitingOn | None, exhausted: bool = False) -> str:
+    """The simple lifecycle a dashboard shows (seed 004's queued, claimed, running,
+    approval, completed, failed, cancelled), derived from the state.
 
-    A task waiting on the owner is still queued, one paused mid-work is still
-    running; a routed task whose last attempt failed reads ``failed`` until it
-    is claimed again.
+    A task waiting on the owner is still queued, one paused mid-work is still running; a
+    routed task reads ``failed`` only when its attempts are exhausted, so never while it
+    can still be claimed; a rejected one reads ``failed``.
     """
     if state is State.waiting:
         return "queued" if waiting_on is WaitingOn.owner_approval else "running"
-    if state is State.routed and last_failed:
+    if state is State.routed and exhausted:
         return "failed"
     return LIFECYCLE[state]

@@ -67,6 +67,10 @@ def _state(view: TaskView) -> str:
     write returns the task to ``routed``)."""
     task = view.task
     state = f"{task.state.value}({task.waiting_on.value})" if task.waiting_on else task.state.value
+    if view.blocked_by:
+        state += ", blocked by " + " ".join(str(n) for n in view.blocked_by)
+    elif view.lifecycle == "failed" and task.state.value == "routed":
+        state += ", attempts exhausted"
     return f"{state}, lease expired" if view.claim is not None and view.claim.expired else state
 
 
@@ -95,15 +99,19 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
         f"task {view.number}  {task.id}",
         f"  state      {_state(view)}" + (f"  ({view.last_reason})" if view.last_reason else ""),
         f"  project    {task.project}   priority {view.priority}"
-        + (f"   labels {', '.join(view.labels)}" if view.labels else ""),
+        + (f"   labels {', '.join(view.labels)}" if view.labels else "")
+        + f"   fields v{view.fields_version}",
         f"  requester  {task.requester}",
         f"  assignee   {task.assignee}",
         f"  created    {ago(task.created_at, now)}   updated {ago(task.updated_at, now)}",
         f"  task       {task.packet.task}  [{task.packet.deliverable_type}]",
     ]
     lines += [f"  accept     - {c}" for c in task.packet.acceptance_criteria]
-    if task.packet.depends_on:
-        lines.append(f"  depends on {', '.join(task.packet.depends_on)}")
+    if view.depends_on:
+        lines.append("  depends on " + ", ".join(f"{d.number} ({d.state.value})"
+                                                  for d in view.depends_on))
+    if view.attempts:
+        lines.append(f"  attempts   {view.attempts} failed of {view.max_attempts} allowed")
     if view.claim is not None:
         claim = view.claim
         if claim.expired:

@@ -15,6 +15,7 @@ from .models import (
     Checkpoint,
     ClaimView,
     Confirmation,
+    DependencyView,
     Evidence,
     Merge,
     Packet,
@@ -24,7 +25,7 @@ from .models import (
     UpdateView,
     Usage,
 )
-from .protocol import State, WaitingOn, lifecycle
+from .protocol import TERMINAL, State, WaitingOn, lifecycle
 from .store import Bodies, TaskRow, ViewRow
 
 PACKET_CACHE = 512
@@ -87,12 +88,18 @@ def view_of(found: ViewRow, now: str, packets: PacketCache | None = None) -> Tas
     ]
     updates = [UpdateView(at=u.at, actor=u.actor, summary=u.summary, tokens=u.tokens,
                           usd_micros=u.usd_micros) for u in reversed(found.updates)]
-    failed = meta is not None and meta.outcome == "failed"
+    depends = [DependencyView(number=d.number, id=d.id, state=State(d.state))
+               for d in found.dependencies]
     return TaskView(
         number=row.number, task=task,
-        lifecycle=lifecycle(task.state, task.waiting_on, failed),
+        lifecycle=lifecycle(task.state, task.waiting_on,
+                            exhausted=row.exhausted and task.state is State.routed),
         priority=row.priority,
-        labels=json.loads(row.labels), fields_version=row.fields_version, claim=claim,
+        labels=json.loads(row.labels), fields_version=row.fields_version,
+        depends_on=depends,
+        blocked_by=[d.number for d in depends if d.state is not State.completed]
+        if task.state not in TERMINAL else [],
+        attempts=row.attempts, max_attempts=row.attempt_limit, claim=claim,
         outcome=meta.outcome if meta else None,
         threshold=meta.threshold if meta else None, confirmations=confirmations,
         updates=updates, usage=Usage(tokens=found.tokens, usd_micros=found.usd_micros),

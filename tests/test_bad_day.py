@@ -620,7 +620,8 @@ def damaged_row(store: Path) -> Path:
     with Hive.open(store, clock=ManualClock(START)) as hive:
         own_task(hive)
     raw = rawsql.connect(store)
-    raw.execute("UPDATE tasks SET labels = 'not json' WHERE number = 2")
+    raw.execute("UPDATE tasks SET labels = 'not json', fields_version = fields_version + 1"
+                " WHERE number = 2")
     raw.close()
     return store
 

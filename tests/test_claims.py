@@ -308,10 +308,11 @@ def test_a_task_is_blocked_until_every_dependency_is_completed(hive: Hive, snap:
     ids = [hive.get(first).task.id, hive.get(second).task.id]
     number = own_task(hive, packet=packet(depends_on=ids))
     err = refused(snap, InvalidState, "blocked", lambda: hive.claim(CODER, number))
-    assert ids[0] in err.message and ids[1] in err.message
+    assert f"{first} (routed), {second} (routed)" in err.message
+    assert err.extra["blocked_by"] == [first, second]
     complete(hive, first)
     err = refused(snap, InvalidState, "blocked", lambda: hive.claim(CODER, number))
-    assert ids[1] in err.message and ids[0] not in err.message
+    assert err.extra["blocked_by"] == [second]
     # a dependency in approval is not completed yet
     lease = hive.claim(CODER, second)
     hive.submit(CODER, second, **fence(lease), summary="done", evidence=EVIDENCE)
@@ -1060,9 +1061,14 @@ def _to(hive: Hive, where: str) -> int:
         hive.submit(CODER, number, **fence(lease), summary="done", evidence=EVIDENCE)
         if where == "completed":
             hive.sign_off(OWNER, number)
-    elif where == "failed":
+    elif where in ("failed once", "failed"):
         hive.submit(CODER, number, **fence(lease), summary="could not", evidence=EVIDENCE,
                     outcome="failed")
+        if where == "failed":  # its attempts run out: 3 failures by default
+            for _ in range(2):
+                lease = hive.claim(CODER, number)
+                hive.submit(CODER, number, **fence(lease), summary="could not",
+                            evidence=EVIDENCE, outcome="failed")
     elif where == "cancelled":
         hive.cancel(OWNER, number)
     return number
@@ -1077,18 +1083,22 @@ def _to(hive: Hive, where: str) -> int:
     ("waiting(agent)", "running"),
     ("approval", "approval"),
     ("completed", "completed"),
+    ("failed once", "queued"),
     ("failed", "failed"),
     ("cancelled", "cancelled"),
 ])
 def test_lifecycle_is_derived_from_the_state(hive: Hive, where: str, expected: str) -> None:
+    """A routed task reads ``failed`` only once its attempts ran out: never while it can
+    still be claimed."""
     number = _to(hive, where)
     view: TaskView = hive.get(number)
     assert view.lifecycle == expected
-    if where == "failed":
-        assert view.task.state is S.routed
-        # claimed again, the failure is history
-        hive.claim(CODER, number)
+    if where == "failed once":
+        assert view.task.state is S.routed and view.attempts == 1
+        hive.claim(CODER, number)  # claimed again, the failure is history
         assert hive.get(number).lifecycle == "claimed"
+    if where == "failed":
+        assert view.task.state is S.routed and view.attempts == view.max_attempts == 3
 
 
 # -- more refusals -------------------------------------------------------------

@@ -154,6 +154,7 @@ def lease_of(ran: Ran, as_json: bool) -> tuple[str, int, str]:
     """(lease_id, fencing_token, expires_at) of a claim, resume or renewal in either form."""
     if as_json:
         doc = ran.doc()
+        doc = doc.get("claim", doc)  # next: the claim and the task
         return doc["lease_id"], doc["fencing_token"], doc["expires_at"]
     found = dict(re.findall(r"^  (lease_id|fencing_token|expires_at) +(\S+)", ran.out, re.M))
     return found["lease_id"], int(found["fencing_token"]), found["expires_at"]
@@ -205,6 +206,11 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     assert state("handoff", *GUEST, *TASK, t=0) == "waiting(owner_approval)"
     assert state("approve", "2", "--reason", "fine by me", t=1) == "routed"
     assert state("deny", "3", "--reason", "not now", t=1) == "rejected"
+    changed = ok("fields", "2", "--label", "web", "--base-version", "1", t=1)
+    if as_json:
+        assert (changed.doc()["labels"], changed.doc()["fields_version"]) == (["web"], 2)
+    else:
+        assert "labels web   fields v2" in changed.out
 
     listed = ok("list", t=1)
     if as_json:
@@ -254,7 +260,9 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     assert state("release", "1", *fence, "--reason", "blocked", t=8) == "routed"
 
     # Submit with evidence; a rejecting verdict, a decline, an amend, a sign-off, a merge.
-    lease_id, token, _ = lease("claim", "1", *CODER, t=9)
+    # (next takes task 1 before task 2: high before normal.)
+    lease_id, token, _ = lease("next", *CODER, t=9)
+    assert state("show", "1", t=9) == "accepted"
     fence = ("--lease", lease_id, "--token", str(token), *CODER)
     result = ok("submit", "1", *fence, "--summary", "Parser written",
                 "--evidence", "test_output:42 passed", "--evidence", PR, t=10)
@@ -297,7 +305,7 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
                 "failed", t=21)
     assert task_state(failed, as_json) == "routed"
     if as_json:
-        assert (failed.doc()["outcome"], failed.doc()["lifecycle"]) == ("failed", "failed")
+        assert (failed.doc()["outcome"], failed.doc()["lifecycle"]) == ("failed", "queued")
     expired = ok("expire", t=22)
     assert (expired.doc() == []) if as_json else (expired.out == "no expired claims\n")
     assert state("cancel", "2", "--reason", "no longer needed", t=23) == "cancelled"
@@ -437,6 +445,8 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
     "decline": ("1", "--reason", "missing tests"),
     "amend": ("1", "--summary", "better"),
     "expire": (),
+    "next": CODER,
+    "fields": ("1", "--priority", "low", "--base-version", "1"),
 }
 
 
@@ -974,6 +984,7 @@ AS_OWNER: dict[str, tuple[str, ...]] = {
     "decline": ("{approval}", "--reason", "missing tests"),
     "amend": ("{completed}", "--merge-commit", "3f2a9c1"),
     "expire": (),
+    "fields": ("1", "--priority", "low", "--base-version", "1"),
 }
 
 

@@ -184,8 +184,8 @@ def test_the_demo_story_verb_by_verb(sh: Shell) -> None:
               str(attempt["fencing_token"]), *CODER, "--summary",
               "The docs site is unreachable.",
               "--evidence", "note:HTTP 503 on every page", "--outcome", "failed", t=26)
-    assert (view["task"]["state"], view["outcome"], view["lifecycle"]) == (
-        "routed", "failed", "failed")
+    assert (view["task"]["state"], view["outcome"], view["lifecycle"], view["attempts"]) == (
+        "routed", "failed", "queued", 1)
     sh.refused("cancel", "2", *CODER, t=27, exit_code=4, reason="not_permitted")
     view = sh("cancel", "2", "--reason", "docs are being rewritten", t=27)
     assert view["task"]["state"] == "cancelled"

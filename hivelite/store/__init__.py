@@ -9,6 +9,7 @@ from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .rows import (
     Bodies,
     ConfirmationRow,
+    Dependency,
     Expiry,
     JournalRow,
     ListFilter,
@@ -27,6 +28,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Bodies",
     "ConfirmationRow",
+    "Dependency",
     "Expiry",
     "JournalRow",
     "ListFilter",

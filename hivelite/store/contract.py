@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from .rows import (
     Bodies,
     ConfirmationRow,
+    Dependency,
     Expiry,
     JournalRow,
     ListFilter,
@@ -42,11 +43,16 @@ class Reader(Protocol):
     def bodies(self, number: int) -> Bodies: ...
     def view(self, ref: str | int) -> ViewRow | None: ...
     def views(self, where: ListFilter, *, after: int | None, limit: int) -> list[ViewRow]:
-        """Tasks in number (creation) order after ``after``, at most ``limit``."""
+        """Tasks in ``where.sort`` order, at most ``limit``. In creation order ``after`` is
+        the last number shown; in the other orders, how many rows were shown already."""
         ...
     def existing_ids(self, ids: Sequence[str]) -> set[str]: ...
-    def dependencies_open(self, number: int) -> list[str]:
-        """The ids in a task's ``packet.depends_on`` whose tasks are not completed."""
+    def numbers_of(self, refs: Sequence[str]) -> dict[str, tuple[int, str]]:
+        """Each ref that names a task (an id, else a number in digits) with its number and
+        id; refs that name none are left out."""
+        ...
+    def dependencies(self, number: int) -> list[Dependency]:
+        """The tasks a task depends on, as they stand, oldest first."""
         ...
     def overdue(self, at: str) -> list[TaskRow]:
         """Tasks whose live lease ran out at or before ``at``."""
@@ -112,6 +118,15 @@ class Writer(Reader, Protocol):
         ...
     def record_merge(self, number: int, commit: str, by: str) -> None: ...
     def add_confirmation(self, number: int, version: int, row: ConfirmationRow) -> None: ...
+    def next_ready(self, assignee: str, *, project: str | None = None,
+                   label: str | None = None) -> TaskRow | None:
+        """For update: the ready task of ``assignee`` that the queue gives next (most
+        pressing priority, then oldest), if any; read from the ready index."""
+        ...
+    def set_fields(self, number: int, *, priority: str, labels: str, attempt_limit: int,
+                   version: int) -> None:
+        """New priority, labels and attempt limit under fields version ``version``."""
+        ...
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
         """Journal something that is not a move (from and to are the same state)."""

@@ -35,6 +35,16 @@ class TaskRow:
     reason: str | None
     depends: int = 0
     """How many tasks ``packet.depends_on`` names (a claim checks them only when any)."""
+    waits: int = 0
+    """How many of those are not completed yet (the store keeps the count)."""
+    attempts: int = 0
+    """Failed outcomes so far."""
+    attempt_limit: int = 3
+    """Failed outcomes after which the task is no longer claimable."""
+
+    @property
+    def exhausted(self) -> bool:
+        return self.attempts >= self.attempt_limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +60,18 @@ class NewTask:
     labels: str
     depends: int
     packet: str
+    depends_on: tuple[int, ...] = ()
+    """The numbers of the tasks it depends on (each older than it)."""
+    attempt_limit: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency:
+    """A task another waits on, as it stands."""
+
+    number: int
+    id: str
+    state: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +133,8 @@ class ViewRow:
     """The newest first."""
     tokens: int
     usd_micros: int
+    dependencies: tuple[Dependency, ...] = ()
+    """The tasks it depends on, oldest first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +176,15 @@ class ListFilter:
     requester: str | None = None
     project: str | None = None
     ready: bool = False
-    """Routed tasks whose ``depends_on`` tasks are all completed."""
+    """Routed tasks whose ``depends_on`` tasks are all completed, with attempts left."""
+    blocked: bool = False
+    """Open tasks with a dependency not completed."""
+    labels: tuple[str, ...] = ()
+    """Tasks carrying every one of these labels."""
+    priorities: tuple[str, ...] = ()
+    sort: str = "age"
+    """``age`` (oldest first, the default), ``priority`` (most pressing, then oldest) or
+    ``updated`` (most recently changed first)."""
 
 
 def task_key(ref: str | int) -> tuple[str | None, str | int]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..protocol import MOVES, TERMINAL, Move, State, WaitingOn
+from ..protocol import MOVES, PRIORITIES, TERMINAL, Move, State, WaitingOn
 
 
 def _quote(value: str) -> str:
@@ -37,7 +37,7 @@ def move_rows(moves: Iterable[Move] = MOVES) -> list[tuple[object, ...]]:
         for m in moves
     ]
 
-TABLES = """
+TABLES = ("""
 CREATE TABLE meta(
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -76,7 +76,8 @@ CREATE TABLE tasks(
     actor TEXT,
     reason TEXT,
     detail TEXT
-, chain TEXT);
+, chain TEXT, waits INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0,"""
+""" attempt_limit INTEGER NOT NULL DEFAULT 3);
 
 CREATE TABLE packets(
     task INTEGER PRIMARY KEY REFERENCES tasks(number),
@@ -140,7 +141,7 @@ CREATE TABLE journal(
     detail TEXT
 , hash TEXT);
 CREATE INDEX journal_by_task ON journal(task, seq);
-"""
+""")
 
 def _closed(row: str) -> str:
     """``row``'s task is closed (``row`` is NEW or OLD of a side table)."""
@@ -409,6 +410,89 @@ BEGIN SELECT RAISE(ABORT, 'forbidden_right:rows_are_kept'); END;
 """
 
 
+RANK = ("CASE priority " + " ".join(f"WHEN {_quote(p)} THEN {n}" for n, p in
+                                   enumerate(PRIORITIES[:-1])) + f" ELSE {len(PRIORITIES) - 1} END")
+"""A priority's rank (0 most pressing), as SQL: the queue index and ``next`` sort by it."""
+READY = "state = 'routed' AND waits = 0 AND attempts < attempt_limit"
+"""A task an agent could claim now: routed, no dependency open, attempts left. The queue
+index holds exactly these; a query that names this text can read it."""
+
+
+def queue_sql() -> str:
+    """The work queue (migration 5): dependencies as rows, the ready index, and the rules
+    that keep claims to ready tasks, attempts growing, and fields versioned."""
+    terminal = _in_list(s.value for s in TERMINAL)
+    return f"""
+CREATE TABLE deps(
+    task INTEGER NOT NULL REFERENCES tasks(number),
+    on_task INTEGER NOT NULL REFERENCES tasks(number),
+    PRIMARY KEY (task, on_task)
+) WITHOUT ROWID;
+CREATE INDEX deps_by_dependency ON deps(on_task);
+
+CREATE INDEX tasks_queue ON tasks(assignee,
+    {RANK},
+    number)
+WHERE {READY};
+
+CREATE TRIGGER deps_fixed_update BEFORE UPDATE ON deps
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+CREATE TRIGGER deps_fixed_delete BEFORE DELETE ON deps
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+CREATE TRIGGER deps_keys_kept BEFORE INSERT ON deps
+WHEN EXISTS (SELECT 1 FROM deps WHERE task = NEW.task AND on_task = NEW.on_task)
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:rows_are_kept'); END;
+CREATE TRIGGER deps_with_task BEFORE INSERT ON deps
+WHEN (SELECT state FROM tasks WHERE number = NEW.task) IS NOT 'requested'
+    OR NEW.task <= NEW.on_task
+BEGIN SELECT RAISE(ABORT, 'invalid_input:dependency_fixed'); END;
+
+CREATE TRIGGER task_unblocks AFTER UPDATE OF state ON tasks
+WHEN NEW.state = 'completed'
+BEGIN
+    UPDATE tasks SET waits = waits - 1
+    WHERE number IN (SELECT task FROM deps WHERE on_task = NEW.number)
+      AND state NOT IN {terminal};
+END;
+
+CREATE TRIGGER task_attempt_failed AFTER UPDATE OF state ON tasks
+WHEN OLD.state = 'verifying' AND NEW.state = 'routed'
+    AND json_extract(NEW.detail, '$.outcome') = 'failed'
+BEGIN
+    UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
+END;
+
+CREATE TRIGGER task_claim_ready BEFORE UPDATE OF state ON tasks
+WHEN OLD.state = 'routed' AND NEW.state = 'accepted'
+BEGIN
+    SELECT CASE
+        WHEN EXISTS (SELECT 1 FROM deps d JOIN tasks o ON o.number = d.on_task
+                     WHERE d.task = NEW.number AND o.state IS NOT 'completed')
+            THEN RAISE(ABORT, 'invalid_state:blocked')
+        WHEN NEW.attempts >= NEW.attempt_limit
+            THEN RAISE(ABORT, 'invalid_state:attempts_exhausted')
+    END;
+END;
+
+CREATE TRIGGER task_fields BEFORE UPDATE OF priority, labels, fields_version, attempts,
+    attempt_limit ON tasks
+WHEN OLD.state NOT IN {terminal}
+BEGIN
+    SELECT CASE
+        WHEN NEW.priority NOT IN {_in_list(PRIORITIES)}
+            THEN RAISE(ABORT, 'invalid_input:invalid_priority')
+        WHEN (NEW.priority IS NOT OLD.priority OR NEW.labels IS NOT OLD.labels
+              OR NEW.attempt_limit IS NOT OLD.attempt_limit
+              OR NEW.fields_version IS NOT OLD.fields_version)
+            AND NEW.fields_version IS NOT OLD.fields_version + 1
+            THEN RAISE(ABORT, 'invalid_state:stale_base')
+        WHEN NEW.attempts < OLD.attempts
+            THEN RAISE(ABORT, 'forbidden_right:attempts_only_grow')
+    END;
+END;
+"""
+
+
 def target_sql() -> str:
     """The whole schema as this version of the code defines it, moves included.
 
@@ -416,7 +500,7 @@ def target_sql() -> str:
     a store built by the migrations to exactly this.
     """
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
-            + refusal_triggers() + "\n" + integrity_triggers() + "\n")
+            + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql())
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:

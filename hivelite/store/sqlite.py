@@ -39,6 +39,7 @@ from .mounts import network_filesystem
 from .rows import (
     Bodies,
     ConfirmationRow,
+    Dependency,
     Expiry,
     JournalRow,
     ListFilter,
@@ -49,6 +50,7 @@ from .rows import (
     ViewRow,
     task_key,
 )
+from .schema import RANK, READY
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
@@ -63,7 +65,7 @@ TASK_COLUMNS = (
     "number", "id", "state", "waiting_on", "project", "requester", "assignee",
     "created_at", "updated_at", "lease_id", "lease_token", "lease_holder", "lease_instance",
     "lease_session", "lease_expires", "priority", "labels", "fields_version", "reason",
-    "depends",
+    "depends", "waits", "attempts", "attempt_limit",
 )
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
 _SELECT_TASK = f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks"
@@ -238,11 +240,36 @@ class SqliteTx:
         return {r[0] for r in self.conn.execute(
             f"SELECT id FROM tasks WHERE id IN ({marks})", tuple(ids))}
 
-    def dependencies_open(self, number: int) -> list[str]:
-        return [r[0] for r in self.conn.execute(
-            "SELECT d.value FROM packets p, json_each(p.body, '$.depends_on') d"
-            " LEFT JOIN tasks t ON t.id = d.value"
-            " WHERE p.task = ? AND t.state IS NOT 'completed'", (number,))]
+    def dependencies(self, number: int) -> list[Dependency]:
+        return [Dependency(*r) for r in self.conn.execute(
+            "SELECT t.number, t.id, t.state FROM deps d JOIN tasks t ON t.number = d.on_task"
+            " WHERE d.task = ? ORDER BY d.on_task", (number,))]
+
+    def numbers_of(self, refs: Sequence[str]) -> dict[str, tuple[int, str]]:
+        found: dict[str, tuple[int, str]] = {}
+        for ref in refs:
+            for number, task_id in self.conn.execute(
+                    "SELECT number, id FROM tasks WHERE id = ?1"
+                    " OR (?1 GLOB '[0-9]*' AND ?1 NOT GLOB '*[^0-9]*' AND length(?1) <= 18"
+                    " AND number = CAST(?1 AS INTEGER)) ORDER BY id = ?1 DESC LIMIT 1",
+                    (ref,)):
+                found[ref] = (int(number), str(task_id))
+        return found
+
+    def next_ready(self, assignee: str, *, project: str | None = None,
+                   label: str | None = None) -> TaskRow | None:
+        clauses, args = [f"assignee = ? AND {READY}"], [assignee]
+        if project is not None:
+            clauses.append("project = ?")
+            args.append(project)
+        if label is not None:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(labels)"
+                           " THEN labels END) WHERE value = ?)")
+            args.append(label)
+        row = self.conn.execute(
+            f"{_SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY assignee, {RANK}, number"
+            " LIMIT 1", tuple(args)).fetchone()
+        return TaskRow(*row) if row else None
 
     def overdue(self, at: str) -> list[TaskRow]:
         # reads the partial index of live leases, not the table
@@ -267,12 +294,17 @@ class SqliteTx:
         clauses: list[str] = []
         args: list[Any] = []
         if where.ready:
-            clauses.append(
-                "t.state = 'routed' AND (t.depends = 0 OR NOT EXISTS ("
-                "SELECT 1 FROM packets dp, json_each(CASE WHEN json_valid(dp.body)"
-                " THEN dp.body END, '$.depends_on') d"
-                " LEFT JOIN tasks dep ON dep.id = d.value"
-                " WHERE dp.task = t.number AND dep.state IS NOT 'completed'))")
+            clauses.append(READY)  # unqualified: only tasks has these columns
+        if where.blocked:
+            clauses.append("t.waits > 0 AND t.state NOT IN ('cancelled', 'completed',"
+                           " 'rejected')")
+        for label in where.labels:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(t.labels)"
+                           " THEN t.labels END) WHERE value = ?)")
+            args.append(label)
+        if where.priorities:
+            clauses.append(f"t.priority IN ({', '.join('?' * len(where.priorities))})")
+            args.extend(where.priorities)
         if where.states:
             clauses.append(f"t.state IN ({', '.join('?' * len(where.states))})")
             args.extend(where.states)
@@ -281,6 +313,11 @@ class SqliteTx:
             if value is not None:
                 clauses.append(f"t.{column} = ?")
                 args.append(value)
+        if where.sort != "age":  # the cursor counts the rows already shown
+            order = (f"ORDER BY {RANK}, t.number" if where.sort == "priority"
+                     else "ORDER BY t.updated_at DESC, t.number DESC")
+            args.extend((limit, min(max(after or 0, 0), MAX_ROWID)))
+            return self._views(" AND ".join(clauses), args, f"{order} LIMIT ? OFFSET ?")
         if after is not None:
             if after >= MAX_ROWID:  # no task comes after it (and SQLite takes no larger int)
                 return []
@@ -326,8 +363,9 @@ class SqliteTx:
             else:
                 recent = recent[:VIEW_UPDATES]
                 tokens, usd = self._usage_total(task.number)
+            needs = tuple(self.dependencies(task.number)) if task.depends else ()
             out.append(ViewRow(task, Bodies(values[n], values[n + 1], values[n + 2]), meta,
-                               verdicts, recent, tokens, usd))
+                               verdicts, recent, tokens, usd, needs))
         return out
 
     def _usage_total(self, number: int) -> tuple[int, int]:
@@ -381,13 +419,22 @@ class SqliteTx:
     def insert_task(self, task: NewTask, *, actor: str, reason: str | None) -> int:
         number = int(self.conn.execute("SELECT coalesce(max(number), 0) + 1 FROM tasks").get)
         chain = self._link(number, task.at, actor, None, "requested", None, reason, None)
+        waits = 0
+        if task.depends_on:
+            marks = ", ".join("?" * len(task.depends_on))
+            waits = int(self.conn.execute(
+                f"SELECT count(*) FROM tasks WHERE number IN ({marks})"
+                " AND state IS NOT 'completed'", task.depends_on).get)
         self.conn.execute(
             "INSERT INTO tasks(number, id, state, project, requester, assignee, created_at,"
-            " updated_at, priority, labels, depends, actor, reason, chain)"
-            " VALUES (?, ?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " updated_at, priority, labels, depends, actor, reason, chain, waits,"
+            " attempt_limit) VALUES (?, ?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (number, task.id, task.project, task.requester, task.assignee, task.at, task.at,
-             task.priority, task.labels, task.depends, actor, reason, chain),
+             task.priority, task.labels, task.depends, actor, reason, chain, waits,
+             task.attempt_limit),
         )
+        self.conn.executemany("INSERT INTO deps(task, on_task) VALUES (?, ?)",
+                              [(number, on) for on in sorted(set(task.depends_on))])
         self.conn.execute("INSERT INTO packets(task, body) VALUES (?, ?)", (number, task.packet))
         return number
 
@@ -416,6 +463,12 @@ class SqliteTx:
             (to_state, lease_id, token, holder, instance, session, expires, at, holder, reason,
              text, chain, number),
         )
+
+    def set_fields(self, number: int, *, priority: str, labels: str, attempt_limit: int,
+                   version: int) -> None:
+        self.conn.execute(
+            "UPDATE tasks SET priority = ?, labels = ?, attempt_limit = ?, fields_version = ?"
+            " WHERE number = ?", (priority, labels, attempt_limit, version, number))
 
     def extend_lease(self, number: int, expires: str, *, at: str) -> None:
         self.conn.execute("UPDATE tasks SET lease_expires = ?, updated_at = ? WHERE number = ?",
