@@ -1,0 +1,425 @@
+"""The work queue (issue 15): ``next`` takes the most pressing ready task in one step;
+priority as a rank, dependencies by number or id, attempts and their limit, fields with
+``stale_base``; each rule held by the store too."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from hivelite import Caller, Hive, HiveliteError, InvalidState, ManualClock, NotFound, State
+from hivelite.clock import system_clock
+from hivelite.errors import ForbiddenRight, InvalidInput
+from hivelite.store.schema import RANK, READY
+
+from . import rawsql
+from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, START, own_task, packet
+from .test_claims import EVIDENCE, Snap, complete, fence, refused
+
+S = State
+
+
+@pytest.fixture
+def raw(hive: Hive, db_path: Path) -> Any:
+    conn = rawsql.connect(db_path)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def snap(raw: apsw.Connection) -> Snap:
+    return lambda: rawsql.snapshot(raw)
+
+
+def fail(hive: Hive, number: int) -> None:
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, **fence(lease), summary="could not", evidence=EVIDENCE,
+                outcome="failed")
+
+
+# -- next -------------------------------------------------------------------------------
+
+
+def test_next_takes_the_most_pressing_then_the_oldest(hive: Hive) -> None:
+    made = {p: own_task(hive, priority=p) for p in ("low", "normal", "urgent", "high")}
+    second_urgent = own_task(hive, priority="urgent")
+    order = [hive.claim_next(CODER).number for _ in range(5)]
+    assert order == [made["urgent"], second_urgent, made["high"], made["normal"],
+                     made["low"]]
+
+
+def test_next_answers_with_the_claim(hive: Hive) -> None:
+    number = own_task(hive)
+    lease = hive.claim_next(CODER, minutes=5)
+    assert (lease.number, lease.state, lease.fencing_token, lease.holder, lease.instance) == (
+        number, S.accepted, 1, "ana/coder", "laptop")
+    assert lease.expires_at == "2026-12-02T09:05:00.000Z"
+    assert lease.seq == hive.history(number)[-1].seq
+    view = hive.get(number)
+    assert view.claim is not None and view.claim.holder == "ana/coder"
+
+
+def test_an_empty_queue_is_not_found_and_writes_nothing(hive: Hive, snap: Snap) -> None:
+    own_task(hive, assignee="ana/reviewer")  # someone else's
+    err = refused(snap, NotFound, "queue_empty", lambda: hive.claim_next(CODER))
+    assert "no task is ready for ana/coder" in err.message
+    assert err.status == 404 and err.extra == {"agent": "ana/coder"}
+
+
+def test_next_skips_what_is_not_ready(hive: Hive, snap: Snap) -> None:
+    first = own_task(hive, priority="low")
+    own_task(hive, priority="urgent", packet=packet(depends_on=[str(first)]))  # blocked
+    held = own_task(hive, priority="urgent", requester="guest/scout")  # waiting on the owner
+    assert hive.get(held).task.state is S.waiting
+    exhausted = own_task(hive, priority="urgent")
+    for _ in range(3):
+        fail(hive, exhausted)
+    taken = own_task(hive, priority="high")
+    hive.claim(CODER, taken)  # already claimed
+    assert hive.claim_next(CODER).number == first
+    refused(snap, NotFound, "queue_empty", lambda: hive.claim_next(CODER))
+
+
+def test_next_filters_by_project_and_label(hive: Hive) -> None:
+    own_task(hive, priority="urgent")
+    web = own_task(hive, project="web")
+    tagged = own_task(hive, labels=["parser"])
+    assert hive.claim_next(CODER, project="web").number == web
+    assert hive.claim_next(CODER, label="parser").number == tagged
+    with pytest.raises(NotFound) as err:
+        hive.claim_next(CODER, project="web")
+    assert "in project 'web'" in err.value.message
+
+
+def test_next_returns_expired_claims_to_the_queue_first(hive: Hive,
+                                                         clock: ManualClock) -> None:
+    number = own_task(hive)
+    hive.claim(Caller.agent(CODER.name, "desktop"), number)
+    clock.advance(minutes=11)
+    lease = hive.claim_next(CODER)
+    assert (lease.number, lease.fencing_token) == (number, 2)
+
+
+def test_next_is_an_agents_verb(hive: Hive) -> None:
+    own_task(hive)
+    with pytest.raises(ForbiddenRight) as err:
+        hive.claim_next(OWNER)
+    assert err.value.reason == "agent_only"
+
+
+def test_next_checks_the_lease_length(hive: Hive) -> None:
+    own_task(hive)
+    with pytest.raises(InvalidInput) as err:
+        hive.claim_next(CODER, minutes=16)
+    assert err.value.reason == "lease_minutes"
+
+
+def test_threads_draining_one_queue_are_never_refused(open_hive: Any) -> None:
+    """Four threads share one Hive, each an instance of the assignee: every task claimed
+    once, and no thread ever gets anything but its task or queue_empty."""
+    hive = open_hive(clock=system_clock)
+    numbers = [own_task(hive, priority=("low", "normal", "high", "urgent")[i % 4])
+               for i in range(40)]
+    taken: list[int] = []
+    errors: list[HiveliteError] = []
+    lock = threading.Lock()
+
+    def work(instance: str) -> None:
+        me = Caller.agent("ana/coder", instance)
+        while True:
+            try:
+                lease = hive.claim_next(me)
+            except NotFound:
+                return
+            except HiveliteError as exc:  # pragma: no cover - the failure this test seeks
+                with lock:
+                    errors.append(exc)
+                return
+            with lock:
+                taken.append(lease.number)
+
+    threads = [threading.Thread(target=work, args=(f"box{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert sorted(taken) == sorted(numbers)
+
+
+LIST_READY = ("SELECT t.number FROM tasks t INDEXED BY tasks_queue JOIN packets p ON p.task ="
+              f" t.number WHERE {READY} ORDER BY t.number LIMIT ?")
+
+
+def test_next_reads_the_queue_index(hive: Hive) -> None:
+    """The ready tasks are found through the partial index, never by scanning tasks."""
+    own_task(hive)
+    conn = hive.store.conn  # type: ignore[attr-defined]
+    plan = " ".join(str(r[-1]) for r in conn.execute(
+        f"EXPLAIN QUERY PLAN SELECT number FROM tasks WHERE assignee = ? AND {READY}"
+        f" ORDER BY assignee, {RANK}, number LIMIT 1", ("ana/coder",)))
+    assert "USING INDEX tasks_queue" in plan and "TEMP B-TREE" not in plan, plan
+    plan = " ".join(str(r[-1]) for r in conn.execute(
+        f"EXPLAIN QUERY PLAN {LIST_READY}", (50,)))
+    assert "USING INDEX tasks_queue" in plan, plan
+
+
+# -- priority and fields ----------------------------------------------------------------
+
+
+def test_priority_sorts_as_a_rank_not_as_text(hive: Hive) -> None:
+    made = [own_task(hive, priority=p) for p in ("high", "low", "urgent", "normal")]
+    page = hive.list(sort="priority")
+    assert [v.number for v in page.items] == [made[2], made[0], made[3], made[1]]
+    assert [v.priority for v in hive.list(priority="high").items] == ["high"]
+
+
+def test_set_fields_changes_priority_and_labels_under_the_version(hive: Hive) -> None:
+    number = own_task(hive, labels=["parser"])
+    receipt = hive.set_fields(PLANNER, number, base_version=1, priority="urgent",
+                              add_labels=["api", "parser"])
+    view = hive.get(number)
+    assert (view.priority, view.labels, view.fields_version) == ("urgent", ["api", "parser"],
+                                                                2)
+    assert receipt.seq == hive.history(number)[-1].seq
+    entry = hive.history(number)[-1]
+    assert (entry.reason, entry.actor, entry.detail) == (
+        "fields", "ana/planner", {"fields_version": 2, "priority": "urgent",
+                                  "labels": ["api", "parser"]})
+    hive.set_fields(CODER, number, base_version=2, remove_labels=["parser"])
+    hive.set_fields(OWNER, number, base_version=3, labels=["x", "y"])
+    assert (hive.get(number).labels, hive.get(number).fields_version) == (["x", "y"], 4)
+
+
+def test_a_stale_base_changes_nothing(hive: Hive, snap: Snap) -> None:
+    number = own_task(hive)
+    hive.set_fields(OWNER, number, base_version=1, priority="high")
+    err = refused(snap, InvalidState, "stale_base", lambda: hive.set_fields(
+        CODER, number, base_version=1, priority="low"))
+    assert err.status == 409 and err.extra == {"fields_version": 2}
+
+
+@pytest.mark.parametrize(("kwargs", "kind", "reason"), [
+    ({"priority": "asap"}, InvalidInput, "invalid_priority"),
+    ({"add_labels": ["Not OK"]}, InvalidInput, "invalid_label"),
+    ({"add_labels": ["x" * 33]}, InvalidInput, "invalid_label"),
+    ({"add_labels": [f"l{i}" for i in range(11)]}, InvalidInput, "too_many_labels"),
+    ({}, InvalidInput, "no_fields"),
+    ({"base_version": 0, "priority": "low"}, InvalidInput, "invalid_base_version"),
+    ({"base_version": True, "priority": "low"}, InvalidInput, "invalid_base_version"),
+    ({"max_attempts": 5}, ForbiddenRight, "not_permitted"),
+])
+def test_bad_fields_are_refused(hive: Hive, snap: Snap, kwargs: dict[str, Any],
+                                kind: type[HiveliteError], reason: str) -> None:
+    number = own_task(hive)
+    arguments = {"base_version": 1, **kwargs}
+    refused(snap, kind, reason, lambda: hive.set_fields(CODER, number, **arguments))
+
+
+@pytest.mark.parametrize("who", [REVIEWER, GUEST])
+def test_only_requester_assignee_or_owner_set_fields(hive: Hive, snap: Snap,
+                                                     who: Caller) -> None:
+    number = own_task(hive)
+    refused(snap, ForbiddenRight, "not_permitted",
+            lambda: hive.set_fields(who, number, base_version=1, priority="low"))
+
+
+def test_a_closed_task_keeps_its_fields(hive: Hive, snap: Snap) -> None:
+    number = own_task(hive)
+    hive.cancel(OWNER, number)
+    refused(snap, InvalidState, "task_closed",
+            lambda: hive.set_fields(OWNER, number, base_version=1, priority="low"))
+
+
+# -- dependencies -----------------------------------------------------------------------
+
+
+def test_dependencies_by_number_or_id_are_kept_as_ids_and_shown_by_number(hive: Hive) -> None:
+    first, second = own_task(hive), own_task(hive)
+    second_id = hive.get(second).task.id
+    number = own_task(hive, packet=packet(depends_on=[str(first), second_id, str(first)]))
+    view = hive.get(number)
+    assert view.task.packet.depends_on == [hive.get(first).task.id, second_id]
+    assert [(d.number, d.state) for d in view.depends_on] == [(first, S.routed),
+                                                              (second, S.routed)]
+    assert view.blocked_by == [first, second]
+    complete(hive, first)
+    assert hive.get(number).blocked_by == [second]
+
+
+def test_an_unknown_dependency_is_named(hive: Hive, snap: Snap) -> None:
+    own_task(hive)
+    err = refused(snap, InvalidInput, "unknown_dependency", lambda: own_task(
+        hive, packet=packet(depends_on=["1", "99", "no-such-id"])))
+    assert "99, no-such-id" in err.message
+
+
+def test_list_marks_blocked_and_ready(hive: Hive) -> None:
+    first = own_task(hive)
+    blocked = own_task(hive, packet=packet(depends_on=[str(first)]))
+    assert [v.number for v in hive.list(blocked=True).items] == [blocked]
+    assert [v.number for v in hive.list(ready=True).items] == [first]
+    complete(hive, first)
+    assert hive.list(blocked=True).items == []
+    assert [v.number for v in hive.list(ready=True).items] == [blocked]
+    assert hive.claim_next(CODER).number == blocked
+
+
+@pytest.mark.parametrize("end", ["cancel", "deny"])
+def test_a_dependency_that_never_completes_keeps_its_dependents_blocked(
+        hive: Hive, snap: Snap, end: str) -> None:
+    """Decided: a cancelled or rejected dependency blocks for good; the owner cancels the
+    dependent or hands the work off again without it (docs/decisions.md)."""
+    first = own_task(hive, requester="guest/scout") if end == "deny" else own_task(hive)
+    number = own_task(hive, packet=packet(depends_on=[str(first)]))
+    if end == "deny":
+        hive.deny(OWNER, first)
+    else:
+        hive.cancel(OWNER, first)
+    state = "rejected" if end == "deny" else "cancelled"
+    assert [(d.number, d.state.value) for d in hive.get(number).depends_on] == [(first, state)]
+    err = refused(snap, InvalidState, "blocked", lambda: hive.claim(CODER, number))
+    assert f"{first} ({state})" in err.message and "the owner cancels it" in err.message
+    refused(snap, NotFound, "queue_empty", lambda: hive.claim_next(CODER))
+    assert hive.cancel(OWNER, number).state is S.cancelled
+
+
+# -- attempts ---------------------------------------------------------------------------
+
+
+def test_failed_attempts_run_out_and_the_owner_reopens(hive: Hive, snap: Snap) -> None:
+    number = own_task(hive)
+    for attempt in (1, 2):
+        fail(hive, number)
+        view = hive.get(number)
+        assert (view.attempts, view.lifecycle) == (attempt, "queued")
+    fail(hive, number)
+    view = hive.get(number)
+    assert (view.attempts, view.max_attempts, view.lifecycle) == (3, 3, "failed")
+    err = refused(snap, InvalidState, "attempts_exhausted", lambda: hive.claim(CODER, number))
+    assert "--max-attempts" in err.message
+    refused(snap, NotFound, "queue_empty", lambda: hive.claim_next(CODER))
+    assert hive.list(ready=True).items == []
+    hive.set_fields(OWNER, number, base_version=1, max_attempts=4)
+    assert hive.get(number).lifecycle == "queued"
+    assert hive.claim_next(CODER).number == number
+
+
+def test_the_attempt_limit_comes_from_the_settings(open_hive: Any, db_path: Path) -> None:
+    (db_path.parent / "hivelite.toml").write_text("[queue]\nmax_attempts = 1\n")
+    hive = open_hive()
+    number = own_task(hive)
+    fail(hive, number)
+    assert hive.get(number).lifecycle == "failed"
+    (db_path.parent / "hivelite.toml").write_text("[queue]\nmax_attempts = 0\n")
+    with pytest.raises(InvalidInput) as err:
+        own_task(open_hive())
+    assert "max_attempts" in err.value.message
+
+
+# -- the store holds the rules too ------------------------------------------------------
+
+
+def test_raw_sql_cannot_claim_a_blocked_or_exhausted_task(hive: Hive,
+                                                          raw: apsw.Connection) -> None:
+    first = own_task(hive)
+    blocked = own_task(hive, packet=packet(depends_on=[str(first)]))
+    raw.execute("UPDATE tasks SET waits = 0 WHERE number = ?", (blocked,))  # lie to the index
+    claim = ("UPDATE tasks SET state = 'accepted', lease_id = 'L1', lease_token = 1,"
+             " lease_holder = 'ana/coder', lease_instance = 'laptop',"
+             " lease_expires = '2026-12-02T09:10:00.000Z', updated_at = ? WHERE number = ?")
+    with pytest.raises(apsw.ConstraintError, match="invalid_state:blocked"):
+        raw.execute(claim, (START, blocked))
+    exhausted = own_task(hive)
+    for _ in range(3):
+        fail(hive, exhausted)
+    with pytest.raises(apsw.ConstraintError, match="invalid_state:attempts_exhausted"):
+        raw.execute(claim, (START, exhausted))
+
+
+@pytest.mark.parametrize(("statement", "reason"), [
+    ("UPDATE tasks SET attempts = 0 WHERE number = 1", "attempts_only_grow"),
+    ("UPDATE tasks SET priority = 'asap', fields_version = 2 WHERE number = 1",
+     "invalid_priority"),
+    ("UPDATE tasks SET priority = 'urgent' WHERE number = 1", "stale_base"),
+    ("UPDATE tasks SET fields_version = 5 WHERE number = 1", "stale_base"),
+    ("DELETE FROM deps", "append_only"),
+    ("UPDATE deps SET on_task = 2", "append_only"),
+    ("INSERT INTO deps(task, on_task) VALUES (2, 1)", "dependency_fixed"),
+    ("INSERT OR REPLACE INTO deps(task, on_task) VALUES (3, 1)",
+     "rows_are_kept|dependency_fixed"),
+])
+def test_raw_sql_cannot_bend_the_queue(hive: Hive, raw: apsw.Connection, statement: str,
+                                       reason: str) -> None:
+    fail(hive, own_task(hive))
+    own_task(hive)
+    own_task(hive, packet=packet(depends_on=["1"]))
+    before = rawsql.snapshot(raw)
+    with pytest.raises(apsw.ConstraintError, match=reason):
+        raw.execute(statement)
+    assert rawsql.snapshot(raw) == before
+
+
+def test_an_upgraded_store_gets_its_dependencies_and_attempts(tmp_path: Path) -> None:
+    """A store from before the queue: its depends_on ids become rows, and the failed
+    attempts in its journal are counted."""
+    path = tmp_path / "old.db"
+    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
+        first = own_task(hive)
+        dependent = own_task(hive, packet=packet(depends_on=[str(first)]))
+        fail(hive, first)
+    conn = apsw.Connection(str(path))
+    with conn:  # take the store back to schema 4: no deps rows, no counts
+        for name, in list(conn.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'"
+                                       " AND tbl_name = 'deps'")):
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute("DELETE FROM deps")
+        conn.execute("DROP TRIGGER task_fields")
+        conn.execute("UPDATE tasks SET waits = 0, attempts = 0")
+        for name, in list(conn.execute("SELECT name FROM sqlite_schema WHERE name IN"
+                                       " ('deps_by_dependency', 'tasks_queue', 'deps',"
+                                       " 'task_unblocks', 'task_attempt_failed',"
+                                       " 'task_claim_ready')")):
+            kind = conn.execute("SELECT type FROM sqlite_schema WHERE name = ?", (name,)).get
+            if kind != "table":
+                conn.execute(f"DROP {kind.upper()} {name}")
+        conn.execute("DROP TABLE deps")
+        for column in ("attempt_limit", "attempts", "waits"):
+            conn.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
+        conn.execute("PRAGMA user_version = 4")
+    conn.close()
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        assert hive.store.schema_version == 5
+        view = hive.get(dependent)
+        assert (view.blocked_by, hive.get(first).attempts) == ([first], 1)
+        assert hive.claim_next(CODER).number == first
+
+
+# -- the CLI ----------------------------------------------------------------------------
+
+
+def test_cli_next_fields_and_list(tmp_path: Path) -> None:
+    from .test_cli_e2e import Shell  # the real CLI in a subprocess
+
+    sh = Shell(tmp_path / "cli.db", tmp_path)
+    with Hive.open(sh.db, owner="ana", clock=ManualClock(START)) as hive:
+        low = own_task(hive, priority="low")
+        urgent = own_task(hive, priority="urgent", labels=["api"])
+    coder = ("--agent", "ana/coder", "--instance", "laptop")
+    doc = sh("next", *coder)
+    assert (doc["claim"]["number"], doc["task"]["number"]) == (urgent, urgent)
+    assert [i["number"] for i in sh("list", "--priority", "low")["items"]] == [low]
+    after = sh.raw("list", "--label", "api", "--json")  # --json after the verb too
+    assert [i["number"] for i in json.loads(after.out)["items"]] == [urgent]
+    sh.refused("fields", str(low), "--priority", "high", "--base-version", "3", t=0,
+               exit_code=3, reason="stale_base")
+    assert sh("fields", str(low), "--priority", "high", "--base-version", "1")[
+        "fields_version"] == 2
+    sh("next", *coder)
+    sh.refused("next", *coder, t=0, exit_code=5, reason="queue_empty")
+    assert "not_found/queue_empty" in sh.raw("next", *coder).err
