@@ -14,6 +14,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -27,8 +28,9 @@ from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError, Sto
 from .models import DamagedRow, ExpiredClaim, JournalEntry, Page, Receipt, TaskView
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
 from .protocol import MOVES_BY_PAIR, PRIORITIES, State
+from .retries import KEEP, PENDING, Pending, dump_answer, idempotent, load_answer
 from .settings import settings_path
-from .store import ListFilter, Store, TaskRow
+from .store import ListFilter, RequestRow, Store, TaskRow
 from .unit import Unit
 from .views import PacketCache, task_of, view_of
 
@@ -136,17 +138,50 @@ class HiveBase:
         and the notifications)."""
         refuse_write_in_hook(verb)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
+        pending = PENDING.get() if caller is not None else None
         with self.store.write() as tx:
             unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0)
             self._sweep(unit)
             self._admit(unit)
+            if pending is not None and caller is not None:  # a retry raced its first call
+                answered = self._answered(tx.request(caller.name, pending.id), pending,
+                                          unit.now)
+                if answered is not None:
+                    return answered  # type: ignore[return-value]
             result = body(unit)
             last = tx.last_seq() if notifiers or unit.journaled else 0
-        if unit.journaled and isinstance(result, Receipt):
-            result.seq = last  # the task's own rows are the last this write added
+            if unit.journaled and isinstance(result, Receipt):
+                result.seq = last  # the task's own rows are the last this write added
+            if pending is not None and caller is not None:
+                tx.save_request(RequestRow(caller.name, pending.id, pending.verb,
+                                           pending.digest, dump_answer(result), unit.at),
+                                prune_before=format_ts(unit.now - KEEP))
         if notifiers and last > unit.seq_before:
             self._notify(unit.seq_before, last)
         return result
+
+    def _replay(self, caller: object, pending: Pending) -> object | None:
+        """The first answer to this request, read before the verb does any work of its own
+        (its first call changed what the verb would check: a submitted result has no lease
+        left to fence), or None when the request is new."""
+        checked = self._caller(caller, pending.verb)
+        with self.store.read() as reader:
+            row = reader.request(checked.name, pending.id)
+        return self._answered(row, pending, self.clock())
+
+    def _answered(self, row: RequestRow | None, pending: Pending,
+                  now: datetime) -> object | None:
+        """A kept record's answer if it is this request's; a record of the same id with
+        other arguments is ``409 idempotency_conflict``; an expired one is no answer."""
+        if row is None or row.at < format_ts(now - KEEP):
+            return None
+        if (row.verb, row.digest) != (pending.verb, pending.digest):
+            raise InvalidState(
+                "idempotency_conflict", f"request id {pending.id!r} was used at {row.at} for"
+                f" {row.verb} with other arguments; a retry repeats the same call, and a new"
+                " call takes a new request id", request_id=pending.id)
+        answer: object = load_answer(row.answer)
+        return answer
 
     def _admit(self, unit: Unit) -> None:
         """The seam for checks every write passes before its body runs: the owner's
@@ -297,7 +332,9 @@ class HiveBase:
 
     # -- the clock -----------------------------------------------------------
 
-    def expire(self, caller: Caller) -> builtins.list[ExpiredClaim]:
+    @idempotent
+    def expire(self, caller: Caller, *,
+               request_id: str | None = None) -> builtins.list[ExpiredClaim]:
         """Return every task whose claim has expired to ``routed`` now; report what reopened
         (including what opening this store already reopened). Any caller may."""
         reopened = self._write(caller, "expire", _reopened)

@@ -21,6 +21,7 @@ from .errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
 from .ids import new_lease_id
 from .models import Checkpoint, ClaimReceipt, Receipt, UpdateSummary
 from .protocol import State, WaitingOn
+from .retries import idempotent
 from .store import TaskRow
 from .unit import Unit
 
@@ -116,8 +117,10 @@ class ClaimVerbs(HiveBase):
                                f" the owner re-opens it (hivelite fields {row.number}"
                                " --max-attempts N --base-version V) or cancels it")
 
+    @idempotent
     def claim_next(self, caller: Caller, *, minutes: int = DEFAULT_LEASE_MINUTES,
-                   project: str | None = None, label: str | None = None) -> ClaimReceipt:
+                   project: str | None = None, label: str | None = None,
+                   request_id: str | None = None) -> ClaimReceipt:
         """Claim the best ready task of the calling agent in one step: routed, assigned to
         it, every dependency completed, attempts left; the most pressing priority first,
         then the oldest. ``404 not_found queue_empty`` when there is none.
@@ -140,8 +143,9 @@ class ClaimVerbs(HiveBase):
 
         return self._write(agent, "next", body)
 
+    @idempotent
     def claim(self, caller: Caller, ref: str | int, *,
-              minutes: int = DEFAULT_LEASE_MINUTES) -> ClaimReceipt:
+              minutes: int = DEFAULT_LEASE_MINUTES, request_id: str | None = None) -> ClaimReceipt:
         """The assignee takes a routed task under a lease: routed -> accepted.
 
         Refused with ``task_claimed`` while another claim holds it, ``task_not_open``
@@ -149,13 +153,15 @@ class ClaimVerbs(HiveBase):
         """
         return self._start(caller, ref, minutes, resume=False)
 
+    @idempotent
     def resume(self, caller: Caller, ref: str | int, *,
-               minutes: int = DEFAULT_LEASE_MINUTES) -> ClaimReceipt:
+               minutes: int = DEFAULT_LEASE_MINUTES, request_id: str | None = None) -> ClaimReceipt:
         """The answer arrived: the assignee claims a paused task again, with a new token."""
         return self._start(caller, ref, minutes, resume=True)
 
+    @idempotent
     def renew(self, caller: Caller, ref: str | int, *, lease_id: str, token: int,
-              minutes: int = DEFAULT_LEASE_MINUTES) -> ClaimReceipt:
+              minutes: int = DEFAULT_LEASE_MINUTES, request_id: str | None = None) -> ClaimReceipt:
         """Extend the live claim; lease id and token stay the same."""
         agent = require_agent(self._caller(caller, "renew"), "renew")
         token = fencing_token(token)
@@ -170,8 +176,10 @@ class ClaimVerbs(HiveBase):
 
         return self._write(agent, "renew", body)
 
+    @idempotent
     def release(self, caller: Caller, ref: str | int, *, lease_id: str | None = None,
-                token: int | None = None, reason: str | None = None) -> Receipt:
+                token: int | None = None, reason: str | None = None,
+                request_id: str | None = None) -> Receipt:
         """Give the task back: the holder with its lease id and token, or the owner without.
         It is routed again."""
         caller = self._caller(caller, "release")
@@ -227,10 +235,12 @@ class ClaimVerbs(HiveBase):
 
         return self._write(agent, verb, body)
 
+    @idempotent
     def checkpoint(self, caller: Caller, ref: str | int, *, lease_id: str, token: int,
                    progress: str, decisions: list[str] | None = None,
                    files_touched: list[str] | None = None, next_steps: list[str] | None = None,
-                   open_questions: list[str] | None = None) -> Receipt:
+                   open_questions: list[str] | None = None,
+                   request_id: str | None = None) -> Receipt:
         """Record where the work stands (``latest_checkpoint``); the first one starts the work."""
         try:
             checkpoint = Checkpoint(progress=progress, decisions=decisions or [],
@@ -247,9 +257,10 @@ class ClaimVerbs(HiveBase):
 
         return self._holder_write(caller, ref, "checkpoint", lease_id, token, write)
 
+    @idempotent
     def update(self, caller: Caller, ref: str | int, *, lease_id: str, token: int,
                summary: str, tokens: int | None = None,
-               usd_micros: int | None = None) -> Receipt:
+               usd_micros: int | None = None, request_id: str | None = None) -> Receipt:
         """One line of progress (at most 300 characters), with optional usage."""
         try:
             _SUMMARY.validate_python(summary)
@@ -265,8 +276,9 @@ class ClaimVerbs(HiveBase):
 
         return self._holder_write(caller, ref, "update", lease_id, token, write)
 
+    @idempotent
     def pause(self, caller: Caller, ref: str | int, *, lease_id: str, token: int, on: str,
-              reason: str) -> Receipt:
+              reason: str, request_id: str | None = None) -> Receipt:
         """Wait for an outside answer (``on`` human or agent); the claim ends."""
         if on not in (WaitingOn.human.value, WaitingOn.agent.value):
             raise InvalidInput("invalid_waiting_on", f"pause on 'human' or 'agent', not {on!r}",

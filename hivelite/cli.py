@@ -60,6 +60,8 @@ class Context:
     db: str
     as_json: bool
     plugins_dir: str | None
+    request_id: str | None = None
+    """A write verb's --request-id: a retry with the same id gets the first answer."""
 
     def open(self, *, create: bool = False, owner: str | None = None) -> Hive:
         return Hive.open(self.db, owner=owner, plugins_dir=self.plugins_dir,
@@ -123,6 +125,10 @@ def caller_options(*, agent_verb: bool) -> Callable[[Callable[..., Any]], Callab
     """--agent, --instance and --session, each with its ``$HIVELITE_`` variable."""
     need = "; required." if agent_verb else "."
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = click.option(
+            "--request-id", expose_value=False, callback=_keep_request_id,
+            help="Make a retry safe: the same call with the same id answers as the first"
+            " did, without writing again (24 hours).")(command)
         command = click.option("--session", envvar="HIVELITE_SESSION",
                                help="The process or conversation acting"
                                " ($HIVELITE_SESSION).")(command)
@@ -133,6 +139,11 @@ def caller_options(*, agent_verb: bool) -> Callable[[Callable[..., Any]], Callab
                             help=f"The acting agent, owner/agent ($HIVELITE_AGENT){need}"
                             )(command)
     return decorate
+
+
+def _keep_request_id(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.find_object(Context).request_id = value  # type: ignore[union-attr]
 
 
 def acting(hive: Hive, who: Caller | FileOwner) -> Caller:
@@ -245,7 +256,7 @@ def handoff(ctx: Context, requester: str | None, assignee: str, project: str, te
                                   "labels": list(labels)}
         if task_id is not None:
             fields["id"] = task_id
-        ctx.show(hive, hive.handoff(acting(hive, caller), **fields))
+        ctx.show(hive, hive.handoff(acting(hive, caller), **fields, request_id=ctx.request_id))
 
 
 @cli.command(name="list")
@@ -317,7 +328,7 @@ def _owner_verb(name: str, summary: str, example: str, *, reason_required: bool 
         caller = ctx.caller(agent, instance, session)
         with ctx.open() as hive:
             ctx.show(hive, getattr(hive, method)(acting(hive, caller), ref,
-                                                   reason=reason))
+                                                   reason=reason, request_id=ctx.request_id))
 
     run.__doc__ = (f"{summary}\n\n    {AS_OWNER}\n\n    \b\n    Example:\n"
                    f"      {example}\n    ")
@@ -379,7 +390,7 @@ def _lease_verb(name: str, summary: str) -> None:
             session: str | None, minutes: int) -> None:
         caller = ctx.agent(agent, instance, session)
         with ctx.open() as hive:
-            lease = getattr(hive, name)(caller, ref, minutes=minutes)
+            lease = getattr(hive, name)(caller, ref, minutes=minutes, request_id=ctx.request_id)
             ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
 
     run.__doc__ = (f"{summary}\n\n    {AS_AGENT}\n\n    \b\n    Example:\n"
@@ -414,7 +425,8 @@ def next_(ctx: Context, minutes: int, project: str | None, label: str | None,
     """
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        lease = hive.claim_next(caller, minutes=minutes, project=project, label=label)
+        lease = hive.claim_next(caller, minutes=minutes, project=project, label=label,
+                                request_id=ctx.request_id)
         view = hive.get(lease.number)
         ctx.emit({"claim": lease, "task": view}, lambda: _lease_text(lease, hive.clock())
                  + "\n\n" + render.task_block(view, hive.clock()))
@@ -447,7 +459,8 @@ def fields(ctx: Context, ref: str, base_version: int, priority: str | None,
     with ctx.open() as hive:
         ctx.show(hive, hive.set_fields(acting(hive, caller), ref, base_version=base_version,
                                        priority=priority, add_labels=labels,
-                                       remove_labels=unlabels, max_attempts=max_attempts))
+                                       remove_labels=unlabels, max_attempts=max_attempts,
+                                       request_id=ctx.request_id))
 
 
 @cli.command()
@@ -467,7 +480,8 @@ def renew(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     """
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        lease = hive.renew(caller, ref, lease_id=lease_id, token=token, minutes=minutes)
+        lease = hive.renew(caller, ref, lease_id=lease_id, token=token, minutes=minutes,
+                           request_id=ctx.request_id)
         ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
 
 
@@ -499,7 +513,7 @@ def release(ctx: Context, ref: str, lease_id: str | None, token: int | None,
     caller = ctx.caller(agent, instance, session)
     with ctx.open() as hive:
         ctx.show(hive, hive.release(acting(hive, caller), ref, lease_id=lease_id, token=token,
-                                    reason=reason))
+                                    reason=reason, request_id=ctx.request_id))
 
 
 @cli.command()
@@ -528,7 +542,8 @@ def checkpoint(ctx: Context, ref: str, lease_id: str, token: int, agent: str | N
         ctx.show(hive, hive.checkpoint(
             caller, ref, lease_id=lease_id, token=token, progress=progress,
             decisions=list(decisions), files_touched=list(files_touched),
-            next_steps=list(next_steps), open_questions=list(open_questions)))
+            next_steps=list(next_steps), open_questions=list(open_questions),
+            request_id=ctx.request_id))
 
 
 USAGE = [
@@ -564,7 +579,8 @@ def update(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
         ctx.show(hive, hive.update(caller, ref, lease_id=lease_id, token=token,
-                                   summary=summary, tokens=tokens, usd_micros=usd_micros))
+                                   summary=summary, tokens=tokens, usd_micros=usd_micros,
+                                   request_id=ctx.request_id))
 
 
 @cli.command()
@@ -587,7 +603,7 @@ def pause(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
         ctx.show(hive, hive.pause(caller, ref, lease_id=lease_id, token=token, on=on,
-                                  reason=reason))
+                                  reason=reason, request_id=ctx.request_id))
 
 
 def load_json(handle: Any, option: str) -> Any:
@@ -663,7 +679,7 @@ def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
         ctx.show(hive, hive.submit(
             caller, ref, lease_id=lease_id, token=token, summary=summary,
             evidence=list(evidence), outcome=outcome,  # type: ignore[arg-type]
-            provenance=provenance, tokens=tokens, usd_micros=usd_micros))
+            provenance=provenance, tokens=tokens, usd_micros=usd_micros, request_id=ctx.request_id))
 
 
 @cli.command()
@@ -689,7 +705,7 @@ def verify(ctx: Context, ref: str, agent: str | None, instance: str | None,
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
         ctx.show(hive, hive.verify(caller, ref, verdict=verdict,  # type: ignore[arg-type]
-                                   reason=reason))
+                                   reason=reason, request_id=ctx.request_id))
 
 
 @cli.command()
@@ -716,7 +732,8 @@ def amend(ctx: Context, ref: str, agent: str | None, instance: str | None,
     caller = ctx.caller(agent, instance, session)
     with ctx.open() as hive:
         ctx.show(hive, hive.amend(acting(hive, caller), ref, summary=summary,
-                                  evidence=list(evidence) or None, merge_commit=merge_commit))
+                                  evidence=list(evidence) or None, merge_commit=merge_commit,
+                                  request_id=ctx.request_id))
 
 
 @cli.command()
@@ -734,7 +751,7 @@ def expire(ctx: Context, agent: str | None, instance: str | None, session: str |
     """
     caller = ctx.caller(agent, instance, session)
     with ctx.open() as hive:
-        reopened = hive.expire(acting(hive, caller))
+        reopened = hive.expire(acting(hive, caller), request_id=ctx.request_id)
         ctx.emit(reopened, lambda: "\n".join(
             f"task {r.number}: {r.holder}'s claim expired at {r.expired_at};"
             f" {r.from_state.value} -> routed" for r in reopened) or "no expired claims")

@@ -15,6 +15,7 @@ from .caller import Caller
 from .errors import ForbiddenRight, InvalidInput, InvalidState
 from .models import Receipt
 from .protocol import PRIORITIES
+from .retries import idempotent
 from .unit import Unit
 
 MAX_LABELS = 10
@@ -43,10 +44,11 @@ def _labels(values: Sequence[str], what: str) -> list[str]:
 class FieldVerbs(HiveBase):
     """set_fields."""
 
+    @idempotent
     def set_fields(self, caller: Caller, ref: str | int, *, base_version: int,
                    priority: str | None = None, labels: Sequence[str] | None = None,
                    add_labels: Sequence[str] = (), remove_labels: Sequence[str] = (),
-                   max_attempts: int | None = None) -> Receipt:
+                   max_attempts: int | None = None, request_id: str | None = None) -> Receipt:
         """Change an open task's priority and labels (its requester, assignee or the owner)
         or its attempt limit (the owner, which re-opens a task whose attempts ran out).
 

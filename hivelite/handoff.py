@@ -17,6 +17,7 @@ from .ids import new_task_id
 from .models import GateDecision, HandoffRequest, Packet, Receipt, Task
 from .plugins import call_each
 from .protocol import State, WaitingOn
+from .retries import idempotent
 from .store import NewTask, Reader, TaskRow
 from .unit import Unit
 
@@ -27,13 +28,17 @@ GATE_TARGET = {"allow": State.routed, "hold": State.waiting, "deny": State.rejec
 class HandoffVerbs(HiveBase):
     """handoff, approve, deny, cancel."""
 
-    def handoff(self, caller: Caller, request: HandoffRequest | None = None,
-                **fields: Any) -> Receipt:
+    @idempotent
+    def handoff(self, caller: Caller, request: HandoffRequest | None = None, *,
+                request_id: str | None = None, **fields: Any) -> Receipt:
         """Create a task: the owner's permission gate is asked first, before the write lock,
         then the task is inserted and moved in one transaction.
 
         Any deny rejects it, else any hold parks it waiting on the owner, else it is routed.
-        The owner may hand off for any requester; an agent only as itself.
+        The owner may hand off for any requester; an agent only as itself. A handoff that
+        names its task ``id`` is a retry when that task exists with the same parties,
+        project and packet: it answers with that task (another task of that id is
+        ``duplicate_id``).
         """
         # The gate is asked first, before the write lock, about the task as it will be
         # created (its id, packet and parties are fixed by then), so a slow gate never holds
@@ -56,8 +61,10 @@ class HandoffVerbs(HiveBase):
         depends_on: tuple[int, ...] = ()
         if req.id is not None or req.packet.depends_on:
             with self.store.read() as reader:  # a gate is not asked about a doomed handoff
-                self._check_id(reader, task_id)
                 packet, depends_on = self._dependencies(reader, req.packet)
+                earlier = self._earlier(reader, task_id, req, packet.model_dump_json())
+            if earlier is not None:
+                return earlier
         packet_json = packet.model_dump_json()
         at = format_ts(asked)
         decision, answers = self._gate(Task.model_construct(
@@ -67,7 +74,9 @@ class HandoffVerbs(HiveBase):
         target = GATE_TARGET[decision.action]
 
         def body(unit: Unit) -> Receipt:
-            self._check_id(unit.tx, task_id)  # again: another writer was quicker
+            earlier = self._earlier(unit.tx, task_id, req, packet_json)  # again, locked
+            if earlier is not None:
+                return earlier
             number = unit.tx.insert_task(
                 NewTask(id=task_id, project=req.project, requester=req.requester,
                         assignee=req.assignee, at=unit.at, priority=req.priority,
@@ -89,11 +98,23 @@ class HandoffVerbs(HiveBase):
 
         return self._write(caller, "hand off", body)
 
-    def _check_id(self, reader: Reader, task_id: str) -> None:
-        """No task has this id yet."""
-        if reader.task(task_id) is not None:
-            raise InvalidInput("duplicate_id", f"a task with id {task_id!r} exists",
-                               field="id")
+    def _earlier(self, reader: Reader, task_id: str, req: HandoffRequest,
+                 packet_json: str) -> Receipt | None:
+        """The task this handoff already made (same id, parties, project and packet) as it
+        stands, or None when the id is free; another task of that id is ``duplicate_id``."""
+        row = reader.task(task_id)
+        if row is None:
+            return None
+        if ((row.requester, row.assignee, row.project) != (req.requester, req.assignee,
+                                                            req.project)
+                or reader.bodies(row.number).packet != packet_json):
+            raise InvalidInput("duplicate_id", f"a task with id {task_id!r} exists (task"
+                               f" {row.number}) with other content; a retry repeats the same"
+                               " handoff, a new task takes a new id", field="id")
+        return Receipt.model_construct(
+            number=row.number, id=row.id, state=State(row.state),
+            waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
+            at=row.created_at, seq=None)
 
     def _dependencies(self, reader: Reader, packet: Packet) -> tuple[Packet, tuple[int, ...]]:
         """The packet with each ``depends_on`` entry as the task's id (an entry may name a
@@ -158,17 +179,23 @@ class HandoffVerbs(HiveBase):
 
         return self._write(caller, verb, body)
 
-    def approve(self, caller: Caller, ref: str | int, *, reason: str | None = None) -> Receipt:
+    @idempotent
+    def approve(self, caller: Caller, ref: str | int, *, reason: str | None = None,
+                request_id: str | None = None) -> Receipt:
         """The owner lets a held handoff go ahead: waiting(owner_approval) -> routed."""
         return self._owner_move(caller, ref, State.routed, "approve", reason,
                                 lambda row: guard.awaiting_owner(row, "approve"))
 
-    def deny(self, caller: Caller, ref: str | int, *, reason: str | None = None) -> Receipt:
+    @idempotent
+    def deny(self, caller: Caller, ref: str | int, *, reason: str | None = None,
+             request_id: str | None = None) -> Receipt:
         """The owner refuses a held handoff: waiting(owner_approval) -> rejected."""
         return self._owner_move(caller, ref, State.rejected, "deny", reason,
                                 lambda row: guard.awaiting_owner(row, "deny"))
 
-    def cancel(self, caller: Caller, ref: str | int, *, reason: str | None = None) -> Receipt:
+    @idempotent
+    def cancel(self, caller: Caller, ref: str | int, *, reason: str | None = None,
+               request_id: str | None = None) -> Receipt:
         """The owner withdraws an open task (requested, waiting, routed, accepted, working)."""
         return self._owner_move(caller, ref, State.cancelled, "cancel", reason,
                                 guard.cancellable)

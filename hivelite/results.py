@@ -25,6 +25,7 @@ from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError
 from .models import CommitHash, Confirmation, Evidence, Receipt, Result, Task
 from .plugins import call_each, call_first
 from .protocol import State
+from .retries import idempotent
 from .store import ConfirmationRow, TaskRow
 from .unit import Unit
 from .views import task_of
@@ -76,11 +77,13 @@ class ResultVerbs(HiveBase):
 
     # -- submit --------------------------------------------------------------
 
+    @idempotent
     def submit(
         self, caller: Caller, ref: str | int, *, lease_id: str, token: int, summary: str,
         evidence: Sequence[Evidence | Mapping[str, Any]],
         provenance: str = "agent_generated", outcome: Outcome = "completed",
         tokens: int | None = None, usd_micros: int | None = None,
+        request_id: str | None = None,
     ) -> Receipt:
         """The holder returns a result with evidence; the claim ends and the task is judged.
 
@@ -150,9 +153,10 @@ class ResultVerbs(HiveBase):
 
     # -- decisions -----------------------------------------------------------
 
+    @idempotent
     def verify(self, caller: Caller, ref: str | int, *,
                verdict: Literal["accept", "reject"] = "accept",
-               reason: str | None = None) -> Receipt:
+               reason: str | None = None, request_id: str | None = None) -> Receipt:
         """An independent agent's verdict: enough counted accepts complete the task, a reject
         sends it back to ``routed`` (a reason is required)."""
         agent = require_agent(self._caller(caller, "verify"), "verify")
@@ -222,20 +226,24 @@ class ResultVerbs(HiveBase):
 
         return self._write(caller, verb, body)
 
+    @idempotent
     def sign_off(self, caller: Caller, ref: str | int, *,
-                 reason: str | None = None) -> Receipt:
+                 reason: str | None = None, request_id: str | None = None) -> Receipt:
         """The owner accepts the result: approval -> completed, decided by a person."""
         return self._owner_decision(caller, ref, State.completed, "sign off", reason)
 
-    def decline(self, caller: Caller, ref: str | int, *, reason: str) -> Receipt:
+    @idempotent
+    def decline(self, caller: Caller, ref: str | int, *, reason: str,
+                request_id: str | None = None) -> Receipt:
         """The owner sends the result back: approval -> routed (a reason is required)."""
         return self._owner_decision(caller, ref, State.routed, "decline", reason)
 
     # -- amend ---------------------------------------------------------------
 
+    @idempotent
     def amend(self, caller: Caller, ref: str | int, *, summary: str | None = None,
               evidence: Sequence[Evidence | Mapping[str, Any]] | None = None,
-              merge_commit: str | None = None) -> Receipt:
+              merge_commit: str | None = None, request_id: str | None = None) -> Receipt:
         """Correct a result awaiting a decision (its submitter; confirmations are dismissed),
         or record the merge of a completed one (its submitter or the owner, once; never a
         reviewer)."""

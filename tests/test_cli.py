@@ -876,10 +876,16 @@ def test_handoff_options_reach_the_task(run: Runner, store: Path) -> None:
     blocked = run("claim", "2", *CODER, as_json=True)
     assert blocked.code == 3
     assert blocked.error()["reason"] == "blocked"
-    same_id = run("handoff", *OWN, *TASK, "--id", "login-bug", as_json=True)
+    # the same handoff again (a retry) answers with the task it made; other content under
+    # the same id is refused
+    again = run.ok("handoff", *OWN, *TASK, "--id", "login-bug", as_json=True).doc()
+    assert (again["number"], again["task"]["id"]) == (1, "login-bug")
+    same_id = run("handoff", *OWN, *TASK, "--id", "login-bug", "--context", "other",
+                  as_json=True)
     assert same_id.code == 6
     assert same_id.error()["reason"] == "duplicate_id"
     assert run.ok("show", "login-bug", as_json=True).doc()["number"] == 1
+    assert run.ok("list", as_json=True).doc()["items"][-1]["number"] == 2
 
 
 def test_list_filters_and_pages(run: Runner, store: Path) -> None:

@@ -59,8 +59,19 @@ def test_ids_sort_by_creation(hive: Hive, clock) -> None:  # type: ignore[no-unt
 def test_duplicate_id_refused(hive: Hive) -> None:
     own_task(hive, id="task-1")
     with pytest.raises(InvalidInput) as err:
-        own_task(hive, id="task-1")
+        own_task(hive, id="task-1", project="other")
     assert err.value.reason == "duplicate_id"
+    assert "with other content" in err.value.message
+    assert len(hive.journal()) == 2
+
+
+def test_the_same_handoff_again_answers_with_its_task(hive: Hive) -> None:
+    """A retry that names its task id gets the task it made, not a second one."""
+    first = hive.handoff(Caller.owner("ana"), id="task-1", requester="ana/planner",
+                         assignee="ana/coder", project="demo", packet=packet())
+    again = hive.handoff(Caller.owner("ana"), id="task-1", requester="ana/planner",
+                         assignee="ana/coder", project="demo", packet=packet())
+    assert (again.number, again.id, again.state) == (first.number, "task-1", first.state)
     assert len(hive.journal()) == 2
 
 

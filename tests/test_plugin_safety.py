@@ -540,7 +540,7 @@ def test_an_id_taken_while_the_gate_thought_is_refused_under_the_lock(
 
 
 @pytest.mark.parametrize("doomed", [
-    {"id": "first"},
+    {"id": "first", "project": "elsewhere"},
     {"packet": packet(depends_on=["no-such-task"])},
 ], ids=["duplicate-id", "unknown-dependency"])
 def test_the_gate_is_not_asked_about_a_handoff_that_cannot_be_made(

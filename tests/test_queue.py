@@ -389,12 +389,13 @@ def test_an_upgraded_store_gets_its_dependencies_and_attempts(tmp_path: Path) ->
             if kind != "table":
                 conn.execute(f"DROP {kind.upper()} {name}")
         conn.execute("DROP TABLE deps")
+        conn.execute("DROP TABLE requests")
         for column in ("attempt_limit", "attempts", "waits"):
             conn.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
         conn.execute("PRAGMA user_version = 4")
     conn.close()
     with Hive.open(path, clock=ManualClock(START)) as hive:
-        assert hive.store.schema_version == 5
+        assert hive.store.schema_version == 6
         view = hive.get(dependent)
         assert (view.blocked_by, hive.get(first).attempts) == ([first], 1)
         assert hive.claim_next(CODER).number == first

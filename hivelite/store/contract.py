@@ -29,6 +29,7 @@ from .rows import (
     JournalRow,
     ListFilter,
     NewTask,
+    RequestRow,
     ResultMeta,
     TaskRow,
     ViewRow,
@@ -69,6 +70,9 @@ class Reader(Protocol):
         ...
     def last_seq(self) -> int:
         """The newest journal row's seq (0 for an empty journal)."""
+        ...
+    def request(self, caller: str, request_id: str) -> RequestRow | None:
+        """The record of a caller's request id, if one is kept."""
         ...
     def last_expiry(self, number: int) -> Expiry | None: ...
     def journal_tail(self) -> str | None:
@@ -126,6 +130,10 @@ class Writer(Reader, Protocol):
     def set_fields(self, number: int, *, priority: str, labels: str, attempt_limit: int,
                    version: int) -> None:
         """New priority, labels and attempt limit under fields version ``version``."""
+        ...
+    def save_request(self, row: RequestRow, *, prune_before: str) -> None:
+        """Keep a write's first answer (replacing an expired record of the same id) and
+        drop every record older than ``prune_before``."""
         ...
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:

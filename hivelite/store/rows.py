@@ -168,6 +168,18 @@ class Expiry:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestRow:
+    """A write's first answer, kept for retries with the same request id."""
+
+    caller: str
+    id: str
+    verb: str
+    digest: str
+    answer: str
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
 class ListFilter:
     """Which tasks a listing keeps (every field optional; all that are set must hold)."""
 

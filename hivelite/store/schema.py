@@ -493,6 +493,22 @@ END;
 """
 
 
+REQUESTS = """
+CREATE TABLE requests(
+    caller TEXT NOT NULL,
+    id TEXT NOT NULL,
+    verb TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (caller, id)
+) WITHOUT ROWID;
+CREATE INDEX requests_by_age ON requests(at);
+"""
+"""Request records for idempotent retries (migration 6): a cache of first answers, not
+history, so pruned after a day and neither journaled nor exported."""
+
+
 def target_sql() -> str:
     """The whole schema as this version of the code defines it, moves included.
 
@@ -500,7 +516,8 @@ def target_sql() -> str:
     a store built by the migrations to exactly this.
     """
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
-            + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql())
+            + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
+            + REQUESTS)
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:

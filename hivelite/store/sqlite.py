@@ -44,6 +44,7 @@ from .rows import (
     JournalRow,
     ListFilter,
     NewTask,
+    RequestRow,
     ResultMeta,
     TaskRow,
     UpdateRow,
@@ -400,6 +401,12 @@ class SqliteTx:
     def last_seq(self) -> int:
         return int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM journal").get)
 
+    def request(self, caller: str, request_id: str) -> RequestRow | None:
+        row = self.conn.execute(
+            "SELECT caller, id, verb, digest, answer, at FROM requests"
+            " WHERE caller = ? AND id = ?", (caller, request_id)).fetchone()
+        return RequestRow(*row) if row else None
+
     def last_expiry(self, number: int) -> Expiry | None:
         row = self.conn.execute(
             "SELECT json_extract(detail, '$.expired_at'), json_extract(detail, '$.fencing_token')"
@@ -529,6 +536,13 @@ class SqliteTx:
             (number, version, row.reviewer, row.instance, row.session, row.verdict, row.reason,
              row.at, int(row.counted)),
         )
+
+    def save_request(self, row: RequestRow, *, prune_before: str) -> None:
+        self.conn.execute("DELETE FROM requests WHERE at < ?", (prune_before,))
+        self.conn.execute(
+            "INSERT OR REPLACE INTO requests(caller, id, verb, digest, answer, at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (row.caller, row.id, row.verb, row.digest, row.answer, row.at))
 
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
