@@ -20,7 +20,7 @@ from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 CHECKS = ["integrity_check", "schema", "hash chain", "replay", "fencing tokens",
-          "leases and results"]
+          "leases and results", "queue"]
 
 
 def busy_store(path: Path) -> None:
@@ -106,6 +106,24 @@ def test_a_state_changed_behind_the_journals_back_is_found(path: Path) -> None:
     found = findings(path)
     assert not found["replay"][0]
     assert "is cancelled; its journal leads to waiting" in found["replay"][1]
+
+
+def test_queue_counts_that_lie_are_found(path: Path) -> None:
+    """An open-dependency count or an attempt count that raw SQL changed would make next
+    hand out a blocked task or skip a good one; doctor names each."""
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        blocked = own_task(hive, packet={"task": "Write the parser", "deliverable_type":
+                                         "code", "acceptance_criteria": ["tests pass"],
+                                         "depends_on": ["2"]})
+    conn = rawsql.connect(path)
+    conn.execute("UPDATE tasks SET waits = 0 WHERE number = ?", (blocked,))
+    conn.execute("DROP TRIGGER task_fields")  # attempts only grow: set that aside
+    conn.execute("UPDATE tasks SET attempts = 0 WHERE number = 2")
+    conn.close()
+    ok, detail = findings(path)["queue"]
+    assert not ok
+    assert f"task {blocked} counts 0 open dependencies; it has 1" in detail
+    assert "task 2 counts 0 failed attempts; its journal has 1" in detail
 
 
 def test_a_claim_that_skipped_a_token_is_found(path: Path) -> None:

@@ -177,3 +177,10 @@ def test_a_migration_runs_every_statement_even_after_one_that_returns_rows() -> 
     conn = apsw.Connection(":memory:")
     Migration(9, "mixed", "CREATE TABLE a(x); SELECT 1; CREATE TABLE b(y);").apply(conn)
     assert {r[0] for r in conn.execute("SELECT name FROM sqlite_schema")} == {"a", "b"}
+
+
+def test_the_queue_backfill_is_migration_5s_own_text() -> None:
+    """An import of an export from before the queue derives its rows with exactly the
+    statements migration 5 ran."""
+    from hivelite.store.schema import QUEUE_BACKFILL
+    assert QUEUE_BACKFILL.strip() in MIGRATIONS[4].sql

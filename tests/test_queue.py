@@ -365,40 +365,56 @@ def test_raw_sql_cannot_bend_the_queue(hive: Hive, raw: apsw.Connection, stateme
     assert rawsql.snapshot(raw) == before
 
 
-def test_an_upgraded_store_gets_its_dependencies_and_attempts(tmp_path: Path) -> None:
-    """A store from before the queue: its depends_on ids become rows, and the failed
-    attempts in its journal are counted."""
-    path = tmp_path / "old.db"
+def before_the_queue(path: Path) -> tuple[int, int]:
+    """A store as schema 4 left it (no dependency rows, no counts), with a task that
+    depends on another that failed once: (that other, the dependent)."""
     with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
         first = own_task(hive)
         dependent = own_task(hive, packet=packet(depends_on=[str(first)]))
         fail(hive, first)
     conn = apsw.Connection(str(path))
-    with conn:  # take the store back to schema 4: no deps rows, no counts
-        for name, in list(conn.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'"
-                                       " AND tbl_name = 'deps'")):
-            conn.execute(f"DROP TRIGGER {name}")
-        conn.execute("DELETE FROM deps")
-        conn.execute("DROP TRIGGER task_fields")
-        conn.execute("UPDATE tasks SET waits = 0, attempts = 0")
-        for name, in list(conn.execute("SELECT name FROM sqlite_schema WHERE name IN"
-                                       " ('deps_by_dependency', 'tasks_queue', 'deps',"
-                                       " 'task_unblocks', 'task_attempt_failed',"
-                                       " 'task_claim_ready')")):
-            kind = conn.execute("SELECT type FROM sqlite_schema WHERE name = ?", (name,)).get
-            if kind != "table":
-                conn.execute(f"DROP {kind.upper()} {name}")
+    with conn:
+        for name, kind in list(conn.execute(
+                "SELECT name, type FROM sqlite_schema WHERE name IN ('deps_by_dependency',"
+                " 'tasks_queue', 'task_unblocks', 'task_attempt_failed', 'task_claim_ready',"
+                " 'task_fields', 'requests_by_age') OR (type = 'trigger' AND tbl_name ="
+                " 'deps')")):
+            conn.execute(f"DROP {kind.upper()} {name}")
         conn.execute("DROP TABLE deps")
         conn.execute("DROP TABLE requests")
         for column in ("attempt_limit", "attempts", "waits"):
             conn.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
         conn.execute("PRAGMA user_version = 4")
     conn.close()
-    with Hive.open(path, clock=ManualClock(START)) as hive:
+    return first, dependent
+
+
+def test_an_upgraded_store_gets_its_dependencies_and_attempts(tmp_path: Path) -> None:
+    """A store from before the queue: its depends_on ids become rows, and the failed
+    attempts in its journal are counted."""
+    first, dependent = before_the_queue(tmp_path / "old.db")
+    with Hive.open(tmp_path / "old.db", clock=ManualClock(START)) as hive:
         assert hive.store.schema_version == 6
-        view = hive.get(dependent)
-        assert (view.blocked_by, hive.get(first).attempts) == ([first], 1)
+        assert (hive.get(dependent).blocked_by, hive.get(first).attempts) == ([first], 1)
         assert hive.claim_next(CODER).number == first
+
+
+def test_an_export_from_before_the_queue_gets_them_on_import(tmp_path: Path) -> None:
+    from hivelite.store import SqliteStore
+    from hivelite.store.doctor import diagnose_file
+    from hivelite.store.transfer import export_lines, import_lines
+
+    first, dependent = before_the_queue(tmp_path / "old.db")
+    source = apsw.Connection(str(tmp_path / "old.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    lines = list(export_lines(source))
+    source.close()
+    assert json.loads(lines[0])["schema_version"] == 4
+    store = SqliteStore(tmp_path / "new.db")
+    import_lines(store.conn, lines)
+    store.close()
+    assert all(f.ok for f in diagnose_file(tmp_path / "new.db"))
+    with Hive.open(tmp_path / "new.db", clock=ManualClock(START)) as hive:
+        assert (hive.get(dependent).blocked_by, hive.get(first).attempts) == ([first], 1)
 
 
 # -- the CLI ----------------------------------------------------------------------------

@@ -15,11 +15,12 @@ from pathlib import Path
 import apsw
 import pytest
 
-from hivelite import InvalidInput, StoreError
+from hivelite import Hive, InvalidInput, ManualClock, StoreError
 from hivelite.store import SCHEMA_VERSION, SqliteStore
 from hivelite.store.doctor import diagnose
 from hivelite.store.transfer import FORMAT_VERSION, backup, export_lines, import_lines
 
+from .conftest import START, own_task, packet
 from .test_doctor import busy_store
 
 
@@ -27,6 +28,8 @@ from .test_doctor import busy_store
 def source(tmp_path: Path) -> Path:
     path = tmp_path / "source.db"
     busy_store(path)
+    with Hive.open(path, clock=ManualClock(START)) as hive:  # and a dependency
+        own_task(hive, packet=packet(depends_on=["1", "2"]))
     return path
 
 
@@ -61,8 +64,8 @@ def test_an_export_round_trips(source: Path, tmp_path: Path) -> None:
     assert header == {"format": "hivelite-export", "version": FORMAT_VERSION,
                       "schema_version": SCHEMA_VERSION}
     tables = {json.loads(line)["table"] for line in lines[1:]}
-    assert tables == {"meta", "tasks", "packets", "checkpoints", "results", "confirmations",
-                      "updates", "journal"}
+    assert tables == {"meta", "tasks", "deps", "packets", "checkpoints", "results",
+                      "confirmations", "updates", "journal"}
     assert imported(lines, tmp_path / "copy.db") == len(lines) - 1
     assert lines_of(tmp_path / "copy.db") == lines
     sound(tmp_path / "copy.db")

@@ -183,6 +183,29 @@ def _leases_and_results(conn: apsw.Connection) -> Finding:
                    else _examples(problems))
 
 
+def _queue(conn: apsw.Connection) -> Finding:
+    """What ``next`` reads agrees with what it stands for: each open task's count of open
+    dependencies and of failed attempts, as its dependencies and its journal say (a task
+    closed before the queue existed keeps the counts it had then: none)."""
+    if conn.execute("PRAGMA user_version").get < 5:
+        return Finding("queue", True, "the store predates the queue (schema 5)")
+    problems = [f"task {n} counts {w} open dependencies; it has {o}" for n, w, o in
+                conn.execute(
+        "SELECT t.number, t.waits, (SELECT count(*) FROM deps d JOIN tasks o"
+        " ON o.number = d.on_task WHERE d.task = t.number AND o.state IS NOT 'completed')"
+        " AS open FROM tasks t WHERE t.state NOT IN ('cancelled', 'completed', 'rejected')"
+        " AND t.waits IS NOT open")]
+    problems += [f"task {n} counts {a} failed attempts; its journal has {f}" for n, a, f in
+                 conn.execute(
+        "SELECT t.number, t.attempts, (SELECT count(*) FROM journal j WHERE j.task = t.number"
+        " AND j.from_state = 'verifying' AND j.to_state = 'routed' AND json_extract(CASE WHEN"
+        " json_valid(j.detail) THEN j.detail END, '$.outcome') = 'failed') AS failed"
+        " FROM tasks t WHERE t.state NOT IN ('cancelled', 'completed', 'rejected')"
+        " AND t.attempts IS NOT failed")]
+    return Finding("queue", not problems, "open dependencies and failed attempts are counted"
+                   " right" if not problems else _examples(problems))
+
+
 CHAIN_SINCE = 4
 """The schema version that made the journal a hash chain."""
 
@@ -242,7 +265,7 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False,
             findings = [_integrity(conn, quick)]
             if findings[0].ok:  # on a damaged file the other checks would read garbage
                 findings += [_schema(conn), _chain(conn), _replay(conn), _tokens(conn),
-                             _leases_and_results(conn)]
+                             _leases_and_results(conn), _queue(conn)]
                 if head is not None:
                     findings.append(_head(conn, head))
             return findings

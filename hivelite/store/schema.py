@@ -493,6 +493,30 @@ END;
 """
 
 
+QUEUE_BACKFILL = """
+INSERT INTO deps(task, on_task)
+SELECT DISTINCT p.task, t.number FROM packets p,
+    json_each(CASE WHEN json_valid(p.body) THEN p.body END, '$.depends_on') d
+    JOIN tasks t ON t.id = d.value;
+UPDATE tasks SET waits = (
+    SELECT count(*) FROM deps d JOIN tasks o ON o.number = d.on_task
+    WHERE d.task = tasks.number AND o.state IS NOT 'completed')
+WHERE state NOT IN ('cancelled', 'completed', 'rejected')
+  AND EXISTS (SELECT 1 FROM deps d WHERE d.task = tasks.number);
+UPDATE tasks SET attempts = (
+    SELECT count(*) FROM journal j WHERE j.task = tasks.number
+      AND j.from_state = 'verifying' AND j.to_state = 'routed'
+      AND json_extract(CASE WHEN json_valid(j.detail) THEN j.detail END, '$.outcome') = 'failed')
+WHERE state NOT IN ('cancelled', 'completed', 'rejected');
+UPDATE tasks SET attempt_limit = max(attempts + 1, 3)
+WHERE state = 'routed' AND attempts >= 3;
+"""
+"""What migration 5 derives for tasks made before the queue (its own text holds these
+statements verbatim): dependency rows from the packets, the open counts, the failed
+attempts from the journal, and one more attempt for a task that had used up three. An
+import of an export from before the queue runs them too."""
+
+
 REQUESTS = """
 CREATE TABLE requests(
     caller TEXT NOT NULL,

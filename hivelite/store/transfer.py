@@ -28,15 +28,18 @@ from ..errors import InvalidInput, StoreError
 from ..jsontext import loads_bounded
 from .chain import chain_all
 from .doctor import CHAIN_SINCE
+from .schema import QUEUE_BACKFILL
 
 FORMAT = "hivelite-export"
 FORMAT_VERSION = 1
-KEYS = {"meta": "key", "tasks": "number", "packets": "task", "checkpoints": "task",
-        "results": "task", "confirmations": "task, version, reviewer", "updates": "seq",
-        "journal": "seq"}
+KEYS = {"meta": "key", "tasks": "number", "deps": "task, on_task", "packets": "task",
+        "checkpoints": "task", "results": "task", "confirmations": "task, version, reviewer",
+        "updates": "seq", "journal": "seq"}
 """The kept tables with their keys, in the order an import can insert them (a row's task
 first)."""
 TABLES = tuple(KEYS)
+QUEUE_SINCE = 5
+"""The schema version that keeps dependencies as rows (and counts attempts)."""
 IDENTITY = "store_id"
 """The meta row naming the store (its journal's chain starts from it): an import keeps the
 exported store's, so the copy's chain verifies; an export from before the chain gets the
@@ -82,6 +85,8 @@ def export_lines(conn: apsw.Connection) -> Iterator[str]:
                           "schema_version": version}, sort_keys=True)
         for table in TABLES:
             names = _columns(conn, table)
+            if not names:  # a store of a schema from before this table
+                continue
             for values in conn.execute(
                     f"SELECT {', '.join(names)} FROM {table} ORDER BY {KEYS[table]}"):
                 row = dict(zip(names, values, strict=True))
@@ -164,6 +169,8 @@ def import_lines(conn: apsw.Connection, lines: Iterable[str]) -> int:
             count += 1
         if header["schema_version"] < CHAIN_SINCE:  # an export from before the chain
             chain_all(conn)
+        if header["schema_version"] < QUEUE_SINCE:  # before the queue: derive its rows
+            conn.execute(QUEUE_BACKFILL).fetchall()
         for _, sql in triggers:  # exactly as they were: the schema is unchanged
             conn.execute(sql)
     except apsw.Error as exc:
