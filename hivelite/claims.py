@@ -19,11 +19,12 @@ from .caller import Caller, require_agent
 from .clock import format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
 from .ids import new_lease_id
-from .models import Checkpoint, ClaimReceipt, Receipt, UpdateSummary
+from .models import Checkpoint, ClaimReceipt, NextClaim, Receipt, UpdateSummary
 from .protocol import State, WaitingOn
 from .retries import idempotent
 from .store import TaskRow
 from .unit import Unit
+from .views import view_of
 
 MIN_LEASE_MINUTES, DEFAULT_LEASE_MINUTES, MAX_LEASE_MINUTES = 5, 10, 15
 MAX_USAGE = {"tokens": 10**12, "usd_micros": 10**12}
@@ -120,10 +121,11 @@ class ClaimVerbs(HiveBase):
     @idempotent
     def claim_next(self, caller: Caller, *, minutes: int = DEFAULT_LEASE_MINUTES,
                    project: str | None = None, label: str | None = None,
-                   request_id: str | None = None) -> ClaimReceipt:
+                   request_id: str | None = None) -> NextClaim:
         """Claim the best ready task of the calling agent in one step: routed, assigned to
         it, every dependency completed, attempts left; the most pressing priority first,
-        then the oldest. ``404 not_found queue_empty`` when there is none.
+        then the oldest. Answers with the claim and the task as the claim left it;
+        ``404 not_found queue_empty`` when there is none.
 
         One write transaction picks and claims, so any number of workers can call it at
         once: each task is claimed once, and no worker is refused a task it picked.
@@ -132,14 +134,17 @@ class ClaimVerbs(HiveBase):
         lease_minutes(minutes)
         lease_id = new_lease_id()
 
-        def body(unit: Unit) -> ClaimReceipt:
+        def body(unit: Unit) -> NextClaim:
             row = unit.tx.next_ready(agent.name, project=project, label=label)
             if row is None:
                 narrowed = "".join(f" {k} {v!r}" for k, v in (("in project", project),
                                                                ("labelled", label)) if v)
                 raise NotFound("queue_empty", f"no task is ready for {agent.name}{narrowed}",
                                agent=agent.name)
-            return self._lease(unit, row, State.accepted, lease_id, minutes)
+            lease = self._lease(unit, row, State.accepted, lease_id, minutes)
+            found = guard.found(unit.tx.view(row.number), row.number)
+            return NextClaim.model_construct(**dict(lease),
+                                             task=view_of(found, unit.at, self._packets))
 
         return self._write(agent, "next", body)
 

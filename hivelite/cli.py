@@ -427,9 +427,8 @@ def next_(ctx: Context, minutes: int, project: str | None, label: str | None,
     with ctx.open() as hive:
         lease = hive.claim_next(caller, minutes=minutes, project=project, label=label,
                                 request_id=ctx.request_id)
-        view = hive.get(lease.number)
-        ctx.emit({"claim": lease, "task": view}, lambda: _lease_text(lease, hive.clock())
-                 + "\n\n" + render.task_block(view, hive.clock()))
+        ctx.emit(lease, lambda: _lease_text(lease, hive.clock())
+                 + "\n\n" + render.task_block(lease.task, hive.clock()))
 
 
 @cli.command()

@@ -317,6 +317,13 @@ class ClaimReceipt(Receipt):
     expires_at: Timestamp
 
 
+class NextClaim(ClaimReceipt):
+    """What ``next`` answers: the claim, and the task it took as the claim left it (one
+    call gives a worker everything it needs to start)."""
+
+    task: TaskView
+
+
 class ExpiredClaim(BaseModel):
     """A claim the clock ended: its task went back to ``routed``."""
 

@@ -24,7 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from .errors import InvalidInput
-from .models import ClaimReceipt, ExpiredClaim, Receipt
+from .models import ClaimReceipt, ExpiredClaim, NextClaim, Receipt
 
 KEEP = timedelta(hours=24)
 """How long a request id answers its retries."""
@@ -34,6 +34,7 @@ T = TypeVar("T")
 _ANSWERS: dict[str, TypeAdapter[Any]] = {
     "Receipt": TypeAdapter(Receipt),
     "ClaimReceipt": TypeAdapter(ClaimReceipt),
+    "NextClaim": TypeAdapter(NextClaim),
     "ExpiredClaims": TypeAdapter(list[ExpiredClaim]),
 }
 

@@ -154,7 +154,6 @@ def lease_of(ran: Ran, as_json: bool) -> tuple[str, int, str]:
     """(lease_id, fencing_token, expires_at) of a claim, resume or renewal in either form."""
     if as_json:
         doc = ran.doc()
-        doc = doc.get("claim", doc)  # next: the claim and the task
         return doc["lease_id"], doc["fencing_token"], doc["expires_at"]
     found = dict(re.findall(r"^  (lease_id|fencing_token|expires_at) +(\S+)", ran.out, re.M))
     return found["lease_id"], int(found["fencing_token"]), found["expires_at"]

@@ -60,8 +60,7 @@ def test_next_answers_with_the_claim(hive: Hive) -> None:
         number, S.accepted, 1, "ana/coder", "laptop")
     assert lease.expires_at == "2026-12-02T09:05:00.000Z"
     assert lease.seq == hive.history(number)[-1].seq
-    view = hive.get(number)
-    assert view.claim is not None and view.claim.holder == "ana/coder"
+    assert lease.task == hive.get(number)  # the task as the claim left it
 
 
 def test_an_empty_queue_is_not_found_and_writes_nothing(hive: Hive, snap: Snap) -> None:
@@ -429,7 +428,8 @@ def test_cli_next_fields_and_list(tmp_path: Path) -> None:
         urgent = own_task(hive, priority="urgent", labels=["api"])
     coder = ("--agent", "ana/coder", "--instance", "laptop")
     doc = sh("next", *coder)
-    assert (doc["claim"]["number"], doc["task"]["number"]) == (urgent, urgent)
+    assert (doc["number"], doc["fencing_token"], doc["task"]["number"]) == (urgent, 1, urgent)
+    assert doc["task"]["claim"]["holder"] == "ana/coder"
     assert [i["number"] for i in sh("list", "--priority", "low")["items"]] == [low]
     after = sh.raw("list", "--label", "api", "--json")  # --json after the verb too
     assert [i["number"] for i in json.loads(after.out)["items"]] == [urgent]
