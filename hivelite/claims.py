@@ -21,10 +21,9 @@ from .errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
 from .ids import new_lease_id
 from .models import Checkpoint, ClaimReceipt, NextClaim, Receipt, UpdateSummary
 from .protocol import State, WaitingOn
-from .retries import idempotent
+from .retries import idempotent, idempotent_as
 from .store import TaskRow
 from .unit import Unit
-from .views import view_of
 
 MIN_LEASE_MINUTES, DEFAULT_LEASE_MINUTES, MAX_LEASE_MINUTES = 5, 10, 15
 MAX_USAGE = {"tokens": 10**12, "usd_micros": 10**12}
@@ -118,33 +117,38 @@ class ClaimVerbs(HiveBase):
                                f" the owner re-opens it (hivelite fields {row.number}"
                                " --max-attempts N --base-version V) or cancels it")
 
-    @idempotent
     def claim_next(self, caller: Caller, *, minutes: int = DEFAULT_LEASE_MINUTES,
                    project: str | None = None, label: str | None = None,
                    request_id: str | None = None) -> NextClaim:
         """Claim the best ready task of the calling agent in one step: routed, assigned to
         it, every dependency completed, attempts left; the most pressing priority first,
-        then the oldest. Answers with the claim and the task as the claim left it;
+        then the oldest. Answers with the claim and the task as it stands right after;
         ``404 not_found queue_empty`` when there is none.
 
         One write transaction picks and claims, so any number of workers can call it at
-        once: each task is claimed once, and no worker is refused a task it picked.
+        once: each task is claimed once, and no worker is refused a task it picked. The
+        task's view is read after the commit, outside the write lock.
         """
+        lease = self._next_lease(caller, minutes=minutes, project=project, label=label,
+                                 request_id=request_id)
+        return NextClaim.model_construct(**dict(lease), task=self.get(lease.number))
+
+    @idempotent_as("next")
+    def _next_lease(self, caller: Caller, *, minutes: int, project: str | None,
+                    label: str | None, request_id: str | None = None) -> ClaimReceipt:
+        """The writing part of :meth:`claim_next`: pick and claim, answer the lease."""
         agent = require_agent(self._caller(caller, "next"), "next")
         lease_minutes(minutes)
         lease_id = new_lease_id()
 
-        def body(unit: Unit) -> NextClaim:
+        def body(unit: Unit) -> ClaimReceipt:
             row = unit.tx.next_ready(agent.name, project=project, label=label)
             if row is None:
                 narrowed = "".join(f" {k} {v!r}" for k, v in (("in project", project),
                                                                ("labelled", label)) if v)
                 raise NotFound("queue_empty", f"no task is ready for {agent.name}{narrowed}",
                                agent=agent.name)
-            lease = self._lease(unit, row, State.accepted, lease_id, minutes)
-            found = guard.found(unit.tx.view(row.number), row.number)
-            return NextClaim.model_construct(**dict(lease),
-                                             task=view_of(found, unit.at, self._packets))
+            return self._lease(unit, row, State.accepted, lease_id, minutes)
 
         return self._write(agent, "next", body)
 

@@ -24,7 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from .errors import InvalidInput
-from .models import ClaimReceipt, ExpiredClaim, NextClaim, Receipt
+from .models import ClaimReceipt, ExpiredClaim, Receipt
 
 KEEP = timedelta(hours=24)
 """How long a request id answers its retries."""
@@ -34,7 +34,6 @@ T = TypeVar("T")
 _ANSWERS: dict[str, TypeAdapter[Any]] = {
     "Receipt": TypeAdapter(Receipt),
     "ClaimReceipt": TypeAdapter(ClaimReceipt),
-    "NextClaim": TypeAdapter(NextClaim),
     "ExpiredClaims": TypeAdapter(list[ExpiredClaim]),
 }
 
@@ -98,6 +97,16 @@ def load_answer(text: str) -> Any:
 def idempotent(method: Callable[P, T]) -> Callable[P, T]:
     """Make a write verb answer a retry (same ``request_id``, same arguments) with its
     first answer. The verb declares ``request_id: str | None = None`` itself."""
+    return idempotent_as(method.__name__)(method)
+
+
+def idempotent_as(name: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """:func:`idempotent` for a method that does the writing part of the verb ``name``
+    (records and conflicts then speak of that verb)."""
+    return functools.partial(_idempotent, name=name)
+
+
+def _idempotent(method: Callable[P, T], *, name: str) -> Callable[P, T]:
     signature = inspect.signature(method)
 
     @functools.wraps(method)
@@ -107,8 +116,7 @@ def idempotent(method: Callable[P, T]) -> Callable[P, T]:
         if given is None:
             return method(*args, **kwargs)
         bound.apply_defaults()
-        pending = Pending(request_id(given), method.__name__,
-                          digest(method.__name__, dict(bound.arguments)))
+        pending = Pending(request_id(given), name, digest(name, dict(bound.arguments)))
         hive = bound.arguments["self"]
         answered = hive._replay(bound.arguments["caller"], pending)
         if answered is not None:  # before the verb's own checks: its first call changed them
@@ -123,4 +131,4 @@ def idempotent(method: Callable[P, T]) -> Callable[P, T]:
 
 
 __all__ = ["KEEP", "PENDING", "Pending", "digest", "dump_answer", "idempotent",
-           "load_answer", "request_id"]
+           "idempotent_as", "load_answer", "request_id"]

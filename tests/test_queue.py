@@ -151,8 +151,8 @@ def test_threads_draining_one_queue_are_never_refused(open_hive: Any) -> None:
     assert sorted(taken) == sorted(numbers)
 
 
-LIST_READY = ("SELECT t.number FROM tasks t INDEXED BY tasks_queue JOIN packets p ON p.task ="
-              f" t.number WHERE {READY} ORDER BY t.number LIMIT ?")
+LIST_READY = (f"SELECT t.number FROM tasks t INDEXED BY tasks_queue WHERE {READY}"
+              " ORDER BY t.number LIMIT ?")
 
 
 def test_next_reads_the_queue_index(hive: Hive) -> None:

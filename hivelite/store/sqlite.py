@@ -322,15 +322,25 @@ class SqliteTx:
             order = (f"ORDER BY {RANK}, t.number" if where.sort == "priority"
                      else "ORDER BY t.updated_at DESC, t.number DESC")
             args.extend((limit, min(max(after or 0, 0), MAX_ROWID)))
-            return self._views(" AND ".join(clauses), args, f"{order} LIMIT ? OFFSET ?",
-                               indexed)
-        if after is not None:
-            if after >= MAX_ROWID:  # no task comes after it (and SQLite takes no larger int)
-                return []
-            clauses.append("t.number > ?")
-            args.append(max(after, 0))
-        args.append(limit)
-        return self._views(" AND ".join(clauses), args, "ORDER BY t.number LIMIT ?", indexed)
+            page = f"{order} LIMIT ? OFFSET ?"
+        else:
+            if after is not None:
+                if after >= MAX_ROWID:  # no task comes after it (SQLite takes no larger int)
+                    return []
+                clauses.append("t.number > ?")
+                args.append(max(after, 0))
+            args.append(limit)
+            page = "ORDER BY t.number LIMIT ?"
+        # The page's numbers first, from the task rows (and an index) alone; only those
+        # rows are then joined with their bodies, results and checkpoints.
+        filtered = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        numbers = [int(r[0]) for r in self.conn.execute(
+            f"SELECT t.number FROM tasks t{indexed}{filtered} {page}", tuple(args))]
+        if not numbers:
+            return []
+        found = {v.task.number: v for v in self._views(
+            f"t.number IN ({', '.join('?' * len(numbers))})", numbers)}
+        return [found[n] for n in numbers if n in found]
 
     def view(self, ref: str | int) -> ViewRow | None:
         where, key = task_key(ref)
@@ -339,8 +349,7 @@ class SqliteTx:
         rows = self._views(f"t.{where} = ?", (key,))
         return rows[0] if rows else None
 
-    def _views(self, where: str, args: Sequence[Any], order_limit: str = "",
-               indexed: str = "") -> list[ViewRow]:
+    def _views(self, where: str, args: Sequence[Any]) -> list[ViewRow]:
         """Tasks with their bodies, current verdicts, last updates and usage totals.
 
         (One SELECT with correlated subqueries for all of it measured slower here than
@@ -349,13 +358,12 @@ class SqliteTx:
         sql = (
             f"SELECT {columns}, p.body, r.body, c.body, r.worker, r.instance, r.session,"
             " r.outcome, r.version, r.threshold, r.merge_commit, r.merged_by"
-            f" FROM tasks t{indexed} JOIN packets p ON p.task = t.number"
+            " FROM tasks t JOIN packets p ON p.task = t.number"
             " LEFT JOIN results r ON r.task = t.number"
             " LEFT JOIN checkpoints c ON c.task = t.number"
         )
         if where:
             sql += " WHERE " + where
-        sql += " " + order_limit
         out = []
         n = len(TASK_COLUMNS)
         for values in list(self.conn.execute(sql, tuple(args))):
