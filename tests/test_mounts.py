@@ -19,7 +19,7 @@ MOUNTINFO = """\
 
 
 @pytest.mark.parametrize(("path", "fstype"), [
-    ("/example/ana/work/store.db", "ext4"),
+    ("/example/ana/projects/store.db", "ext4"),
     ("/example/share/store.db", "nfs4"),
     ("/example/share", "nfs4"),
     ("/example/share/local/store.db", "tmpfs"),
