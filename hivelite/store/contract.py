@@ -47,7 +47,6 @@ class Reader(Protocol):
         """Tasks in ``where.sort`` order, at most ``limit``. In creation order ``after`` is
         the last number shown; in the other orders, how many rows were shown already."""
         ...
-    def existing_ids(self, ids: Sequence[str]) -> set[str]: ...
     def numbers_of(self, refs: Sequence[str]) -> dict[str, tuple[int, str]]:
         """Each ref that names a task (an id, else a number in digits) with its number and
         id; refs that name none are left out."""

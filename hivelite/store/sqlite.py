@@ -234,13 +234,6 @@ class SqliteTx:
             raise LookupError(f"task {number} has no packet")
         return Bodies(row[0], row[1], row[2])
 
-    def existing_ids(self, ids: Sequence[str]) -> set[str]:
-        if not ids:
-            return set()
-        marks = ", ".join("?" * len(ids))
-        return {r[0] for r in self.conn.execute(
-            f"SELECT id FROM tasks WHERE id IN ({marks})", tuple(ids))}
-
     def dependencies(self, number: int) -> list[Dependency]:
         return [Dependency(*r) for r in self.conn.execute(
             "SELECT t.number, t.id, t.state FROM deps d JOIN tasks t ON t.number = d.on_task"
