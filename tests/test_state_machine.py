@@ -23,6 +23,7 @@ may succeed or raise a ``HiveliteError`` (anything else fails the test), and:
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tempfile
 from collections import Counter
@@ -154,6 +155,7 @@ class HiveMachine(RuleBasedStateMachine):
         self.dir = Path(tempfile.mkdtemp(prefix="hivelite-sm-"))
         self.path = self.dir / "store.db"
         self.clock = ManualClock(START)
+        self.handoffs = itertools.count(1)
         self.hive: Hive | None = None
         self.raw: apsw.Connection | None = None
         self.tasks: list[int] = []
@@ -354,7 +356,10 @@ class HiveMachine(RuleBasedStateMachine):
         requester = "guest/scout" if kind == "guest" else "ana/planner"
         fields: dict[str, Any] = {
             "requester": requester, "assignee": ASSIGNEE, "project": "demo",
-            "packet": packet(depends_on=deps, context=DENY if kind == "denied" else "")}
+            # each handoff's own file: a second one under a fixed id is other content
+            # (duplicate_id), never a retry of the first (tests/test_handoff.py has those)
+            "packet": packet(depends_on=deps, context=DENY if kind == "denied" else "",
+                             files=[f"note-{next(self.handoffs)}.md"])}
         if fixed_id is not None:
             fields["id"] = fixed_id
         who = {"owner": OWNER, "requester": requester, "another": "ana/reviewer",
