@@ -9,6 +9,7 @@ one ``Hive`` serves many threads. Every write verb runs through :meth:`_write`
 from __future__ import annotations
 
 import builtins
+import json
 import logging
 import threading
 from collections import deque
@@ -22,10 +23,31 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from . import guard
+from .authority import (
+    AUTHORITY,
+    CLAIMING,
+    USAGE_LIMITS,
+    Loaded,
+    admit_controls,
+    bearing_on,
+    binding_refusal,
+    budget_view,
+    day_of,
+    over_budget,
+    store_policy,
+)
 from .caller import Caller, require_caller
 from .clock import Clock, format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError, StoreCorrupt
-from .models import DamagedRow, ExpiredClaim, JournalEntry, Page, Receipt, TaskView
+from .models import (
+    DamagedRow,
+    ExpiredClaim,
+    JournalEntry,
+    Page,
+    Receipt,
+    StorePolicy,
+    TaskView,
+)
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
 from .protocol import MOVES_BY_PAIR, PRIORITIES, State
 from .retries import KEEP, PENDING, Pending, dump_answer, idempotent, load_answer
@@ -81,6 +103,10 @@ class HiveBase:
         self.notify_failures: deque[PluginError] = deque(maxlen=MAX_NOTIFY_FAILURES)
         """The newest notifier failures (a move is committed whatever its notifiers do)."""
         self.expired_on_open: builtins.list[ExpiredClaim] = []
+        self.settings_read: dict[str, dict[str, Any]] = {}
+        """Each settings table a plugin read, by section (the store's required policy
+        compares them)."""
+        self._loaded_plugins: dict[str, Loaded] | None = None
         self._expired_lock = threading.Lock()
         self._packets = PacketCache()
 
@@ -101,6 +127,8 @@ class HiveBase:
     def settings(self, section: str) -> dict[str, Any]:
         """A plugin's table from the settings file (``hivelite.toml`` beside the store)."""
         value = self.config.get(section, {})
+        if isinstance(value, dict):
+            self.settings_read[section] = value
         if not isinstance(value, dict):
             where = settings_path(self.path).absolute() if self.path else "(no file)"
             raise InvalidInput("invalid_config", f"[{section}] in the settings file must be"
@@ -140,7 +168,8 @@ class HiveBase:
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         pending = PENDING.get() if caller is not None else None
         with self.store.write() as tx:
-            unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0)
+            unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0,
+                        verb=verb)
             self._sweep(unit)
             self._admit(unit)
             if pending is not None and caller is not None:  # a retry raced its first call
@@ -184,9 +213,55 @@ class HiveBase:
         return answer
 
     def _admit(self, unit: Unit) -> None:
-        """The seam for checks every write passes before its body runs: the owner's
-        controls (hold, veto, stop), daily budgets and request ids plug in here. Today
-        every established caller is admitted."""
+        """What every write passes before its body runs, in its transaction: the policy
+        plugins the store requires, the owner's controls (hold, veto, stop) and the daily
+        budgets. So no write slips between the owner's word and its effect."""
+        caller = unit.caller
+        if caller is None:  # the library's own sweep
+            return
+        if unit.verb not in AUTHORITY:
+            refusal = binding_refusal(unit.tx.required_plugins(), self._loaded())
+            if refusal is not None:
+                raise refusal
+        if caller.is_owner:
+            return
+        unit.controls = unit.tx.controls()
+        admit_controls(unit.controls, caller, unit.verb)
+        if unit.verb in CLAIMING:
+            self._charge(unit)
+
+    def _charge(self, unit: Unit, *, usage: bool = False) -> None:
+        """``429 rate_limited daily_budget`` when the calling agent has used up a daily
+        limit: any of them before a claim; tokens or money before it reports usage
+        (``usage=True``: the report that crosses a limit is kept, the next is refused)."""
+        assert unit.caller is not None
+        rows = unit.tx.budgets(unit.caller.name)
+        if not rows:
+            return
+        day = day_of(unit.now, unit.policy().timezone)
+        budget = budget_view(rows[0], unit.tx.spend(rows[0].agent, day.start, day.end), day)
+        refusal = over_budget(budget, unit.now, day.reset,
+                              limits=USAGE_LIMITS if usage else ("tasks", *USAGE_LIMITS))
+        if refusal is not None:
+            raise refusal
+
+    def _loaded(self) -> dict[str, Loaded]:
+        """This process's policy plugins as a store's requirements compare them."""
+        if self._loaded_plugins is None:
+            self._loaded_plugins = {
+                name: Loaded(*self.plugins.identities.get(name, ("given", name)),
+                             self.settings_json(name))
+                for name in self.plugins.policy_plugins()}
+        return self._loaded_plugins
+
+    def settings_json(self, name: str) -> str:
+        """The settings plugin ``name`` runs with, as canonical JSON: the table it read
+        (its ``[name]`` table of the settings file when it read none)."""
+        table = self.settings_read.get(name)
+        if table is None:
+            value = self.config.get(name, {})
+            table = value if isinstance(value, dict) else {}
+        return json.dumps(table, sort_keys=True, separators=(",", ":"), default=str)
 
     def _sweep(self, unit: Unit) -> None:
         """Every claim whose lease ran out goes back to ``routed`` first (moves 8/9)."""
@@ -228,6 +303,7 @@ class HiveBase:
         when the clock ended this very claim."""
         agent = unit.caller.name if unit.caller is not None else None
         instance = unit.caller.instance if unit.caller is not None else None
+        unit.check_veto(row)
         try:
             return guard.holder(row, lease_id, token, agent, unit.at, instance)
         except InvalidState as error:
@@ -241,13 +317,19 @@ class HiveBase:
 
     # -- reading -------------------------------------------------------------
 
+    def policy(self) -> StorePolicy:
+        """The store's policy as its owner set it (defaults for what they did not)."""
+        with self.store.read() as reader:
+            return store_policy(reader.policy(), reader.required_plugins())
+
     def get(self, ref: str | int) -> TaskView:
         """One task by id or number: the full view (seed object, claim, verdicts, usage)."""
         now = format_ts(self.clock())
         with self.store.read() as reader:
             found = guard.found(reader.view(ref), ref)
+            controls = reader.controls()
         try:
-            return view_of(found, now, self._packets)
+            return view_of(found, now, self._packets, bearing_on(controls, found.task))
         except UNREADABLE as exc:
             raise StoreCorrupt(f"task {found.task.number} ({found.task.id}) cannot be read:"
                                f" {unreadable(exc)}", number=found.task.number) from exc
@@ -305,11 +387,12 @@ class HiveBase:
         now = format_ts(self.clock())
         with self.store.read() as reader:
             rows = reader.views(where, after=cursor, limit=limit + 1)
+            controls = reader.controls()
         items: builtins.list[TaskView] = []
         damaged: builtins.list[DamagedRow] = []
         for row in rows[:limit]:  # one unreadable row is reported, not the whole page lost
             try:
-                items.append(view_of(row, now, self._packets))
+                items.append(view_of(row, now, self._packets, bearing_on(controls, row.task)))
             except UNREADABLE as exc:
                 damaged.append(DamagedRow(number=row.task.number, id=str(row.task.id),
                                           error=unreadable(exc)))

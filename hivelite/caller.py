@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import ForbiddenRight, InvalidInput
-from .models import AgentName, InstanceName, Slug
+from .models import AgentName, InstanceName, Slug, normal_instance
 
 _AGENT = TypeAdapter(AgentName)
 _INSTANCE = TypeAdapter(InstanceName)
@@ -38,7 +38,8 @@ class Caller:
     name: str
     """The owner's slug (``ana``) or the agent's ``owner/agent`` (``ana/coder``)."""
     instance: str | None = None
-    """The machine or installation an agent acts from."""
+    """The machine or installation an agent acts from, normalised (lowercase, no
+    surrounding space or trailing dots)."""
     session: str | None = None
     """The process or conversation an agent acts in, when it says."""
     origin: str | None = field(default=None, compare=False)
@@ -53,7 +54,10 @@ class Caller:
         elif self.kind == "agent":
             _check(_AGENT, self.name, "agent", "is not owner/agent")
             _check(_INSTANCE, self.instance, "instance",
-                   "must be 1-64 of letters, digits, '.', '_' or '-'")
+                   "must be 1-64 of lowercase letters, digits, '.', '_' or '-' (case,"
+                   " surrounding space and trailing dots aside)")
+            # every comparison sees one spelling: "Laptop." is the machine "laptop"
+            object.__setattr__(self, "instance", normal_instance(self.instance))
             if self.session is not None:
                 _check(_INSTANCE, self.session, "session",
                        "must be 1-64 of letters, digits, '.', '_' or '-'")

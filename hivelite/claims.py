@@ -83,6 +83,7 @@ class ClaimVerbs(HiveBase):
 
         def body(unit: Unit) -> ClaimReceipt:
             row = unit.task(ref)
+            unit.check_veto(row)
             guard.claimable(row, agent.name, resume=resume)
             if not resume:
                 self._check_ready(unit, row)
@@ -142,7 +143,9 @@ class ClaimVerbs(HiveBase):
         lease_id = new_lease_id()
 
         def body(unit: Unit) -> ClaimReceipt:
-            row = unit.tx.next_ready(agent.name, project=project, label=label)
+            skip = [c.task for c in unit.controls  # tasks the owner vetoed it on
+                    if c.kind == "veto" and c.agent == agent.name and c.task is not None]
+            row = unit.tx.next_ready(agent.name, project=project, label=label, skip=skip)
             if row is None:
                 narrowed = "".join(f" {k} {v!r}" for k, v in (("in project", project),
                                                                ("labelled", label)) if v)
@@ -279,6 +282,8 @@ class ClaimVerbs(HiveBase):
         usage_fits(tokens, usd_micros)
 
         def write(unit: Unit, row: TaskRow) -> TaskRow:
+            if tokens is not None or usd_micros is not None:
+                self._charge(unit, usage=True)
             unit.tx.add_update(row.number, at=unit.at, actor=unit.who, summary=summary,
                                tokens=tokens, usd_micros=usd_micros)
             return self._start_work(unit, row, "update")

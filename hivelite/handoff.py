@@ -90,10 +90,16 @@ class HandoffVerbs(HiveBase):
                 lease_holder=None, lease_instance=None, lease_session=None, lease_expires=None,
                 priority=req.priority, labels=labels, fields_version=1, reason="handoff",
                 depends=len(depends_on), attempt_limit=limit)
-            row = unit.move(row, target, actor="gate", reason=decision.reason,
+            moved, reason, decided_by = target, decision.reason, decision.plugin
+            if (moved is State.routed and not caller.is_owner
+                    and unit.policy().proposals == "owner"):  # seed 004: a person approves
+                moved, decided_by = State.waiting, "store policy"
+                reason = (f"proposed by {caller.name}; this store holds every task an agent"
+                          f" proposes for {self.owner}'s approval (policy proposals=owner)")
+            row = unit.move(row, moved, actor="gate", reason=reason,
                             waiting_on=WaitingOn.owner_approval
-                            if target is State.waiting else None,
-                            detail={"decided_by": decision.plugin, "answers": answers})
+                            if moved is State.waiting else None,
+                            detail={"decided_by": decided_by, "answers": answers})
             return unit.receipt(row)
 
         return self._write(caller, "hand off", body)

@@ -12,12 +12,15 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from .budgets import BudgetVerbs
 from .claims import ClaimVerbs
 from .clock import Clock, system_clock
+from .controls import ControlVerbs
 from .errors import InvalidInput
 from .fields import FieldVerbs
 from .handoff import HandoffVerbs
 from .plugins import call_each, get_plugin_manager
+from .policy import PolicyVerbs
 from .results import ResultVerbs
 from .settings import load_settings
 from .store import SqliteStore, Store
@@ -32,7 +35,8 @@ def _default_owner() -> str:
     return slug or "owner"
 
 
-class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs):
+class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs, ControlVerbs, BudgetVerbs,
+           PolicyVerbs):
     """One store, its owner and its plugins. Open with :meth:`open`; use as a context manager.
 
     One ``Hive`` may be shared by threads: each thread gets its own connection.

@@ -103,9 +103,18 @@ INSTANCE_MAX = 64
 # 1-64 of letters, digits, '.', '_' or '-', starting with a letter or digit. The length is
 # checked on its own as well as by the pattern, and the pattern runs on the Rust engine,
 # whose ``$`` is the end of the text (Python's would also match before a final newline).
-InstanceName = Annotated[str, StringConstraints(
-    pattern=rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{INSTANCE_MAX - 1}}}$", min_length=1,
+
+
+def normal_instance(name: object) -> object:
+    """An instance name as every comparison sees it: surrounding space, case and trailing
+    dots aside (``" Laptop. "`` is the machine ``laptop``, as DNS names compare)."""
+    return name.strip(" ").lower().rstrip(".") if isinstance(name, str) else name
+
+
+InstanceName = Annotated[str, BeforeValidator(normal_instance), StringConstraints(
+    pattern=rf"^[a-z0-9][a-z0-9._-]{{0,{INSTANCE_MAX - 1}}}$", min_length=1,
     max_length=INSTANCE_MAX)]
+"""Normalised first (:func:`normal_instance`), then 1-64 of ``[a-z0-9._-]``."""
 # One line: no control characters or Unicode line breaks, and not blank.
 _LINE_CHAR = r"[^\x00-\x1f\x7f\x85\u2028\u2029]"
 UpdateSummary = Annotated[str, StringConstraints(
@@ -227,6 +236,8 @@ class Confirmation(BaseModel):
     reason: str | None = None
     at: Timestamp
     counted: bool = True
+    why: str | None = None
+    """Why it did not count toward the threshold (None when it did)."""
 
 
 class UpdateView(BaseModel):
@@ -261,6 +272,43 @@ class DependencyView(BaseModel):
     state: State
 
 
+ControlKind = Literal["hold", "veto", "stop"]
+
+
+class Control(BaseModel):
+    """One of the owner's controls (DESIGN §10): a hold or stop of an agent or an
+    instance, a stop of every agent, or a veto of one agent on one task."""
+
+    id: int
+    kind: ControlKind
+    agent: str | None = None
+    instance: str | None = None
+    task: int | None = None
+    at: Timestamp
+    by: str
+    reason: str | None = None
+    lifted_at: Timestamp | None = None
+    lifted_by: str | None = None
+    ended: list[int] = Field(default=[], exclude_if=lambda ended: not ended)
+    """The tasks whose live claims this control ended when it was made (in the answer of
+    hold, veto and stop)."""
+
+    @property
+    def live(self) -> bool:
+        return self.lifted_at is None
+
+    @property
+    def scope(self) -> str:
+        """Whom it binds, in words."""
+        if self.kind == "veto":
+            return f"{self.agent} on task {self.task}"
+        if self.agent is not None:
+            return str(self.agent)
+        if self.instance is not None:
+            return f"instance {self.instance}"
+        return "every agent"
+
+
 class TaskView(BaseModel):
     """A task with the facts the seed object has no room for (never inside ``task``)."""
 
@@ -287,6 +335,11 @@ class TaskView(BaseModel):
     usage: Usage = Usage()
     merge: Merge | None = None
     last_reason: str | None = None
+    origin: Literal["person", "agent"] = "person"
+    """Who created the task: the owner, or an agent (seed 004: an agent only proposes)."""
+    controls: list[Control] = []
+    """The owner's live controls that bear on this task: a veto on it, a hold or stop of
+    its assignee or of its holder's instance."""
 
 
 class Receipt(BaseModel):
@@ -387,3 +440,81 @@ class Page(BaseModel):
     damaged: list[DamagedRow] = Field(default=[], exclude_if=lambda rows: not rows)
     """Tasks of this page that cannot be read: named here, left out of ``items`` (in a
     page's JSON only when there are any)."""
+
+
+class Budget(BaseModel):
+    """An agent's daily budget, what it used today and when the day resets."""
+
+    agent: str
+    tasks: int | None = None
+    tokens: int | None = None
+    usd_micros: int | None = None
+    """Limits per day (None: no limit of that kind); money in millionths of a dollar."""
+    day: str
+    """Today in the store's time zone (``YYYY-MM-DD``)."""
+    timezone: str
+    used_tasks: int = 0
+    used_tokens: int = 0
+    used_usd_micros: int = 0
+    resets_at: Timestamp
+    set_at: Timestamp | None = None
+    set_by: str | None = None
+
+    @property
+    def used_up(self) -> list[str]:
+        """The limits reached today (a claim or usage write is then refused)."""
+        return [name for name, limit, used in (
+            ("tasks", self.tasks, self.used_tasks), ("tokens", self.tokens, self.used_tokens),
+            ("usd_micros", self.usd_micros, self.used_usd_micros))
+            if limit is not None and used >= limit]
+
+
+class RequiredPluginView(BaseModel):
+    """A policy plugin the owner requires of every process that writes."""
+
+    name: str
+    kind: Literal["entry_point", "file", "given"]
+    digest: str
+    settings: dict[str, Any] = {}
+    at: Timestamp
+    by: str
+
+
+class StorePolicy(BaseModel):
+    """The policy the owner recorded in the store; every process that opens it obeys it."""
+
+    mode: Literal["personal", "team"] = "personal"
+    threshold: int = 1
+    """Independent confirmations a result needs (a plugin may decide otherwise)."""
+    project_thresholds: dict[str, int] = {}
+    timezone: str = "UTC"
+    """Where a day begins for the daily budgets."""
+    proposals: Literal["gate", "owner"] = "gate"
+    """``gate``: the permission gate decides an agent's handoff; ``owner``: every task an
+    agent proposes waits for the owner (seed 004)."""
+    required_plugins: list[RequiredPluginView] = []
+
+    def threshold_for(self, project: str) -> tuple[int, str]:
+        """A project's threshold and where it comes from."""
+        if project in self.project_thresholds:
+            return self.project_thresholds[project], f"store policy (project {project})"
+        return self.threshold, "store policy"
+
+
+PluginState = Literal["ok", "missing", "changed", "settings_differ", "not_required",
+                      "built_in", "not_policy"]
+
+
+class PluginStatus(BaseModel):
+    """A plugin as this process loaded it, set against what the store requires."""
+
+    name: str
+    source: str
+    hooks: list[str] = []
+    policy: bool = False
+    """Whether it answers a policy hook (gate, threshold, evidence, counting)."""
+    essential: bool = False
+    loaded: bool = True
+    required: bool = False
+    status: PluginState = "ok"
+    detail: str | None = None

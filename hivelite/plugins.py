@@ -12,6 +12,7 @@ whoever runs hivelite.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -34,16 +35,27 @@ ENTRY_POINT_GROUP = "hivelite"
 DEFAULT_PLUGINS: tuple[ModuleType, ...] = (default_gate, default_threshold)
 
 
+POLICY_HOOKS = frozenset({"hivelite_permission_gate", "hivelite_merge_threshold",
+                          "hivelite_check_evidence", "hivelite_count_confirmation"})
+"""The hooks that decide (a plugin answering one is a policy plugin the owner can require);
+notifiers and start-up checks decide nothing."""
+
+
 class PluginManager(pluggy.PluginManager):
-    """A pluggy manager that remembers where each plugin came from."""
+    """A pluggy manager that remembers where each plugin came from, and what identifies
+    its code (so a store can require exactly that code)."""
 
     def __init__(self) -> None:
         super().__init__("hivelite")
         self.add_hookspecs(hookspecs)
         self.sources: dict[str, str] = {}
         self.essential: set[str] = set()
+        self.identities: dict[str, tuple[str, str]] = {}
+        """Each plugin's (kind, digest): ``entry_point`` with its distribution and
+        version, ``file`` with the hash of the source it ran, ``given`` with its name."""
 
-    def add(self, plugin: object, name: str, source: str, *, essential: bool = False) -> None:
+    def add(self, plugin: object, name: str, source: str, *, essential: bool = False,
+            identity: tuple[str, str] | None = None) -> None:
         try:
             self.register(plugin, name=name)
         except pluggy.PluginValidationError as exc:
@@ -53,6 +65,17 @@ class PluginManager(pluggy.PluginManager):
         self.sources[name] = source
         if essential:
             self.essential.add(name)
+        elif identity is not None:
+            self.identities[name] = identity
+
+    def hooks_of(self, name: str) -> list[str]:
+        plugin = self.get_plugin(name)
+        return sorted(c.name for c in self.get_hookcallers(plugin) or ()) if plugin else []
+
+    def policy_plugins(self) -> list[str]:
+        """The loaded plugins, built-ins aside, that answer a policy hook."""
+        return [name for name, _ in self.list_name_plugin()
+                if name not in self.essential and POLICY_HOOKS & set(self.hooks_of(name))]
 
     def describe(self) -> list[dict[str, Any]]:
         """Every loaded plugin: its name, source, whether essential, and its hooks."""
@@ -91,8 +114,9 @@ def check_private(path: Path, info: os.stat_result, plugin: str, what: str) -> N
                           f" copy it into a folder of your own (or: chown {me} {path})")
 
 
-def _load_file(path: Path) -> ModuleType:
-    """Import one plugins-folder file from its source, checked first.
+def _load_file(path: Path) -> tuple[ModuleType, str]:
+    """Import one plugins-folder file from its source, checked first; the module and the
+    hash of the source it ran.
 
     The source is read from the very file that was checked (no window to swap it) and
     compiled here, so no bytecode cache is read from or written into the folder.
@@ -112,7 +136,7 @@ def _load_file(path: Path) -> ModuleType:
         exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
     except Exception as exc:
         raise PluginError(path.stem, "load", f"import of {path} failed: {exc!r}") from exc
-    return module
+    return module, "sha256:" + hashlib.sha256(source).hexdigest()
 
 
 def _load_folder(pm: PluginManager, folder: str | os.PathLike[str]) -> None:
@@ -126,7 +150,8 @@ def _load_folder(pm: PluginManager, folder: str | os.PathLike[str]) -> None:
         raise PluginError(str(directory), "load", "the plugins folder does not exist")
     check_private(directory, info, str(directory), "the plugins folder")
     for path in sorted(directory.glob("*.py")):
-        pm.add(_load_file(path), path.stem, f"file {path}")
+        module, digest = _load_file(path)
+        pm.add(module, path.stem, f"file {path}", identity=("file", digest))
 
 
 def _entry_points_enabled() -> bool:
@@ -151,7 +176,9 @@ def _load_entry_points(pm: PluginManager, allow: set[str] | None) -> None:
         except Exception as exc:
             raise PluginError(ep.name, "load", f"entry point failed: {exc!r}") from exc
         dist = ep.dist.name if ep.dist is not None else "?"
-        pm.add(plugin, ep.name, f"entry point ({dist})")
+        version = ep.dist.version if ep.dist is not None else "?"
+        pm.add(plugin, ep.name, f"entry point ({dist})",
+               identity=("entry_point", f"{dist} {version}"))
 
 
 def get_plugin_manager(
@@ -186,9 +213,17 @@ def get_plugin_manager(
         while pm.has_plugin(name):  # several instances of one policy class
             n += 1
             name = f"{base}-{n}"
-        pm.add(plugin, name, "given")
+        pm.add(plugin, name, "given", identity=("given", _given_name(plugin)))
     check(pm)
     return pm
+
+
+def _given_name(plugin: object) -> str:
+    """What names a plugin object handed to ``Hive.open``: its module, class or type."""
+    if isinstance(plugin, ModuleType):
+        return plugin.__name__
+    kind = plugin if isinstance(plugin, type) else type(plugin)
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def check(pm: PluginManager) -> None:

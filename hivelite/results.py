@@ -16,13 +16,22 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from . import guard
+from . import default_threshold, guard
+from .authority import why_not_counted
 from .base import HiveBase, invalid
 from .caller import Caller, require_agent, require_owner
 from .claims import fencing_token, usage_fits
 from .clock import format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError
-from .models import CommitHash, Confirmation, Evidence, Receipt, Result, Task
+from .models import (
+    CommitHash,
+    Confirmation,
+    Evidence,
+    Receipt,
+    Result,
+    Task,
+    normal_instance,
+)
 from .plugins import call_each, call_first
 from .protocol import State
 from .retries import idempotent
@@ -62,18 +71,22 @@ class ResultVerbs(HiveBase):
                 0 <= value <= MAX_THRESHOLD):
             raise PluginError(plugin, "hivelite_merge_threshold",
                               f"returned {value!r}; expected an integer 0..{MAX_THRESHOLD}")
+        if plugin == default_threshold.__name__:  # the store's policy decided
+            return value, self.policy().threshold_for(task.project)[1]
         return value, plugin
 
-    def _counts(self, task: Task, confirmation: Confirmation) -> bool:
+    def _uncounted_by_plugin(self, task: Task, confirmation: Confirmation) -> str | None:
+        """Why a plugin does not count a verdict the store's mode would count, or None.
+        A plugin only narrows the mode's rule: it is asked about counted verdicts alone."""
         answer = call_first(self.plugins, "hivelite_count_confirmation", task=task,
                             confirmation=confirmation, hive=self)
         if answer is None:
-            return True
+            return None
         plugin, value = answer
         if not isinstance(value, bool):
             raise PluginError(plugin, "hivelite_count_confirmation",
                               f"returned {value!r}; expected True, False or None")
-        return value
+        return None if value else f"the plugin {plugin} does not count it"
 
     # -- submit --------------------------------------------------------------
 
@@ -123,6 +136,7 @@ class ResultVerbs(HiveBase):
                                worker=holder, instance=row.lease_instance or "",
                                session=row.lease_session, outcome=outcome, threshold=threshold)
             if tokens is not None or usd_micros is not None:
+                self._charge(unit, usage=True)
                 unit.tx.add_update(row.number, at=unit.at, actor=holder,
                                    summary=f"result returned ({outcome})", tokens=tokens,
                                    usd_micros=usd_micros)
@@ -174,7 +188,7 @@ class ResultVerbs(HiveBase):
             if agent.name == meta.worker:
                 raise ForbiddenRight("self_verify", f"{agent.name} returned this result;"
                                      " another agent must verify it")
-            if instance.casefold() == meta.instance.casefold():  # "Laptop" is the laptop
+            if instance == normal_instance(meta.instance):  # "Laptop." is the laptop
                 raise InvalidState("reviewer_not_independent",
                                    f"{instance} is the instance the result came from;"
                                    " a confirmation must come from another instance")
@@ -182,16 +196,20 @@ class ResultVerbs(HiveBase):
             if any(c.reviewer == agent.name for c in given):
                 raise InvalidState("already_verified",
                                    f"{agent.name} already gave a verdict on this result")
-            confirmation = Confirmation(reviewer=agent.name, instance=instance,
-                                        session=agent.session, verdict=verdict, reason=reason,
-                                        at=unit.at)
-            # A verdict the policy would not count (an outsider's) neither completes nor
-            # sends back: it is recorded and journaled, nothing more.
-            task = task_of(row, unit.tx.bodies(row.number), self._packets)
-            counted = self._counts(task, confirmation)
+            # A verdict that does not count (a stranger's in a personal store, a second
+            # from one instance) neither completes nor sends back: it is kept, with why.
+            why = why_not_counted(unit.policy().mode, self.owner, meta.worker, agent.name,
+                                  instance, given)
+            if why is None:
+                confirmation = Confirmation(reviewer=agent.name, instance=instance,
+                                            session=agent.session, verdict=verdict,
+                                            reason=reason, at=unit.at)
+                task = task_of(row, unit.tx.bodies(row.number), self._packets)
+                why = self._uncounted_by_plugin(task, confirmation)
+            counted = why is None
             unit.tx.add_confirmation(row.number, meta.version, ConfirmationRow(
                 reviewer=agent.name, instance=instance, session=agent.session,
-                verdict=verdict, reason=reason, at=unit.at, counted=counted))
+                verdict=verdict, reason=reason, at=unit.at, counted=counted, why=why))
             accepts = sum(1 for c in given if c.verdict == "accept" and c.counted)
             accepts += int(counted and verdict == "accept")
             threshold = meta.threshold or 1
@@ -206,7 +224,8 @@ class ResultVerbs(HiveBase):
             else:
                 unit.event(row, ("confirmed" if verdict == "accept" else "rejected")
                            if counted else "not_counted",
-                           {"confirmations": accepts, "threshold": threshold})
+                           {"confirmations": accepts, "threshold": threshold}
+                           | ({"why": why} if why else {}))
             return unit.receipt(row)
 
         return self._write(agent, "verify", body)

@@ -65,7 +65,10 @@ def plugin_settings(hive: Any, section: str, env_var: str) -> PluginSettings:
     named = os.environ.get(env_var)
     if named:
         path = Path(named).absolute()
-        return PluginSettings(read_toml(path, f"${env_var} file"), f"${env_var} file {path}",
-                              True)
+        table = read_toml(path, f"${env_var} file")
+        read = getattr(hive, "settings_read", None)
+        if isinstance(read, dict):  # the store's required policy compares what was read
+            read[section] = table
+        return PluginSettings(table, f"${env_var} file {path}", True)
     source = f"[{section}] in settings file {settings_path(Path(hive.path)).absolute()}"
     return PluginSettings(hive.settings(section), source, False)

@@ -13,11 +13,12 @@ from datetime import datetime
 from typing import Any
 
 from . import guard
+from .authority import refuse_veto, store_policy, vetoed
 from .caller import Caller
 from .clock import format_ts
-from .models import ClaimReceipt, Receipt
+from .models import ClaimReceipt, Receipt, StorePolicy
 from .protocol import State, WaitingOn
-from .store import TaskRow, Writer
+from .store import ControlRow, TaskRow, Writer
 
 
 @dataclass
@@ -36,9 +37,28 @@ class Unit:
     journaled: bool = False
     """Whether this write journaled a row for the task it answers about; the write path
     then fills the receipt's ``seq``."""
+    verb: str = "write"
+    controls: list[ControlRow] = field(default_factory=list)
+    """The owner's live controls, read for an agent's write (its vetoes are checked when
+    it names a task)."""
+    _policy: StorePolicy | None = None
 
     def __post_init__(self) -> None:
         self.at = format_ts(self.now)
+
+    def policy(self) -> StorePolicy:
+        """The store's policy as this transaction sees it (read once)."""
+        if self._policy is None:
+            self._policy = store_policy(self.tx.policy())
+        return self._policy
+
+    def check_veto(self, row: TaskRow) -> None:
+        """``403 forbidden_right vetoed`` when the owner vetoed the calling agent on this
+        task (a claim of it, or a write under its lease)."""
+        if self.caller is not None and not self.caller.is_owner:
+            veto = vetoed(self.controls, self.caller.name, row.number)
+            if veto is not None:
+                raise refuse_veto(veto, self.caller.name, row.number)
 
     @property
     def who(self) -> str:

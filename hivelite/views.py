@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from .models import (
     Checkpoint,
     ClaimView,
     Confirmation,
+    Control,
     DependencyView,
     Evidence,
     Merge,
@@ -70,8 +72,10 @@ def task_of(row: TaskRow, bodies: Bodies, packets: PacketCache | None = None) ->
     )
 
 
-def view_of(found: ViewRow, now: str, packets: PacketCache | None = None) -> TaskView:
-    """A task's full view; ``now`` (RFC 3339) decides whether its claim has expired."""
+def view_of(found: ViewRow, now: str, packets: PacketCache | None = None,
+            controls: Sequence[Control] = ()) -> TaskView:
+    """A task's full view; ``now`` (RFC 3339) decides whether its claim has expired;
+    ``controls`` are the owner's live controls that bear on it."""
     row, meta = found.task, found.meta
     task = task_of(row, found.bodies, packets)
     claim = None
@@ -83,7 +87,8 @@ def view_of(found: ViewRow, now: str, packets: PacketCache | None = None) -> Tas
     # the verdicts on the current result, whatever became of it, in the order given
     confirmations = [
         Confirmation(reviewer=c.reviewer, instance=c.instance, session=c.session,
-                     verdict=c.verdict, reason=c.reason, at=c.at, counted=c.counted)
+                     verdict=c.verdict, reason=c.reason, at=c.at, counted=c.counted,
+                     why=c.why)
         for c in found.confirmations
     ]
     updates = [UpdateView(at=u.at, actor=u.actor, summary=u.summary, tokens=u.tokens,
@@ -106,4 +111,6 @@ def view_of(found: ViewRow, now: str, packets: PacketCache | None = None) -> Tas
         merge=Merge(commit=meta.merge_commit, by=meta.merged_by or "")
         if meta and meta.merge_commit else None,
         last_reason=row.reason,
+        origin="agent" if found.created_by and "/" in found.created_by else "person",
+        controls=list(controls),
     )

@@ -124,7 +124,8 @@ def test_a_counted_verdict_must_be_independent(
                                         ("ana/other", "desktop", 7)):  # another version
         rawsql.refused(conn, "invalid_state:reviewer_not_independent", insert,
                        (task, version, reviewer, instance, 1))
-    conn.execute(insert, (task, 1, "ana/coder", "laptop", 0))  # recorded, not counted
+    keep = insert.replace("counted)", "counted, why)").replace("?)", "?, ?)")
+    conn.execute(keep, (task, 1, "ana/coder", "laptop", 0, "the worker's own"))  # kept
 
 
 def test_a_result_keeps_its_worker(store: tuple[apsw.Connection, dict[str, int]]) -> None:

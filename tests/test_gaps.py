@@ -216,12 +216,13 @@ BAD_NAMES = ["a" * 65, "laptop\n", "laptop\r\n", "a" * 64 + "\n", "", "-laptop",
 @pytest.mark.parametrize("name", GOOD_NAMES, ids=lambda s: f"len{len(s)}")
 def test_instance_and_session_names_up_to_64_are_accepted(hive: Hive, name: str) -> None:
     caller = Caller.agent("ana/coder", name, name)
-    assert (caller.instance, caller.session) == (name, name)
+    # an instance is compared in lowercase, so it is kept so; a session as given
+    assert (caller.instance, caller.session) == (name.lower(), name)
     n = own_task(hive)
     lease = hive.claim(caller, n)
-    assert (lease.instance, lease.session) == (name, name)
+    assert (lease.instance, lease.session) == (name.lower(), name)
     claim = hive.get(n).claim
-    assert claim is not None and (claim.instance, claim.session) == (name, name)
+    assert claim is not None and (claim.instance, claim.session) == (name.lower(), name)
 
 
 @pytest.mark.parametrize("name", BAD_NAMES, ids=repr)

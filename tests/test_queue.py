@@ -15,10 +15,12 @@ import pytest
 from hivelite import Caller, Hive, HiveliteError, InvalidState, ManualClock, NotFound, State
 from hivelite.clock import system_clock
 from hivelite.errors import ForbiddenRight, InvalidInput
+from hivelite.store import SCHEMA_VERSION
 from hivelite.store.schema import RANK, READY
 
 from . import rawsql
 from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, START, own_task, packet
+from .downgrade import to_version
 from .test_claims import EVIDENCE, Snap, complete, fence, refused
 
 S = State
@@ -373,6 +375,7 @@ def before_the_queue(path: Path) -> tuple[int, int]:
         fail(hive, first)
     conn = apsw.Connection(str(path))
     with conn:
+        to_version(conn, 6)
         for name, kind in list(conn.execute(
                 "SELECT name, type FROM sqlite_schema WHERE name IN ('deps_by_dependency',"
                 " 'tasks_queue', 'task_unblocks', 'task_attempt_failed', 'task_claim_ready',"
@@ -393,7 +396,7 @@ def test_an_upgraded_store_gets_its_dependencies_and_attempts(tmp_path: Path) ->
     attempts in its journal are counted."""
     first, dependent = before_the_queue(tmp_path / "old.db")
     with Hive.open(tmp_path / "old.db", clock=ManualClock(START)) as hive:
-        assert hive.store.schema_version == 6
+        assert hive.store.schema_version == SCHEMA_VERSION
         assert (hive.get(dependent).blocked_by, hive.get(first).attempts) == ([first], 1)
         assert hive.claim_next(CODER).number == first
 

@@ -48,7 +48,8 @@ SCHEMA: dict[str, Any] = json.loads(
     resources.files("hivelite").joinpath("data/task.schema.json").read_text(encoding="utf-8")
 )
 VALIDATOR = Draft202012Validator(SCHEMA, format_checker=FormatChecker())
-BUILT_IN = "hivelite.default_threshold"
+BUILT_IN = "store policy"
+"""Who set a threshold no plugin answered: the store's policy (its default, 1)."""
 EVIDENCE: list[dict[str, Any]] = [{"kind": "test_output", "summary": "3 passed"}]
 WORKER = CODER.name
 SECOND = Caller.agent("ana/second", "tablet")
@@ -612,7 +613,8 @@ def test_a_confirmation_the_count_hook_refuses_does_not_count(open_hive: OpenHiv
     assert receipt.state is State.approval
     assert [(c.reviewer, c.counted) for c in view.confirmations] == [(REVIEWER.name, False)]
     [event] = events(hive, n, "not_counted")
-    assert event.detail == {"confirmations": 0, "threshold": 1}
+    assert event.detail == {"confirmations": 0, "threshold": 1,
+                            "why": "the plugin CountAs does not count it"}
     seen = counter.seen[0]
     assert (seen.reviewer, seen.instance, seen.session, seen.verdict) == (
         REVIEWER.name, "desktop", "s3", "accept")

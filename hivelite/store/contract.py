@@ -23,14 +23,18 @@ from typing import Any, Protocol
 
 from .rows import (
     Bodies,
+    BudgetRow,
     ConfirmationRow,
+    ControlRow,
     Dependency,
     Expiry,
     JournalRow,
     ListFilter,
     NewTask,
     RequestRow,
+    RequiredPlugin,
     ResultMeta,
+    Spend,
     TaskRow,
     ViewRow,
 )
@@ -77,6 +81,21 @@ class Reader(Protocol):
     def journal_tail(self) -> str | None:
         """The time of the newest journal row, if any."""
         ...
+    def policy(self) -> dict[str, str]:
+        """The store's policy as the owner set it (keys left out take their defaults)."""
+        ...
+    def required_plugins(self) -> list[RequiredPlugin]:
+        """The policy plugins every writing process must load, by name."""
+        ...
+    def controls(self, *, live: bool = True) -> list[ControlRow]:
+        """The owner's controls, oldest first: those not lifted, or all of them."""
+        ...
+    def budgets(self, agent: str | None = None) -> list[BudgetRow]:
+        """Daily budgets, by agent (one agent's, when named)."""
+        ...
+    def spend(self, agent: str, start: str, end: str) -> Spend:
+        """What ``agent`` claimed and reported between ``start`` (included) and ``end``."""
+        ...
 
 
 class Writer(Reader, Protocol):
@@ -122,9 +141,10 @@ class Writer(Reader, Protocol):
     def record_merge(self, number: int, commit: str, by: str) -> None: ...
     def add_confirmation(self, number: int, version: int, row: ConfirmationRow) -> None: ...
     def next_ready(self, assignee: str, *, project: str | None = None,
-                   label: str | None = None) -> TaskRow | None:
+                   label: str | None = None, skip: Sequence[int] = ()) -> TaskRow | None:
         """For update: the ready task of ``assignee`` that the queue gives next (most
-        pressing priority, then oldest), if any; read from the ready index."""
+        pressing priority, then oldest), if any, leaving out the tasks in ``skip`` (those
+        the owner vetoed it on); read from the ready index."""
         ...
     def set_fields(self, number: int, *, priority: str, labels: str, attempt_limit: int,
                    version: int) -> None:
@@ -137,6 +157,28 @@ class Writer(Reader, Protocol):
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
         """Journal something that is not a move (from and to are the same state)."""
+        ...
+    def set_policy(self, key: str, value: str | None, *, at: str, by: str) -> None:
+        """Set one policy key (None: back to its default)."""
+        ...
+    def require_plugin(self, row: RequiredPlugin) -> None:
+        """Require a plugin (replacing an earlier requirement of that name)."""
+        ...
+    def unrequire_plugin(self, name: str) -> bool:
+        """Drop a requirement; False when there was none."""
+        ...
+    def add_control(self, row: ControlRow) -> int:
+        """Record a control (its ``id`` is assigned here); returns the id."""
+        ...
+    def lift_control(self, control: int, *, at: str, by: str) -> None: ...
+    def lock_leases(self, *, agent: str | None = None, instance: str | None = None,
+                    task: int | None = None) -> list[TaskRow]:
+        """For update: tasks under a live lease held by ``agent``, from ``instance`` (as
+        instances compare: case and trailing dots aside), on ``task``; all given must
+        hold, and none given means every live lease."""
+        ...
+    def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
+        """Replace ``agent``'s budget (None: no budget)."""
         ...
 
 

@@ -108,6 +108,8 @@ class ConfirmationRow:
     reason: str | None
     at: str
     counted: bool
+    why: str | None = None
+    """Why a verdict was not counted (None when it was)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,8 @@ class ViewRow:
     usd_micros: int
     dependencies: tuple[Dependency, ...] = ()
     """The tasks it depends on, oldest first."""
+    created_by: str | None = None
+    """Who handed it off (the actor of its first journal row)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +201,59 @@ class ListFilter:
     sort: str = "age"
     """``age`` (oldest first, the default), ``priority`` (most pressing, then oldest) or
     ``updated`` (most recently changed first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControlRow:
+    """One of the owner's controls: a hold, veto or stop, and its lift once lifted."""
+
+    id: int
+    kind: str
+    agent: str | None
+    instance: str | None
+    task: int | None
+    at: str
+    by: str
+    reason: str | None
+    lifted_at: str | None = None
+    lifted_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetRow:
+    """An agent's daily limits (None: no limit of that kind)."""
+
+    agent: str
+    tasks: int | None
+    tokens: int | None
+    usd_micros: int | None
+    at: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What an agent used in one day: claims taken and usage reported."""
+
+    tasks: int = 0
+    tokens: int = 0
+    usd_micros: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RequiredPlugin:
+    """A policy plugin the owner requires of every process that writes."""
+
+    name: str
+    kind: str
+    """``entry_point``, ``file`` or ``given``."""
+    digest: str
+    """What identifies this plugin's code: its distribution and version, or the hash of
+    its file's content."""
+    settings: str
+    """The plugin's settings table, as canonical JSON."""
+    at: str
+    by: str
 
 
 def task_key(ref: str | int) -> tuple[str | None, str | int]:

@@ -111,7 +111,7 @@ CREATE TABLE confirmations(
     verdict TEXT NOT NULL,
     reason TEXT,
     at TEXT NOT NULL,
-    counted INTEGER NOT NULL,
+    counted INTEGER NOT NULL, why TEXT,
     PRIMARY KEY (task, version, reviewer)
 ) WITHOUT ROWID;
 
@@ -372,15 +372,6 @@ WHEN OLD.state NOT IN {terminal} AND NEW.lease_expires IS NOT NULL AND NOT (
         BETWEEN {shortest} - 0.001 AND {longest} + 0.001)
 BEGIN SELECT RAISE(ABORT, 'invalid_input:lease_length'); END;
 
--- A verdict counts only from another agent on another instance than the result's, and
--- only on the current version of the result.
-CREATE TRIGGER confirmations_counted BEFORE INSERT ON confirmations
-WHEN (SELECT state FROM tasks WHERE number = NEW.task) IS 'approval' AND (
-    NEW.version IS NOT (SELECT version FROM results WHERE task = NEW.task)
-    OR (NEW.counted AND EXISTS (SELECT 1 FROM results WHERE task = NEW.task
-        AND (worker = NEW.reviewer OR lower(instance) = lower(NEW.instance)))))
-BEGIN SELECT RAISE(ABORT, 'invalid_state:reviewer_not_independent'); END;
-
 -- A result comes from the task's holder, under its live claim.
 CREATE TRIGGER results_from_holder BEFORE INSERT ON results
 WHEN (SELECT state FROM tasks WHERE number = NEW.task) NOT IN {terminal} AND NOT EXISTS (
@@ -541,7 +532,7 @@ def target_sql() -> str:
     """
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
-            + REQUESTS)
+            + REQUESTS + authority_sql())
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
@@ -554,3 +545,180 @@ def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
                          for row in move_rows(moves))
     return ("INSERT INTO moves(number, name, from_state, from_waiting, to_state, to_waiting)"
             " VALUES\n" + values + ";\n")
+
+
+MODES = ("personal", "team")
+"""Whose confirmations count (seed 004): ``personal``, the owner's own agents, one per
+instance; ``team``, people and agents of other owners than the worker's, one per owner."""
+PROPOSALS = ("gate", "owner")
+"""What becomes of a task an agent hands off: the gate decides (``gate``), or it waits for
+the owner whatever the gate says (``owner``, seed 004's rule)."""
+CONTROLS = ("hold", "veto", "stop")
+
+
+def _owner_of(agent: str) -> str:
+    """The owner half of an ``owner/agent`` name, as SQL."""
+    return f"substr({agent}, 1, instr({agent}, '/') - 1)"
+
+
+def _instance_key(column: str) -> str:
+    """An instance name compared as the caller's are: case and trailing dots aside."""
+    return f"lower(rtrim({column}, '.'))"
+
+
+def authority_sql() -> str:
+    """The owner's authority in the store (migration 7): the store's policy (independence
+    mode, thresholds, time zone, agent proposals), the policy plugins every writer must
+    load, hold / veto / stop controls, daily budgets, and the indexes that count a day's
+    claims and usage. Its triggers keep controls append-only (a lift is recorded once),
+    refuse a lease to a held, vetoed or stopped agent, and count a verdict only when it is
+    independent under the store's mode."""
+    mode = "coalesce((SELECT value FROM policy WHERE key = 'mode'), 'personal')"
+    live = "SELECT 1 FROM controls WHERE lifted_at IS NULL"
+    reviewer_owner = _owner_of("NEW.reviewer")
+    return f"""
+CREATE TABLE policy(
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    at TEXT NOT NULL,
+    by TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE required_plugins(
+    name TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    at TEXT NOT NULL,
+    by TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE controls(
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    agent TEXT,
+    instance TEXT,
+    task INTEGER REFERENCES tasks(number),
+    at TEXT NOT NULL,
+    by TEXT NOT NULL,
+    reason TEXT,
+    lifted_at TEXT,
+    lifted_by TEXT
+);
+CREATE INDEX controls_live ON controls(kind) WHERE lifted_at IS NULL;
+
+CREATE TABLE budgets(
+    agent TEXT PRIMARY KEY,
+    tasks INTEGER,
+    tokens INTEGER,
+    usd_micros INTEGER,
+    at TEXT NOT NULL,
+    by TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- A day's claims and reported usage per agent, read by the daily budgets.
+CREATE INDEX journal_claims ON journal(actor, at)
+WHERE from_state = 'routed' AND to_state = 'accepted';
+CREATE INDEX updates_usage ON updates(actor, at)
+WHERE tokens IS NOT NULL OR usd_micros IS NOT NULL;
+
+CREATE TRIGGER policy_values BEFORE INSERT ON policy
+WHEN NOT (
+    (NEW.key = 'mode' AND NEW.value IN {_in_list(MODES)})
+    OR (NEW.key = 'proposals' AND NEW.value IN {_in_list(PROPOSALS)})
+    OR (NEW.key = 'timezone' AND length(NEW.value) BETWEEN 1 AND 64)
+    OR ((NEW.key = 'threshold' OR (NEW.key GLOB 'threshold:?*'
+                                   AND length(NEW.key) <= 80))
+        AND NEW.value GLOB '[0-9]*' AND NEW.value NOT GLOB '*[^0-9]*'
+        AND length(NEW.value) <= 4 AND CAST(NEW.value AS INTEGER) <= 1000))
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_policy'); END;
+
+CREATE TRIGGER policy_no_update BEFORE UPDATE ON policy
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+
+CREATE TRIGGER required_plugins_no_update BEFORE UPDATE ON required_plugins
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+
+CREATE TRIGGER required_plugins_kind BEFORE INSERT ON required_plugins
+WHEN NEW.kind NOT IN ('entry_point', 'file', 'given') OR NOT json_valid(NEW.settings)
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_requirement'); END;
+
+CREATE TRIGGER controls_scope BEFORE INSERT ON controls
+WHEN NEW.lifted_at IS NOT NULL OR NEW.lifted_by IS NOT NULL OR NOT (
+    (NEW.kind = 'hold' AND NEW.task IS NULL AND (NEW.agent IS NULL) != (NEW.instance IS NULL))
+    OR (NEW.kind = 'veto' AND NEW.task IS NOT NULL AND NEW.agent IS NOT NULL
+        AND NEW.instance IS NULL)
+    OR (NEW.kind = 'stop' AND NEW.task IS NULL
+        AND (NEW.agent IS NULL OR NEW.instance IS NULL)))
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_control'); END;
+
+CREATE TRIGGER controls_keys_kept BEFORE INSERT ON controls
+WHEN EXISTS (SELECT 1 FROM controls WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:rows_are_kept'); END;
+
+-- A control is lifted once, explicitly; nothing else about it changes.
+CREATE TRIGGER controls_lifted_once BEFORE UPDATE ON controls
+WHEN OLD.lifted_at IS NOT NULL OR NEW.lifted_at IS NULL OR NEW.lifted_by IS NULL
+    OR NEW.id IS NOT OLD.id OR NEW.kind IS NOT OLD.kind OR NEW.agent IS NOT OLD.agent
+    OR NEW.instance IS NOT OLD.instance OR NEW.task IS NOT OLD.task OR NEW.at IS NOT OLD.at
+    OR NEW.by IS NOT OLD.by OR NEW.reason IS NOT OLD.reason
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:controls_kept'); END;
+
+CREATE TRIGGER controls_kept BEFORE DELETE ON controls
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:controls_kept'); END;
+
+CREATE TRIGGER budgets_values BEFORE INSERT ON budgets
+WHEN (NEW.tasks IS NOT NULL AND (typeof(NEW.tasks) != 'integer' OR NEW.tasks < 0))
+    OR (NEW.tokens IS NOT NULL AND (typeof(NEW.tokens) != 'integer' OR NEW.tokens < 0))
+    OR (NEW.usd_micros IS NOT NULL
+        AND (typeof(NEW.usd_micros) != 'integer' OR NEW.usd_micros < 0))
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_budget'); END;
+
+CREATE TRIGGER budgets_no_update BEFORE UPDATE ON budgets
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+
+-- No lease for an agent the owner stopped, held, or vetoed on this task.
+CREATE TRIGGER task_lease_controlled BEFORE UPDATE OF lease_id ON tasks
+WHEN NEW.lease_id IS NOT NULL AND NEW.lease_id IS NOT OLD.lease_id
+BEGIN
+    SELECT CASE
+        WHEN EXISTS ({live} AND kind = 'stop' AND (agent IS NEW.lease_holder
+                     OR instance IS {_instance_key("NEW.lease_instance")}
+                     OR (agent IS NULL AND instance IS NULL)))
+            THEN RAISE(ABORT, 'forbidden_right:vetoed')
+        WHEN EXISTS ({live} AND kind = 'hold' AND (agent IS NEW.lease_holder
+                     OR instance IS {_instance_key("NEW.lease_instance")}))
+            THEN RAISE(ABORT, 'forbidden_right:held')
+        WHEN EXISTS ({live} AND kind = 'veto' AND agent IS NEW.lease_holder
+                     AND task IS NEW.number)
+            THEN RAISE(ABORT, 'forbidden_right:vetoed')
+    END;
+END;
+
+-- A verdict counts only on the current version of the result, from another agent on
+-- another instance than the result's, and only as the store's mode says: personal, the
+-- owner's own agents, one per instance; team, other owners than the worker's, one per
+-- owner. A verdict that does not count says why.
+CREATE TRIGGER confirmations_counted BEFORE INSERT ON confirmations
+WHEN (SELECT state FROM tasks WHERE number = NEW.task) IS 'approval' AND (
+    NEW.version IS NOT (SELECT version FROM results WHERE task = NEW.task)
+    OR (NEW.counted AND (
+        EXISTS (SELECT 1 FROM results WHERE task = NEW.task AND (worker = NEW.reviewer
+                OR {_instance_key("instance")} = {_instance_key("NEW.instance")}))
+        OR CASE {mode}
+            WHEN 'team' THEN {reviewer_owner} = (SELECT {_owner_of("worker")} FROM results
+                                                  WHERE task = NEW.task)
+                OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task
+                           AND c.version = NEW.version AND c.counted
+                           AND {_owner_of("c.reviewer")} = {reviewer_owner})
+            ELSE {reviewer_owner} IS NOT (SELECT value FROM meta WHERE key = 'owner')
+                OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task
+                           AND c.version = NEW.version AND c.counted
+                           AND {_instance_key("c.instance")} = {_instance_key("NEW.instance")})
+        END)))
+BEGIN SELECT RAISE(ABORT, 'invalid_state:reviewer_not_independent'); END;
+
+CREATE TRIGGER confirmations_why BEFORE INSERT ON confirmations
+WHEN (NEW.counted AND NEW.why IS NOT NULL) OR (NOT NEW.counted AND NEW.why IS NULL)
+BEGIN SELECT RAISE(ABORT, 'invalid_input:uncounted_needs_why'); END;
+"""

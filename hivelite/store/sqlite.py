@@ -38,14 +38,18 @@ from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .mounts import network_filesystem
 from .rows import (
     Bodies,
+    BudgetRow,
     ConfirmationRow,
+    ControlRow,
     Dependency,
     Expiry,
     JournalRow,
     ListFilter,
     NewTask,
     RequestRow,
+    RequiredPlugin,
     ResultMeta,
+    Spend,
     TaskRow,
     UpdateRow,
     ViewRow,
@@ -251,8 +255,12 @@ class SqliteTx:
         return found
 
     def next_ready(self, assignee: str, *, project: str | None = None,
-                   label: str | None = None) -> TaskRow | None:
-        clauses, args = [f"assignee = ? AND {READY}"], [assignee]
+                   label: str | None = None, skip: Sequence[int] = ()) -> TaskRow | None:
+        clauses = [f"assignee = ? AND {READY}"]
+        args: list[object] = [assignee]
+        if skip:
+            clauses.append(f"number NOT IN ({', '.join('?' * len(skip))})")
+            args.extend(skip)
         if project is not None:
             clauses.append("project = ?")
             args.append(project)
@@ -277,9 +285,9 @@ class SqliteTx:
         return ResultMeta(*row) if row else None
 
     def confirmations(self, number: int, version: int) -> list[ConfirmationRow]:
-        rows = [ConfirmationRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]))
+        rows = [ConfirmationRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7])
                 for r in self.conn.execute(
-                    "SELECT reviewer, instance, session, verdict, reason, at, counted"
+                    "SELECT reviewer, instance, session, verdict, reason, at, counted, why"
                     " FROM confirmations WHERE task = ? AND version = ?", (number, version))]
         rows.sort(key=lambda r: (r.at, r.reviewer))  # in Python: no temporary b-tree in SQL
         return rows
@@ -350,7 +358,8 @@ class SqliteTx:
         columns = ", ".join(f"t.{c}" for c in TASK_COLUMNS)
         sql = (
             f"SELECT {columns}, p.body, r.body, c.body, r.worker, r.instance, r.session,"
-            " r.outcome, r.version, r.threshold, r.merge_commit, r.merged_by"
+            " r.outcome, r.version, r.threshold, r.merge_commit, r.merged_by,"
+            " (SELECT actor FROM journal j WHERE j.task = t.number ORDER BY j.seq LIMIT 1)"
             " FROM tasks t JOIN packets p ON p.task = t.number"
             " LEFT JOIN results r ON r.task = t.number"
             " LEFT JOIN checkpoints c ON c.task = t.number"
@@ -373,7 +382,7 @@ class SqliteTx:
                 tokens, usd = self._usage_total(task.number)
             needs = tuple(self.dependencies(task.number)) if task.depends else ()
             out.append(ViewRow(task, Bodies(values[n], values[n + 1], values[n + 2]), meta,
-                               verdicts, recent, tokens, usd, needs))
+                               verdicts, recent, tokens, usd, needs, values[n + 11]))
         return out
 
     def _usage_total(self, number: int) -> tuple[int, int]:
@@ -418,6 +427,35 @@ class SqliteTx:
     def journal_tail(self) -> str | None:
         value = self.conn.execute("SELECT at FROM journal ORDER BY seq DESC LIMIT 1").get
         return None if value is None else str(value)
+
+    def policy(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self.conn.execute("SELECT key, value FROM policy")}
+
+    def required_plugins(self) -> list[RequiredPlugin]:
+        return [RequiredPlugin(*r) for r in self.conn.execute(
+            "SELECT name, kind, digest, settings, at, by FROM required_plugins ORDER BY name")]
+
+    def controls(self, *, live: bool = True) -> list[ControlRow]:
+        where = " WHERE lifted_at IS NULL" if live else ""  # the partial index when live
+        return [ControlRow(*r) for r in self.conn.execute(
+            "SELECT id, kind, agent, instance, task, at, by, reason, lifted_at, lifted_by"
+            f" FROM controls{where} ORDER BY id")]
+
+    def budgets(self, agent: str | None = None) -> list[BudgetRow]:
+        sql = "SELECT agent, tasks, tokens, usd_micros, at, by FROM budgets"
+        if agent is None:
+            return [BudgetRow(*r) for r in self.conn.execute(sql + " ORDER BY agent")]
+        return [BudgetRow(*r) for r in self.conn.execute(sql + " WHERE agent = ?", (agent,))]
+
+    def spend(self, agent: str, start: str, end: str) -> Spend:
+        # both read partial indexes that hold only claims, and only usage reports
+        claims = int(self.conn.execute(
+            "SELECT count(*) FROM journal WHERE actor = ? AND at >= ? AND at < ?"
+            " AND from_state = 'routed' AND to_state = 'accepted'", (agent, start, end)).get)
+        tokens, usd = _usage_sum(self.conn.execute(
+            "SELECT tokens, usd_micros FROM updates WHERE actor = ? AND at >= ? AND at < ?"
+            " AND (tokens IS NOT NULL OR usd_micros IS NOT NULL)", (agent, start, end)))
+        return Spend(claims, tokens, usd)
 
     # -- writing (BEGIN IMMEDIATE holds the file: a row lock is a plain read) -------
 
@@ -533,9 +571,9 @@ class SqliteTx:
     def add_confirmation(self, number: int, version: int, row: ConfirmationRow) -> None:
         self.conn.execute(
             "INSERT INTO confirmations(task, version, reviewer, instance, session, verdict,"
-            " reason, at, counted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " reason, at, counted, why) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (number, version, row.reviewer, row.instance, row.session, row.verdict, row.reason,
-             row.at, int(row.counted)),
+             row.at, int(row.counted), row.why),
         )
 
     def save_request(self, row: RequestRow, *, prune_before: str) -> None:
@@ -554,6 +592,54 @@ class SqliteTx:
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (number, at, actor, state, state, reason, text, chain),
         )
+
+
+    def set_policy(self, key: str, value: str | None, *, at: str, by: str) -> None:
+        self.conn.execute("DELETE FROM policy WHERE key = ?", (key,))
+        if value is not None:
+            self.conn.execute("INSERT INTO policy(key, value, at, by) VALUES (?, ?, ?, ?)",
+                              (key, value, at, by))
+
+    def require_plugin(self, row: RequiredPlugin) -> None:
+        self.conn.execute("DELETE FROM required_plugins WHERE name = ?", (row.name,))
+        self.conn.execute(
+            "INSERT INTO required_plugins(name, kind, digest, settings, at, by)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (row.name, row.kind, row.digest, row.settings, row.at, row.by))
+
+    def unrequire_plugin(self, name: str) -> bool:
+        return self.conn.execute("DELETE FROM required_plugins WHERE name = ? RETURNING name",
+                                 (name,)).fetchone() is not None
+
+    def add_control(self, row: ControlRow) -> int:
+        return int(self.conn.execute(
+            "INSERT INTO controls(kind, agent, instance, task, at, by, reason)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (row.kind, row.agent, row.instance, row.task, row.at, row.by, row.reason)).get)
+
+    def lift_control(self, control: int, *, at: str, by: str) -> None:
+        self.conn.execute("UPDATE controls SET lifted_at = ?, lifted_by = ? WHERE id = ?",
+                          (at, by, control))
+
+    def lock_leases(self, *, agent: str | None = None, instance: str | None = None,
+                    task: int | None = None) -> list[TaskRow]:
+        clauses, args = ["lease_id IS NOT NULL"], []  # the partial index of live leases
+        for clause, value in (("lease_holder = ?", agent),
+                              ("lower(rtrim(lease_instance, '.')) = ?", instance),
+                              ("number = ?", task)):
+            if value is not None:
+                clauses.append(clause)
+                args.append(value)
+        return [TaskRow(*r) for r in self.conn.execute(
+            f"{_SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY number", tuple(args))]
+
+    def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
+        self.conn.execute("DELETE FROM budgets WHERE agent = ?", (agent,))
+        if row is not None:
+            self.conn.execute(
+                "INSERT INTO budgets(agent, tasks, tokens, usd_micros, at, by)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (row.agent, row.tasks, row.tokens, row.usd_micros, row.at, row.by))
 
 
 class SqliteStore:

@@ -34,7 +34,8 @@ FORMAT = "hivelite-export"
 FORMAT_VERSION = 1
 KEYS = {"meta": "key", "tasks": "number", "deps": "task, on_task", "packets": "task",
         "checkpoints": "task", "results": "task", "confirmations": "task, version, reviewer",
-        "updates": "seq", "journal": "seq"}
+        "updates": "seq", "journal": "seq", "policy": "key", "required_plugins": "name",
+        "controls": "id", "budgets": "agent"}
 """The kept tables with their keys, in the order an import can insert them (a row's task
 first)."""
 TABLES = tuple(KEYS)

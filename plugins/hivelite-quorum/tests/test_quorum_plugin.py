@@ -150,7 +150,7 @@ def test_no_value_applies_no_opinion(db: Path) -> None:
     with open_hive(db) as hive:
         view = submitted(hive, type_="design")
         assert view.threshold == 1
-        assert decided_by(hive, view.number) == "hivelite.default_threshold"
+        assert decided_by(hive, view.number) == "store policy"
 
 
 def test_zero_completes_at_submit(db: Path) -> None:
@@ -162,7 +162,7 @@ def test_zero_completes_at_submit(db: Path) -> None:
 def test_no_settings_leaves_the_core_threshold(hive: Hive) -> None:
     view = submitted(hive)
     assert view.threshold == 1
-    assert decided_by(hive, view.number) == "hivelite.default_threshold"
+    assert decided_by(hive, view.number) == "store policy"
     assert accept(hive, view.number, "ana/reviewer", "desktop").task.state.value == "completed"
 
 
