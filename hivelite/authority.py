@@ -14,10 +14,19 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from pydantic import TypeAdapter, ValidationError
+
 from .caller import Caller
 from .clock import format_ts
 from .errors import ForbiddenRight, InvalidInput, RateLimited
-from .models import Budget, Control, RequiredPluginView, StorePolicy, normal_instance
+from .models import (
+    Budget,
+    Control,
+    RequiredPluginView,
+    Slug,
+    StorePolicy,
+    normal_instance,
+)
 from .store import (
     BudgetRow,
     ConfirmationRow,
@@ -28,6 +37,7 @@ from .store import (
 )
 from .store.schema import MODES, PROPOSALS
 
+_PROJECT = TypeAdapter(Slug)
 CLAIMING = frozenset({"claim", "resume", "next"})
 """Verbs that take a lease: a hold refuses them, a budget used up refuses them."""
 HOLDER = frozenset({"renew", "release", "checkpoint", "update", "pause", "submit"})
@@ -68,6 +78,12 @@ def policy_value(name: str, value: object, project: str | None) -> tuple[str, st
     if project is not None and name != "threshold":
         raise refuse(f"only the threshold is set per project, not {name}")
     if name == "threshold":
+        if project is not None:
+            try:
+                _PROJECT.validate_python(project)
+            except ValidationError:
+                raise refuse(f"a project is a slug like web or site-2 (lowercase letters,"
+                             f" digits, single dashes), so no task is in {project!r}") from None
         key = f"threshold:{project}" if project is not None else "threshold"
         if value is None:
             return key, None

@@ -34,7 +34,9 @@ from .authority import (
     budget_view,
     day_of,
     over_budget,
+    refuse_veto,
     store_policy,
+    vetoed,
 )
 from .caller import Caller, require_caller
 from .clock import Clock, format_ts
@@ -52,7 +54,7 @@ from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
 from .protocol import MOVES_BY_PAIR, PRIORITIES, State
 from .retries import KEEP, PENDING, Pending, dump_answer, idempotent, load_answer
 from .settings import settings_path
-from .store import ListFilter, RequestRow, Store, TaskRow
+from .store import ListFilter, Reader, RequestRow, Store, TaskRow
 from .unit import Unit
 from .views import PacketCache, task_of, view_of
 
@@ -229,6 +231,16 @@ class HiveBase:
         admit_controls(unit.controls, caller, unit.verb)
         if unit.verb in CLAIMING:
             self._charge(unit)
+
+    def _controlled(self, reader: Reader, agent: Caller, verb: str, row: TaskRow) -> None:
+        """The owner's controls, asked of a snapshot before the write lock by a verb that
+        checks its fence early (submit): a control that ended the lease is named as such,
+        not as a stale claim. The write path asks again under the lock."""
+        live = reader.controls()
+        admit_controls(live, agent, verb)
+        veto = vetoed(live, agent.name, row.number)
+        if veto is not None:
+            raise refuse_veto(veto, agent.name, row.number)
 
     def _charge(self, unit: Unit, *, usage: bool = False) -> None:
         """``429 rate_limited daily_budget`` when the calling agent has used up a daily

@@ -61,6 +61,14 @@ def cli_page() -> str:
         command = cli.get_command(group_ctx, name)
         assert command is not None
         parts += ["", f"## hivelite {name}", "", "```", _help(command, name, group_ctx), "```"]
+        if isinstance(command, click.Group):  # budget, policy: each subcommand too
+            sub_ctx = click.Context(command, info_name=name, parent=group_ctx,
+                                    terminal_width=100, max_content_width=100)
+            for sub_name in command.list_commands(sub_ctx):
+                sub = command.get_command(sub_ctx, sub_name)
+                assert sub is not None
+                parts += ["", f"## hivelite {name} {sub_name}", "", "```",
+                          _help(sub, sub_name, sub_ctx), "```"]
     return "\n".join(parts) + "\n"
 
 

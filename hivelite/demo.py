@@ -169,5 +169,36 @@ def run_demo(hive: Hive, echo: Echo = print) -> list[dict[str, Any]]:
                      outcome="failed"))
     step(f"{owner} cancels it", hive.cancel(me, held.number, reason="docs are being rewritten"))
 
+    # 8. The owner's controls: a stop mid-claim is a kill switch; a daily budget a limit.
+    chore = step(f"{planner} hands {coder} another task",
+                 hive.handoff(as_planner, requester=planner, assignee=coder, project="demo",
+                              packet={"task": "Tidy the changelog for the release",
+                                      "deliverable_type": "doc",
+                                      "acceptance_criteria": ["one line per change"]}))
+    third = leased(f"{coder} claims task {chore.number}", hive.claim(afternoon, chore.number))
+    clock.advance(minutes=2)
+    stop = hive.stop(me, agent=coder, reason="the demo pulls the kill switch")
+    say(f"• {owner} stops {coder}: its claim on task(s)"
+        f" {', '.join(map(str, stop.ended))} ends, as expiry would end it")
+    steps.append({"step": f"{owner} stops {coder}", "at": format_ts(clock()),
+                  "number": chore.number, "control": stop.id, "ended": stop.ended})
+    try:
+        hive.update(afternoon, chore.number, lease_id=third.lease_id,
+                    token=third.fencing_token, summary="still tidying")
+    except HiveliteError as error:
+        refused(f"{coder} writes under its old claim", error, chore.number)
+    hive.lift(me, stop.id, reason="the demo goes on")
+    say(f"• {owner} lifts the stop")
+    used = hive.budgets(coder)[0].used_tasks
+    hive.set_budget(me, coder, tasks=used)
+    say(f"• {owner} gives {coder} a daily budget of {used} claimed task(s): all used today")
+    try:
+        hive.claim(afternoon, chore.number)
+    except HiveliteError as error:
+        refused(f"{coder} claims task {chore.number} again", error, chore.number)
+    hive.clear_budget(me, coder)
+    step(f"{owner} clears the budget; the task waits for its next claim",
+         chore)
+
     say(f"\njournal of task {number}:\n" + journal_table(hive.history(number)))
     return steps

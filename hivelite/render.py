@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from .clock import parse_ts
-from .models import JournalEntry, TaskView
+from .models import Control, JournalEntry, TaskView
 
 LAST_UPDATES = 5
 """Updates a ``show`` block prints (the view carries 20)."""
@@ -71,7 +71,12 @@ def _state(view: TaskView) -> str:
         state += ", blocked by " + " ".join(str(n) for n in view.blocked_by)
     elif view.lifecycle == "failed" and task.state.value == "routed":
         state += ", attempts exhausted"
+    for control in view.controls:  # the owner's hold, veto or stop bearing on it
+        state += f", {CONTROL_WORDS[control.kind]}"
     return f"{state}, lease expired" if view.claim is not None and view.claim.expired else state
+
+
+CONTROL_WORDS = {"hold": "held", "veto": "vetoed", "stop": "stopped"}
 
 
 def _short(text: str, width: int) -> str:
@@ -101,7 +106,8 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
         f"  project    {task.project}   priority {view.priority}"
         + (f"   labels {', '.join(view.labels)}" if view.labels else "")
         + f"   fields v{view.fields_version}",
-        f"  requester  {task.requester}",
+        f"  requester  {task.requester}" + ("   (proposed by an agent)"
+                                             if view.origin == "agent" else ""),
         f"  assignee   {task.assignee}",
         f"  created    {ago(task.created_at, now)}   updated {ago(task.updated_at, now)}",
         f"  task       {task.packet.task}  [{task.packet.deliverable_type}]",
@@ -132,9 +138,11 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
         lines += [f"    evidence {e.kind}: {e.summary}" + (f" <{e.url}>" if e.url else "")
                   for e in result.evidence]
     for c in view.confirmations:
-        counted = "" if c.counted or c.verdict == "reject" else " (not counted)"
+        counted = "" if c.counted else f" (not counted: {c.why or 'policy'})"
         lines.append(f"  verdict    {c.verdict} by {c.reviewer} on {c.instance}{counted}"
                      + (f": {c.reason}" if c.reason else ""))
+    for control in view.controls:
+        lines.append(f"  control    {control_line(control)}")
     if view.threshold and task.state.value == "approval":
         lines.append(f"  needs      {view.threshold} independent confirmation(s)")
     if view.merge is not None:
@@ -145,6 +153,17 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
         lines.append(f"  usage      {view.usage.tokens} tokens,"
                      f" ${view.usage.usd_micros / 1_000_000:.2f}")
     return "\n".join(printable(line) for line in lines)
+
+
+def control_line(control: Control) -> str:
+    """One control in words: what, whom, since when, why."""
+    line = (f"{control.id}: {control.scope} {CONTROL_WORDS[control.kind]} by {control.by}"
+            f" at {control.at}")
+    if control.reason:
+        line += f" ({control.reason})"
+    if control.lifted_at:
+        line += f"; lifted by {control.lifted_by} at {control.lifted_at}"
+    return printable(line)
 
 
 def journal_table(rows: Sequence[JournalEntry]) -> str:

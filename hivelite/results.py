@@ -111,6 +111,7 @@ class ResultVerbs(HiveBase):
         at = format_ts(self.clock())
         with self.store.read() as reader:  # the fence and the plugins' task, before the lock
             row = guard.found(reader.task(ref), ref)
+            self._controlled(reader, agent, "submit", row)  # a control ended the lease?
             holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
             task = task_of(row, reader.bodies(row.number), self._packets)
         try:

@@ -307,6 +307,32 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
         assert (failed.doc()["outcome"], failed.doc()["lifecycle"]) == ("failed", "queued")
     expired = ok("expire", t=22)
     assert (expired.doc() == []) if as_json else (expired.out == "no expired claims\n")
+
+    # The owner's controls, budgets and policy (task 2 is routed again).
+    lease_id, token, _ = lease("claim", "2", *CODER, t=22)
+    held = ok("hold", "--agent", "ana/coder", "--reason", "lunch", t=22)
+    assert (held.doc()["ended"] == [2]) if as_json else ("task(s) 2" in held.out)
+    assert state("show", "2", t=22) == ("routed" if as_json else "routed,")
+    refused = run("claim", "2", *CODER, as_json=as_json, t=22)
+    assert (refused.code, "forbidden_right/held" in refused.err) == (4, True)
+    live = ok("controls", t=22)
+    assert (len(live.doc()) == 1) if as_json else ("1: ana/coder held by ana" in live.out)
+    ok("lift", "--agent", "ana/coder", t=22)
+    ok("veto", "2", "--agent", "ana/coder", "--reason", "not this one", t=22)
+    ok("stop", "--all", t=22)
+    ok("lift", "--all", t=22)
+    ok("lift", "--agent", "ana/coder", "--task", "2", t=22)
+    ok("budget", "set", "--agent", "ana/coder", "--tasks", "5", "--usd", "2.50", t=22)
+    shown = ok("budget", "show", t=22)
+    if as_json:
+        assert [(b["agent"], b["used_tasks"], b["usd_micros"]) for b in shown.doc()] == [
+            ("ana/coder", 6, 2_500_000)]  # six claims this day
+    ok("budget", "clear", "--agent", "ana/coder", t=22)
+    ok("policy", "set", "threshold", "2", "--project", "web", t=22)
+    policy = ok("policy", "show", t=22)
+    if as_json:
+        assert policy.doc()["project_thresholds"] == {"web": 2}
+    ok("policy", "unset", "threshold", "--project", "web", t=22)
     assert state("cancel", "2", "--reason", "no longer needed", t=23) == "cancelled"
 
     # Care of the store: doctor, a backup, an export and its import into a new store.
@@ -332,14 +358,15 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     assert json.loads(ok("schema", t=24).out) == json.loads(shipped)
     loaded = ok("plugins", t=24)
     if as_json:
-        assert [(p["name"], p["essential"]) for p in loaded.doc()] == [
-            ("hivelite.default_gate", True), ("hivelite.default_threshold", True)]
+        assert [(p["name"], p["essential"], p["status"]) for p in loaded.doc()] == [
+            ("hivelite.default_gate", True, "built_in"),
+            ("hivelite.default_threshold", True, "built_in")]
     else:
-        assert re.search(r"^hivelite\.default_gate \(essential\) +built-in +"
-                         r"hivelite_permission_gate$", loaded.out, re.M), loaded.out
+        assert re.search(r"^hivelite\.default_gate +built-in +permission_gate +no +built_in$",
+                         loaded.out, re.M), loaded.out
     story = ok("demo", t=24)
     if as_json:
-        assert {s["number"] for s in story.doc()} == {4, 5}
+        assert {s["number"] for s in story.doc()} == {4, 5, 6}
     else:
         assert "hivelite demo on" in story.out
     assert used == set(cli.commands), "a verb is missing from this walk"
@@ -446,6 +473,13 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
     "expire": (),
     "next": CODER,
     "fields": ("1", "--priority", "low", "--base-version", "1"),
+    "hold": ("--agent", "ana/coder"),
+    "veto": ("1", "--agent", "ana/coder"),
+    "stop": ("--all",),
+    "lift": ("1",),
+    "controls": (),
+    "budget": ("show",),
+    "policy": ("show",),
 }
 
 
@@ -785,10 +819,11 @@ def test_plugins_lists_a_plugins_dir(run: Runner, tmp_path: Path) -> None:
     (plugins / "two.py").write_text("from hivelite import hookimpl\n\n\n@hookimpl\n"
                                     "def hivelite_merge_threshold(task, hive):\n    return 2\n")
     listed = run.ok("plugins", as_json=True, group=("--plugins-dir", str(plugins))).doc()
-    assert listed[-1] == {"name": "two", "source": f"file {plugins / 'two.py'}",
-                          "essential": False, "hooks": ["hivelite_merge_threshold"]}
+    assert {k: listed[-1][k] for k in ("name", "source", "essential", "hooks")} == {
+        "name": "two", "source": f"file {plugins / 'two.py'}", "essential": False,
+        "hooks": ["hivelite_merge_threshold"]}
     human = run.ok("plugins", group=("--plugins-dir", str(plugins))).out
-    assert re.search(r"^two +file \S+two\.py +hivelite_merge_threshold$", human, re.M), human
+    assert re.search(r"^two +file \S+two\.py +merge_threshold +no +ok$", human, re.M), human
     assert not run.db.exists()
 
 
@@ -990,6 +1025,11 @@ AS_OWNER: dict[str, tuple[str, ...]] = {
     "amend": ("{completed}", "--merge-commit", "3f2a9c1"),
     "expire": (),
     "fields": ("1", "--priority", "low", "--base-version", "1"),
+    "hold": ("--agent", "ana/coder"),
+    "veto": ("1", "--agent", "ana/coder"),
+    "stop": ("--all",),
+    "budget": ("set", "--agent", "ana/coder", "--tasks", "3"),
+    "policy": ("set", "mode", "team"),
 }
 
 
@@ -1085,15 +1125,19 @@ def test_demo_runs_twice_on_one_store_and_adds_tasks(run: Runner, store: Path) -
     assert first.out.startswith(f"hivelite demo on {store} (owner ana)\n")
     assert "refused: invalid_state/stale_claim: " in first.out
     assert "refused: invalid_state/reviewer_not_independent: " in first.out
-    assert len(run.ok("list", as_json=True).doc()["items"]) == 2
+    assert "refused: forbidden_right/vetoed: " in first.out  # the stop
+    assert "refused: rate_limited/daily_budget: " in first.out
+    assert len(run.ok("list", as_json=True).doc()["items"]) == 3
     steps = run.ok("demo", as_json=True).doc()
-    assert {s["number"] for s in steps} == {3, 4}
+    assert {s["number"] for s in steps} == {4, 5, 6}
     final = {s["number"]: s["state"] for s in steps if "state" in s}
-    assert final == {3: "completed", 4: "cancelled"}
+    assert final == {4: "completed", 5: "cancelled", 6: "routed"}
     refusals = [s["error"]["reason"] for s in steps if "error" in s]
-    assert refusals == ["stale_claim", "reviewer_not_independent"]
+    assert refusals == ["stale_claim", "reviewer_not_independent", "vetoed", "daily_budget"]
     states = [i["task"]["state"] for i in run.ok("list", as_json=True).doc()["items"]]
-    assert states == ["completed", "cancelled", "completed", "cancelled"]
+    assert states == ["completed", "cancelled", "routed"] * 2
+    assert run.ok("controls", as_json=True).doc() == []  # the demo lifts what it sets
+    assert run.ok("budget", "show", as_json=True).doc() == []
 
 
 def test_demo_creates_a_missing_store(run: Runner, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,11 +35,13 @@ from .conftest import OWNER, OpenHive
 
 TIMEOUT = 30
 GATE = "hivelite_permission_gate"
+LISTED = {"loaded": True, "required": False, "detail": None}
+"""What ``hivelite plugins`` says of every plugin loaded here when no store requires any."""
 BUILT_INS = [
     {"name": "hivelite.default_gate", "source": "built-in", "essential": True,
-     "hooks": ["hivelite_permission_gate"]},
+     "hooks": ["hivelite_permission_gate"], "policy": False, "status": "built_in", **LISTED},
     {"name": "hivelite.default_threshold", "source": "built-in", "essential": True,
-     "hooks": ["hivelite_merge_threshold"]},
+     "hooks": ["hivelite_merge_threshold"], "policy": False, "status": "built_in", **LISTED},
 ]
 
 # -- plugin files ------------------------------------------------------------------------
@@ -269,7 +271,7 @@ def test_plugins_dir_on_the_cli_is_listed_and_decides(tmp_path: Path, store: Pat
     assert listed.code == 0, listed.err
     assert listed.json() == [*BUILT_INS, {
         "name": "no_secrets", "source": f"file {folder / 'no_secrets.py'}",
-        "essential": False, "hooks": [GATE]}]
+        "essential": False, "hooks": [GATE], "policy": True, "status": "ok", **LISTED}]
 
     done = run(["--db", str(store), "--plugins-dir", str(folder), "--json",
                 *handoff_args("secret-plans")], cwd=tmp_path)
@@ -333,7 +335,8 @@ def test_entry_point_of_a_distribution_on_the_path(tmp_path: Path, store: Path,
     assert listed.code == 0, listed.err
     assert listed.json() == [*BUILT_INS, {
         "name": DIST_ENTRY_POINT, "source": f"entry point ({DIST_NAME})", "essential": False,
-        "hooks": ["hivelite_merge_threshold", GATE]}]
+        "hooks": ["hivelite_merge_threshold", GATE], "policy": True, "status": "ok",
+        **LISTED}]
 
     shown = run(["--json", "plugins"], cwd=tmp_path, PYTHONPATH=path,
                 HIVELITE_LOAD_PLUGINS="")  # empty: none

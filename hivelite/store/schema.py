@@ -562,8 +562,9 @@ def _owner_of(agent: str) -> str:
 
 
 def _instance_key(column: str) -> str:
-    """An instance name compared as the caller's are: case and trailing dots aside."""
-    return f"lower(rtrim({column}, '.'))"
+    """An instance name compared as the caller's are: surrounding spaces, case and trailing
+    dots aside (``models.normal_instance``)."""
+    return f"lower(rtrim(trim({column}, ' '), '.'))"
 
 
 def authority_sql() -> str:
@@ -643,8 +644,10 @@ CREATE TRIGGER required_plugins_kind BEFORE INSERT ON required_plugins
 WHEN NEW.kind NOT IN ('entry_point', 'file', 'given') OR NOT json_valid(NEW.settings)
 BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_requirement'); END;
 
+-- A control names an instance as every comparison spells it (lowercase, no trailing dot).
 CREATE TRIGGER controls_scope BEFORE INSERT ON controls
-WHEN NEW.lifted_at IS NOT NULL OR NEW.lifted_by IS NOT NULL OR NOT (
+WHEN NEW.lifted_at IS NOT NULL OR NEW.lifted_by IS NOT NULL
+    OR NEW.instance IS NOT {_instance_key("NEW.instance")} OR NOT (
     (NEW.kind = 'hold' AND NEW.task IS NULL AND (NEW.agent IS NULL) != (NEW.instance IS NULL))
     OR (NEW.kind = 'veto' AND NEW.task IS NOT NULL AND NEW.agent IS NOT NULL
         AND NEW.instance IS NULL)

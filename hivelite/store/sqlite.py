@@ -625,7 +625,7 @@ class SqliteTx:
                     task: int | None = None) -> list[TaskRow]:
         clauses, args = ["lease_id IS NOT NULL"], []  # the partial index of live leases
         for clause, value in (("lease_holder = ?", agent),
-                              ("lower(rtrim(lease_instance, '.')) = ?", instance),
+                              ("lower(rtrim(trim(lease_instance, ' '), '.')) = ?", instance),
                               ("number = ?", task)):
             if value is not None:
                 clauses.append(clause)

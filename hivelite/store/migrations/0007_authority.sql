@@ -71,8 +71,10 @@ CREATE TRIGGER required_plugins_kind BEFORE INSERT ON required_plugins
 WHEN NEW.kind NOT IN ('entry_point', 'file', 'given') OR NOT json_valid(NEW.settings)
 BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_requirement'); END;
 
+-- A control names an instance as every comparison spells it (lowercase, no trailing dot).
 CREATE TRIGGER controls_scope BEFORE INSERT ON controls
-WHEN NEW.lifted_at IS NOT NULL OR NEW.lifted_by IS NOT NULL OR NOT (
+WHEN NEW.lifted_at IS NOT NULL OR NEW.lifted_by IS NOT NULL
+    OR NEW.instance IS NOT lower(rtrim(trim(NEW.instance, ' '), '.')) OR NOT (
     (NEW.kind = 'hold' AND NEW.task IS NULL AND (NEW.agent IS NULL) != (NEW.instance IS NULL))
     OR (NEW.kind = 'veto' AND NEW.task IS NOT NULL AND NEW.agent IS NOT NULL
         AND NEW.instance IS NULL)
@@ -111,11 +113,11 @@ WHEN NEW.lease_id IS NOT NULL AND NEW.lease_id IS NOT OLD.lease_id
 BEGIN
     SELECT CASE
         WHEN EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL AND kind = 'stop' AND (agent IS NEW.lease_holder
-                     OR instance IS lower(rtrim(NEW.lease_instance, '.'))
+                     OR instance IS lower(rtrim(trim(NEW.lease_instance, ' '), '.'))
                      OR (agent IS NULL AND instance IS NULL)))
             THEN RAISE(ABORT, 'forbidden_right:vetoed')
         WHEN EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL AND kind = 'hold' AND (agent IS NEW.lease_holder
-                     OR instance IS lower(rtrim(NEW.lease_instance, '.'))))
+                     OR instance IS lower(rtrim(trim(NEW.lease_instance, ' '), '.'))))
             THEN RAISE(ABORT, 'forbidden_right:held')
         WHEN EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL AND kind = 'veto' AND agent IS NEW.lease_holder
                      AND task IS NEW.number)
@@ -132,7 +134,7 @@ WHEN (SELECT state FROM tasks WHERE number = NEW.task) IS 'approval' AND (
     NEW.version IS NOT (SELECT version FROM results WHERE task = NEW.task)
     OR (NEW.counted AND (
         EXISTS (SELECT 1 FROM results WHERE task = NEW.task AND (worker = NEW.reviewer
-                OR lower(rtrim(instance, '.')) = lower(rtrim(NEW.instance, '.'))))
+                OR lower(rtrim(trim(instance, ' '), '.')) = lower(rtrim(trim(NEW.instance, ' '), '.'))))
         OR CASE coalesce((SELECT value FROM policy WHERE key = 'mode'), 'personal')
             WHEN 'team' THEN substr(NEW.reviewer, 1, instr(NEW.reviewer, '/') - 1) = (SELECT substr(worker, 1, instr(worker, '/') - 1) FROM results
                                                   WHERE task = NEW.task)
@@ -142,7 +144,7 @@ WHEN (SELECT state FROM tasks WHERE number = NEW.task) IS 'approval' AND (
             ELSE substr(NEW.reviewer, 1, instr(NEW.reviewer, '/') - 1) IS NOT (SELECT value FROM meta WHERE key = 'owner')
                 OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task
                            AND c.version = NEW.version AND c.counted
-                           AND lower(rtrim(c.instance, '.')) = lower(rtrim(NEW.instance, '.')))
+                           AND lower(rtrim(trim(c.instance, ' '), '.')) = lower(rtrim(trim(NEW.instance, ' '), '.')))
         END)))
 BEGIN SELECT RAISE(ABORT, 'invalid_state:reviewer_not_independent'); END;
 

@@ -1,0 +1,164 @@
+"""What every ``hivelite`` verb shares: the group's options, who the process acts as,
+the caller options, and how an answer is printed (one JSON document with ``--json``).
+
+The verbs live in ``cli`` and, for the owner's controls and policy, ``cli_owner``; both
+stand on this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+from pydantic import BaseModel
+
+from . import render
+from .caller import Caller
+from .clock import clock_from_env
+from .errors import ForbiddenRight
+from .hive import Hive
+from .models import Receipt
+
+
+class FileOwner:
+    """The CLI's finding that this process acts as the store's owner: no agent is named, and
+    the user running it owns the store file."""
+
+
+FILE_OWNER = FileOwner()
+
+
+@dataclass
+class Context:
+    """What the group's options set for every verb."""
+
+    db: str
+    as_json: bool
+    plugins_dir: str | None
+    request_id: str | None = None
+    """A write verb's --request-id: a retry with the same id gets the first answer."""
+
+    def open(self, *, create: bool = False, owner: str | None = None) -> Hive:
+        return Hive.open(self.db, owner=owner, plugins_dir=self.plugins_dir,
+                         clock=clock_from_env(), create=create)
+
+    def caller(self, agent: str | None, instance: str | None, session: str | None, *,
+               agent_verb: bool = False) -> Caller | FileOwner:
+        """Who this process acts as, decided before the store is opened: the agent it names,
+        or the store's owner, which only the user owning the store file may be (its name is
+        read from the store once it is open: :func:`acting`). An agent's verb without an
+        agent is a usage error, never the owner."""
+        params = click.get_current_context()
+        if agent is not None:
+            if instance is None:
+                raise click.UsageError(f"acting as agent {agent} needs --instance (or"
+                                       " $HIVELITE_INSTANCE)")
+            from_env = params.get_parameter_source("agent") is ParameterSource.ENVIRONMENT
+            return Caller.agent(agent, instance, session,
+                                origin="$HIVELITE_AGENT" if from_env else None)
+        if agent_verb:
+            raise click.UsageError("name the acting agent: --agent owner/agent and --instance"
+                                   " (or $HIVELITE_AGENT and $HIVELITE_INSTANCE)")
+        for name in ("instance", "session"):
+            if params.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+                raise click.UsageError(f"--{name} belongs to an agent: name it with --agent,"
+                                       f" or drop --{name} to act as the store's owner")
+        return self.file_owner()
+
+    def file_owner(self) -> FileOwner:
+        """The store's owner, which only the user owning the store file may act as."""
+        path = Path(self.db)
+        if hasattr(os, "geteuid") and path.exists():
+            uid = path.stat().st_uid
+            if uid != os.geteuid():
+                raise ForbiddenRight("not_owner", f"{path} belongs to another user (uid"
+                                     f" {uid}); only the store file's owner acts as the"
+                                     " store's owner. Agents name themselves with --agent"
+                                     " and --instance")
+        return FILE_OWNER
+
+    def owner_caller(self) -> Caller | FileOwner:
+        """Who runs one of the owner's controls (hold, budget, policy, ...), whose
+        ``--agent`` and ``--instance`` name whom it binds: the agent of
+        ``$HIVELITE_AGENT`` when set (whom the store then refuses: only the owner
+        controls), else the store's owner."""
+        agent = os.environ.get("HIVELITE_AGENT")
+        if agent:
+            instance = os.environ.get("HIVELITE_INSTANCE")
+            if not instance:
+                raise click.UsageError("$HIVELITE_AGENT is set without $HIVELITE_INSTANCE;"
+                                       " unset $HIVELITE_AGENT to act as the store's owner")
+            return Caller.agent(agent, instance, os.environ.get("HIVELITE_SESSION"),
+                                origin="$HIVELITE_AGENT")
+        return self.file_owner()
+
+    def agent(self, agent: str | None, instance: str | None, session: str | None) -> Caller:
+        """The agent an agent's verb acts as (a usage error when none is named)."""
+        caller = self.caller(agent, instance, session, agent_verb=True)
+        assert isinstance(caller, Caller)  # an agent's verb never falls back to the owner
+        return caller
+
+    def show(self, hive: Hive, receipt: Receipt) -> None:
+        """After a write: the task's full view, as ``show`` prints it."""
+        view = hive.get(receipt.number)
+        self.emit(view, lambda: render.task_block(view, hive.clock()))
+
+    def emit(self, data: Any, human: Callable[[], str]) -> None:
+        if self.as_json:
+            click.echo(json.dumps(plain(data), ensure_ascii=False, indent=2))
+        else:
+            click.echo(human())
+
+
+AS_OWNER = ("Acts as the store's owner (you must own the store file); with an agent named"
+            " (--agent or $HIVELITE_AGENT) it acts as that agent, and an agent is refused.")
+AS_AGENT = "Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables)."
+
+
+def caller_options(*, agent_verb: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--agent, --instance and --session, each with its ``$HIVELITE_`` variable."""
+    need = "; required." if agent_verb else "."
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = click.option(
+            "--request-id", expose_value=False, callback=_keep_request_id,
+            help="Make a retry safe: the same call with the same id answers as the first"
+            " did, without writing again (24 hours).")(command)
+        command = click.option("--session", envvar="HIVELITE_SESSION",
+                               help="The process or conversation acting"
+                               " ($HIVELITE_SESSION).")(command)
+        command = click.option("--instance", envvar="HIVELITE_INSTANCE",
+                               help="The machine or installation the agent acts from"
+                               f" ($HIVELITE_INSTANCE){need}")(command)
+        return click.option("--agent", envvar="HIVELITE_AGENT",
+                            help=f"The acting agent, owner/agent ($HIVELITE_AGENT){need}"
+                            )(command)
+    return decorate
+
+
+def _keep_request_id(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.find_object(Context).request_id = value  # type: ignore[union-attr]
+
+
+def acting(hive: Hive, who: Caller | FileOwner) -> Caller:
+    """The caller :meth:`Context.caller` decided on, the owner's name read from the store."""
+    return hive.as_owner() if isinstance(who, FileOwner) else who
+
+
+def plain(data: Any) -> Any:
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json")
+    if isinstance(data, list | tuple):
+        return [plain(d) for d in data]
+    if isinstance(data, dict):
+        return {k: plain(v) for k, v in data.items()}
+    return data
+
+
+pass_context = click.make_pass_decorator(Context)
