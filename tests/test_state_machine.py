@@ -18,15 +18,23 @@ may succeed or raise a ``HiveliteError`` (anything else fails the test), and:
   ``accepted``/``working`` and at most one per task; a task's fencing token
   never goes down and a new lease always comes with a larger one; replaying
   the journal reproduces every task's state and ``waiting_on``; every journaled
-  move is one of the 22 (with its ``waiting_on`` rules).
+  move is one of the 22 (with its ``waiting_on`` rules);
+- the owner's controls and a daily budget (DESIGN §10, issue 16): hold, veto, stop and
+  lift come and go; a call the model says a control or the budget forbids is refused
+  with ``held``, ``vetoed`` or ``daily_budget`` (and no other call is), the store's live
+  controls are the model's, and no live lease is ever held by an agent a live control
+  binds.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,6 +60,8 @@ from hivelite import (
     InvalidInput,
     InvalidState,
     ManualClock,
+    NotFound,
+    RateLimited,
     Receipt,
     State,
     WaitingOn,
@@ -75,7 +85,7 @@ LEASED = (State.accepted.value, State.working.value)
 CLOSED = {s.value for s in TERMINAL}
 OPEN = ("requested", "waiting", "routed", "accepted", "working")
 
-SETTINGS = settings(max_examples=40, stateful_step_count=30, deadline=None,
+SETTINGS = settings(max_examples=60, stateful_step_count=30, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 # What the runs did, printed at the end to show which paths were walked.
@@ -147,6 +157,33 @@ holder_agents = st.sampled_from([ASSIGNEE, ASSIGNEE, ASSIGNEE, SHOUTING, ELSEWHE
 owners = st.sampled_from([OWNER, OWNER, OWNER, None, "ana/coder", "bob"])
 minutes = st.sampled_from([5, 10, 15, 10, 4, 16])
 reasons = st.sampled_from([None, "", "because", "x" * 501])
+CLAIMS = ("claim", "resume")
+HOLDER_WRITES = ("renew", "release", "checkpoint", "update", "pause", "submit")
+CONTROL_REASONS = ("held", "vetoed", "daily_budget")
+# Whom a hold or a stop binds: an agent, an instance (spelt as a person might), everyone.
+control_targets = st.sampled_from([("agent", ASSIGNEE), ("agent", ASSIGNEE),
+                                   ("agent", "ana/reviewer"), ("agent", "guest/scout"),
+                                   ("instance", "laptop"), ("instance", "Desktop."),
+                                   ("everyone", None)])
+controllers = st.sampled_from([OWNER, OWNER, OWNER, ASSIGNEE])
+
+
+class Refused(Exception):
+    """A control or the budget refused the call, as the model said it would: the rule's
+    own expectations (made without controls) do not apply to it."""
+
+
+def guarded(rule_body: Callable[..., None]) -> Callable[..., None]:
+    """A rule whose call a control may refuse: the refusal is checked in ``call``."""
+    @functools.wraps(rule_body)
+    def run(*args: Any, **kwargs: Any) -> None:
+        with contextlib.suppress(Refused):
+            rule_body(*args, **kwargs)
+    return run
+
+
+def normal(instance: str | None) -> str | None:
+    return instance.strip(" ").lower().rstrip(".") if instance is not None else None
 
 
 class HiveMachine(RuleBasedStateMachine):
@@ -165,6 +202,11 @@ class HiveMachine(RuleBasedStateMachine):
         self.result_instance: dict[int, str] = {}  # where the current result came from
         self.accepted_by: dict[int, set[str]] = {}  # accepts on the current result version
         self.merged: set[int] = set()
+        self.verdicts: dict[int, dict[str, tuple[str, str, bool]]] = {}
+        """Verdicts on the current result version: agent -> (instance, verdict, counted)."""
+        self.controls: dict[int, tuple[str, str | None, str | None, int | None]] = {}
+        """Live controls: id -> (kind, agent, instance, task)."""
+        self.budget: int | None = None  # tasks the assignee may claim a day
         self.reopened_on_open: set[int] = set()  # claims the last opening ended, unreported
         # What the invariants saw at the last step.
         self.last: dict[int, tuple[str | None, int]] = {}  # (lease_id, token) per task
@@ -238,6 +280,9 @@ class HiveMachine(RuleBasedStateMachine):
         """
         before = rawsql.snapshot(self.conn)
         seq = self.last_seq()
+        caller = args[0] if args and isinstance(args[0], Caller) else None
+        number = args[1] if len(args) > 1 and isinstance(args[1], int) else None
+        forbidden = self.forbidden(verb, caller, number)
         try:
             out = fn(*args, **kwargs)
         except HiveliteError as exc:
@@ -245,7 +290,13 @@ class HiveMachine(RuleBasedStateMachine):
             changed = sorted(t for t in before if before[t] != after.get(t))
             assert before == after, f"{verb} refused ({exc}) yet changed {changed}"
             REFUSALS_SEEN[f"{verb}:{exc.reason}"] += 1
+            if exc.reason in CONTROL_REASONS:
+                assert exc.reason == forbidden, f"{verb} by {caller}: {exc!r}, model: {forbidden}"
+                assert isinstance(exc, RateLimited if forbidden == "daily_budget"
+                                  else ForbiddenRight), exc
+                raise Refused from None
             return exc
+        assert forbidden is None, f"{verb} by {caller} went through, yet {forbidden}"
         if isinstance(out, Receipt):
             r = self.row(out.number)
             assert (out.state.value, out.waiting_on) == (r["state"], r["waiting_on"]), verb
@@ -259,6 +310,46 @@ class HiveMachine(RuleBasedStateMachine):
             else:
                 assert added and added[-1][:2] == (out.seq, out.number), (verb, out.seq, added)
         return out
+
+    def binds(self, control: tuple[str, str | None, str | None, int | None], agent: str,
+              instance: str | None) -> bool:
+        """Whether a live hold or stop binds this agent on this instance."""
+        kind, who, where, _ = control
+        if kind == "veto":
+            return False
+        if who is not None:
+            return who == agent
+        if where is not None:
+            return where == normal(instance)
+        return True
+
+    def claims_today(self) -> int:
+        """Claims (routed -> accepted) by the assignee since the day began (UTC)."""
+        day = self.now()[:10] + "T00:00:00.000Z"
+        return int(self.conn.execute(
+            "SELECT count(*) FROM journal WHERE actor = ? AND from_state = 'routed'"
+            " AND to_state = 'accepted' AND at >= ?", (ASSIGNEE, day)).get)
+
+    def forbidden(self, verb: str, caller: Caller | None, number: int | None) -> str | None:
+        """What the owner's controls or the budget refuse this call with, if anything, in
+        the order the write path asks: a stop (any write), a hold (claims and holder
+        writes), the budget (claims), a veto (claims and holder writes on its task)."""
+        if caller is None or caller.is_owner:
+            return None
+        live = list(self.controls.values())
+        bound = [c for c in live if self.binds(c, caller.name, caller.instance)]
+        if any(c[0] == "stop" for c in bound):
+            return "vetoed"
+        working = verb in CLAIMS or verb in HOLDER_WRITES
+        if working and bound:
+            return "held"
+        if (verb in CLAIMS and caller.name == ASSIGNEE and self.budget is not None
+                and self.claims_today() >= self.budget):
+            return "daily_budget"
+        if working and any(c[0] == "veto" and c[1] == caller.name and c[3] == number
+                           for c in live):
+            return "vetoed"
+        return None
 
     def expect(self, verb: str, should: bool, out: Any, why: str) -> bool:
         """The model's verdict (success or refusal) must be the store's."""
@@ -312,6 +403,7 @@ class HiveMachine(RuleBasedStateMachine):
             self.handoff(kind, None, None, "owner")
 
     @rule(minutes=st.integers(0, 16), seconds=st.sampled_from([0, 0, 1, 59]))
+    @guarded
     def advance(self, minutes: int, seconds: int) -> None:
         self.clock.advance(minutes=minutes, seconds=seconds)
 
@@ -321,6 +413,7 @@ class HiveMachine(RuleBasedStateMachine):
             (self.now(),))}
 
     @rule(who=st.sampled_from([OWNER, OWNER, "ana/reviewer", "guest/scout", None]))
+    @guarded
     def expire(self, who: str | None) -> None:
         """Every expired claim ends now, whoever asks; the report also names what opening the
         store ended. Only no caller at all is refused."""
@@ -335,6 +428,7 @@ class HiveMachine(RuleBasedStateMachine):
         self.reopened_on_open = set()
 
     @rule()
+    @guarded
     def reopen(self) -> None:
         """Close and open the store again: opening returns every expired claim first."""
         self.h.close()
@@ -350,6 +444,7 @@ class HiveMachine(RuleBasedStateMachine):
     @rule(kind=st.sampled_from(["own", "own", "guest", "denied"]),
           depends=st.one_of(st.none(), picks), fixed_id=st.sampled_from([None, None, "t-fixed"]),
           by=st.sampled_from(["owner", "owner", "requester", "requester", "another", "none"]))
+    @guarded
     def handoff(self, kind: str, depends: int | None, fixed_id: str | None, by: str) -> None:
         """The owner hands off for any requester, an agent only as itself."""
         deps = [self.ids[self.task(depends)]] if depends is not None and self.tasks else []
@@ -407,16 +502,19 @@ class HiveMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, actor=owners, reason=reasons)
+    @guarded
     def approve(self, pick: int, actor: str | None, reason: str | None) -> None:
         self.owner_verb("approve", pick, actor, reason, ("waiting(owner_approval)",))
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, actor=owners, reason=reasons)
+    @guarded
     def deny(self, pick: int, actor: str | None, reason: str | None) -> None:
         self.owner_verb("deny", pick, actor, reason, ("waiting(owner_approval)",))
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, actor=owners, reason=reasons)
+    @guarded
     def cancel(self, pick: int, actor: str | None, reason: str | None) -> None:
         self.owner_verb("cancel", pick, actor, reason, (
             "requested", "waiting(owner_approval)", "waiting(human)", "waiting(agent)",
@@ -427,6 +525,7 @@ class HiveMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, agent=st.sampled_from([ASSIGNEE, ASSIGNEE, "ana/reviewer", OWNER]),
           instance=instances, session=sessions, mins=minutes)
+    @guarded
     def claim(self, pick: int, agent: str, instance: str, session: str | None,
               mins: int) -> None:
         number = self.task(pick)
@@ -458,6 +557,7 @@ class HiveMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, agent=st.sampled_from([ASSIGNEE, ASSIGNEE, "ana/other", OWNER]),
           instance=instances, session=sessions, mins=minutes)
+    @guarded
     def resume(self, pick: int, agent: str, instance: str, session: str | None,
                mins: int) -> None:
         number = self.task(pick)
@@ -474,6 +574,7 @@ class HiveMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, which=lease_picks, agent=holder_agents,
           mins=st.sampled_from([5, 10, 15]))
+    @guarded
     def renew(self, pick: int, which: str, agent: str | None, mins: int) -> None:
         number = self.task(pick)
         before = self.row(number)
@@ -490,6 +591,7 @@ class HiveMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, which=lease_picks, agent=holder_agents,
           reason=st.sampled_from([None, "", "done for today"]))
+    @guarded
     def release_by_holder(self, pick: int, which: str, agent: str | None,
                           reason: str | None) -> None:
         out = self.holder_call("release", self.task(pick), which, agent, reason=reason)
@@ -498,6 +600,7 @@ class HiveMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, actor=owners, reason=reasons)
+    @guarded
     def release_by_owner(self, pick: int, actor: str | None, reason: str | None) -> None:
         out = self.owner_verb("release", pick, actor, reason, LEASED)
         if not isinstance(out, HiveliteError):
@@ -505,6 +608,7 @@ class HiveMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, which=lease_picks, agent=holder_agents)
+    @guarded
     def checkpoint(self, pick: int, which: str, agent: str | None) -> None:
         out = self.holder_call("checkpoint", self.task(pick), which, agent,
                                progress="half way", next_steps=["the other half"])
@@ -517,6 +621,7 @@ class HiveMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, which=lease_picks, agent=holder_agents,
           tokens=st.sampled_from([None, 0, 120]))
+    @guarded
     def update(self, pick: int, which: str, agent: str | None, tokens: int | None) -> None:
         out = self.holder_call("update", self.task(pick), which, agent,
                                summary="parsed the header", tokens=tokens)
@@ -527,6 +632,7 @@ class HiveMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, which=lease_picks, agent=holder_agents,
           on=st.sampled_from(["human", "agent"]))
+    @guarded
     def pause(self, pick: int, which: str, agent: str | None, on: str) -> None:
         out = self.holder_call("pause", self.task(pick), which, agent, on=on,
                                reason="which format?")
@@ -542,6 +648,7 @@ class HiveMachine(RuleBasedStateMachine):
     @rule(pick=picks, which=lease_picks, agent=holder_agents,
           outcome=st.sampled_from(["completed", "completed", "failed"]),
           good=st.sampled_from([True, True, False]))
+    @guarded
     def submit(self, pick: int, which: str, agent: str | None, outcome: str,
                good: bool) -> None:
         number = self.task(pick)
@@ -552,6 +659,7 @@ class HiveMachine(RuleBasedStateMachine):
             return
         self.result_instance[number] = instance
         self.accepted_by[number] = set()
+        self.verdicts[number] = {}
         self.merged.discard(number)
         view = self.h.get(out.number)
         assert view.claim is None and view.outcome == outcome
@@ -567,11 +675,12 @@ class HiveMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, agent=agents, instance=instances, session=sessions,
           verdict=st.sampled_from(["accept", "accept", "reject"]), reason=reasons)
+    @guarded
     def verify(self, pick: int, agent: str, instance: str, session: str | None, verdict: str,
                reason: str | None) -> None:
         number = self.task(pick)
         state = self.row(number)["state"]
-        given = self.accepted_by.get(number, set())
+        given = self.verdicts.setdefault(number, {})
         out = self.call("verify", self.h.verify, caller_of(agent, instance, session), number,
                         verdict=verdict, reason=reason)
         if agent == OWNER:
@@ -595,18 +704,25 @@ class HiveMachine(RuleBasedStateMachine):
             return
         view = self.h.get(out.number)
         assert view.task.state is out.state
-        assert [(c.instance, c.session, c.verdict) for c in view.confirmations
-                if c.reviewer == agent] == [(instance, session, verdict)]
+        # personal mode: only the owner's own agents count, one per instance
+        counted = agent.partition("/")[0] == OWNER and not any(
+            c and where == instance for where, _, c in given.values())
+        assert [(c.instance, c.session, c.verdict, c.counted, c.why is None)
+                for c in view.confirmations if c.reviewer == agent] == [
+            (instance, session, verdict, counted, counted)]
+        given[agent] = (instance, verdict, counted)
         if verdict == "reject":
-            assert out.state is State.routed
+            assert out.state is (State.routed if counted else State.approval), out
             return
-        given.add(agent)
-        done = len(given) >= threshold_of(number)
+        self.accepted_by.setdefault(number, set()).add(agent)
+        accepts = sum(1 for _, v, c in given.values() if v == "accept" and c)
+        done = accepts >= threshold_of(number)
         assert out.state is (State.completed if done else State.approval), (
-            f"{len(given)} of {threshold_of(number)} confirmations, yet {out.state}")
+            f"{accepts} of {threshold_of(number)} confirmations, yet {out.state}")
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, actor=owners, reason=reasons)
+    @guarded
     def sign_off(self, pick: int, actor: str | None, reason: str | None) -> None:
         out = self.owner_verb("sign_off", pick, actor, reason, ("approval",))
         if not isinstance(out, HiveliteError):
@@ -614,6 +730,7 @@ class HiveMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, actor=owners, reason=st.sampled_from(["not yet", "", "x" * 501]))
+    @guarded
     def decline(self, pick: int, actor: str | None, reason: str) -> None:
         out = self.owner_verb("decline", pick, actor, reason, ("approval",), required=True)
         if not isinstance(out, HiveliteError):
@@ -622,6 +739,7 @@ class HiveMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.tasks)
     @rule(pick=picks, actor=st.sampled_from([OWNER, ASSIGNEE, ASSIGNEE, "ana/reviewer", None]),
           good=st.sampled_from([True, True, False]))
+    @guarded
     def amend_summary(self, pick: int, actor: str | None, good: bool) -> None:
         number = self.task(pick)
         state = self.row(number)["state"]
@@ -644,6 +762,7 @@ class HiveMachine(RuleBasedStateMachine):
             assert view.task.result is not None
             assert view.task.result.summary == "parser, amended"
             self.accepted_by[number] = set()  # new evidence needs fresh eyes
+            self.verdicts[number] = {}
         else:
             assert out.reason == expected, out
 
@@ -651,6 +770,7 @@ class HiveMachine(RuleBasedStateMachine):
     @rule(pick=picks,
           actor=st.sampled_from([OWNER, ASSIGNEE, "ana/reviewer", "ana/other", None]),
           commit=st.sampled_from(["0123abc", "deadbeefcafe", "XYZ"]))
+    @guarded
     def amend_merge(self, pick: int, actor: str | None, commit: str) -> None:
         number = self.task(pick)
         state = self.row(number)["state"]
@@ -693,18 +813,21 @@ class HiveMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.tasks)
     @rule(**nudge_args)
+    @guarded
     def nudge(self, pick: int, ways: list[int], instance: str, session: str | None,
               reviewer: str, later: int) -> None:
         self._nudge(pick, ways, instance, session, reviewer, later)
 
     @precondition(lambda self: self.tasks)
     @rule(**nudge_args)
+    @guarded
     def nudge_again(self, pick: int, ways: list[int], instance: str, session: str | None,
                     reviewer: str, later: int) -> None:
         self._nudge(pick, ways, instance, session, reviewer, later)
 
     @precondition(lambda self: self.tasks)
     @rule(**nudge_args)
+    @guarded
     def nudge_more(self, pick: int, ways: list[int], instance: str, session: str | None,
                    reviewer: str, later: int) -> None:
         self._nudge(pick, ways, instance, session, reviewer, later)
@@ -771,6 +894,106 @@ class HiveMachine(RuleBasedStateMachine):
             actor = [OWNER, ASSIGNEE, reviewer][way % 3]
             self.amend_merge(pick, actor, "0123abc")
 
+    # -- the owner's controls and a daily budget --------------------------------
+
+    def ended_by(self, agent: str | None, instance: str | None,
+                 task: int | None) -> list[int]:
+        """The tasks whose live lease a control of this scope ends (an expired one the
+        control's own sweep ends first, as expiry)."""
+        ended = []
+        for number, holder, where, expires in self.conn.execute(
+                "SELECT number, lease_holder, lease_instance, lease_expires FROM tasks"
+                " WHERE lease_id IS NOT NULL ORDER BY number"):
+            if expires <= self.now() or (agent is not None and holder != agent) or (
+                    instance is not None and normal(where) != normal(instance)) or (
+                    task is not None and number != task):
+                continue
+            ended.append(number)
+        return ended
+
+    def controlled(self, out: Any, actor: str, kind: str, agent: str | None,
+                   instance: str | None, task: int | None, ended: list[int]) -> None:
+        """A control by ``actor``: the owner's is recorded, ends exactly ``ended`` (moves
+        8/9 by the owner, reason held/vetoed/stopped) and is journaled; anyone else's is
+        ``not_permitted``."""
+        if actor != OWNER:
+            assert isinstance(out, ForbiddenRight) and out.reason == "not_permitted", out
+            return
+        assert not isinstance(out, HiveliteError), out
+        assert (out.kind, out.agent, out.instance, out.task) == (
+            kind, agent, normal(instance), task), out
+        assert out.ended == ended, (out.ended, ended)
+        why = {"hold": "held", "veto": "vetoed", "stop": "stopped"}[kind]
+        for number in ended:
+            assert self.row(number)["state"] == State.routed.value
+            last = self.h.history(number)[-1]
+            assert (last.actor, last.reason, last.move) in ((OWNER, why, 8), (OWNER, why, 9))
+        event = [e for e in self.h.journal() if e.number is None][-1]
+        assert (event.actor, event.reason) == (OWNER, kind)
+        self.controls[out.id] = (kind, agent, normal(instance), task)
+
+    @precondition(lambda self: len(self.controls) < 2)  # else most steps are refused
+    @rule(whom=control_targets, kind=st.sampled_from(["hold", "stop"]), actor=controllers)
+    @guarded
+    def hold_or_stop(self, whom: tuple[str, str | None], kind: str, actor: str) -> None:
+        what, name = whom
+        if kind == "hold" and what == "everyone":  # a hold names an agent or an instance
+            what, name = "agent", ASSIGNEE
+        agent = name if what == "agent" else None
+        instance = name if what == "instance" else None
+        ended = self.ended_by(agent, instance, None)
+        options: dict[str, Any] = {"everyone": True} if what == "everyone" else {what: name}
+        out = self.call(kind, getattr(self.h, kind), caller_of(actor), **options)
+        self.controlled(out, actor, kind, agent, instance, None, ended)
+
+    @precondition(lambda self: self.tasks and len(self.controls) < 2)
+    @rule(pick=picks, agent=st.sampled_from([ASSIGNEE, ASSIGNEE, "ana/reviewer"]),
+          actor=controllers)
+    @guarded
+    def veto(self, pick: int, agent: str, actor: str) -> None:
+        number = self.task(pick)
+        closed = self.row(number)["state"] in CLOSED
+        ended = self.ended_by(agent, None, number)
+        out = self.call("veto", self.h.veto, caller_of(actor), number, agent=agent)
+        if actor == OWNER and closed:
+            assert isinstance(out, InvalidState) and out.reason == "task_closed", out
+            return
+        self.controlled(out, actor, "veto", agent, None, number, ended)
+
+    @rule(pick=st.integers(0, 9), actor=controllers)
+    @guarded
+    def lift(self, pick: int, actor: str) -> None:
+        """Lift one live control by its id (a made-up id when none is live)."""
+        ids = sorted(self.controls)
+        control = ids[pick % len(ids)] if ids else 999
+        out = self.call("lift", self.h.lift, caller_of(actor), control)
+        if actor != OWNER:
+            assert isinstance(out, ForbiddenRight) and out.reason == "not_permitted", out
+        elif not ids:
+            assert isinstance(out, NotFound) and out.reason == "no_such_control", out
+        else:
+            assert [(c.id, c.lifted_by) for c in out] == [(control, OWNER)], out
+            del self.controls[control]
+
+    @rule(tasks=st.one_of(st.none(), st.integers(0, 3)), actor=controllers)
+    @guarded
+    def budget(self, tasks: int | None, actor: str) -> None:
+        """The assignee's daily budget of claimed tasks: set (0-3) or cleared."""
+        if tasks is None:
+            out = self.call("budget", self.h.clear_budget, caller_of(actor), ASSIGNEE)
+        else:
+            out = self.call("budget", self.h.set_budget, caller_of(actor), ASSIGNEE,
+                            tasks=tasks)
+        if actor != OWNER:
+            assert isinstance(out, ForbiddenRight) and out.reason == "not_permitted", out
+        elif tasks is None and self.budget is None:
+            assert isinstance(out, NotFound) and out.reason == "no_such_budget", out
+        else:
+            assert not isinstance(out, HiveliteError), out
+            if tasks is not None:
+                assert (out.tasks, out.used_tasks) == (tasks, self.claims_today()), out
+            self.budget = tasks
+
     # -- invariants (read through the second, raw connection) ----------------
 
     @invariant()
@@ -830,6 +1053,25 @@ class HiveMachine(RuleBasedStateMachine):
                 "SELECT t.number, t.state, EXISTS(SELECT 1 FROM results r WHERE r.task = t.number)"
                 " FROM tasks t"):
             assert has or state not in ("verifying", "approval", "completed"), (number, state)
+
+
+    @invariant()
+    def controls_are_the_owners_and_bind(self) -> None:
+        """The store's live controls are the model's, and no live lease is held by an
+        agent a live control binds (a hold or stop of it or its instance, a veto on that
+        task)."""
+        if self.raw is None:
+            return
+        live = {int(r[0]): (str(r[1]), r[2], r[3], r[4]) for r in self.conn.execute(
+            "SELECT id, kind, agent, instance, task FROM controls WHERE lifted_at IS NULL")}
+        assert live == self.controls, (live, self.controls)
+        for number, holder, where in self.conn.execute(
+                "SELECT number, lease_holder, lease_instance FROM tasks"
+                " WHERE lease_id IS NOT NULL"):
+            for control in live.values():
+                assert not self.binds(control, holder, where), (number, holder, control)
+                assert not (control[0] == "veto" and control[1] == holder
+                            and control[3] == number), (number, control)
 
 
 def test_random_verb_sequences_keep_the_protocol() -> None:
