@@ -20,7 +20,7 @@ from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 CHECKS = ["integrity_check", "schema", "hash chain", "replay", "fencing tokens",
-          "leases and results", "queue"]
+          "leases and results", "queue", "controls"]
 
 
 def busy_store(path: Path) -> None:
@@ -52,6 +52,12 @@ def busy_store(path: Path) -> None:
         hive.pause(CODER, paused, lease_id=lease.lease_id, token=lease.fencing_token,
                    on="human", reason="which API?")
         hive.resume(CODER, paused)
+        # the owner's authority: a lifted veto, a live hold elsewhere, a budget, a policy
+        veto = hive.veto(OWNER, paused, agent="ana/tester")
+        hive.lift(OWNER, veto.id)
+        hive.hold(OWNER, agent="ana/tester", reason="resting")
+        hive.set_budget(OWNER, CODER.name, tasks=50, usd_micros=2_000_000)
+        hive.set_policy(OWNER, "threshold", 2, project="web")
 
 
 @pytest.fixture
@@ -124,6 +130,25 @@ def test_queue_counts_that_lie_are_found(path: Path) -> None:
     assert not ok
     assert f"task {blocked} counts 0 open dependencies; it has 1" in detail
     assert "task 2 counts 0 failed attempts; its journal has 1" in detail
+
+
+def test_a_lease_against_a_control_and_an_unjournaled_control_are_found(
+        path: Path) -> None:
+    """Raw SQL can slip a hold in behind a live lease, or record a control with no
+    journal row; doctor names both (the write path and the lease trigger never would)."""
+    conn = rawsql.connect(path)
+    leased = conn.execute("SELECT number, lease_holder FROM tasks"
+                          " WHERE lease_id IS NOT NULL ORDER BY number").fetchall()
+    assert leased
+    number, holder = leased[0]
+    conn.execute("INSERT INTO controls(kind, agent, at, by) VALUES ('stop', ?,"
+                 " '2026-12-02T10:00:00.000Z', 'ana')", (holder,))
+    control = conn.last_insert_rowid()
+    conn.close()
+    ok, detail = findings(path)["controls"]
+    assert not ok
+    assert f"task {number} is leased to {holder}, whom control {control} (stop) binds" in detail
+    assert f"control {control} (stop) has no journal row" in detail
 
 
 def test_a_claim_that_skipped_a_token_is_found(path: Path) -> None:

@@ -185,3 +185,42 @@ def test_the_queue_backfill_is_migration_5s_own_text() -> None:
     statements migration 5 ran."""
     from hivelite.store.schema import QUEUE_BACKFILL
     assert QUEUE_BACKFILL.strip() in MIGRATIONS[4].sql
+
+
+def test_a_store_from_before_the_owners_authority_upgrades_and_obeys_it(
+        tmp_path: Path) -> None:
+    """A schema-6 store with claims, verdicts and usage gets migration 7: its old verdicts
+    keep counting, its live lease can be stopped, a budget counts the day's claims it
+    already had, and doctor finds it sound."""
+    from hivelite.errors import ForbiddenRight, RateLimited
+
+    from .conftest import CODER, OWNER, REVIEWER, own_task
+    from .downgrade import to_version
+
+    path = tmp_path / "old.db"
+    clock = ManualClock("2026-12-02T09:00:00.000Z")
+    with Hive.open(path, owner="ana", clock=clock) as hive:
+        done = own_task(hive)
+        lease = hive.claim(CODER, done)
+        hive.submit(CODER, done, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=[{"kind": "note", "summary": "checked"}])
+        hive.verify(REVIEWER, done)
+        busy = own_task(hive)
+        hive.claim(CODER, busy)
+    conn = apsw.Connection(str(path))
+    with conn:
+        to_version(conn, 6)
+    conn.close()
+    with Hive.open(path, clock=clock) as hive:
+        assert hive.store.schema_version == SCHEMA_VERSION
+        assert [(c.counted, c.why) for c in hive.get(done).confirmations] == [(True, None)]
+        assert hive.stop(OWNER, agent=CODER.name).ended == [busy]
+        hive.lift(OWNER, agent=CODER.name)
+        assert hive.set_budget(OWNER, CODER.name, tasks=2).used_tasks == 2
+        with pytest.raises(RateLimited):
+            hive.claim(CODER, busy)
+        with pytest.raises(ForbiddenRight):
+            hive.set_budget(CODER, CODER.name, tasks=9)
+    conn = apsw.Connection(str(path))
+    assert all(f.ok for f in diagnose(conn)), diagnose(conn)
+    conn.close()

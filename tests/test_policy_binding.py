@@ -605,3 +605,31 @@ def test_plugin_status_shows_each_plugin_against_the_requirement(
     assert status_of(given)[PLUGIN] == ("missing", False, True)
     [missing] = [s for s in given.plugin_status() if s.name == PLUGIN]
     assert missing.policy and missing.source.startswith("file sha256:")
+
+
+def test_a_copy_of_a_bound_store_is_bound_as_well(open_: Opener, folder: Path,
+                                                   store_path: Path, tmp_path: Path) -> None:
+    """The requirement is a row of the store: an export imported elsewhere keeps it, so
+    moving a store does not drop its policy."""
+    import apsw
+
+    from hivelite.store import SqliteStore
+    from hivelite.store.transfer import export_lines, import_lines
+
+    owner = open_(plugins_dir=folder)
+    owner.require_plugin(OWNER, PLUGIN)
+    source = apsw.Connection(str(store_path))
+    lines = list(export_lines(source))
+    source.close()
+    assert any('"table": "required_plugins"' in line for line in lines)
+    copy = tmp_path / "copy.db"
+    store = SqliteStore(copy)
+    import_lines(store.conn, lines)
+    store.close()
+    with Hive.open(copy, clock=ManualClock("2026-12-02T09:00:00.000Z")) as bare:
+        with pytest.raises(ForbiddenRight) as err:
+            handoff(bare)
+        assert (err.value.reason, err.value.extra["plugin"]) == ("policy_missing", PLUGIN)
+    with Hive.open(copy, plugins_dir=folder,
+                   clock=ManualClock("2026-12-02T09:00:00.000Z")) as bound:
+        assert bound.get(handoff(bound)).task.state is State.routed

@@ -206,6 +206,40 @@ def _queue(conn: apsw.Connection) -> Finding:
                    " right" if not problems else _examples(problems))
 
 
+AUTHORITY_SINCE = 7
+"""The schema version that keeps the owner's controls and budgets."""
+
+
+def _controls(conn: apsw.Connection) -> Finding:
+    """The owner's controls hold: no live lease belongs to an agent a live hold or stop
+    binds (by name, by instance, or all) or that is vetoed on its task; each control, and
+    each lift, has its journal row; a counted verdict gives no reason it does not count."""
+    if conn.execute("PRAGMA user_version").get < AUTHORITY_SINCE:
+        return Finding("controls", True, "the store predates the owner's controls (schema 7)")
+    instance = "lower(rtrim(trim(t.lease_instance, ' '), '.'))"
+    problems = [f"task {n} is leased to {h}, whom control {c} ({k}) binds" for n, h, c, k in
+                conn.execute(
+        "SELECT t.number, t.lease_holder, c.id, c.kind FROM tasks t JOIN controls c"
+        " ON c.lifted_at IS NULL WHERE t.lease_id IS NOT NULL AND ("
+        f"(c.kind IN ('hold', 'stop') AND (c.agent = t.lease_holder OR c.instance = {instance}"
+        " OR (c.kind = 'stop' AND c.agent IS NULL AND c.instance IS NULL)))"
+        " OR (c.kind = 'veto' AND c.agent = t.lease_holder AND c.task = t.number))")]
+    problems += [f"control {c} ({k}) has no journal row" for c, k in conn.execute(
+        "SELECT id, kind FROM controls c WHERE NOT EXISTS (SELECT 1 FROM journal j"
+        " WHERE j.task IS NULL AND j.reason = c.kind AND json_valid(j.detail)"
+        " AND json_extract(j.detail, '$.control') = c.id)")]
+    problems += [f"the lift of control {c} has no journal row" for (c,) in conn.execute(
+        "SELECT id FROM controls c WHERE lifted_at IS NOT NULL AND NOT EXISTS (SELECT 1"
+        " FROM journal j WHERE j.task IS NULL AND j.reason = 'lift' AND json_valid(j.detail)"
+        " AND json_extract(j.detail, '$.control') = c.id)")]
+    problems += [f"a verdict by {r} on task {n} counts, yet says why it does not" for n, r in
+                 conn.execute("SELECT task, reviewer FROM confirmations"
+                              " WHERE counted AND why IS NOT NULL")]
+    live = conn.execute("SELECT count(*) FROM controls WHERE lifted_at IS NULL").get
+    return Finding("controls", not problems, f"{live} live control(s); no lease against"
+                   " one, each journaled" if not problems else _examples(problems))
+
+
 CHAIN_SINCE = 4
 """The schema version that made the journal a hash chain."""
 
@@ -265,7 +299,7 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False,
             findings = [_integrity(conn, quick)]
             if findings[0].ok:  # on a damaged file the other checks would read garbage
                 findings += [_schema(conn), _chain(conn), _replay(conn), _tokens(conn),
-                             _leases_and_results(conn), _queue(conn)]
+                             _leases_and_results(conn), _queue(conn), _controls(conn)]
                 if head is not None:
                     findings.append(_head(conn, head))
             return findings
