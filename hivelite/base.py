@@ -106,8 +106,8 @@ class HiveBase:
         """The newest notifier failures (a move is committed whatever its notifiers do)."""
         self.expired_on_open: builtins.list[ExpiredClaim] = []
         self.settings_read: dict[str, dict[str, Any]] = {}
-        """Each settings table a plugin read, by section (the store's required policy
-        compares them)."""
+        """What each plugin read at start-up, by plugin and then by what it was (a settings
+        section, a file it names): the store's required policy binds it."""
         self._loaded_plugins: dict[str, Loaded] | None = None
         self._expired_lock = threading.Lock()
         self._packets = PacketCache()
@@ -130,7 +130,7 @@ class HiveBase:
         """A plugin's table from the settings file (``hivelite.toml`` beside the store)."""
         value = self.config.get(section, {})
         if isinstance(value, dict):
-            self.settings_read[section] = value
+            self.runs_with(section, value)
         if not isinstance(value, dict):
             where = settings_path(self.path).absolute() if self.path else "(no file)"
             raise InvalidInput("invalid_config", f"[{section}] in the settings file must be"
@@ -221,15 +221,14 @@ class HiveBase:
         caller = unit.caller
         if caller is None:  # the library's own sweep
             return
+        if not caller.is_owner:  # the owner's word first: a stop is named as a stop
+            unit.controls = unit.tx.controls()
+            admit_controls(unit.controls, caller, unit.verb)
         if unit.verb not in AUTHORITY:
             refusal = binding_refusal(unit.tx.required_plugins(), self._loaded())
             if refusal is not None:
                 raise refusal
-        if caller.is_owner:
-            return
-        unit.controls = unit.tx.controls()
-        admit_controls(unit.controls, caller, unit.verb)
-        if unit.verb in CLAIMING:
+        if not caller.is_owner and unit.verb in CLAIMING:
             self._charge(unit)
 
     def _controlled(self, reader: Reader, agent: Caller, verb: str, row: TaskRow) -> None:
@@ -266,14 +265,23 @@ class HiveBase:
                 for name in self.plugins.policy_plugins()}
         return self._loaded_plugins
 
+    def runs_with(self, what: str, value: Any) -> None:
+        """A plugin declares, in its ``hivelite_startup``, an input it runs with: a settings
+        table (``settings`` and ``plugin_settings`` declare theirs), or the content of a
+        file it reads (a rules file). A store that requires the plugin binds these, so a
+        process that runs it with other inputs is refused (``policy_changed``). Outside
+        start-up nothing is recorded: what a hook reads later is not bound."""
+        call = inside_hook()
+        if call is not None and call.hook == "hivelite_startup":
+            self.settings_read.setdefault(call.plugin, {})[what] = value
+
     def settings_json(self, name: str) -> str:
-        """The settings plugin ``name`` runs with, as canonical JSON: the table it read
-        (its ``[name]`` table of the settings file when it read none)."""
-        table = self.settings_read.get(name)
-        if table is None:
-            value = self.config.get(name, {})
-            table = value if isinstance(value, dict) else {}
-        return json.dumps(table, sort_keys=True, separators=(",", ":"), default=str)
+        """What plugin ``name`` runs with, as canonical JSON: its ``[name]`` table of the
+        settings file and every input it declared at start-up (:meth:`runs_with`)."""
+        table = self.config.get(name, {})
+        inputs = {name: table if isinstance(table, dict) else {},
+                  **self.settings_read.get(name, {})}
+        return json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=str)
 
     def _sweep(self, unit: Unit) -> None:
         """Every claim whose lease ran out goes back to ``routed`` first (moves 8/9)."""
@@ -315,7 +323,6 @@ class HiveBase:
         when the clock ended this very claim."""
         agent = unit.caller.name if unit.caller is not None else None
         instance = unit.caller.instance if unit.caller is not None else None
-        unit.check_veto(row)
         try:
             return guard.holder(row, lease_id, token, agent, unit.at, instance)
         except InvalidState as error:

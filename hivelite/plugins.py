@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import inspect
 import os
 import re
 import stat
@@ -219,11 +220,17 @@ def get_plugin_manager(
 
 
 def _given_name(plugin: object) -> str:
-    """What names a plugin object handed to ``Hive.open``: its module, class or type."""
-    if isinstance(plugin, ModuleType):
-        return plugin.__name__
-    kind = plugin if isinstance(plugin, type) else type(plugin)
-    return f"{kind.__module__}.{kind.__qualname__}"
+    """What identifies a plugin object handed to ``Hive.open``: its module or class, and
+    the hash of its source when Python can find it (so an edited class is another plugin).
+    Its state is not part of it: values a store should bind belong in its settings."""
+    code = plugin if isinstance(plugin, ModuleType | type) else type(plugin)
+    name = code.__name__ if isinstance(code, ModuleType) else (
+        f"{code.__module__}.{code.__qualname__}")
+    try:
+        source = inspect.getsource(code)
+    except (OSError, TypeError):  # built in, or defined where no source is kept
+        return name
+    return f"{name} sha256:{hashlib.sha256(source.encode('utf-8')).hexdigest()[:16]}"
 
 
 def check(pm: PluginManager) -> None:

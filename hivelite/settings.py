@@ -66,9 +66,9 @@ def plugin_settings(hive: Any, section: str, env_var: str) -> PluginSettings:
     if named:
         path = Path(named).absolute()
         table = read_toml(path, f"${env_var} file")
-        read = getattr(hive, "settings_read", None)
-        if isinstance(read, dict):  # the store's required policy compares what was read
-            read[section] = table
+        declare = getattr(hive, "runs_with", None)
+        if declare is not None:  # a store that requires the plugin binds what it read
+            declare(section, table)
         return PluginSettings(table, f"${env_var} file {path}", True)
     source = f"[{section}] in settings file {settings_path(Path(hive.path)).absolute()}"
     return PluginSettings(hive.settings(section), source, False)

@@ -66,8 +66,12 @@ class Unit:
         return self.caller.name if self.caller is not None else "clock"
 
     def task(self, ref: str | int) -> TaskRow:
-        """The task's row, locked for this write, or ``404 not_found``."""
-        return guard.found(self.tx.lock_task(ref), ref)
+        """The task's row, locked for this write, or ``404 not_found``; ``403 vetoed`` when
+        the owner vetoed the calling agent on it (a veto refuses every write of that agent
+        on that task)."""
+        row = guard.found(self.tx.lock_task(ref), ref)
+        self.check_veto(row)
+        return row
 
     def move(self, row: TaskRow, target: State, *, actor: str, reason: str | None,
              detail: dict[str, Any] | None = None, waiting_on: WaitingOn | None = None,

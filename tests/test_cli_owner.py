@@ -218,3 +218,38 @@ def test_no_path_lets_an_agent_use_an_owners_verb(cli: Cli, verb: str) -> None:
 def test_bad_input_to_the_owners_verbs_exits_with_its_class_and_changes_nothing(
         cli: Cli, args: tuple[str, ...], code: int, reason: str) -> None:
     cli.fails(code, reason, *args)
+
+
+HOLD_GUESTS = '''[[rule]]
+action = "hold"
+assignee = "ana/*"
+project = "site"
+reason = "every site task waits for ana"
+'''
+ALLOW_ALL = '''[[rule]]
+action = "allow"
+reason = "anything goes"
+'''
+
+
+def test_the_installed_policy_plugins_rules_are_bound_with_it(cli: Cli,
+                                                               tmp_path: Path) -> None:
+    """The review's case: hivelite-policy (an installed entry point) reads its rules from
+    the file ``$HIVELITE_POLICY`` names. The owner requires it as it runs with her rules; an
+    agent that points the variable at a file of its own, or edits hers, is refused
+    (``policy_changed``) instead of having its handoff routed."""
+    rules = tmp_path / "rules.toml"
+    rules.write_text(HOLD_GUESTS)
+    (tmp_path / "allow.toml").write_text(ALLOW_ALL)
+    policy = {"HIVELITE_LOAD_PLUGINS": "policy", "HIVELITE_POLICY": str(rules)}
+    required = cli.ok("policy", "require", "policy", env=policy)
+    assert (required["kind"], required["settings"]["rules"][0]["action"]) == (
+        "entry_point", "hold")
+    agent = {**policy, "HIVELITE_AGENT": "ana/planner", "HIVELITE_INSTANCE": "desktop"}
+    held = cli.ok("handoff", *OWN, *TASK, env=agent)
+    assert (held["task"]["state"], held["task"]["waiting_on"]) == ("waiting", "owner_approval")
+    swapped = {**agent, "HIVELITE_POLICY": str(tmp_path / "allow.toml")}
+    error = cli.fails(4, "policy_changed", "handoff", *OWN, *TASK, env=swapped)
+    assert error["plugin"] == "policy"
+    rules.write_text(HOLD_GUESTS.replace('"hold"', '"allow"'))  # edited in place
+    cli.fails(4, "policy_changed", "handoff", *OWN, *TASK, env=agent)

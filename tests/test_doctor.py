@@ -20,7 +20,7 @@ from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 CHECKS = ["integrity_check", "schema", "hash chain", "replay", "fencing tokens",
-          "leases and results", "queue", "controls"]
+          "leases and results", "queue", "controls", "policy"]
 
 
 def busy_store(path: Path) -> None:
@@ -149,6 +149,23 @@ def test_a_lease_against_a_control_and_an_unjournaled_control_are_found(
     assert not ok
     assert f"task {number} is leased to {holder}, whom control {control} (stop) binds" in detail
     assert f"control {control} (stop) has no journal row" in detail
+
+
+def test_policy_budgets_and_requirements_changed_by_raw_sql_are_found(path: Path) -> None:
+    """The library changes these tables by delete and insert, each change journaled; raw
+    SQL that does the same leaves no journal row, and doctor compares the two."""
+    conn = rawsql.connect(path)
+    conn.execute("DELETE FROM budgets")
+    conn.execute("INSERT OR REPLACE INTO policy(key, value, at, by)"
+                 " VALUES ('mode', 'team', '2026-12-02T10:00:00.000Z', 'ana')")
+    conn.execute("INSERT INTO required_plugins(name, kind, digest, settings, at, by) VALUES"
+                 " ('sneaky', 'given', 'x', '{}', '2026-12-02T10:00:00.000Z', 'ana')")
+    conn.close()
+    ok, detail = findings(path)["policy"]
+    assert not ok
+    assert "budget of ana/coder: the store has None" in detail
+    assert "policy mode: the store has 'team', the owner's journaled changes None" in detail
+    assert "required plugin sneaky" in detail
 
 
 def test_a_claim_that_skipped_a_token_is_found(path: Path) -> None:

@@ -201,12 +201,13 @@ def test_require_plugin_records_the_file_as_this_process_loaded_it(
     owner = open_(plugins_dir=folder)
     view = owner.require_plugin(OWNER, PLUGIN)
     assert (view.name, view.kind, view.digest, view.settings, view.by, view.at) == (
-        PLUGIN, "file", digest_of(folder / "needs_two.py"), {}, "ana", format_ts(clock()))
+        PLUGIN, "file", digest_of(folder / "needs_two.py"), {PLUGIN: {}}, "ana",
+        format_ts(clock()))
     assert owner.policy().required_plugins == [view]
     [event] = [j for j in owner.journal() if j.reason == "policy require"]
     assert (event.task, event.actor) == (None, "ana")
     assert event.detail == {"plugin": PLUGIN, "kind": "file", "digest": view.digest,
-                            "settings": {}}
+                            "settings": {PLUGIN: {}}}
     assert owner.get(handoff(owner)).task.state is State.routed
 
 
@@ -435,7 +436,7 @@ def test_settings_are_part_of_the_requirement(open_: Opener, folder: Path,
     write_settings(store_path, "[needs_two]\nn = 2\n")
     first = open_(plugins_dir=folder)
     assert first.settings(PLUGIN) == {"n": 2}
-    assert first.require_plugin(OWNER, PLUGIN).settings == {"n": 2}
+    assert first.require_plugin(OWNER, PLUGIN).settings == {PLUGIN: {"n": 2}}
     write_settings(store_path, "[needs_two]\nn = 4\n")
     second = open_(plugins_dir=folder)
     snap: Snap = lambda: rawsql.snapshot_file(store_path)  # noqa: E731
@@ -443,7 +444,7 @@ def test_settings_are_part_of_the_requirement(open_: Opener, folder: Path,
     assert err.extra["plugin"] == PLUGIN and "settings" in err.message
     [status] = [s for s in second.plugin_status() if s.name == PLUGIN]
     assert status.status == "settings_differ" and status.detail is not None
-    assert second.require_plugin(OWNER, PLUGIN).settings == {"n": 4}
+    assert second.require_plugin(OWNER, PLUGIN).settings == {PLUGIN: {"n": 4}}
     n = handoff(second)
     assert submit(second, n, second.claim(CODER, n)) is State.approval
     assert awaiting(second, n) == {"threshold": 4, "decided_by": PLUGIN}
@@ -515,11 +516,14 @@ def test_a_plugin_that_decides_nothing_may_be_added(open_: Opener, folder: Path)
 
 
 def test_a_given_plugin_is_required_by_its_class(open_: Opener, store_path: Path) -> None:
-    """``plugins=[obj]``: kind given, named by its module and class; a process without it
-    is policy_missing."""
+    """``plugins=[obj]``: kind given, named by its module and class and the hash of the
+    class's source; a process without it is policy_missing."""
+    import inspect
+
     owner = open_(plugins=[FixedThreshold(2)])
     view = owner.require_plugin(OWNER, "FixedThreshold")
-    assert (view.kind, view.digest) == ("given", f"{__name__}.FixedThreshold")
+    source = hashlib.sha256(inspect.getsource(FixedThreshold).encode()).hexdigest()[:16]
+    assert (view.kind, view.digest) == ("given", f"{__name__}.FixedThreshold sha256:{source}")
     err = refused(lambda: rawsql.snapshot_file(store_path), ForbiddenRight, "policy_missing",
                   lambda: handoff(open_()))
     assert err.extra["plugin"] == "FixedThreshold"

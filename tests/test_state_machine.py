@@ -333,7 +333,7 @@ class HiveMachine(RuleBasedStateMachine):
     def forbidden(self, verb: str, caller: Caller | None, number: int | None) -> str | None:
         """What the owner's controls or the budget refuse this call with, if anything, in
         the order the write path asks: a stop (any write), a hold (claims and holder
-        writes), the budget (claims), a veto (claims and holder writes on its task)."""
+        writes), the budget (claims), a veto (any write on its task)."""
         if caller is None or caller.is_owner:
             return None
         live = list(self.controls.values())
@@ -346,9 +346,9 @@ class HiveMachine(RuleBasedStateMachine):
         if (verb in CLAIMS and caller.name == ASSIGNEE and self.budget is not None
                 and self.claims_today() >= self.budget):
             return "daily_budget"
-        if working and any(c[0] == "veto" and c[1] == caller.name and c[3] == number
-                           for c in live):
-            return "vetoed"
+        if number is not None and any(c[0] == "veto" and c[1] == caller.name
+                                      and c[3] == number for c in live):
+            return "vetoed"  # a veto refuses every write of its agent on its task
         return None
 
     def expect(self, verb: str, should: bool, out: Any, why: str) -> bool:

@@ -240,6 +240,59 @@ def _controls(conn: apsw.Connection) -> Finding:
                    " one, each journaled" if not problems else _examples(problems))
 
 
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _policy(conn: apsw.Connection) -> Finding:
+    """The store's policy, required plugins and budgets are what the owner's journaled
+    changes made them: a row changed by raw SQL (a requirement dropped, a budget lifted, the
+    mode switched) has no journal row to match."""
+    if conn.execute("PRAGMA user_version").get < AUTHORITY_SINCE:
+        return Finding("policy", True, "the store predates the owner's policy (schema 7)")
+    policy: dict[str, str] = {}
+    required: dict[str, tuple[str, str, str]] = {}
+    budgets: dict[str, tuple[object, object, object]] = {}
+    for seq, reason, text in conn.execute(
+            "SELECT seq, reason, detail FROM journal WHERE task IS NULL AND reason IN"
+            " ('policy', 'policy require', 'policy unrequire', 'budget') ORDER BY seq"):
+        try:
+            d = json.loads(text)
+            if reason == "policy":
+                if d["value"] is None:
+                    policy.pop(d["key"], None)
+                else:
+                    policy[d["key"]] = d["value"]
+            elif reason == "policy require":
+                required[d["plugin"]] = (d["kind"], d["digest"], _canonical(d["settings"]))
+            elif reason == "policy unrequire":
+                required.pop(d["plugin"], None)
+            elif d.get("cleared"):
+                budgets.pop(d["agent"], None)
+            else:
+                budgets[d["agent"]] = (d.get("tasks"), d.get("tokens"), d.get("usd_micros"))
+        except (ValueError, TypeError, KeyError):
+            return Finding("policy", False, f"journal row {seq} ({reason}) cannot be read")
+    problems: list[str] = []
+
+    def compare(what: str, kept: dict[str, object], journaled: dict[str, object]) -> None:
+        for key in sorted(set(kept) | set(journaled)):
+            if kept.get(key) != journaled.get(key):
+                problems.append(f"{what} {key}: the store has {kept.get(key)!r}, the owner's"
+                                f" journaled changes {journaled.get(key)!r}")
+
+    compare("policy", {str(k): v for k, v in conn.execute("SELECT key, value FROM policy")},
+            dict(policy))
+    compare("required plugin", {str(n): (k, d, _canonical(json.loads(st))) for n, k, d, st in
+                                conn.execute("SELECT name, kind, digest, settings"
+                                             " FROM required_plugins")}, dict(required))
+    compare("budget of", {str(a): (t, k, u) for a, t, k, u in conn.execute(
+        "SELECT agent, tasks, tokens, usd_micros FROM budgets")}, dict(budgets))
+    return Finding("policy", not problems, f"{len(policy)} policy value(s),"
+                   f" {len(required)} required plugin(s), {len(budgets)} budget(s), each as"
+                   " the owner's journal has it" if not problems else _examples(problems))
+
+
 CHAIN_SINCE = 4
 """The schema version that made the journal a hash chain."""
 
@@ -299,7 +352,8 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False,
             findings = [_integrity(conn, quick)]
             if findings[0].ok:  # on a damaged file the other checks would read garbage
                 findings += [_schema(conn), _chain(conn), _replay(conn), _tokens(conn),
-                             _leases_and_results(conn), _queue(conn), _controls(conn)]
+                             _leases_and_results(conn), _queue(conn), _controls(conn),
+                             _policy(conn)]
                 if head is not None:
                     findings.append(_head(conn, head))
             return findings

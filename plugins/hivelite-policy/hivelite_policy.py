@@ -52,6 +52,11 @@ class Rule:
         """True when every key the rule gives matches the task (a rule with none: always)."""
         return all(_VALUES[key](task, globs) for key, globs in self.globs.items())
 
+    def as_table(self) -> dict[str, Any]:
+        """The rule as its file says it (what a store requiring the plugin binds)."""
+        return {"action": self.action, "reason": self.reason,
+                **{key: list(globs) for key, globs in self.globs.items()}}
+
     def decision(self) -> hivelite.GateDecision:
         reason = f"rule {self.number}: {self.reason}"
         if len(reason) > REASON_MAX:  # the prefix may push a 500-character reason over
@@ -173,8 +178,13 @@ def _policy(hive: Any) -> Policy:
 
 @hivelite.hookimpl
 def hivelite_startup(hive: Any) -> None:
-    """Parse the policy once; a malformed one refuses to open the store."""
-    _POLICIES[hive] = _policy(hive)
+    """Parse the policy once; a malformed one refuses to open the store. The rules it
+    read are declared as an input, so a store that requires this plugin binds them: a
+    process reading other rules (another file, an edited one) is refused."""
+    policy = _POLICIES[hive] = _policy(hive)
+    declare = getattr(hive, "runs_with", None)
+    if declare is not None:
+        declare("rules", [rule.as_table() for rule in policy.rules])
 
 
 @hivelite.hookimpl
