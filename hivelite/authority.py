@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import TypeAdapter, ValidationError
@@ -46,7 +46,8 @@ AUTHORITY = frozenset({"hold", "veto", "stop", "lift", "budget", "policy"})
 """The owner's own controls: never refused for a missing plugin (they ask none), so the
 owner can always stop an agent or mend the policy."""
 MAX_THRESHOLD = 1000
-UTC = "UTC"
+DEFAULT_ZONE = "UTC"
+"""Where a day begins when the owner set no time zone."""
 
 
 # -- the store's policy --------------------------------------------------------------
@@ -58,7 +59,7 @@ def store_policy(values: dict[str, str], required: Iterable[RequiredPlugin] = ()
                 if key.startswith("threshold:")}
     return StorePolicy.model_validate({
         "mode": values.get("mode", "personal"), "threshold": int(values.get("threshold", 1)),
-        "project_thresholds": projects, "timezone": values.get("timezone", UTC),
+        "project_thresholds": projects, "timezone": values.get("timezone", DEFAULT_ZONE),
         "proposals": values.get("proposals", "gate"),
         "required_plugins": [required_view(r) for r in required]})
 
@@ -102,12 +103,16 @@ def policy_value(name: str, value: object, project: str | None) -> tuple[str, st
     if name == "timezone":
         if value is None:
             return name, None
-        return name, zone(value).key
+        zone(value)
+        return name, str(value)
     raise refuse(f"the policy has mode, threshold, timezone and proposals; not {name!r}")
 
 
-def zone(name: object) -> ZoneInfo:
-    """A time zone by its IANA name (``Europe/Berlin``, ``UTC``), or ``422``."""
+def zone(name: object) -> tzinfo:
+    """A time zone by its IANA name (``Europe/Berlin``, ``UTC``), or ``422``. UTC needs no
+    time zone database; the others come from the system's (or the ``tzdata`` package)."""
+    if name == DEFAULT_ZONE:
+        return UTC
     if not isinstance(name, str) or not name or len(name) > 64 or name.startswith("/") \
             or ".." in name:
         raise InvalidInput("invalid_policy", f"a time zone is an IANA name like"
@@ -115,8 +120,10 @@ def zone(name: object) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise InvalidInput("invalid_policy", f"no time zone is called {name!r}; use an IANA"
-                           " name like Europe/Berlin or UTC", field="timezone") from None
+        raise InvalidInput("invalid_policy", f"no time zone is called {name!r} in this"
+                           " system's time zone database; use an IANA name like"
+                           " Europe/Berlin (where the system has none: pip install tzdata)",
+                           field="timezone") from None
 
 
 # -- controls ------------------------------------------------------------------------

@@ -20,14 +20,12 @@ from .base import HiveBase
 from .caller import Caller, require_owner
 from .errors import InvalidInput, NotFound
 from .models import AgentName, Control, ControlKind, InstanceName
-from .protocol import State
+from .protocol import CONTROL_ENDINGS, State
 from .store import ControlRow
 from .unit import Unit
 
 _AGENT = TypeAdapter(AgentName)
 _INSTANCE = TypeAdapter(InstanceName)
-ENDS = {"hold": "held", "veto": "vetoed", "stop": "stopped"}
-"""The reason journaled on a lease a control ended."""
 
 
 def agent_name(value: object) -> str:
@@ -71,9 +69,10 @@ class ControlVerbs(HiveBase):
                                          "why": why})
             ended = []
             for leased in unit.tx.lock_leases(agent=agent, instance=instance, task=number):
-                unit.move(leased, State.routed, actor=who, reason=ENDS[kind], end_lease=True,
-                          detail={"control": row.id, "holder": leased.lease_holder,
-                                  "fencing_token": leased.lease_token})
+                unit.move(leased, State.routed, actor=who, reason=CONTROL_ENDINGS[kind],
+                          end_lease=True, detail={"control": row.id,
+                                                  "holder": leased.lease_holder,
+                                                  "fencing_token": leased.lease_token})
                 ended.append(leased.number)
             return control_view(row, ended)
 
@@ -121,7 +120,7 @@ class ControlVerbs(HiveBase):
         checked = self._caller(caller, "lift")
         who = require_owner(checked, self.owner, "lift")
         why = guard.reason_fits(reason)
-        if kind is not None and kind not in ENDS:
+        if kind is not None and kind not in CONTROL_ENDINGS:
             raise InvalidInput("invalid_control", f"a control is hold, veto or stop, not"
                                f" {kind!r}", field="kind")
         named = sum((control is not None, agent is not None or task is not None,

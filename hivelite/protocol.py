@@ -67,6 +67,19 @@ STATE_NOTES: dict[State, str] = {
     State.cancelled: "Withdrawn by the owner before it finished. Ends the task.",
 }
 
+CONTROL_ENDINGS: dict[str, str] = {"hold": "held", "veto": "vetoed", "stop": "stopped"}
+"""The owner's controls (DESIGN §10), each with the reason journaled on the move 8 or 9 by
+which it ends a live claim, as expiry would."""
+CLAIM_ENDINGS: dict[str, str] = {
+    "released": "the holder gave it back, or the owner released it (or the reason they gave)",
+    "expired": "its lease ran out; the clock ends it at the next write",
+    "held": "the owner held its agent, or the instance it acts from",
+    "vetoed": "the owner vetoed its agent on this task",
+    "stopped": "the owner stopped its agent, its instance, or every agent",
+}
+"""Why a live claim ends without a result (moves 8 and 9, back to ``routed``): the journaled
+reason, and what it means."""
+
 WAITING_NOTES: dict[WaitingOn, str] = {
     WaitingOn.owner_approval: "The gate held the handoff; only the owner's decision moves it on.",
     WaitingOn.human: "The holder paused for a person's answer; the assignee claims again.",

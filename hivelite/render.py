@@ -14,6 +14,7 @@ from datetime import datetime
 
 from .clock import parse_ts
 from .models import Control, JournalEntry, TaskView
+from .protocol import CONTROL_ENDINGS
 
 LAST_UPDATES = 5
 """Updates a ``show`` block prints (the view carries 20)."""
@@ -72,11 +73,8 @@ def _state(view: TaskView) -> str:
     elif view.lifecycle == "failed" and task.state.value == "routed":
         state += ", attempts exhausted"
     for control in view.controls:  # the owner's hold, veto or stop bearing on it
-        state += f", {CONTROL_WORDS[control.kind]}"
+        state += f", {CONTROL_ENDINGS[control.kind]}"
     return f"{state}, lease expired" if view.claim is not None and view.claim.expired else state
-
-
-CONTROL_WORDS = {"hold": "held", "veto": "vetoed", "stop": "stopped"}
 
 
 def _short(text: str, width: int) -> str:
@@ -157,7 +155,7 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
 
 def control_line(control: Control) -> str:
     """One control in words: what, whom, since when, why."""
-    line = (f"{control.id}: {control.scope} {CONTROL_WORDS[control.kind]} by {control.by}"
+    line = (f"{control.id}: {control.scope} {CONTROL_ENDINGS[control.kind]} by {control.by}"
             f" at {control.at}")
     if control.reason:
         line += f" ({control.reason})"
