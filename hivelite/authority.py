@@ -42,7 +42,7 @@ CLAIMING = frozenset({"claim", "resume", "next"})
 """Verbs that take a lease: a hold refuses them, a budget used up refuses them."""
 HOLDER = frozenset({"renew", "release", "checkpoint", "update", "pause", "submit"})
 """Verbs a holder writes under its lease: a hold or a veto refuses them."""
-AUTHORITY = frozenset({"hold", "veto", "stop", "lift", "budget", "policy"})
+AUTHORITY = frozenset({"hold", "veto", "stop", "lift", "budget", "policy", "token"})
 """The owner's own controls: never refused for a missing plugin (they ask none), so the
 owner can always stop an agent or mend the policy."""
 MAX_THRESHOLD = 1000

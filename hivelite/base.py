@@ -38,7 +38,7 @@ from .authority import (
     store_policy,
     vetoed,
 )
-from .caller import Caller, require_caller
+from .caller import Caller, require_caller, require_right
 from .clock import Clock, format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError, StoreCorrupt
 from .models import (
@@ -47,6 +47,7 @@ from .models import (
     JournalEntry,
     Page,
     Receipt,
+    StoreInfo,
     StorePolicy,
     TaskView,
 )
@@ -147,6 +148,7 @@ class HiveBase:
         verb asks any hook of its own."""
         refuse_write_in_hook(verb)
         checked = require_caller(caller, verb)
+        require_right(checked, verb)
         if checked.is_owner and checked.name != self.owner:
             raise ForbiddenRight("not_owner", f"this store belongs to {self.owner!r};"
                                  f" {checked.name!r} is not its owner")
@@ -335,6 +337,20 @@ class HiveBase:
                                f" {row.number} expired at {ended.expired_at}") from None
 
     # -- reading -------------------------------------------------------------
+
+    def info(self) -> StoreInfo:
+        """Which store this is (its vault id, owner, schema) and how it stands."""
+        now = format_ts(self.clock())
+        with self.store.read() as reader:
+            policy = store_policy(reader.policy(), reader.required_plugins())
+            return StoreInfo(
+                location=self.store.location, vault_id=reader.meta("store_id") or "",
+                owner=self.owner, schema_version=self.store.schema_version,
+                tasks=reader.state_counts(), mode=policy.mode,
+                live_controls=len(reader.controls()),
+                required_plugins=[r.name for r in policy.required_plugins],
+                live_tokens=sum(1 for t in reader.tokens() if t.revoked_at is None
+                                and (t.expires_at is None or t.expires_at > now)))
 
     def policy(self) -> StorePolicy:
         """The store's policy as its owner set it (defaults for what they did not)."""

@@ -44,6 +44,9 @@ class Caller:
     """The process or conversation an agent acts in, when it says."""
     origin: str | None = field(default=None, compare=False)
     """How the face learnt who this is, for messages (``$HIVELITE_AGENT``, a token)."""
+    rights: frozenset[str] | None = field(default=None, compare=False)
+    """What the token that proved this caller allows (``tasks.read``, ``tasks.propose``,
+    ``tasks.work``); None when no token limits it (the library, the local CLI)."""
 
     def __post_init__(self) -> None:
         if self.kind == "owner":
@@ -72,9 +75,9 @@ class Caller:
 
     @classmethod
     def agent(cls, name: str, instance: str, session: str | None = None, *,
-              origin: str | None = None) -> Caller:
+              origin: str | None = None, rights: frozenset[str] | None = None) -> Caller:
         """An agent (``owner/agent``) acting from ``instance``, optionally in ``session``."""
-        return cls("agent", name, instance, session, origin)
+        return cls("agent", name, instance, session, origin, rights)
 
     @property
     def is_owner(self) -> bool:
@@ -87,6 +90,26 @@ class Caller:
             where = f"{self.instance}/{self.session}" if self.session else self.instance
             text = f"{self.name} on {where}"
         return f"{text} (named by {self.origin})" if self.origin else text
+
+
+VERB_RIGHTS: dict[str, str] = {
+    "hand off": "tasks.propose", "fields": "tasks.propose",
+    **{verb: "tasks.work" for verb in (
+        "claim", "resume", "next", "renew", "release", "checkpoint", "update", "pause",
+        "submit", "verify", "amend", "expire")},
+}
+"""The right a token needs for each write verb an agent may use (seed 004's lease rights);
+reading needs ``tasks.read``."""
+
+
+def require_right(caller: Caller, verb: str) -> None:
+    """``403 forbidden_right not_permitted`` when the token that proved ``caller`` does not
+    carry the right ``verb`` needs."""
+    needed = VERB_RIGHTS.get(verb)
+    if caller.rights is not None and needed is not None and needed not in caller.rights:
+        raise ForbiddenRight("not_permitted", f"{verb} needs the right {needed}; the token"
+                             f" of {caller} carries {', '.join(sorted(caller.rights)) or 'none'}",
+                             right=needed)
 
 
 def require_caller(caller: object, verb: str) -> Caller:

@@ -237,6 +237,30 @@ _owner_verb("decline", "The owner sends a result back to the assignee.",
 
 
 @cli.command()
+@pass_context
+def info(ctx: Context) -> None:
+    """Which store this is and how it stands.
+
+    Its vault id (what hivelite serve names it by), owner, schema, tasks by state,
+    controls, required plugins and live tokens.
+
+    \b
+    Example:
+      hivelite info
+    """
+    with ctx.open() as hive:
+        found = hive.info()
+        ctx.emit(found, lambda: "\n".join(render.printable(line) for line in [
+            f"store      {found.location}", f"vault id   {found.vault_id}",
+            f"owner      {found.owner}", f"schema     {found.schema_version}",
+            "tasks      " + (", ".join(f"{n} {state}" for state, n in
+                                       sorted(found.tasks.items())) or "none"),
+            f"mode       {found.mode}", f"controls   {found.live_controls} live",
+            "requires   " + (", ".join(found.required_plugins) or "no plugin"),
+            f"tokens     {found.live_tokens} live"]))
+
+
+@cli.command()
 @click.argument("ref")
 @pass_context
 def history(ctx: Context, ref: str) -> None:

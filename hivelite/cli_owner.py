@@ -17,7 +17,7 @@ import click
 from . import render
 from .cli_context import Context, acting, pass_context
 from .errors import InvalidInput
-from .models import Budget, Control, PluginStatus, StorePolicy
+from .models import Budget, Control, PluginStatus, StorePolicy, TokenView
 from .plugins import POLICY_HOOKS, get_plugin_manager
 
 REASON = click.option("--reason", help="Why (at most 500 characters; journaled).")
@@ -388,5 +388,90 @@ def plugins(ctx: Context) -> None:
           r.status + (f" ({r.detail})" if r.detail else "")] for r in rows]))
 
 
-COMMANDS = (hold, veto, stop, lift, controls, budget, policy, plugins)
+# -- tokens ------------------------------------------------------------------------------
+
+
+def _tokens_text(rows: list[TokenView]) -> str:
+    if not rows:
+        return "no tokens"
+    return render.table(["id", "for", "rights", "created", "expires", "revoked"], [
+        [r.id, f"{r.agent} on {r.instance}" if r.agent else "the owner", ",".join(r.rights),
+         r.created_at, r.expires_at or "-", r.revoked_at or "-"] for r in rows])
+
+
+@click.group()
+def token() -> None:
+    """Access tokens for hivelite serve: an agent gets a token, never the store file.
+
+    A token is bound to one agent on one instance, with some of the rights tasks.read,
+    tasks.propose and tasks.work, or to the owner. Its secret is printed once; the store
+    keeps only its hash.
+
+    \b
+    Example:
+      hivelite token add ana/coder --instance laptop
+      hivelite token list
+    """
+
+
+@token.command(name="add")
+@click.argument("agent", required=False)
+@click.option("--instance", help="The instance the agent acts from; required for an agent.")
+@click.option("--rights", help="Comma-separated, some of tasks.read, tasks.propose,"
+              " tasks.work (default: all three).")
+@click.option("--expires", help="When it stops working (RFC 3339).")
+@click.option("--owner", "for_owner", is_flag=True, help="The owner's own token (no AGENT).")
+@pass_context
+def token_add(ctx: Context, agent: str | None, instance: str | None, rights: str | None,
+              expires: str | None, for_owner: bool) -> None:
+    """Issue a token and print it once (keep it: it is shown nowhere else).
+
+    \b
+    Example:
+      hivelite token add ana/coder --instance laptop --rights tasks.read,tasks.work
+      hivelite token add --owner
+    """
+    if for_owner == (agent is not None):
+        raise click.UsageError("name the AGENT the token is for, or give --owner")
+    who = ctx.owner_caller()
+    granted = [r.strip() for r in rights.split(",")] if rights is not None else None
+    with ctx.open() as hive:
+        issued = hive.add_token(acting(hive, who), agent, instance=instance, rights=granted,
+                                expires_at=expires)
+        ctx.emit(issued, lambda: f"{issued.token}\n(token {issued.id} for "
+                 + (f"{issued.agent} on {issued.instance}" if issued.agent else "the owner")
+                 + f", rights {','.join(issued.rights)}; shown only now)")
+
+
+@token.command(name="list")
+@pass_context
+def token_list(ctx: Context) -> None:
+    """Every token issued, revoked ones too; never a secret.
+
+    \b
+    Example:
+      hivelite token list
+    """
+    with ctx.open() as hive:
+        rows = hive.tokens()
+        ctx.emit(rows, lambda: _tokens_text(rows))
+
+
+@token.command(name="revoke")
+@click.argument("token_id")
+@pass_context
+def token_revoke(ctx: Context, token_id: str) -> None:
+    """Revoke a token: every later request with it is refused (401).
+
+    \b
+    Example:
+      hivelite token revoke 3f9a0c1e2b4d
+    """
+    who = ctx.owner_caller()
+    with ctx.open() as hive:
+        row = hive.revoke_token(acting(hive, who), token_id)
+        ctx.emit(row, lambda: f"token {row.id} revoked at {row.revoked_at}")
+
+
+COMMANDS = (hold, veto, stop, lift, controls, budget, policy, plugins, token)
 """The commands this module adds to the ``hivelite`` group."""

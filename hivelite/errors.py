@@ -58,6 +58,13 @@ class InvalidInput(HiveliteError):
     status, code, exit_code = 422, "invalid_input", 6
 
 
+class Unauthenticated(HiveliteError):
+    """No token, or one that is unknown, expired or revoked (``401``): who calls is not
+    known, so nothing is answered."""
+
+    status, code, exit_code = 401, "unauthenticated", 4
+
+
 class RateLimited(HiveliteError):
     """A daily budget is used up (``429``); ``retry_after_s`` says when it resets."""
 
@@ -116,7 +123,8 @@ class PluginError(HiveliteError):
 
 
 ERROR_CLASSES: dict[str, type[HiveliteError]] = {
-    cls.code: cls for cls in (InvalidState, ForbiddenRight, NotFound, InvalidInput, RateLimited)
+    cls.code: cls for cls in (InvalidState, ForbiddenRight, NotFound, InvalidInput, RateLimited,
+                              Unauthenticated)
 }
 
 _TRIGGER_TEXT = re.compile(r"\b(" + "|".join(ERROR_CLASSES) + r"):([a-z_]+)\b")

@@ -25,6 +25,7 @@ from .results import ResultVerbs
 from .settings import load_settings
 from .store import SqliteStore, Store
 from .store.sqlite import Synchronous
+from .tokens import TokenVerbs
 
 _OWNER_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -36,7 +37,7 @@ def _default_owner() -> str:
 
 
 class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs, ControlVerbs, BudgetVerbs,
-           PolicyVerbs):
+           PolicyVerbs, TokenVerbs):
     """One store, its owner and its plugins. Open with :meth:`open`; use as a context manager.
 
     One ``Hive`` may be shared by threads: each thread gets its own connection.

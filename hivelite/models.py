@@ -518,3 +518,39 @@ class PluginStatus(BaseModel):
     required: bool = False
     status: PluginState = "ok"
     detail: str | None = None
+
+
+class TokenView(BaseModel):
+    """An access token as listed: never its secret (the store keeps only its hash)."""
+
+    id: str
+    agent: str | None = None
+    """The agent it acts as; None for the owner's token."""
+    instance: str | None = None
+    rights: list[str]
+    created_at: Timestamp
+    expires_at: Timestamp | None = None
+    revoked_at: Timestamp | None = None
+    by: str
+
+
+class IssuedToken(TokenView):
+    """A new token, with its secret: shown this once, kept nowhere."""
+
+    token: str
+
+
+class StoreInfo(BaseModel):
+    """What ``hivelite info`` shows: which store this is and how it stands."""
+
+    location: str
+    vault_id: str
+    """The store's identity (``meta.store_id``): the vault id ``hivelite serve`` names it by."""
+    owner: str
+    schema_version: int
+    tasks: dict[str, int]
+    """Tasks by state."""
+    mode: Literal["personal", "team"]
+    live_controls: int
+    required_plugins: list[str]
+    live_tokens: int

@@ -333,6 +333,13 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     if as_json:
         assert policy.doc()["project_thresholds"] == {"web": 2}
     ok("policy", "unset", "threshold", "--project", "web", t=22)
+    issued = ok("token", "add", "ana/coder", "--instance", "laptop", t=22)
+    ok("token", "list", t=22)
+    token_id = issued.doc()["id"] if as_json else re.findall(r"\(token (\w+) for", issued.out)[0]
+    ok("token", "revoke", token_id, t=22)
+    about = ok("info", t=22)
+    if as_json:
+        assert (about.doc()["owner"], about.doc()["live_tokens"]) == ("ana", 0)
     assert state("cancel", "2", "--reason", "no longer needed", t=23) == "cancelled"
 
     # Care of the store: doctor, a backup, an export and its import into a new store.
@@ -480,6 +487,8 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
     "controls": (),
     "budget": ("show",),
     "policy": ("show",),
+    "token": ("list",),
+    "info": (),
 }
 
 
@@ -1030,6 +1039,7 @@ AS_OWNER: dict[str, tuple[str, ...]] = {
     "stop": ("--all",),
     "budget": ("set", "--agent", "ana/coder", "--tasks", "3"),
     "policy": ("set", "mode", "team"),
+    "token": ("add", "ana/coder", "--instance", "laptop"),
 }
 
 

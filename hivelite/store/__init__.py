@@ -21,6 +21,7 @@ from .rows import (
     ResultMeta,
     Spend,
     TaskRow,
+    TokenRow,
     UpdateRow,
     ViewRow,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "SqliteStore",
     "Store",
     "TaskRow",
+    "TokenRow",
     "UpdateRow",
     "ViewRow",
     "Writer",

@@ -36,6 +36,7 @@ from .rows import (
     ResultMeta,
     Spend,
     TaskRow,
+    TokenRow,
     ViewRow,
 )
 
@@ -95,6 +96,13 @@ class Reader(Protocol):
         ...
     def spend(self, agent: str, start: str, end: str) -> Spend:
         """What ``agent`` claimed and reported between ``start`` (included) and ``end``."""
+        ...
+    def state_counts(self) -> dict[str, int]:
+        """How many tasks are in each state (states with none left out)."""
+        ...
+    def token(self, token_id: str) -> TokenRow | None: ...
+    def tokens(self) -> list[TokenRow]:
+        """Every token, oldest first (revoked ones too)."""
         ...
 
 
@@ -180,6 +188,8 @@ class Writer(Reader, Protocol):
     def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
         """Replace ``agent``'s budget (None: no budget)."""
         ...
+    def add_token(self, row: TokenRow) -> None: ...
+    def revoke_token(self, token_id: str, at: str) -> None: ...
 
 
 class Store(Protocol):

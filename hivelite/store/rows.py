@@ -256,6 +256,24 @@ class RequiredPlugin:
     by: str
 
 
+@dataclass(frozen=True, slots=True)
+class TokenRow:
+    """An access token as the store keeps it: never its secret, only the secret's hash."""
+
+    id: str
+    agent: str | None
+    """The agent it acts as (None: the owner's token)."""
+    instance: str | None
+    rights: str
+    """Comma-separated: some of ``tasks.read``, ``tasks.propose``, ``tasks.work``; or
+    ``owner``."""
+    hash: str
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None
+    by: str
+
+
 def task_key(ref: str | int) -> tuple[str | None, str | int]:
     """How to find a task: by ``number`` (an int, or ASCII digits) or by ``id``;
     (None, ref) when no task can have it (0, or a number beyond 64-bit integers)."""

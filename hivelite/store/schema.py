@@ -532,7 +532,7 @@ def target_sql() -> str:
     """
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
-            + REQUESTS + authority_sql())
+            + REQUESTS + authority_sql() + TOKENS)
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
@@ -725,3 +725,50 @@ CREATE TRIGGER confirmations_why BEFORE INSERT ON confirmations
 WHEN (NEW.counted AND NEW.why IS NOT NULL) OR (NOT NEW.counted AND NEW.why IS NULL)
 BEGIN SELECT RAISE(ABORT, 'invalid_input:uncounted_needs_why'); END;
 """
+
+
+RIGHTS = ("tasks.read", "tasks.propose", "tasks.work")
+"""Seed 004's lease rights an agent's token carries (an owner token carries ``owner``)."""
+
+TOKENS = f"""
+CREATE TABLE tokens(
+    id TEXT PRIMARY KEY,
+    agent TEXT,
+    instance TEXT,
+    rights TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT,
+    revoked_at TEXT,
+    by TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- A token is an owner's (no agent, no instance, the right 'owner') or an agent's (both
+-- named, some of the lease rights); only its hash is kept, and it is never taken back
+-- except by revoking it once.
+CREATE TRIGGER tokens_shape BEFORE INSERT ON tokens
+WHEN NEW.revoked_at IS NOT NULL OR length(NEW.hash) != 64 OR NEW.hash GLOB '*[^0-9a-f]*'
+    OR NOT ((NEW.agent IS NULL AND NEW.instance IS NULL AND NEW.rights = 'owner')
+            OR (NEW.agent IS NOT NULL AND NEW.instance IS NOT NULL AND NEW.rights != ''
+                AND NEW.instance = {_instance_key("NEW.instance")}
+                AND NOT EXISTS (SELECT 1 FROM json_each('["' || replace(NEW.rights, ',',
+                                '","') || '"]') WHERE value NOT IN {_in_list(RIGHTS)})))
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_token'); END;
+
+CREATE TRIGGER tokens_keys_kept BEFORE INSERT ON tokens
+WHEN EXISTS (SELECT 1 FROM tokens WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:rows_are_kept'); END;
+
+CREATE TRIGGER tokens_revoked_once BEFORE UPDATE ON tokens
+WHEN OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL OR NEW.id IS NOT OLD.id
+    OR NEW.agent IS NOT OLD.agent OR NEW.instance IS NOT OLD.instance
+    OR NEW.rights IS NOT OLD.rights OR NEW.hash IS NOT OLD.hash
+    OR NEW.created_at IS NOT OLD.created_at OR NEW.expires_at IS NOT OLD.expires_at
+    OR NEW.by IS NOT OLD.by
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:tokens_kept'); END;
+
+CREATE TRIGGER tokens_kept BEFORE DELETE ON tokens
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:tokens_kept'); END;
+"""
+"""Access tokens for the HTTP service and MCP (migration 8): a token's id and the SHA-256
+of its secret, bound to an agent and an instance (or to the owner), with its rights."""

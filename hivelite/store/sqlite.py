@@ -51,6 +51,7 @@ from .rows import (
     ResultMeta,
     Spend,
     TaskRow,
+    TokenRow,
     UpdateRow,
     ViewRow,
     task_key,
@@ -457,6 +458,19 @@ class SqliteTx:
             " AND (tokens IS NOT NULL OR usd_micros IS NOT NULL)", (agent, start, end)))
         return Spend(claims, tokens, usd)
 
+    def state_counts(self) -> dict[str, int]:
+        return {str(state): int(n) for state, n in self.conn.execute(
+            "SELECT state, count(*) FROM tasks GROUP BY state")}
+
+    def token(self, token_id: str) -> TokenRow | None:
+        row = self.conn.execute(f"SELECT {_TOKEN} FROM tokens WHERE id = ?",
+                                (token_id,)).fetchone()
+        return TokenRow(*row) if row else None
+
+    def tokens(self) -> list[TokenRow]:
+        return [TokenRow(*r) for r in self.conn.execute(
+            f"SELECT {_TOKEN} FROM tokens ORDER BY created_at, id")]
+
     # -- writing (BEGIN IMMEDIATE holds the file: a row lock is a plain read) -------
 
     def lock_task(self, ref: str | int) -> TaskRow | None:
@@ -640,6 +654,18 @@ class SqliteTx:
                 "INSERT INTO budgets(agent, tasks, tokens, usd_micros, at, by)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (row.agent, row.tasks, row.tokens, row.usd_micros, row.at, row.by))
+
+
+    def add_token(self, row: TokenRow) -> None:
+        self.conn.execute(f"INSERT INTO tokens({_TOKEN}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          (row.id, row.agent, row.instance, row.rights, row.hash,
+                           row.created_at, row.expires_at, row.revoked_at, row.by))
+
+    def revoke_token(self, token_id: str, at: str) -> None:
+        self.conn.execute("UPDATE tokens SET revoked_at = ? WHERE id = ?", (at, token_id))
+
+
+_TOKEN = "id, agent, instance, rights, hash, created_at, expires_at, revoked_at, by"
 
 
 class SqliteStore:

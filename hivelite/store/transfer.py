@@ -35,7 +35,7 @@ FORMAT_VERSION = 1
 KEYS = {"meta": "key", "tasks": "number", "deps": "task, on_task", "packets": "task",
         "checkpoints": "task", "results": "task", "confirmations": "task, version, reviewer",
         "updates": "seq", "journal": "seq", "policy": "key", "required_plugins": "name",
-        "controls": "id", "budgets": "agent"}
+        "controls": "id", "budgets": "agent", "tokens": "id"}
 """The kept tables with their keys, in the order an import can insert them (a row's task
 first)."""
 TABLES = tuple(KEYS)
