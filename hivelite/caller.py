@@ -93,7 +93,7 @@ class Caller:
 
 
 VERB_RIGHTS: dict[str, str] = {
-    "hand off": "tasks.propose", "fields": "tasks.propose",
+    "hand off": "tasks.propose", "set fields": "tasks.propose",
     **{verb: "tasks.work" for verb in (
         "claim", "resume", "next", "renew", "release", "checkpoint", "update", "pause",
         "submit", "verify", "amend", "expire")},

@@ -376,6 +376,7 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
         assert {s["number"] for s in story.doc()} == {4, 5, 6}
     else:
         assert "hivelite demo on" in story.out
+    used.add("serve")  # it serves until stopped: tests/test_serve.py runs it in a process
     assert used == set(cli.commands), "a verb is missing from this walk"
 
 
@@ -489,6 +490,7 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
     "policy": ("show",),
     "token": ("list",),
     "info": (),
+    "serve": ("--port", "0"),
 }
 
 

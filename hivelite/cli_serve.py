@@ -1,0 +1,74 @@
+"""``hivelite serve``: the stores over HTTP, each a vault (the ``server`` extra).
+
+Loopback by default: an agent on another machine reaches the store through this service
+with its token, never through the file. Binding elsewhere warns that TLS belongs to a
+reverse proxy in front (docs/serve.md).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import click
+
+from .cli_context import Context, pass_context
+from .clock import clock_from_env
+from .errors import InvalidInput
+from .hive import Hive
+
+DEFAULT_PORT = 8377
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command()
+@click.argument("stores", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen"
+              " on (loopback; anything else needs TLS in front: docs/serve.md).")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--socket", "uds", type=click.Path(dir_okay=False),
+              help="Listen on this unix socket instead of a port.")
+@pass_context
+def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
+          uds: str | None) -> None:
+    """Serve stores over HTTP: seed 004's routes, one vault per store.
+
+    Each STORE (default: --db) is served as the vault of its id (hivelite info). Agents
+    call with a token (hivelite token add); the routes are in /openapi.json.
+
+    \b
+    Example:
+      hivelite serve ~/work/hive.db --port 8377
+    """
+    try:
+        import uvicorn
+
+        from .server.app import create_app
+    except ImportError as exc:
+        raise InvalidInput("server_missing", "hivelite serve needs the server extra:"
+                           f" pip install 'hivelite[server]' ({exc.name} is missing)",
+                           field="serve") from None
+    hives = [Hive.open(path, plugins_dir=ctx.plugins_dir, clock=clock_from_env(),
+                       create=False) for path in (stores or (ctx.db,))]
+    app = create_app(hives)
+    where = f"unix socket {uds}" if uds else f"http://{host}:{port}"
+    for vault_id, hive in app.state.vaults.by_id.items():
+        click.echo(f"serving {hive.store.location} as vault {vault_id} at {where}"
+                   f"/v1/vaults/{vault_id}/tasks", err=True)
+    if uds is None and not _loopback(host):
+        click.echo(f"warning: listening on {host}, beyond this machine, over plain HTTP:"
+                   " tokens would cross the network in the clear. Put a TLS reverse proxy"
+                   " in front (docs/serve.md) and keep this on loopback.", err=True)
+    try:
+        uvicorn.run(app, host=host, port=port, uds=uds, log_level="warning",
+                    access_log=False)
+    finally:
+        for hive in hives:
+            hive.close()

@@ -1,0 +1,151 @@
+"""The HTTP service: one Starlette app, each store a vault, every route from ``routes``.
+
+A request names its vault (the store's id, ``hivelite info``) and carries a token
+(``Authorization: Bearer hl_…``); the token, looked up in that vault alone, says who
+calls. The verb then runs on the vault's ``Hive`` in a worker thread (a ``Hive`` gives
+each thread its own connection), through the one write path like any other caller.
+Errors are seed 004's: the HTTP status, ``code``, ``reason`` and the task ``number``;
+``429`` carries ``Retry-After``; ``401`` carries ``WWW-Authenticate``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route as StarletteRoute
+
+from ..base import invalid
+from ..errors import ForbiddenRight, HiveliteError, InvalidInput, NotFound, UnexpectedError
+from ..hive import Hive
+from ..tokens import Authenticated
+from .openapi import openapi_document
+from .routes import ROUTES, Route
+
+log = logging.getLogger("hivelite.server")
+PREFIX = "/v1/vaults/{vault_id}/tasks"
+SESSION_HEADER = "x-hivelite-session"
+"""Which session of its instance the agent calls from (its identity is the token's)."""
+REQUEST_ID_HEADER = "idempotency-key"
+"""A retry with the same key gets the first answer (the write verbs' request id)."""
+
+
+def plain(data: Any) -> Any:
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json")
+    if isinstance(data, list | tuple):
+        return [plain(d) for d in data]
+    return data
+
+
+def error_response(error: HiveliteError, number: int | None = None) -> JSONResponse:
+    """Seed 004's error: status, code, reason, message, the task number when there is one."""
+    body = error.to_dict()
+    if number is not None:
+        body.setdefault("number", number)
+    headers = {}
+    if error.status == 429 and isinstance(error.extra.get("retry_after_s"), int):
+        headers["Retry-After"] = str(error.extra["retry_after_s"])
+    if error.status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="hivelite"'
+    return JSONResponse({"error": body}, status_code=error.status, headers=headers)
+
+
+def bearer(request: Request) -> str | None:
+    value = request.headers.get("authorization", "")
+    scheme, _, token = value.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+class Vaults:
+    """The served stores by vault id."""
+
+    def __init__(self, hives: Sequence[Hive]) -> None:
+        self.by_id: dict[str, Hive] = {}
+        for hive in hives:
+            self.by_id[hive.info().vault_id] = hive
+
+    def __getitem__(self, vault_id: str) -> Hive:
+        hive = self.by_id.get(vault_id)
+        if hive is None:
+            raise NotFound("no_such_vault", f"this server has no vault {vault_id!r}")
+        return hive
+
+
+def _number(request: Request) -> int | None:
+    text = request.path_params.get("number")
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 2**63:
+        raise NotFound("no_such_task", f"no task {text!r} in this vault")
+    return int(text)
+
+
+async def _body(request: Request, route: Route) -> Any:
+    if route.method == "GET":
+        return dict(request.query_params)
+    raw = await request.body()
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        raise InvalidInput("invalid_json", "the request body is not JSON",
+                           field="body") from None
+    if route.body is None:
+        return data
+    try:
+        return route.body.model_validate(data)
+    except ValidationError as exc:
+        raise invalid(exc, route.name) from None
+
+
+def endpoint(route: Route, vaults: Vaults) -> Any:
+    """The Starlette endpoint of one route."""
+    async def serve(request: Request) -> Response:
+        number = None
+        try:
+            hive = vaults[request.path_params["vault_id"]]
+            number = _number(request)
+            token = bearer(request)
+            auth: Authenticated = await run_in_threadpool(
+                hive.authenticate, token, session=request.headers.get(SESSION_HEADER))
+            if not auth.may(route.right):
+                raise ForbiddenRight("not_permitted", f"{route.name} needs the right"
+                                     f" {route.right}; this token carries"
+                                     f" {', '.join(sorted(auth.rights))}", right=route.right)
+            body = await _body(request, route)
+            answer = await run_in_threadpool(route.call, hive, auth.caller, number, body,
+                                             request.headers.get(REQUEST_ID_HEADER))
+            return JSONResponse(plain(answer))
+        except HiveliteError as error:
+            return error_response(error, number)
+        except Exception:  # never a traceback to the caller; the log has it
+            log.exception("%s %s failed", route.method, route.name)
+            return error_response(UnexpectedError("unexpected", "the server failed; its log"
+                                                  " says why"), number)
+    serve.__name__ = route.name
+    return serve
+
+
+def create_app(hives: Sequence[Hive]) -> Starlette:
+    """The app serving ``hives``, each as the vault of its store id."""
+    vaults = Vaults(hives)
+    routes = [StarletteRoute(PREFIX + route.path, endpoint(route, vaults),
+                             methods=[route.method], name=route.name) for route in ROUTES]
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    routes.append(StarletteRoute("/openapi.json", openapi, methods=["GET"]))
+    app = Starlette(routes=routes)
+    app.state.vaults = vaults
+    return app
+
+
+__all__ = ["create_app", "error_response"]

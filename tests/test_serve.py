@@ -1,0 +1,257 @@
+"""``hivelite serve`` (issue 17): a real uvicorn process on a loopback port, reached with
+httpx. Tokens prove who calls (401 for none, a wrong, revoked or expired one, or one from
+another vault); rights and the owner's routes are enforced (403); the seed's routes run
+the protocol; errors carry status, code, reason and the task number, ``429`` a
+``Retry-After``; the served OpenAPI document is the committed one; no token reaches the
+server's log."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("uvicorn")
+
+from .test_cli_e2e import hivelite_command  # noqa: E402
+
+ROOT = Path(__file__).parent.parent
+START = "2026-12-02T09:00:00.000Z"
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+TASK = {"requester": "ana/planner", "assignee": "ana/coder", "project": "site",
+        "packet": {"task": "Fix the login bug", "deliverable_type": "code",
+                   "acceptance_criteria": ["tests pass"]}}
+
+
+def hivelite(db: Path, *args: str, **env: str) -> Any:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    ran = subprocess.run([*hivelite_command(), "--db", str(db), "--json", *args],
+                         capture_output=True, text=True, timeout=60,
+                         env={**clean, "HIVELITE_LOAD_PLUGINS": "", "HIVELITE_NOW": START,
+                              **env}, check=True)
+    return json.loads(ran.stdout)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    vault: str
+    tokens: dict[str, str]
+    db: Path
+    process: subprocess.Popen[str]
+
+    def tasks(self, vault: str | None = None) -> str:
+        return f"{self.url}/v1/vaults/{vault or self.vault}/tasks"
+
+    def call(self, method: str, path: str = "", who: str | None = "coder",
+             body: dict[str, Any] | None = None, **headers: str) -> Any:
+        sent = dict(headers)
+        if who is not None:
+            sent["Authorization"] = f"Bearer {self.tokens.get(who, who)}"
+        return httpx.request(method, self.tasks() + path, json=body, headers=sent,
+                             timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("serve")
+    db = folder / "store.db"
+    hivelite(db, "init", "--owner", "ana")
+    tokens = {
+        "coder": hivelite(db, "token", "add", "ana/coder", "--instance", "laptop")["token"],
+        "reviewer": hivelite(db, "token", "add", "ana/reviewer", "--instance",
+                             "desktop")["token"],
+        "planner": hivelite(db, "token", "add", "ana/planner", "--instance", "desktop",
+                            "--rights", "tasks.read,tasks.propose")["token"],
+        "reader": hivelite(db, "token", "add", "ana/coder", "--instance", "laptop",
+                           "--rights", "tasks.read")["token"],
+        "owner": hivelite(db, "token", "add", "--owner")["token"],
+        "revoked": hivelite(db, "token", "add", "ana/coder", "--instance", "laptop")["token"],
+        "expired": hivelite(db, "token", "add", "ana/coder", "--instance", "laptop",
+                            "--expires", "2026-12-02T09:30:00.000Z")["token"],
+    }
+    hivelite(db, "token", "revoke", tokens["revoked"].split("_")[1])
+    other = folder / "other.db"  # another store, with a token of its own
+    hivelite(other, "init", "--owner", "bob")
+    tokens["stranger"] = hivelite(other, "token", "add", "bob/agent", "--instance",
+                                  "box")["token"]
+    vault = hivelite(db, "info")["vault_id"]
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    log = (folder / "server.log").open("w")
+    process = subprocess.Popen(
+        [*hivelite_command(), "serve", str(db), str(other), "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, text=True,
+        env={**clean, "HIVELITE_LOAD_PLUGINS": "", "HIVELITE_NOW": "2026-12-02T10:00:00.000Z"})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(url + "/openapi.json", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            log.close()
+            raise AssertionError((folder / "server.log").read_text())
+        time.sleep(0.1)
+    yield Server(url, vault, tokens, db, process)
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    finally:
+        log.close()
+    text = (folder / "server.log").read_text()
+    for token in tokens.values():  # no token in the server's output, ever
+        assert token.split("_", 2)[2] not in text
+
+
+def error_of(response: Any, status: int, reason: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    error: dict[str, Any] = response.json()["error"]
+    assert (error["status"], error["reason"]) == (status, reason), error
+    return error
+
+
+@pytest.mark.parametrize(("who", "reason"), [
+    (None, "invalid_token"), ("hl_nothing", "invalid_token"), ("revoked", "revoked_token"),
+    ("expired", "expired_token"), ("stranger", "invalid_token"),
+])
+def test_no_good_token_is_401(server: Server, who: str | None, reason: str) -> None:
+    response = server.call("GET", who=who)
+    error_of(response, 401, reason)
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_vault_the_server_does_not_have_is_404(server: Server) -> None:
+    response = httpx.get(server.tasks("f" * 32), headers={
+        "Authorization": f"Bearer {server.tokens['coder']}"})
+    error_of(response, 404, "no_such_vault")
+
+
+def test_rights_and_owner_routes(server: Server) -> None:
+    made = server.call("POST", who="planner", body={**TASK, "project": "rights"})
+    assert made.status_code == 200, made.text
+    number = made.json()["number"]
+    error_of(server.call("POST", f"/{number}/claim", who="reader", body={}), 403,
+             "not_permitted")
+    error_of(server.call("POST", f"/{number}/claim", who="planner", body={}), 403,
+             "not_permitted")
+    error = error_of(server.call("POST", f"/{number}/cancel", who="coder", body={}), 403,
+                     "not_permitted")
+    assert error["number"] == number
+    # a proposal names its caller: an agent proposes only as itself
+    error_of(server.call("POST", who="coder", body=TASK), 403, "not_requester")
+    cancelled = server.call("POST", f"/{number}/cancel", who="owner",
+                            body={"reason": "a test of rights"})
+    assert cancelled.json()["state"] == "cancelled"
+
+
+def test_the_seed_routes_run_the_protocol(server: Server) -> None:
+    """propose -> claim -> renew -> update -> checkpoint -> result -> verify, each answering
+    seed 004's acknowledgement; the task view and its history through GET."""
+    made = server.call("POST", who="planner", body=TASK).json()
+    n = made["number"]
+    assert made["state"] == "routed"
+    lease = server.call("POST", f"/{n}/claim", body={"minutes": 10},
+                        **{"X-Hivelite-Session": "s1"}).json()
+    assert (lease["holder"], lease["instance"], lease["session"]) == (
+        "ana/coder", "laptop", "s1")
+    fence = {"lease_id": lease["lease_id"], "token": lease["fencing_token"]}
+    renewed = server.call("POST", f"/{n}/claim/renew", body={**fence, "minutes": 15}).json()
+    assert renewed["fencing_token"] == lease["fencing_token"]
+    update = server.call("POST", f"/{n}/updates", body={**fence, "summary": "half way",
+                                                        "tokens": 100})
+    assert update.json()["state"] == "working"
+    server.call("POST", f"/{n}/checkpoint", body={**fence, "progress": "tests written"})
+    result = server.call("POST", f"/{n}/result", body={**fence, "summary": "fixed",
+                                                       "evidence": EVIDENCE}).json()
+    assert result["state"] == "approval"
+    error_of(server.call("POST", f"/{n}/verify", who="coder", body={}), 403, "self_verify")
+    done = server.call("POST", f"/{n}/verify", who="reviewer", body={"verdict": "accept"})
+    assert done.json()["state"] == "completed"
+    view = server.call("GET", f"/{n}", who="reader").json()
+    assert (view["task"]["state"], view["usage"]["tokens"]) == ("completed", 100)
+    history = server.call("GET", f"/{n}/history", who="reader").json()
+    assert [e["move"] for e in history if e["move"]] == [1, 6, 7, 12, 14, 16]
+    listed = server.call("GET", "", who="reader").json()  # the whole list, then one's own
+    assert n in [t["number"] for t in listed["items"]]
+    own = httpx.get(server.tasks(), params={"mine": "true", "role": "assignee",
+                                            "state": "completed"},
+                    headers={"Authorization": f"Bearer {server.tokens['reviewer']}"}).json()
+    assert own["items"] == []  # the reviewer is no task's assignee
+
+
+def test_errors_carry_the_number_and_a_stale_holder_is_409(server: Server) -> None:
+    n = server.call("POST", who="planner", body=TASK).json()["number"]
+    lease = server.call("POST", f"/{n}/claim", body={}).json()
+    error = error_of(server.call("POST", f"/{n}/updates", body={
+        "lease_id": lease["lease_id"], "token": lease["fencing_token"] + 1,
+        "summary": "late"}), 409, "stale_claim")
+    assert error["number"] == n
+    error_of(server.call("POST", f"/{n}/claim", body={}), 409, "task_claimed")
+    error_of(server.call("GET", "/999999", who="reader"), 404, "no_such_task")
+    error_of(server.call("GET", "/abc", who="reader"), 404, "no_such_task")
+    bad = error_of(server.call("POST", f"/{n}/updates", body={"summary": 3}), 422,
+                   "invalid_update")
+    assert "lease_id" in bad["message"]
+
+
+def test_a_retry_with_the_same_idempotency_key_gets_the_first_answer(server: Server) -> None:
+    key = {"Idempotency-Key": "propose-once"}
+    first = server.call("POST", who="planner", body=TASK, **key).json()
+    again = server.call("POST", who="planner", body=TASK, **key).json()
+    assert first == again
+
+
+def test_over_budget_is_429_with_retry_after(server: Server) -> None:
+    hivelite(server.db, "budget", "set", "--agent", "ana/reviewer", "--tasks", "0",
+             HIVELITE_NOW="2026-12-02T10:00:00.000Z")
+    task = {**TASK, "assignee": "ana/reviewer", "project": "budget"}
+    n = server.call("POST", who="planner", body=task).json()["number"]
+    response = server.call("POST", f"/{n}/claim", who="reviewer", body={})
+    error = error_of(response, 429, "daily_budget")
+    assert response.headers["Retry-After"] == str(error["retry_after_s"]) == "50400"
+
+
+def test_the_served_openapi_is_the_committed_one_and_lists_every_route(server: Server) -> None:
+    from hivelite.server.routes import ROUTES
+
+    served = httpx.get(server.url + "/openapi.json").json()
+    committed = json.loads((ROOT / "docs" / "openapi.json").read_text())
+    assert served == committed, (
+        "docs/openapi.json drifted: python -m hivelite.server.openapi > docs/openapi.json")
+    operations = {op["operationId"] for path in served["paths"].values()
+                  for op in path.values()}
+    assert operations == {route.name for route in ROUTES}
+    seed = {op["operationId"] for path in served["paths"].values() for op in path.values()
+            if op["tags"] == ["seed 004"]}
+    assert seed == {"list_tasks", "show_task", "propose", "claim", "renew", "release",
+                    "update", "submit_result", "verify", "set_fields", "amend"}
+
+
+def test_serve_without_the_extra_says_how_to_get_it(tmp_path: Path) -> None:
+    """The core CLI does not need the server extra; serve names it when it is missing."""
+    code = ("import sys; sys.modules['uvicorn'] = None;"
+            " from hivelite.cli import main; main()")
+    hivelite(tmp_path / "s.db", "init", "--owner", "ana")
+    ran = subprocess.run([sys.executable, "-c", code, "--db", str(tmp_path / "s.db"),
+                          "serve"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 6
+    assert "pip install 'hivelite[server]'" in ran.stderr
