@@ -554,3 +554,15 @@ class StoreInfo(BaseModel):
     live_controls: int
     required_plugins: list[str]
     live_tokens: int
+
+
+class Identity(BaseModel):
+    """Who a token proves, and in which vault (``GET /v1/whoami``)."""
+
+    vault_id: str
+    kind: Literal["owner", "agent"]
+    name: str
+    instance: str | None = None
+    session: str | None = None
+    rights: list[str]
+    token_id: str

@@ -23,9 +23,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as StarletteRoute
 
 from ..base import invalid
-from ..errors import ForbiddenRight, HiveliteError, InvalidInput, NotFound, UnexpectedError
+from ..errors import (
+    ForbiddenRight,
+    HiveliteError,
+    InvalidInput,
+    NotFound,
+    Unauthenticated,
+    UnexpectedError,
+)
 from ..hive import Hive
-from ..tokens import Authenticated
+from ..models import Identity
+from ..tokens import Authenticated, parse_token
 from .openapi import openapi_document
 from .routes import ROUTES, Route
 
@@ -71,6 +79,17 @@ class Vaults:
         self.by_id: dict[str, Hive] = {}
         for hive in hives:
             self.by_id[hive.info().vault_id] = hive
+
+    def authenticate(self, token: str | None, session: str | None) -> tuple[str, Authenticated]:
+        """The vault whose store issued ``token``, and who it proves (``401`` when none
+        did: a token is one store's)."""
+        token_id, _ = parse_token(token)
+        for vault_id, hive in self.by_id.items():
+            with hive.store.read() as reader:
+                known = reader.token(token_id) is not None
+            if known:
+                return vault_id, hive.authenticate(token, session=session)
+        raise Unauthenticated("invalid_token", "unknown token")
 
     def __getitem__(self, vault_id: str) -> Hive:
         hive = self.by_id.get(vault_id)
@@ -142,7 +161,21 @@ def create_app(hives: Sequence[Hive]) -> Starlette:
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
 
+    async def whoami(request: Request) -> Response:
+        """Which vault a token belongs to and whom it proves (what a client asks first)."""
+        try:
+            vault_id, auth = await run_in_threadpool(
+                vaults.authenticate, bearer(request), request.headers.get(SESSION_HEADER))
+        except HiveliteError as error:
+            return error_response(error)
+        caller = auth.caller
+        return JSONResponse(Identity(
+            vault_id=vault_id, kind=caller.kind, name=caller.name, instance=caller.instance,
+            session=caller.session, rights=sorted(auth.rights),
+            token_id=auth.token_id).model_dump(mode="json"))
+
     routes.append(StarletteRoute("/openapi.json", openapi, methods=["GET"]))
+    routes.append(StarletteRoute("/v1/whoami", whoami, methods=["GET"]))
     app = Starlette(routes=routes)
     app.state.vaults = vaults
     return app

@@ -71,13 +71,18 @@ def _list(hive: Hive, caller: Caller, number: Any, query: Mapping[str, Any],
     if role not in ("assignee", "requester"):
         raise InvalidInput("invalid_role", f"role is assignee or requester, not {role!r}",
                            field="role")
-    return hive.list(state=query.get("state") or None,
-                     priority=query.get("priority") or None,
+    return hive.list(state=_many(query, "state"), priority=_many(query, "priority"),
                      limit=_integer(query, "limit", 50),
                      cursor=_integer(query, "after", None),
                      ready=query.get("ready") in ("true", "1", "yes"),
                      assignee=caller.name if mine and role == "assignee" else None,
                      requester=caller.name if mine and role == "requester" else None)
+
+
+def _many(query: Mapping[str, Any], name: str) -> list[str] | None:
+    """A filter's values: ``state=routed,working`` (None: no filter)."""
+    values = [v for v in str(query.get(name) or "").split(",") if v]
+    return values or None
 
 
 def _integer(query: Mapping[str, Any], name: str, default: int | None) -> Any:
