@@ -31,7 +31,7 @@ from .cli_context import (
     plain,
 )
 from .cli_owner import COMMANDS
-from .cli_serve import serve
+from .cli_serve import mcp_stdio, serve
 from .demo import run_demo
 from .errors import HiveliteError, InvalidInput, UnexpectedError
 from .hive import Hive
@@ -713,7 +713,7 @@ def demo(ctx: Context) -> None:
             click.echo(json.dumps(plain(steps), indent=2))
 
 
-for command in (*COMMANDS, serve):  # the owner's controls, budgets, policy; the service
+for command in (*COMMANDS, serve, mcp_stdio):  # the owner's controls, budgets, policy; the service
     cli.add_command(command)
 
 

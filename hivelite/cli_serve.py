@@ -72,3 +72,35 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
     finally:
         for hive in hives:
             hive.close()
+
+
+@click.command(name="mcp")
+@click.option("--token", envvar="HIVELITE_TOKEN", required=True,
+              help="The agent's token ($HIVELITE_TOKEN); required.")
+@click.option("--session", envvar="HIVELITE_SESSION", help="The session acting"
+              " ($HIVELITE_SESSION).")
+@pass_context
+def mcp_stdio(ctx: Context, token: str, session: str | None) -> None:
+    """Speak MCP on stdin and stdout, as the agent a token proves.
+
+    For an MCP-speaking agent on this machine: its client starts this command. The tools
+    act as the token's agent on the token's instance, with the token's rights, never as
+    the owner (docs/serve.md has a client configuration).
+
+    \b
+    Example:
+      HIVELITE_TOKEN=hl_... hivelite --db ~/work/hive.db mcp
+    """
+    try:
+        from .server.mcp_tools import build_mcp
+    except ImportError as exc:
+        raise InvalidInput("server_missing", "hivelite mcp needs the server extra:"
+                           f" pip install 'hivelite[server]' ({exc.name} is missing)",
+                           field="mcp") from None
+    hive = Hive.open(ctx.db, plugins_dir=ctx.plugins_dir, clock=clock_from_env(),
+                     create=False)
+    try:
+        caller = hive.authenticate(token, session=session).caller
+        build_mcp(lambda: (hive, caller)).run()
+    finally:
+        hive.close()

@@ -376,7 +376,7 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
         assert {s["number"] for s in story.doc()} == {4, 5, 6}
     else:
         assert "hivelite demo on" in story.out
-    used.add("serve")  # it serves until stopped: tests/test_serve.py runs it in a process
+    used |= {"serve", "mcp"}  # they serve until stopped: test_serve.py, test_mcp.py run them
     assert used == set(cli.commands), "a verb is missing from this walk"
 
 
@@ -491,6 +491,7 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
     "token": ("list",),
     "info": (),
     "serve": ("--port", "0"),
+    "mcp": ("--token", "hl_abc_def"),
 }
 
 

@@ -1,0 +1,121 @@
+"""MCP (issue 17): the tools through the ``mcp`` SDK's own client, in memory and over stdio
+with a real ``hivelite mcp`` process. Tools act as the token's agent; a refusal is an MCP
+tool error with the code and reason; input schemas carry the library's limits."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+from hivelite import Hive, ManualClock
+from hivelite.server.mcp_tools import TOOLS, build_mcp
+
+from .conftest import OWNER, START, own_task
+from .test_cli_e2e import hivelite_command
+
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+
+
+def answer(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)
+
+
+def refusal(result: Any) -> str:
+    assert result.is_error
+    text: str = result.content[0].text
+    return text
+
+
+def test_the_tools_in_memory_act_as_the_tokens_agent(tmp_path: Path) -> None:
+    hive = Hive.open(tmp_path / "s.db", owner="ana", clock=ManualClock(START))
+    coder = hive.authenticate(hive.add_token(OWNER, "ana/coder", instance="laptop").token)
+    reviewer = hive.authenticate(hive.add_token(OWNER, "ana/reviewer",
+                                                instance="desktop").token)
+    n = own_task(hive)
+
+    async def flow() -> None:
+        async with Client(build_mcp(lambda: (hive, coder.caller))) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) == set(TOOLS)
+            schema = tools["claim"].input_schema["properties"]["minutes"]
+            assert (schema["minimum"], schema["maximum"]) == (5, 15)
+            assert tools["submit_result"].input_schema["properties"]["evidence"]["minItems"] == 1
+            got = answer(await client.call_tool("next_task", {}))
+            assert (got["number"], got["holder"], got["instance"]) == (n, "ana/coder", "laptop")
+            fence = {"number": n, "lease_id": got["lease_id"], "token": got["fencing_token"]}
+            answer(await client.call_tool("checkpoint", {**fence, "progress": "started"}))
+            late = refusal(await client.call_tool(
+                "update", {**fence, "token": 99, "summary": "late"}))
+            assert "invalid_state/stale_claim:" in late
+            done = answer(await client.call_tool("submit_result", {
+                **fence, "summary": "fixed", "evidence": EVIDENCE}))
+            assert done["state"] == "approval"
+            assert "forbidden_right/self_verify" in refusal(
+                await client.call_tool("verify", {"number": n}))
+            mine = answer(await client.call_tool("list_tasks", {}))
+            assert [t["number"] for t in mine["items"]] == [n]
+        async with Client(build_mcp(lambda: (hive, reviewer.caller))) as client:
+            assert answer(await client.call_tool("verify", {"number": n}))["state"] == (
+                "completed")
+            moves = [e["move"] for e in answer(await client.call_tool(
+                "history", {"number": n}))["entries"] if e.get("move")]
+            assert moves == [1, 6, 7, 12, 14, 16]
+            assert "not_found/no_such_task" in refusal(
+                await client.call_tool("show_task", {"number": 99}))
+
+    anyio.run(flow)
+    hive.close()
+
+
+def test_hivelite_mcp_over_stdio_with_a_token(tmp_path: Path) -> None:
+    """A real ``hivelite mcp`` process, started by the SDK's stdio client as an agent's
+    MCP client would start it."""
+    db = tmp_path / "s.db"
+    with Hive.open(db, owner="ana") as hive:
+        token = hive.add_token(OWNER, "ana/coder", instance="laptop").token
+        n = own_task(hive)
+    command = hivelite_command()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    params = StdioServerParameters(
+        command=command[0], args=[*command[1:], "--db", str(db), "mcp"],
+        env={**clean, "HIVELITE_TOKEN": token, "HIVELITE_LOAD_PLUGINS": ""})
+
+    async def flow() -> None:
+        with anyio.fail_after(60):
+            await stdio(params, n)
+
+    anyio.run(flow)
+    with Hive.open(db) as hive:
+        assert hive.get(n).claim is not None
+
+
+async def stdio(params: StdioServerParameters, n: int) -> None:
+    """Claim and show through the SDK's stdio client."""
+    async with Client(params) as client:
+        got = answer(await client.call_tool("claim", {"number": n}))
+        assert (got["holder"], got["instance"]) == ("ana/coder", "laptop")
+        shown = answer(await client.call_tool("show_task", {"number": n}))
+        assert shown["task"]["state"] == "accepted"
+
+
+def test_hivelite_mcp_refuses_a_bad_token(tmp_path: Path) -> None:
+    import subprocess
+
+    db = tmp_path / "s.db"
+    Hive.open(db, owner="ana").close()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    ran = subprocess.run([*hivelite_command(), "--db", str(db), "mcp"], capture_output=True,
+                         text=True, timeout=60, stdin=subprocess.DEVNULL,
+                         env={**clean, "HIVELITE_TOKEN": "hl_abc_def"})
+    assert ran.returncode == 4
+    assert ran.stderr.startswith("error: unauthenticated/invalid_token")
