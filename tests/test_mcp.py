@@ -21,6 +21,7 @@ from hivelite.server.mcp_tools import TOOLS, build_mcp
 
 from .conftest import OWNER, START, own_task
 from .test_cli_e2e import hivelite_command
+from .test_serve import TASK, Server, server  # noqa: F401 - the served store, a fixture
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 
@@ -119,3 +120,33 @@ def test_hivelite_mcp_refuses_a_bad_token(tmp_path: Path) -> None:
                          env={**clean, "HIVELITE_TOKEN": "hl_abc_def"})
     assert ran.returncode == 4
     assert ran.stderr.startswith("error: unauthenticated/invalid_token")
+
+
+def test_the_servers_mcp_acts_as_each_requests_token(server: Server) -> None:  # noqa: F811
+    """``/mcp`` on ``hivelite serve`` (streamable HTTP): the token of each request is the
+    caller, so two agents on one server act as themselves; no token is 401."""
+    import httpx
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    task = {**TASK, "project": "mcp-http"}
+    n = httpx.post(server.tasks(), json=task, headers={
+        "Authorization": f"Bearer {server.tokens['planner']}"}).json()["number"]
+
+    def connect(who: str) -> Client:
+        http = create_mcp_http_client(headers={
+            "Authorization": f"Bearer {server.tokens[who]}"})
+        return Client(streamable_http_client(server.url + "/mcp", http_client=http))
+
+    async def flow() -> None:
+        async with connect("coder") as coder:
+            got = answer(await coder.call_tool("claim", {"number": n}))
+            assert (got["holder"], got["instance"]) == ("ana/coder", "laptop")
+            fence = {"number": n, "lease_id": got["lease_id"], "token": got["fencing_token"]}
+            answer(await coder.call_tool("submit_result", {**fence, "summary": "done",
+                                                           "evidence": EVIDENCE}))
+        async with connect("reviewer") as reviewer:
+            done = answer(await reviewer.call_tool("verify", {"number": n}))
+            assert done["state"] == "completed"
+
+    anyio.run(flow)
+    assert httpx.post(server.url + "/mcp", json={}).status_code == 401

@@ -10,9 +10,11 @@ Errors are seed 004's: the HTTP status, ``code``, ``reason`` and the task ``numb
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -23,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as StarletteRoute
 
 from ..base import invalid
+from ..caller import Caller
 from ..errors import (
     ForbiddenRight,
     HiveliteError,
@@ -34,6 +37,7 @@ from ..errors import (
 from ..hive import Hive
 from ..models import Identity
 from ..tokens import Authenticated, parse_token
+from .mcp_tools import build_mcp
 from .openapi import openapi_document
 from .routes import ROUTES, Route
 
@@ -176,9 +180,53 @@ def create_app(hives: Sequence[Hive]) -> Starlette:
 
     routes.append(StarletteRoute("/openapi.json", openapi, methods=["GET"]))
     routes.append(StarletteRoute("/v1/whoami", whoami, methods=["GET"]))
-    app = Starlette(routes=routes)
+    mcp_server = build_mcp(_mcp_identity)
+    mcp_app = mcp_server.streamable_http_app(stateless_http=True, json_response=True)
+    for route in mcp_app.routes:  # /mcp, behind the token gate
+        if isinstance(route, StarletteRoute):
+            routes.append(StarletteRoute(route.path, TokenGate(route.app, vaults),
+                                         methods=route.methods))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with mcp_server.session_manager.run():
+            yield
+
+    app = Starlette(routes=routes, lifespan=lifespan)
     app.state.vaults = vaults
     return app
+
+
+_MCP_CALLER: contextvars.ContextVar[tuple[Hive, Caller]] = contextvars.ContextVar("mcp_caller")
+"""The store and caller of the MCP request being served (set by :class:`TokenGate`)."""
+
+
+def _mcp_identity() -> tuple[Hive, Caller]:
+    return _MCP_CALLER.get()
+
+
+class TokenGate:
+    """In front of ``/mcp``: the request's token decides the vault and the caller every tool
+    of that request acts as (``401`` without a good one), as on every other route."""
+
+    def __init__(self, app: Any, vaults: Vaults) -> None:
+        self.app = app
+        self.vaults = vaults
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        request = Request(scope)
+        try:
+            vault_id, auth = await run_in_threadpool(
+                self.vaults.authenticate, bearer(request),
+                request.headers.get(SESSION_HEADER))
+        except HiveliteError as error:
+            await error_response(error)(scope, receive, send)
+            return
+        token = _MCP_CALLER.set((self.vaults[vault_id], auth.caller))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _MCP_CALLER.reset(token)
 
 
 __all__ = ["create_app", "error_response"]
