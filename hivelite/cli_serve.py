@@ -35,9 +35,12 @@ def _loopback(host: str) -> bool:
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--socket", "uds", type=click.Path(dir_okay=False),
               help="Listen on this unix socket instead of a port.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A host name a proxy in front forwards for (repeat); /mcp answers only"
+              " loopback and these.")
 @pass_context
 def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
-          uds: str | None) -> None:
+          uds: str | None, allowed_hosts: tuple[str, ...]) -> None:
     """Serve stores over HTTP: seed 004's routes, one vault per store.
 
     Each STORE (default: --db) is served as the vault of its id (hivelite info). Agents
@@ -57,7 +60,7 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
                            field="serve") from None
     hives = [Hive.open(path, plugins_dir=ctx.plugins_dir, clock=clock_from_env(),
                        create=False) for path in (stores or (ctx.db,))]
-    app = create_app(hives)
+    app = create_app(hives, allowed_hosts=allowed_hosts)
     where = f"unix socket {uds}" if uds else f"http://{host}:{port}"
     for vault_id, hive in app.state.vaults.by_id.items():
         click.echo(f"serving {hive.store.location} as vault {vault_id} at {where}"

@@ -150,3 +150,35 @@ def test_the_servers_mcp_acts_as_each_requests_token(server: Server) -> None:  #
 
     anyio.run(flow)
     assert httpx.post(server.url + "/mcp", json={}).status_code == 401
+
+
+@pytest.mark.parametrize(("allowed", "host", "origin", "served"), [
+    ((), "127.0.0.1:8377", None, True),
+    ((), "localhost:8377", "http://localhost:8377", True),
+    ((), "hive.example.org", None, False),
+    ((), "127.0.0.1:8377", "https://evil.example", False),
+    (("hive.example.org",), "hive.example.org", "https://hive.example.org", True),
+    (("hive.example.org",), "other.example.org", None, False),
+])
+def test_mcp_answers_only_the_hosts_it_is_meant_for(
+        tmp_path: Path, allowed: tuple[str, ...], host: str, origin: str | None,
+        served: bool) -> None:
+    """DNS-rebinding protection (the MCP specification's must): a request addressed to
+    another host, or from another origin, is refused before any tool runs; a proxy's host
+    is served once it is named with --allowed-host."""
+    from starlette.testclient import TestClient
+
+    from hivelite.server.app import create_app
+
+    with Hive.open(tmp_path / "s.db", owner="ana") as hive:
+        token = hive.add_token(OWNER, "ana/coder", instance="laptop").token
+        app = create_app([hive], allowed_hosts=allowed)
+        headers = {"Host": host, "Authorization": f"Bearer {token}",
+                   "Accept": "application/json, text/event-stream",
+                   "Content-Type": "application/json"}
+        if origin is not None:
+            headers["Origin"] = origin
+        with TestClient(app) as client:
+            response = client.post("/mcp", headers=headers, json={
+                "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+        assert (response.status_code == 200) == served, (response.status_code, response.text)

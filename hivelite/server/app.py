@@ -17,6 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -156,8 +157,24 @@ def endpoint(route: Route, vaults: Vaults) -> Any:
     return serve
 
 
-def create_app(hives: Sequence[Hive]) -> Starlette:
-    """The app serving ``hives``, each as the vault of its store id."""
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
+    """What ``/mcp`` accepts as its Host and Origin (DNS-rebinding protection, which the MCP
+    specification requires): loopback on any port, and each host the owner names for a
+    proxy in front."""
+    names = [*LOOPBACK, *allowed_hosts]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[h for name in names for h in (name, f"{name}:*")],
+        allowed_origins=[f"{scheme}://{h}" for name in names for scheme in ("http", "https")
+                         for h in (name, f"{name}:*")])
+
+
+def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = ()) -> Starlette:
+    """The app serving ``hives``, each as the vault of its store id; ``/mcp`` answers only
+    requests addressed to loopback or to one of ``allowed_hosts``."""
     vaults = Vaults(hives)
     routes = [StarletteRoute(PREFIX + route.path, endpoint(route, vaults),
                              methods=[route.method], name=route.name) for route in ROUTES]
@@ -181,7 +198,9 @@ def create_app(hives: Sequence[Hive]) -> Starlette:
     routes.append(StarletteRoute("/openapi.json", openapi, methods=["GET"]))
     routes.append(StarletteRoute("/v1/whoami", whoami, methods=["GET"]))
     mcp_server = build_mcp(_mcp_identity)
-    mcp_app = mcp_server.streamable_http_app(stateless_http=True, json_response=True)
+    mcp_app = mcp_server.streamable_http_app(
+        stateless_http=True, json_response=True,
+        transport_security=transport_security(allowed_hosts))
     for route in mcp_app.routes:  # /mcp, behind the token gate
         if isinstance(route, StarletteRoute):
             routes.append(StarletteRoute(route.path, TokenGate(route.app, vaults),
