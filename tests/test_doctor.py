@@ -58,6 +58,9 @@ def busy_store(path: Path) -> None:
         hive.hold(OWNER, agent="ana/tester", reason="resting")
         hive.set_budget(OWNER, CODER.name, tasks=50, usd_micros=2_000_000)
         hive.set_policy(OWNER, "threshold", 2, project="web")
+        spent = hive.add_token(OWNER, "ana/tester", instance="box")
+        hive.revoke_token(OWNER, spent.id)
+        hive.add_token(OWNER)
 
 
 @pytest.fixture
@@ -160,12 +163,16 @@ def test_policy_budgets_and_requirements_changed_by_raw_sql_are_found(path: Path
                  " VALUES ('mode', 'team', '2026-12-02T10:00:00.000Z', 'ana')")
     conn.execute("INSERT INTO required_plugins(name, kind, digest, settings, at, by) VALUES"
                  " ('sneaky', 'given', 'x', '{}', '2026-12-02T10:00:00.000Z', 'ana')")
+    conn.execute("INSERT INTO tokens(id, agent, instance, rights, hash, created_at, by)"
+                 " VALUES ('feedfacecafe', 'ana/coder', 'laptop', 'tasks.work', ?,"
+                 " '2026-12-02T10:00:00.000Z', 'ana')", ("0" * 64,))
     conn.close()
     ok, detail = findings(path)["policy"]
     assert not ok
     assert "budget of ana/coder: the store has None" in detail
     assert "policy mode: the store has 'team', the owner's journaled changes None" in detail
     assert "required plugin sneaky" in detail
+    assert "token feedfacecafe: the store has ('ana/coder'" in detail
 
 
 def test_a_claim_that_skipped_a_token_is_found(path: Path) -> None:

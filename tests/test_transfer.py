@@ -65,7 +65,8 @@ def test_an_export_round_trips(source: Path, tmp_path: Path) -> None:
                       "schema_version": SCHEMA_VERSION}
     tables = {json.loads(line)["table"] for line in lines[1:]}
     assert tables == {"meta", "tasks", "deps", "packets", "checkpoints", "results",
-                      "confirmations", "updates", "journal", "policy", "controls", "budgets"}
+                      "confirmations", "updates", "journal", "policy", "controls", "budgets",
+                      "tokens"}
     assert imported(lines, tmp_path / "copy.db") == len(lines) - 1
     assert lines_of(tmp_path / "copy.db") == lines
     sound(tmp_path / "copy.db")

@@ -208,6 +208,8 @@ def _queue(conn: apsw.Connection) -> Finding:
 
 AUTHORITY_SINCE = 7
 """The schema version that keeps the owner's controls and budgets."""
+TOKENS_SINCE = 8
+"""The schema version that keeps access tokens."""
 
 
 def _controls(conn: apsw.Connection) -> Finding:
@@ -245,9 +247,9 @@ def _canonical(value: object) -> str:
 
 
 def _policy(conn: apsw.Connection) -> Finding:
-    """The store's policy, required plugins and budgets are what the owner's journaled
-    changes made them: a row changed by raw SQL (a requirement dropped, a budget lifted, the
-    mode switched) has no journal row to match."""
+    """The store's policy, required plugins, budgets and tokens are what the owner's
+    journaled changes made them: a row changed by raw SQL (a requirement dropped, a budget
+    lifted, the mode switched, a token slipped in) has no journal row to match."""
     if conn.execute("PRAGMA user_version").get < AUTHORITY_SINCE:
         return Finding("policy", True, "the store predates the owner's policy (schema 7)")
     policy: dict[str, str] = {}
@@ -288,6 +290,20 @@ def _policy(conn: apsw.Connection) -> Finding:
                                              " FROM required_plugins")}, dict(required))
     compare("budget of", {str(a): (t, k, u) for a, t, k, u in conn.execute(
         "SELECT agent, tasks, tokens, usd_micros FROM budgets")}, dict(budgets))
+    if conn.execute("PRAGMA user_version").get >= TOKENS_SINCE:
+        issued: dict[str, tuple[object, ...]] = {}
+        for text, reason in conn.execute(
+                "SELECT detail, reason FROM journal WHERE task IS NULL AND reason IN"
+                " ('token add', 'token revoke') ORDER BY seq"):
+            d = json.loads(text)
+            if reason == "token add":
+                issued[d["token"]] = (d["agent"], d["instance"], ",".join(d["rights"]),
+                                      d["expires_at"], False)
+            elif d["token"] in issued:
+                issued[d["token"]] = (*issued[d["token"]][:4], True)
+        compare("token", {str(i): (a, n, r, e, v is not None) for i, a, n, r, e, v in
+                          conn.execute("SELECT id, agent, instance, rights, expires_at,"
+                                       " revoked_at FROM tokens")}, dict(issued))
     return Finding("policy", not problems, f"{len(policy)} policy value(s),"
                    f" {len(required)} required plugin(s), {len(budgets)} budget(s), each as"
                    " the owner's journal has it" if not problems else _examples(problems))
