@@ -44,6 +44,13 @@ from .store.transfer import backup as take_backup
 from .store.transfer import export as write_export
 from .store.transfer import export_lines, import_lines
 
+SERVED_VERBS = frozenset({
+    "handoff", "list", "show", "history", "approve", "deny", "cancel", "sign-off", "decline",
+    "claim", "resume", "next", "fields", "renew", "release", "checkpoint", "update", "pause",
+    "submit", "verify", "amend"})
+"""The verbs that run against ``hivelite serve`` with ``--url`` and ``--token``; the others
+work on the store file itself."""
+FILE_FREE_VERBS = frozenset({"states", "schema"})
 EXIT_USAGE = 2
 """How deep ``--packet`` and ``--evidence-file`` may nest arrays and objects."""
 MAX_NUMBER = (1 << 63) - 1
@@ -58,11 +65,19 @@ MAX_NUMBER = (1 << 63) - 1
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON document.")
 @click.option("--plugins-dir", type=click.Path(file_okay=False),
               help="Load every .py file in this folder as a plugin.")
+@click.option("--url", envvar="HIVELITE_URL", help="Send the task verbs to this hivelite"
+              " serve instead of the file ($HIVELITE_URL).")
+@click.option("--token", envvar="HIVELITE_TOKEN", help="The token to call --url with"
+              " ($HIVELITE_TOKEN): it says who acts.")
 @click.version_option(package_name="hivelite")
 @click.pass_context
-def cli(ctx: click.Context, db: str, as_json: bool, plugins_dir: str | None) -> None:
+def cli(ctx: click.Context, db: str, as_json: bool, plugins_dir: str | None,
+        url: str | None, token: str | None) -> None:
     """hivelite: agent tasks, claims and results in one SQLite file."""
-    ctx.obj = Context(db=db, as_json=as_json, plugins_dir=plugins_dir)
+    ctx.obj = Context(db=db, as_json=as_json, plugins_dir=plugins_dir, url=url, token=token)
+    verb = ctx.invoked_subcommand
+    if url is not None and verb is not None and verb not in SERVED_VERBS | FILE_FREE_VERBS:
+        raise click.UsageError(f"{verb} works on a store file, not over --url")
 
 
 @cli.command()
@@ -75,7 +90,7 @@ def init(ctx: Context, owner: str | None) -> None:
     Example:
       hivelite init --owner ana
     """
-    with ctx.open(create=True, owner=owner) as hive:
+    with ctx.open_store(create=True, owner=owner) as hive:
         data = {"db": os.path.abspath(ctx.db), "owner": hive.owner,
                 "schema_version": hive.store.schema_version}
         ctx.emit(data, lambda: f"store {data['db']} ready (owner {hive.owner})")
@@ -179,7 +194,24 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
     if cursor is not None and not 0 <= cursor <= MAX_NUMBER:
         raise click.BadParameter(f"{cursor} is not a task number (0 to {MAX_NUMBER})",
                                  param_hint="--after")
-    with ctx.open() as hive:
+    if ctx.url is not None:  # the server's list route filters less
+        local = [name for name, value in (
+            ("--assignee", assignee), ("--requester", requester), ("--project", project),
+            ("--label", labels), ("--blocked", blocked), ("--sort", sort != "age")) if value]
+        if local:
+            raise click.UsageError(f"{', '.join(local)} is not served over --url; the"
+                                   " server's list takes --state, --priority, --ready,"
+                                   " --limit and --after")
+        from .client import Client
+
+        with ctx.open() as served:
+            assert isinstance(served, Client)
+            page = served.list(state=list(states) or None, priority=",".join(priorities)
+                               or None, ready=ready, limit=limit, cursor=cursor)
+            ctx.emit(page, lambda: render.task_table(page.items, served.clock(),
+                                                     page.next_cursor))
+        return
+    with ctx.open_store() as hive:
         page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
                          project=project, ready=ready, blocked=blocked, labels=labels,
                          priority=list(priorities) or None, sort=sort, limit=limit,
@@ -249,7 +281,7 @@ def info(ctx: Context) -> None:
     Example:
       hivelite info
     """
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         found = hive.info()
         ctx.emit(found, lambda: "\n".join(render.printable(line) for line in [
             f"store      {found.location}", f"vault id   {found.vault_id}",
@@ -302,7 +334,8 @@ def _lease_verb(name: str, summary: str) -> None:
             session: str | None, minutes: int) -> None:
         caller = ctx.agent(agent, instance, session)
         with ctx.open() as hive:
-            lease = getattr(hive, name)(caller, ref, minutes=minutes, request_id=ctx.request_id)
+            lease = getattr(hive, name)(acting(hive, caller), ref, minutes=minutes,
+                                        request_id=ctx.request_id)
             ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
 
     run.__doc__ = (f"{summary}\n\n    {AS_AGENT}\n\n    \b\n    Example:\n"
@@ -337,7 +370,7 @@ def next_(ctx: Context, minutes: int, project: str | None, label: str | None,
     """
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        lease = hive.claim_next(caller, minutes=minutes, project=project, label=label,
+        lease = hive.claim_next(acting(hive, caller), minutes=minutes, project=project, label=label,
                                 request_id=ctx.request_id)
         ctx.emit(lease, lambda: _lease_text(lease, hive.clock())
                  + "\n\n" + render.task_block(lease.task, hive.clock()))
@@ -391,8 +424,8 @@ def renew(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     """
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        lease = hive.renew(caller, ref, lease_id=lease_id, token=token, minutes=minutes,
-                           request_id=ctx.request_id)
+        lease = hive.renew(acting(hive, caller), ref, lease_id=lease_id, token=token,
+                           minutes=minutes, request_id=ctx.request_id)
         ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
 
 
@@ -451,7 +484,7 @@ def checkpoint(ctx: Context, ref: str, lease_id: str, token: int, agent: str | N
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
         ctx.show(hive, hive.checkpoint(
-            caller, ref, lease_id=lease_id, token=token, progress=progress,
+            acting(hive, caller), ref, lease_id=lease_id, token=token, progress=progress,
             decisions=list(decisions), files_touched=list(files_touched),
             next_steps=list(next_steps), open_questions=list(open_questions),
             request_id=ctx.request_id))
@@ -489,7 +522,7 @@ def update(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     """
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        ctx.show(hive, hive.update(caller, ref, lease_id=lease_id, token=token,
+        ctx.show(hive, hive.update(acting(hive, caller), ref, lease_id=lease_id, token=token,
                                    summary=summary, tokens=tokens, usd_micros=usd_micros,
                                    request_id=ctx.request_id))
 
@@ -513,7 +546,7 @@ def pause(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     """
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        ctx.show(hive, hive.pause(caller, ref, lease_id=lease_id, token=token, on=on,
+        ctx.show(hive, hive.pause(acting(hive, caller), ref, lease_id=lease_id, token=token, on=on,
                                   reason=reason, request_id=ctx.request_id))
 
 
@@ -588,7 +621,7 @@ def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
         ctx.show(hive, hive.submit(
-            caller, ref, lease_id=lease_id, token=token, summary=summary,
+            acting(hive, caller), ref, lease_id=lease_id, token=token, summary=summary,
             evidence=list(evidence), outcome=outcome,  # type: ignore[arg-type]
             provenance=provenance, tokens=tokens, usd_micros=usd_micros, request_id=ctx.request_id))
 
@@ -615,7 +648,7 @@ def verify(ctx: Context, ref: str, agent: str | None, instance: str | None,
     verdict = "accept" if accept else "reject"
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        ctx.show(hive, hive.verify(caller, ref, verdict=verdict,  # type: ignore[arg-type]
+        ctx.show(hive, hive.verify(acting(hive, caller), ref, verdict=verdict,  # type: ignore[arg-type]
                                    reason=reason, request_id=ctx.request_id))
 
 
@@ -661,7 +694,7 @@ def expire(ctx: Context, agent: str | None, instance: str | None, session: str |
       hivelite expire
     """
     caller = ctx.caller(agent, instance, session)
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         reopened = hive.expire(acting(hive, caller), request_id=ctx.request_id)
         ctx.emit(reopened, lambda: "\n".join(
             f"task {r.number}: {r.holder}'s claim expired at {r.expired_at};"
@@ -707,7 +740,7 @@ def demo(ctx: Context) -> None:
     Example:
       hivelite demo
     """
-    with ctx.open(create=True) as hive:
+    with ctx.open_store(create=True) as hive:
         steps = run_demo(hive, echo=None if ctx.as_json else click.echo)
         if ctx.as_json:
             click.echo(json.dumps(plain(steps), indent=2))
@@ -766,7 +799,7 @@ def backup(ctx: Context, dest: str) -> None:
     Example:
       hivelite backup ~/backups/work-2026-12-02.db
     """
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         take_backup(_sqlite(hive).conn, Path(dest))
     data = {"backup": os.path.abspath(dest), "of": os.path.abspath(ctx.db)}
     ctx.emit(data, lambda: f"backup of {data['of']} written to {data['backup']}")
@@ -783,7 +816,7 @@ def export(ctx: Context, out: str | None) -> None:
     Example:
       hivelite export --out work.jsonl
     """
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         conn = _sqlite(hive).conn
         if out is None:
             for line in export_lines(conn):
@@ -873,7 +906,7 @@ def _show(exc: click.ClickException) -> None:
     click.echo(f"Error: {render.printable(exc.format_message())}", err=True, color=color)
 
 
-GLOBAL_VALUED = ("--db", "--plugins-dir")
+GLOBAL_VALUED = ("--db", "--plugins-dir", "--url", "--token")
 GLOBAL_FLAGS = ("--json",)
 
 

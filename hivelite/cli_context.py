@@ -22,6 +22,7 @@ from . import render
 from .caller import Caller
 from .clock import clock_from_env
 from .errors import ForbiddenRight
+from .face import TaskFace
 from .hive import Hive
 from .models import Receipt
 
@@ -34,6 +35,14 @@ class FileOwner:
 FILE_OWNER = FileOwner()
 
 
+class TokenCaller:
+    """The CLI's finding that this process acts as whom its ``--token`` proves (over
+    ``--url``, naming no agent): the server says who that is."""
+
+
+TOKEN = TokenCaller()
+
+
 @dataclass
 class Context:
     """What the group's options set for every verb."""
@@ -43,13 +52,31 @@ class Context:
     plugins_dir: str | None
     request_id: str | None = None
     """A write verb's --request-id: a retry with the same id gets the first answer."""
+    url: str | None = None
+    """--url: the task verbs go to this ``hivelite serve`` instead of the file."""
+    token: str | None = None
 
-    def open(self, *, create: bool = False, owner: str | None = None) -> Hive:
+    def open(self) -> TaskFace:
+        """Where a task verb runs: the served store (``--url``, with ``--token``) or the
+        file."""
+        if self.url is None:
+            return self.open_store()
+        if not self.token:
+            raise click.UsageError("--url needs the agent's token: --token or $HIVELITE_TOKEN")
+        from .client import Client
+
+        return Client(self.url, self.token)
+
+    def open_store(self, *, create: bool = False, owner: str | None = None) -> Hive:
+        """The store file itself (the verbs that only a store file serves)."""
+        if self.url is not None:
+            verb = click.get_current_context().info_name
+            raise click.UsageError(f"{verb} works on a store file, not over --url")
         return Hive.open(self.db, owner=owner, plugins_dir=self.plugins_dir,
                          clock=clock_from_env(), create=create)
 
     def caller(self, agent: str | None, instance: str | None, session: str | None, *,
-               agent_verb: bool = False) -> Caller | FileOwner:
+               agent_verb: bool = False) -> Caller | FileOwner | TokenCaller:
         """Who this process acts as, decided before the store is opened: the agent it names,
         or the store's owner, which only the user owning the store file may be (its name is
         read from the store once it is open: :func:`acting`). An agent's verb without an
@@ -62,6 +89,8 @@ class Context:
             from_env = params.get_parameter_source("agent") is ParameterSource.ENVIRONMENT
             return Caller.agent(agent, instance, session,
                                 origin="$HIVELITE_AGENT" if from_env else None)
+        if self.url is not None:  # the token says who
+            return TOKEN
         if agent_verb:
             raise click.UsageError("name the acting agent: --agent owner/agent and --instance"
                                    " (or $HIVELITE_AGENT and $HIVELITE_INSTANCE)")
@@ -98,13 +127,15 @@ class Context:
                                 origin="$HIVELITE_AGENT")
         return self.file_owner()
 
-    def agent(self, agent: str | None, instance: str | None, session: str | None) -> Caller:
-        """The agent an agent's verb acts as (a usage error when none is named)."""
+    def agent(self, agent: str | None, instance: str | None,
+              session: str | None) -> Caller | TokenCaller:
+        """The agent an agent's verb acts as (a usage error when none is named, unless a
+        token says who)."""
         caller = self.caller(agent, instance, session, agent_verb=True)
-        assert isinstance(caller, Caller)  # an agent's verb never falls back to the owner
+        assert not isinstance(caller, FileOwner)  # an agent's verb never falls back to it
         return caller
 
-    def show(self, hive: Hive, receipt: Receipt) -> None:
+    def show(self, hive: TaskFace, receipt: Receipt) -> None:
         """After a write: the task's full view, as ``show`` prints it."""
         view = hive.get(receipt.number)
         self.emit(view, lambda: render.task_block(view, hive.clock()))
@@ -146,9 +177,18 @@ def _keep_request_id(ctx: click.Context, param: click.Parameter, value: str | No
         ctx.find_object(Context).request_id = value  # type: ignore[union-attr]
 
 
-def acting(hive: Hive, who: Caller | FileOwner) -> Caller:
-    """The caller :meth:`Context.caller` decided on, the owner's name read from the store."""
-    return hive.as_owner() if isinstance(who, FileOwner) else who
+def acting(hive: TaskFace, who: Caller | FileOwner | TokenCaller) -> Caller:
+    """The caller :meth:`Context.caller` decided on: the owner's name read from the store,
+    or (over ``--url``) whom the token proves."""
+    if isinstance(who, FileOwner):
+        return hive.as_owner()
+    if isinstance(who, TokenCaller):
+        from .client import Client
+
+        if not isinstance(hive, Client):  # pragma: no cover - TOKEN only with --url
+            raise click.UsageError("a token acts only over --url")
+        return hive.caller
+    return who
 
 
 def plain(data: Any) -> Any:

@@ -34,7 +34,7 @@ def _controls_text(controls: list[Control]) -> str:
 
 def _control(ctx: Context, verb: str, **options: object) -> None:
     who = ctx.owner_caller()
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         method = getattr(hive, verb)
         ref = options.pop("ref", None)
         args = (acting(hive, who),) if ref is None else (acting(hive, who), ref)
@@ -115,7 +115,7 @@ def lift(ctx: Context, control: int | None, agent: str | None, instance: str | N
       hivelite lift --agent ana/coder --kind hold
     """
     who = ctx.owner_caller()
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         lifted = hive.lift(acting(hive, who), control, kind=kind, agent=agent,
                            instance=instance, task=task, everyone=everyone, reason=reason)
         ctx.emit(lifted, lambda: _controls_text(lifted))
@@ -131,7 +131,7 @@ def controls(ctx: Context, with_lifted: bool) -> None:
     Example:
       hivelite controls
     """
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         rows = hive.controls(live=not with_lifted)
         ctx.emit(rows, lambda: _controls_text(rows))
 
@@ -197,7 +197,7 @@ def budget_set(ctx: Context, agent: str, tasks: int | None, tokens: int | None,
     """
     micros = usd_micros(usd)
     who = ctx.owner_caller()
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         row = hive.set_budget(acting(hive, who), agent, tasks=tasks, tokens=tokens,
                               usd_micros=micros)
         ctx.emit(row, lambda: _budget_text([row]))
@@ -214,7 +214,7 @@ def budget_clear(ctx: Context, agent: str) -> None:
       hivelite budget clear --agent ana/coder
     """
     who = ctx.owner_caller()
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         hive.clear_budget(acting(hive, who), agent)
         data = {"agent": agent, "cleared": True}
         ctx.emit(data, lambda: f"{agent} has no daily budget now")
@@ -230,7 +230,7 @@ def budget_show(ctx: Context, agent: str | None) -> None:
     Example:
       hivelite budget show
     """
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         rows = hive.budgets(agent)
         ctx.emit(rows, lambda: _budget_text(rows))
 
@@ -276,14 +276,14 @@ def policy_show(ctx: Context) -> None:
     Example:
       hivelite policy show
     """
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         found = hive.policy()
         ctx.emit(found, lambda: _policy_text(found))
 
 
 def _set(ctx: Context, name: str, value: str | None, project: str | None) -> None:
     who = ctx.owner_caller()
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         found = hive.set_policy(acting(hive, who), name, value, project=project)
         ctx.emit(found, lambda: _policy_text(found))
 
@@ -335,7 +335,7 @@ def policy_require(ctx: Context, name: str) -> None:
       hivelite --plugins-dir ./policies policy require night_gate
     """
     who = ctx.owner_caller()
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         row = hive.require_plugin(acting(hive, who), name)
         ctx.emit(row, lambda: f"required {row.name} ({row.kind} {row.digest})")
 
@@ -351,7 +351,7 @@ def policy_unrequire(ctx: Context, name: str) -> None:
       hivelite policy unrequire night_gate
     """
     who = ctx.owner_caller()
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         hive.unrequire_plugin(acting(hive, who), name)
         data = {"unrequired": name}
         ctx.emit(data, lambda: f"{name} is no longer required")
@@ -379,7 +379,7 @@ def plugins(ctx: Context) -> None:
                 essential=d["essential"], status="built_in" if d["essential"]
                 else "ok" if policy else "not_policy"))
     else:
-        with ctx.open() as hive:
+        with ctx.open_store() as hive:
             rows = hive.plugin_status()
     ctx.emit(rows, lambda: render.table(
         ["plugin", "source", "hooks", "required", "status"],
@@ -435,7 +435,7 @@ def token_add(ctx: Context, agent: str | None, instance: str | None, rights: str
         raise click.UsageError("name the AGENT the token is for, or give --owner")
     who = ctx.owner_caller()
     granted = [r.strip() for r in rights.split(",")] if rights is not None else None
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         issued = hive.add_token(acting(hive, who), agent, instance=instance, rights=granted,
                                 expires_at=expires)
         ctx.emit(issued, lambda: f"{issued.token}\n(token {issued.id} for "
@@ -452,7 +452,7 @@ def token_list(ctx: Context) -> None:
     Example:
       hivelite token list
     """
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         rows = hive.tokens()
         ctx.emit(rows, lambda: _tokens_text(rows))
 
@@ -468,7 +468,7 @@ def token_revoke(ctx: Context, token_id: str) -> None:
       hivelite token revoke 3f9a0c1e2b4d
     """
     who = ctx.owner_caller()
-    with ctx.open() as hive:
+    with ctx.open_store() as hive:
         row = hive.revoke_token(acting(hive, who), token_id)
         ctx.emit(row, lambda: f"token {row.id} revoked at {row.revoked_at}")
 

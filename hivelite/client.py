@@ -15,10 +15,12 @@ import http.client
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from types import TracebackType
+from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
 from .caller import Caller
+from .clock import Clock, system_clock
 from .errors import (
     ERROR_CLASSES,
     ForbiddenRight,
@@ -89,6 +91,8 @@ class Client:
         self.caller = (Caller.owner(found.name) if found.kind == "owner" else
                        Caller.agent(found.name, str(found.instance), session))
         self._tasks = f"/v1/vaults/{quote(found.vault_id)}/tasks"
+        self.clock: Clock = system_clock
+        """This machine's clock (for showing how long ago; the server's decides)."""
 
     def __repr__(self) -> str:
         return f"Client({self.url!r}, as {self.caller}, vault {self.identity.vault_id})"
@@ -96,8 +100,17 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.close()
+
+    def as_owner(self) -> Caller:
+        """The owner, when the token is the owner's; else ``403 forbidden_right``."""
+        if not self.caller.is_owner:
+            raise ForbiddenRight("not_permitted", f"this token proves {self.caller}; the"
+                                 " owner's verbs need an owner token (hivelite token add"
+                                 " --owner)")
+        return self.caller
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -264,7 +277,8 @@ class Client:
 
     def submit(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
                summary: str, evidence: Sequence[Evidence | Mapping[str, Any]],
-               provenance: str = "agent_generated", outcome: str = "completed",
+               provenance: str = "agent_generated",
+               outcome: Literal["completed", "failed"] = "completed",
                tokens: int | None = None, usd_micros: int | None = None,
                request_id: str | None = None) -> Receipt:
         self._as(caller, "submit")
@@ -274,7 +288,8 @@ class Client:
              "evidence": _evidence(evidence), "provenance": provenance, "outcome": outcome,
              "tokens": tokens, "usd_micros": usd_micros}, request_id=request_id))
 
-    def verify(self, caller: Caller | None, ref: str | int, *, verdict: str = "accept",
+    def verify(self, caller: Caller | None, ref: str | int, *,
+               verdict: Literal["accept", "reject"] = "accept",
                reason: str | None = None, request_id: str | None = None) -> Receipt:
         self._as(caller, "verify")
         return Receipt.model_validate(self._call(
@@ -284,6 +299,7 @@ class Client:
     def set_fields(self, caller: Caller | None, ref: str | int, *, base_version: int,
                    priority: str | None = None, labels: Sequence[str] | None = None,
                    add_labels: Sequence[str] = (), remove_labels: Sequence[str] = (),
+                   max_attempts: int | None = None,
                    request_id: str | None = None) -> Receipt:
         self._as(caller, "set fields")
         return Receipt.model_validate(self._call(
@@ -291,7 +307,8 @@ class Client:
             {"base_version": base_version, "priority": priority,
              "labels": builtins.list(labels) if labels is not None else None,
              "add_labels": builtins.list(add_labels),
-             "remove_labels": builtins.list(remove_labels)}, request_id=request_id))
+             "remove_labels": builtins.list(remove_labels), "max_attempts": max_attempts},
+            request_id=request_id))
 
     def amend(self, caller: Caller | None, ref: str | int, *, summary: str | None = None,
               evidence: Sequence[Evidence | Mapping[str, Any]] | None = None,

@@ -36,6 +36,7 @@ from .conftest import PLANNER as PLANNER_AGENT
 from .conftest import START, at, held_task, own_task
 
 ENV = ("HIVELITE_DB", "HIVELITE_NOW", "HIVELITE_OWNER", "HIVELITE_AGENT", "HIVELITE_INSTANCE",
+       "HIVELITE_URL", "HIVELITE_TOKEN",
        "HIVELITE_SESSION", "HIVELITE_PLUGINS_DIR", "HIVELITE_LOAD_PLUGINS",
        "HIVELITE_TRACE_PLUGINS")
 EXIT = {"usage": 2, "invalid_state": 3, "forbidden_right": 4, "not_found": 5,

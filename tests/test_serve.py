@@ -255,3 +255,49 @@ def test_serve_without_the_extra_says_how_to_get_it(tmp_path: Path) -> None:
                           "serve"], capture_output=True, text=True, timeout=60)
     assert ran.returncode == 6
     assert "pip install 'hivelite[server]'" in ran.stderr
+
+
+def cli_over(server: Server, who: str, *args: str, code: int = 0) -> Any:
+    """``hivelite --url --token …`` in a new process: the task verbs against the server."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    ran = subprocess.run([*hivelite_command(), "--json", *args], capture_output=True,
+                         text=True, timeout=60,
+                         env={**clean, "HIVELITE_URL": server.url,
+                              "HIVELITE_TOKEN": server.tokens[who],
+                              "HIVELITE_DB": str(server.db.parent / "not-here.db")})
+    assert ran.returncode == code, (args, ran.returncode, ran.stderr)
+    return json.loads(ran.stdout) if ran.stdout.strip() else None
+
+
+def test_the_cli_works_against_the_server_with_url_and_token(server: Server) -> None:
+    """hivelite next, checkpoint, submit, show, history, list: unchanged commands, no agent
+    named (the token says who), no store file on this side."""
+    n = server.call("POST", who="planner", body={**TASK, "project": "cli"}).json()["number"]
+    lease = cli_over(server, "coder", "next", "--project", "cli")
+    assert (lease["number"], lease["holder"]) == (n, "ana/coder")
+    fence = ("--lease", lease["lease_id"], "--token", str(lease["fencing_token"]))
+    cli_over(server, "coder", "checkpoint", str(n), *fence, "--progress", "started")
+    done = cli_over(server, "coder", "submit", str(n), *fence, "--summary", "fixed",
+                    "--evidence", "test_output:3 passed")
+    assert done["task"]["state"] == "approval"
+    assert cli_over(server, "reviewer", "verify", str(n), "--accept")["task"]["state"] == (
+        "completed")
+    assert cli_over(server, "reader", "show", str(n))["task"]["state"] == "completed"
+    assert [e["move"] for e in cli_over(server, "reader", "history", str(n))
+            if e["move"]] == [1, 6, 7, 12, 14, 16]
+    page = cli_over(server, "reader", "list", "--state", "completed")
+    assert n in [t["number"] for t in page["items"]]
+    # naming another agent than the token's is refused before anything is sent
+    error = cli_over(server, "coder", "claim", str(n), "--agent", "ana/reviewer",
+                     "--instance", "desktop", code=4)["error"]
+    assert error["reason"] == "not_permitted"
+    assert not (server.db.parent / "not-here.db").exists()
+
+
+def test_verbs_of_the_file_alone_are_usage_errors_over_url(server: Server) -> None:
+    for args in (("doctor",), ("export",), ("list", "--assignee", "ana/coder"),
+                 ("hold", "--agent", "ana/coder"), ("budget", "show")):
+        error = cli_over(server, "owner", *args, code=2)["error"]
+        assert error["code"] == "usage", args
+    assert cli_over(server, "coder", "cancel", "1", code=4)["error"]["reason"] == (
+        "not_permitted")  # an owner's verb needs an owner token

@@ -98,6 +98,8 @@ class FieldsBody(Body):
     labels: list[str] | None = None
     add_labels: list[str] = []
     remove_labels: list[str] = []
+    max_attempts: int | None = None
+    """The owner only: failed outcomes allowed before the task stops being claimable."""
 
 
 class AmendBody(Body):
