@@ -797,7 +797,7 @@ def backup(ctx: Context, dest: str) -> None:
 
     \b
     Example:
-      hivelite backup ~/backups/work-2026-12-02.db
+      hivelite backup ~/backups/hive-2026-12-02.db
     """
     with ctx.open_store() as hive:
         take_backup(_sqlite(hive).conn, Path(dest))

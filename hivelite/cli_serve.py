@@ -48,7 +48,7 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
 
     \b
     Example:
-      hivelite serve ~/work/hive.db --port 8377
+      hivelite serve ~/hives/hive.db --port 8377
     """
     try:
         import uvicorn
@@ -92,7 +92,7 @@ def mcp_stdio(ctx: Context, token: str, session: str | None) -> None:
 
     \b
     Example:
-      HIVELITE_TOKEN=hl_... hivelite --db ~/work/hive.db mcp
+      HIVELITE_TOKEN=hl_... hivelite --db ~/hives/hive.db mcp
     """
     try:
         from .server.mcp_tools import build_mcp
