@@ -18,7 +18,7 @@ from typing import Any
 import apsw
 import pytest
 
-from hivelite import Caller, Hive, ManualClock
+from hivelite import Caller, Hive, HiveliteError, ManualClock
 from hivelite.clock import format_ts, parse_ts
 from hivelite.store import SqliteStore, Store
 
@@ -115,6 +115,36 @@ def raw(tmp_path: Path) -> Iterator[apsw.Connection]:
     conn = rawsql.connect(path)
     yield conn
     conn.close()
+
+
+@pytest.fixture
+def hive_raw(hive: Hive, db_path: Path) -> Iterator[apsw.Connection]:
+    """A second, raw connection on the ``hive`` fixture's store file."""
+    conn = rawsql.connect(db_path)
+    yield conn
+    conn.close()
+
+
+Snap = Callable[[], dict[str, list[tuple[object, ...]]]]
+
+
+@pytest.fixture
+def snap(hive_raw: apsw.Connection) -> Snap:
+    """Every row of the ``hive`` fixture's store, read through the raw connection."""
+    return lambda: rawsql.snapshot(hive_raw)
+
+
+def refused(snap: Snap, kind: type[HiveliteError], reason: str,
+            call: Callable[[], object]) -> HiveliteError:
+    """``call`` raises exactly ``kind`` with ``reason`` and leaves every row as it was."""
+    before = snap()
+    with pytest.raises(HiveliteError) as err:
+        call()
+    assert type(err.value) is kind, err.value
+    assert err.value.reason == reason, err.value
+    assert err.value.status == kind.status
+    assert snap() == before
+    return err.value
 
 
 def at(minutes: float) -> str:

@@ -10,11 +10,9 @@ ManualClock only, and a refused call leaves every row as it was.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import apsw
 import pytest
 
 from hivelite import (
@@ -31,25 +29,13 @@ from hivelite import (
 from hivelite.clock import format_ts, parse_ts
 from hivelite.models import Budget
 
-from . import rawsql
-from .conftest import CODER, GUEST, OWNER, REVIEWER, own_task
-from .test_claims import EVIDENCE, Snap, fence, refused
+from .conftest import CODER, GUEST, OWNER, REVIEWER, Snap, own_task, refused
+from .test_claims import EVIDENCE, fence
 
 TESTER = Caller.agent("ana/tester", "laptop")
 """Another of the owner's agents, with a budget of its own (or none)."""
 
 
-@pytest.fixture
-def raw(hive: Hive, db_path: Path) -> Iterator[apsw.Connection]:
-    """A second connection on the hive's store file."""
-    conn = rawsql.connect(db_path)
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def snap(raw: apsw.Connection) -> Snap:
-    return lambda: rawsql.snapshot(raw)
 
 
 def set_clock(clock: ManualClock, when: str) -> None:

@@ -45,16 +45,17 @@ from .conftest import (
     REVIEWER,
     START,
     OpenHive,
+    Snap,
     held_task,
     own_task,
     packet,
+    refused,
 )
 
 S, W = State, WaitingOn
 CODER_ON_DESKTOP = Caller.agent(CODER.name, "desktop")
 """The assignee again, from its other instance."""
 EVIDENCE: list[Evidence | dict[str, Any]] = [{"kind": "test_output", "summary": "3 passed"}]
-Snap = Callable[[], dict[str, list[tuple[object, ...]]]]
 
 
 @pytest.fixture
@@ -70,17 +71,6 @@ def snap(raw: apsw.Connection) -> Snap:
     return lambda: rawsql.snapshot(raw)
 
 
-def refused(snap: Snap, kind: type[HiveliteError], reason: str,
-            call: Callable[[], object]) -> HiveliteError:
-    """``call`` raises exactly ``kind`` with ``reason`` and leaves every row as it was."""
-    before = snap()
-    with pytest.raises(HiveliteError) as err:
-        call()
-    assert type(err.value) is kind, err.value
-    assert err.value.reason == reason, err.value
-    assert err.value.status == kind.status
-    assert snap() == before
-    return err.value
 
 
 def claimed(hive: Hive, *, instance: str = "laptop",

@@ -10,8 +10,7 @@ every row of the store as it was.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import apsw
@@ -33,8 +32,18 @@ from hivelite.clock import format_ts
 from hivelite.models import Control, JournalEntry
 
 from . import rawsql
-from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, own_task, packet
-from .test_claims import EVIDENCE, Snap, fence, refused
+from .conftest import (
+    CODER,
+    GUEST,
+    OWNER,
+    PLANNER,
+    REVIEWER,
+    Snap,
+    own_task,
+    packet,
+    refused,
+)
+from .test_claims import EVIDENCE, fence
 
 CODER_ON_DESKTOP = Caller.agent(CODER.name, "desktop")
 """The coder again, from another instance than the laptop."""
@@ -42,17 +51,6 @@ TESTER = Caller.agent("ana/tester", "laptop")
 """Another of the owner's agents on the coder's instance."""
 
 
-@pytest.fixture
-def raw(hive: Hive, db_path: Path) -> Iterator[apsw.Connection]:
-    """A second connection on the hive's store file."""
-    conn = rawsql.connect(db_path)
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def snap(raw: apsw.Connection) -> Snap:
-    return lambda: rawsql.snapshot(raw)
 
 
 def accepted(hive: Hive, caller: Caller = CODER, **overrides: Any) -> tuple[int, ClaimReceipt]:
@@ -744,52 +742,53 @@ RAW_BINDS: dict[str, tuple[Callable[[Hive, int], Control], str, str, str]] = {
 @pytest.mark.parametrize(("make", "holder", "instance", "expected"), RAW_BINDS.values(),
                          ids=RAW_BINDS.keys())
 def test_the_store_refuses_a_lease_to_whom_a_control_binds(
-        hive: Hive, raw: apsw.Connection, make: Callable[[Hive, int], Control], holder: str,
+        hive: Hive, hive_raw: apsw.Connection, make: Callable[[Hive, int], Control], holder: str,
         instance: str, expected: str) -> None:
     """``task_lease_controlled``: raw SQL cannot hand a lease to a held, stopped or vetoed
     agent; once the control is lifted, the very same UPDATE stands."""
     number = own_task(hive)
     control = make(hive, number)
-    rawsql.refused(raw, expected, LEASE, (holder, instance, number))
+    rawsql.refused(hive_raw, expected, LEASE, (holder, instance, number))
     hive.lift(OWNER, control.id)
-    raw.execute(LEASE, (holder, instance, number))
-    assert raw.execute("SELECT lease_holder FROM tasks WHERE number = ?", (number,)).get == holder
+    hive_raw.execute(LEASE, (holder, instance, number))
+    held = hive_raw.execute("SELECT lease_holder FROM tasks WHERE number = ?", (number,)).get
+    assert held == holder
 
 
 @pytest.mark.parametrize("spelling", ["Laptop", "laptop.", " laptop", "LAPTOP."])
 def test_the_store_takes_a_controls_instance_only_as_compared(
-        hive: Hive, raw: apsw.Connection, spelling: str) -> None:
+        hive: Hive, hive_raw: apsw.Connection, spelling: str) -> None:
     """DESIGN §10: instance names are normalised before comparing. The write path binds
     ``Laptop.`` to the laptop; the store's lease trigger compares the control's instance
     as stored, so a control must be stored normalised: any other spelling is refused."""
     insert = ("INSERT INTO controls(kind, instance, at, by)"
               " VALUES ('hold', ?, '2026-12-02T09:00:00.000Z', 'ana')")
-    rawsql.refused(raw, "invalid_input:invalid_control", insert, (spelling,))
-    raw.execute(insert, ("laptop",))
+    rawsql.refused(hive_raw, "invalid_input:invalid_control", insert, (spelling,))
+    hive_raw.execute(insert, ("laptop",))
     number = own_task(hive)
-    rawsql.refused(raw, "forbidden_right:held", LEASE, (CODER.name, "Laptop.", number))
+    rawsql.refused(hive_raw, "forbidden_right:held", LEASE, (CODER.name, "Laptop.", number))
 
 
 def test_the_store_lets_a_veto_bind_only_its_task_and_agent(hive: Hive,
-                                                            raw: apsw.Connection) -> None:
+                                                            hive_raw: apsw.Connection) -> None:
     """A veto on one task refuses no lease on another, and a veto of another agent on a
     task refuses no lease to its assignee."""
     number, other, third = own_task(hive), own_task(hive), own_task(hive)
     hive.veto(OWNER, number, agent=CODER.name)
     hive.veto(OWNER, third, agent=TESTER.name)
-    raw.execute(LEASE, (CODER.name, "laptop", other))
-    raw.execute(LEASE, (CODER.name, "laptop", third))
-    assert [r[0] for r in raw.execute("SELECT number FROM tasks WHERE lease_id IS NOT NULL"
+    hive_raw.execute(LEASE, (CODER.name, "laptop", other))
+    hive_raw.execute(LEASE, (CODER.name, "laptop", third))
+    assert [r[0] for r in hive_raw.execute("SELECT number FROM tasks WHERE lease_id IS NOT NULL"
                                       " ORDER BY number")] == [other, third]
 
 
 def test_the_store_refuses_a_resumed_lease_to_a_held_agent(hive: Hive,
-                                                          raw: apsw.Connection) -> None:
+                                                          hive_raw: apsw.Connection) -> None:
     """The trigger guards every new lease, resume (waiting -> working) included."""
     number = paused(hive)
     hive.hold(OWNER, agent=CODER.name)
     rawsql.refused(
-        raw, "forbidden_right:held",
+        hive_raw, "forbidden_right:held",
         "UPDATE tasks SET state = 'working', waiting_on = NULL, lease_token = lease_token + 1,"
         " lease_id = 'Lraw2', lease_holder = ?, lease_instance = 'laptop',"
         " lease_expires = '2026-12-02T09:10:00.000Z', actor = 'raw', reason = 'raw sql'"
@@ -797,13 +796,13 @@ def test_the_store_refuses_a_resumed_lease_to_a_held_agent(hive: Hive,
     assert hive.get(number).task.waiting_on is WaitingOn.human
 
 
-def test_control_rows_cannot_be_deleted(hive: Hive, raw: apsw.Connection) -> None:
+def test_control_rows_cannot_be_deleted(hive: Hive, hive_raw: apsw.Connection) -> None:
     """Live or lifted, a control is kept: forbidden_right:controls_kept."""
     hold = hive.hold(OWNER, agent=CODER.name)
     hive.stop(OWNER, everyone=True)
     hive.lift(OWNER, hold.id)
-    rawsql.refused(raw, "forbidden_right:controls_kept", "DELETE FROM controls")
-    rawsql.refused(raw, "forbidden_right:controls_kept", "DELETE FROM controls WHERE id = ?",
+    rawsql.refused(hive_raw, "forbidden_right:controls_kept", "DELETE FROM controls")
+    rawsql.refused(hive_raw, "forbidden_right:controls_kept", "DELETE FROM controls WHERE id = ?",
                    (hold.id,))
 
 
@@ -825,20 +824,20 @@ CHANGES = {
 
 
 @pytest.mark.parametrize("sql", CHANGES.values(), ids=CHANGES.keys())
-def test_a_control_is_lifted_once_and_never_changed(hive: Hive, raw: apsw.Connection,
+def test_a_control_is_lifted_once_and_never_changed(hive: Hive, hive_raw: apsw.Connection,
                                                     sql: str) -> None:
     """Only a live control's lift (lifted_at and lifted_by, nothing else) may be written."""
     lifted = hive.hold(OWNER, agent=CODER.name)
     hive.lift(OWNER, lifted.id)
     live = hive.stop(OWNER, agent=CODER.name)
-    rawsql.refused(raw, "forbidden_right:controls_kept",
+    rawsql.refused(hive_raw, "forbidden_right:controls_kept",
                    sql.format(lifted=lifted.id, live=live.id))
 
 
-def test_a_raw_lift_of_a_live_control_stands(hive: Hive, raw: apsw.Connection) -> None:
+def test_a_raw_lift_of_a_live_control_stands(hive: Hive, hive_raw: apsw.Connection) -> None:
     """The one update the store allows (so the refusals above are about their change)."""
     live = hive.stop(OWNER, agent=CODER.name)
-    raw.execute("UPDATE controls SET lifted_at = '2026-12-03T00:00:00.000Z', lifted_by = 'ana'"
+    hive_raw.execute("UPDATE controls SET lifted_at = '2026-12-03T00:00:00.000Z', lifted_by = 'ana'"
                 " WHERE id = ?", (live.id,))
     assert hive.controls() == []
 
@@ -858,12 +857,12 @@ BAD_CONTROLS = {
 
 
 @pytest.mark.parametrize("values", BAD_CONTROLS.values(), ids=BAD_CONTROLS.keys())
-def test_a_control_with_a_bad_scope_is_refused(hive: Hive, raw: apsw.Connection,
+def test_a_control_with_a_bad_scope_is_refused(hive: Hive, hive_raw: apsw.Connection,
                                                values: tuple[object, ...]) -> None:
     """invalid_input:invalid_control, whatever raw SQL tries."""
     own_task(hive)
     rawsql.refused(
-        raw, "invalid_input:invalid_control",
+        hive_raw, "invalid_input:invalid_control",
         "INSERT INTO controls(kind, agent, instance, task, lifted_at, at, by)"
         " VALUES (?, ?, ?, ?, ?, '2026-12-02T09:00:00.000Z', 'ana')", values)
 
@@ -877,10 +876,10 @@ GOOD_CONTROLS = {
 
 
 @pytest.mark.parametrize("values", GOOD_CONTROLS.values(), ids=GOOD_CONTROLS.keys())
-def test_a_control_with_a_good_scope_is_taken(hive: Hive, raw: apsw.Connection,
+def test_a_control_with_a_good_scope_is_taken(hive: Hive, hive_raw: apsw.Connection,
                                               values: tuple[object, ...]) -> None:
     """The same INSERT with a well-formed scope stands, and the library reads it."""
     own_task(hive)
-    raw.execute("INSERT INTO controls(kind, agent, instance, task, at, by)"
+    hive_raw.execute("INSERT INTO controls(kind, agent, instance, task, at, by)"
                 " VALUES (?, ?, ?, ?, '2026-12-02T09:00:00.000Z', 'ana')", values)
     assert [(c.kind, c.agent, c.instance, c.task) for c in hive.controls()] == [values]

@@ -10,8 +10,6 @@ break them are refused by the triggers. Every refused call leaves every row as i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import apsw
@@ -23,7 +21,6 @@ from hivelite import (
     ClaimReceipt,
     ForbiddenRight,
     Hive,
-    HiveliteError,
     InvalidInput,
     InvalidState,
     Receipt,
@@ -34,9 +31,18 @@ from hivelite.authority import why_not_counted
 from hivelite.store import ConfirmationRow
 
 from . import rawsql
-from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, OpenHive, own_task
+from .conftest import (
+    CODER,
+    GUEST,
+    OWNER,
+    PLANNER,
+    REVIEWER,
+    OpenHive,
+    Snap,
+    own_task,
+    refused,
+)
 
-Snap = Callable[[], dict[str, list[tuple[object, ...]]]]
 EVIDENCE: list[dict[str, Any]] = [{"kind": "test_output", "summary": "3 passed"}]
 WORKER = CODER.name
 """Every result here is ana/coder's, claimed on the laptop (session s0)."""
@@ -59,30 +65,8 @@ ANA_IN_TEAM = Caller.agent("ana/reviewer", "desktop")
 # -- fixtures and helpers ---------------------------------------------------------
 
 
-@pytest.fixture
-def raw(hive: Hive, db_path: Path) -> Iterator[apsw.Connection]:
-    """A second, raw connection on the hive's store file."""
-    conn = rawsql.connect(db_path)
-    yield conn
-    conn.close()
 
 
-@pytest.fixture
-def snap(raw: apsw.Connection) -> Snap:
-    return lambda: rawsql.snapshot(raw)
-
-
-def refused(snap: Snap, kind: type[HiveliteError], reason: str,
-            call: Callable[[], object]) -> HiveliteError:
-    """``call`` raises exactly ``kind`` with ``reason`` and leaves every row as it was."""
-    before = snap()
-    with pytest.raises(HiveliteError) as err:
-        call()
-    assert type(err.value) is kind, err.value
-    assert err.value.reason == reason, err.value
-    assert err.value.status == kind.status
-    assert snap() == before
-    return err.value
 
 
 def claimed(hive: Hive, **overrides: Any) -> tuple[int, ClaimReceipt]:
@@ -404,9 +388,9 @@ def test_caller_instances_outside_the_alphabet_are_refused(bad: str) -> None:
 # -- the triggers hold without the library ----------------------------------------
 
 
-def raw_confirm(raw: apsw.Connection, n: int, reviewer: str, instance: str, *,
+def raw_confirm(hive_raw: apsw.Connection, n: int, reviewer: str, instance: str, *,
                 counted: int = 1, why: str | None = None, verdict: str = "accept") -> None:
-    raw.execute(
+    hive_raw.execute(
         "INSERT INTO confirmations(task, version, reviewer, instance, session, verdict,"
         " reason, at, counted, why) VALUES (?, 1, ?, ?, NULL, ?, NULL,"
         " '2026-12-02T09:00:00.000Z', ?, ?)", (n, reviewer, instance, verdict, counted, why))
@@ -419,62 +403,62 @@ NOT_INDEPENDENT = "invalid_state:reviewer_not_independent"
 
 
 def test_raw_sql_cannot_count_a_stranger_in_a_personal_store(hive: Hive,
-                                                             raw: apsw.Connection) -> None:
+                                                             hive_raw: apsw.Connection) -> None:
     """The trigger refuses a counted row from another owner; uncounted with why is fine."""
     n = in_approval(hive)
-    rawsql.refused(raw, NOT_INDEPENDENT, CONFIRM, (n, "bob/reviewer", "bobs-box", 1, None))
-    raw_confirm(raw, n, "bob/reviewer", "bobs-box", counted=0, why="a stranger")
+    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, "bob/reviewer", "bobs-box", 1, None))
+    raw_confirm(hive_raw, n, "bob/reviewer", "bobs-box", counted=0, why="a stranger")
     assert verdicts(hive, n) == [("bob/reviewer", "accept", False, "a stranger")]
 
 
 @pytest.mark.parametrize("instance", ["desktop", "DESKTOP", "desktop.", "Desktop.."])
 def test_raw_sql_cannot_count_a_second_verdict_per_instance(
-        hive: Hive, raw: apsw.Connection, instance: str) -> None:
+        hive: Hive, hive_raw: apsw.Connection, instance: str) -> None:
     """Personal: one counted verdict per instance, however the instance is spelt."""
     hive.set_policy(OWNER, "threshold", 2)
     n = in_approval(hive)
-    raw_confirm(raw, n, "ana/reviewer", "desktop")
-    rawsql.refused(raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/other", instance, 1, None))
-    raw_confirm(raw, n, "ana/second", "tablet")  # another instance counts
+    raw_confirm(hive_raw, n, "ana/reviewer", "desktop")
+    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/other", instance, 1, None))
+    raw_confirm(hive_raw, n, "ana/second", "tablet")  # another instance counts
 
 
 @pytest.mark.parametrize("instance", ["laptop", "LAPTOP", "laptop."])
-def test_raw_sql_cannot_count_the_claiming_instance(hive: Hive, raw: apsw.Connection,
+def test_raw_sql_cannot_count_the_claiming_instance(hive: Hive, hive_raw: apsw.Connection,
                                                     instance: str) -> None:
     """The result's own instance never counts, in SQL either, in any case or dots."""
     n = in_approval(hive)
-    rawsql.refused(raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/reviewer", instance, 1, None))
-    rawsql.refused(raw, NOT_INDEPENDENT, CONFIRM, (n, WORKER, "desktop", 1, None))
+    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/reviewer", instance, 1, None))
+    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, WORKER, "desktop", 1, None))
 
 
 def test_raw_sql_cannot_count_the_claiming_instance_spelt_with_spaces(
-        hive: Hive, raw: apsw.Connection) -> None:
+        hive: Hive, hive_raw: apsw.Connection) -> None:
     """Surrounding space is part of the normalisation (Caller drops it): ' laptop ' is the
     laptop, so SQL must refuse to count it too."""
     n = in_approval(hive)
-    rawsql.refused(raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/reviewer", " laptop ", 1, None))
+    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/reviewer", " laptop ", 1, None))
 
 
 def test_raw_sql_team_mode_counts_one_per_other_owner(hive: Hive,
-                                                      raw: apsw.Connection) -> None:
+                                                      hive_raw: apsw.Connection) -> None:
     """Team: the worker's owner never counts; another owner counts once."""
     hive.set_policy(OWNER, "mode", "team")
     hive.set_policy(OWNER, "threshold", 3)
     n = in_approval(hive)
-    rawsql.refused(raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/reviewer", "desktop", 1, None))
-    raw_confirm(raw, n, "bob/reviewer", "bobs-box")
-    rawsql.refused(raw, NOT_INDEPENDENT, CONFIRM, (n, "bob/second", "bobs-other-box", 1, None))
-    raw_confirm(raw, n, "carol/reviewer", "carols-box")
+    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/reviewer", "desktop", 1, None))
+    raw_confirm(hive_raw, n, "bob/reviewer", "bobs-box")
+    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, "bob/second", "bobs-other-box", 1, None))
+    raw_confirm(hive_raw, n, "carol/reviewer", "carols-box")
     assert [c.counted for c in hive.get(n).confirmations] == [True, True]
 
 
-def test_raw_sql_why_goes_with_uncounted_only(hive: Hive, raw: apsw.Connection) -> None:
+def test_raw_sql_why_goes_with_uncounted_only(hive: Hive, hive_raw: apsw.Connection) -> None:
     """An uncounted row needs a why; a counted row has none."""
     n = in_approval(hive)
     reason = "invalid_input:uncounted_needs_why"
-    rawsql.refused(raw, reason, CONFIRM, (n, "ana/reviewer", "desktop", 0, None))
-    rawsql.refused(raw, reason, CONFIRM, (n, "ana/reviewer", "desktop", 1, "because"))
-    raw_confirm(raw, n, "ana/reviewer", "desktop")
+    rawsql.refused(hive_raw, reason, CONFIRM, (n, "ana/reviewer", "desktop", 0, None))
+    rawsql.refused(hive_raw, reason, CONFIRM, (n, "ana/reviewer", "desktop", 1, "because"))
+    raw_confirm(hive_raw, n, "ana/reviewer", "desktop")
 
 
 POLICY = "INSERT INTO policy(key, value, at, by) VALUES (?, ?, '2026-12-02T09:00:00.000Z', 'ana')"
@@ -484,18 +468,18 @@ POLICY = "INSERT INTO policy(key, value, at, by) VALUES (?, ?, '2026-12-02T09:00
     ("mode", "solo"), ("mode", "Personal"), ("proposals", "maybe"), ("threshold", "-1"),
     ("threshold", "1001"), ("threshold", "x"), ("threshold", ""), ("threshold", "1.5"),
     ("threshold:demo", "-1"), ("threshold:", "2"), ("timezone", ""), ("colour", "blue")])
-def test_raw_sql_policy_rows_must_be_valid(raw: apsw.Connection, key: str, value: str) -> None:
+def test_raw_sql_policy_rows_must_be_valid(hive_raw: apsw.Connection, key: str, value: str) -> None:
     """The policy table refuses a value the library would never write."""
-    rawsql.refused(raw, "invalid_input:invalid_policy", POLICY, (key, value))
+    rawsql.refused(hive_raw, "invalid_input:invalid_policy", POLICY, (key, value))
 
 
 @pytest.mark.parametrize(("key", "value"), [
     ("mode", "team"), ("proposals", "owner"), ("threshold", "0"), ("threshold", "1000"),
     ("threshold:demo", "3"), ("timezone", "Europe/Berlin")])
-def test_raw_sql_valid_policy_rows_are_taken(hive: Hive, raw: apsw.Connection, key: str,
+def test_raw_sql_valid_policy_rows_are_taken(hive: Hive, hive_raw: apsw.Connection, key: str,
                                              value: str) -> None:
     """The same table takes every valid value (so the refusals above are about values)."""
-    raw.execute(POLICY, (key, value))
+    hive_raw.execute(POLICY, (key, value))
     policy = hive.policy()
     if key == "threshold:demo":
         assert policy.project_thresholds == {"demo": int(value)}

@@ -32,7 +32,6 @@ from hivelite import (
     ClaimReceipt,
     ForbiddenRight,
     Hive,
-    HiveliteError,
     InvalidInput,
     ManualClock,
     NotFound,
@@ -41,7 +40,7 @@ from hivelite import (
 from hivelite.clock import format_ts
 
 from . import rawsql
-from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, packet
+from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, Snap, packet, refused
 
 PLUGIN = "needs_two"
 """The owner's policy plugin: a threshold of two confirmations (or its ``n`` setting)."""
@@ -153,20 +152,8 @@ def write_settings(store_path: Path, text: str) -> None:
     (store_path.parent / "hivelite.toml").write_text(text, encoding="utf-8")
 
 
-Snap = Callable[[], dict[str, list[tuple[object, ...]]]]
 
 
-def refused(snap: Snap, kind: type[HiveliteError], reason: str,
-            call: Callable[[], object]) -> HiveliteError:
-    """``call`` raises exactly ``kind`` with ``reason`` and leaves every row as it was."""
-    before = snap()
-    with pytest.raises(HiveliteError) as err:
-        call()
-    assert type(err.value) is kind, err.value
-    assert err.value.reason == reason, err.value
-    assert err.value.status == kind.status
-    assert snap() == before
-    return err.value
 
 
 def handoff(hive: Hive, caller: Caller = OWNER, **overrides: Any) -> int:

@@ -19,23 +19,24 @@ from hivelite.store import SCHEMA_VERSION
 from hivelite.store.schema import RANK, READY
 
 from . import rawsql
-from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, START, own_task, packet
+from .conftest import (
+    CODER,
+    GUEST,
+    OWNER,
+    PLANNER,
+    REVIEWER,
+    START,
+    Snap,
+    own_task,
+    packet,
+    refused,
+)
 from .downgrade import to_version
-from .test_claims import EVIDENCE, Snap, complete, fence, refused
+from .test_claims import EVIDENCE, complete, fence
 
 S = State
 
 
-@pytest.fixture
-def raw(hive: Hive, db_path: Path) -> Any:
-    conn = rawsql.connect(db_path)
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def snap(raw: apsw.Connection) -> Snap:
-    return lambda: rawsql.snapshot(raw)
 
 
 def fail(hive: Hive, number: int) -> None:
@@ -327,20 +328,20 @@ def test_the_attempt_limit_comes_from_the_settings(open_hive: Any, db_path: Path
 
 
 def test_raw_sql_cannot_claim_a_blocked_or_exhausted_task(hive: Hive,
-                                                          raw: apsw.Connection) -> None:
+                                                          hive_raw: apsw.Connection) -> None:
     first = own_task(hive)
     blocked = own_task(hive, packet=packet(depends_on=[str(first)]))
-    raw.execute("UPDATE tasks SET waits = 0 WHERE number = ?", (blocked,))  # lie to the index
+    hive_raw.execute("UPDATE tasks SET waits = 0 WHERE number = ?", (blocked,))  # lie to the index
     claim = ("UPDATE tasks SET state = 'accepted', lease_id = 'L1', lease_token = 1,"
              " lease_holder = 'ana/coder', lease_instance = 'laptop',"
              " lease_expires = '2026-12-02T09:10:00.000Z', updated_at = ? WHERE number = ?")
     with pytest.raises(apsw.ConstraintError, match="invalid_state:blocked"):
-        raw.execute(claim, (START, blocked))
+        hive_raw.execute(claim, (START, blocked))
     exhausted = own_task(hive)
     for _ in range(3):
         fail(hive, exhausted)
     with pytest.raises(apsw.ConstraintError, match="invalid_state:attempts_exhausted"):
-        raw.execute(claim, (START, exhausted))
+        hive_raw.execute(claim, (START, exhausted))
 
 
 @pytest.mark.parametrize(("statement", "reason"), [
@@ -355,15 +356,15 @@ def test_raw_sql_cannot_claim_a_blocked_or_exhausted_task(hive: Hive,
     ("INSERT OR REPLACE INTO deps(task, on_task) VALUES (3, 1)",
      "rows_are_kept|dependency_fixed"),
 ])
-def test_raw_sql_cannot_bend_the_queue(hive: Hive, raw: apsw.Connection, statement: str,
+def test_raw_sql_cannot_bend_the_queue(hive: Hive, hive_raw: apsw.Connection, statement: str,
                                        reason: str) -> None:
     fail(hive, own_task(hive))
     own_task(hive)
     own_task(hive, packet=packet(depends_on=["1"]))
-    before = rawsql.snapshot(raw)
+    before = rawsql.snapshot(hive_raw)
     with pytest.raises(apsw.ConstraintError, match=reason):
-        raw.execute(statement)
-    assert rawsql.snapshot(raw) == before
+        hive_raw.execute(statement)
+    assert rawsql.snapshot(hive_raw) == before
 
 
 def before_the_queue(path: Path) -> tuple[int, int]:

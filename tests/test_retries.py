@@ -16,29 +16,22 @@ from hivelite import Caller, Hive, InvalidState, ManualClock, NotFound
 from hivelite.errors import InvalidInput
 
 from . import rawsql
-from .conftest import CODER, OWNER, REVIEWER, own_task
-from .test_claims import EVIDENCE, Snap, fence, refused
+from .conftest import CODER, OWNER, REVIEWER, Snap, own_task, refused
+from .test_claims import EVIDENCE, fence
 
 
 @pytest.fixture
-def raw(hive: Hive, db_path: Path) -> Any:
-    conn = rawsql.connect(db_path)
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def snap(raw: apsw.Connection) -> Snap:
+def snap(hive_raw: apsw.Connection) -> Snap:
     """Every kept row (request records are a cache of answers, so not among them)."""
     def taken() -> dict[str, list[tuple[object, ...]]]:
-        rows = rawsql.snapshot(raw)
+        rows = rawsql.snapshot(hive_raw)
         rows.pop("requests", None)
         return rows
     return taken
 
 
-def requests(raw: apsw.Connection) -> list[tuple[object, ...]]:
-    return list(raw.execute("SELECT caller, id, verb FROM requests ORDER BY at, id"))
+def requests(hive_raw: apsw.Connection) -> list[tuple[object, ...]]:
+    return list(hive_raw.execute("SELECT caller, id, verb FROM requests ORDER BY at, id"))
 
 
 def test_a_retried_claim_gets_the_same_lease(hive: Hive, snap: Snap) -> None:
@@ -94,34 +87,34 @@ def test_leaving_out_a_default_is_the_same_call(hive: Hive) -> None:
     assert hive.claim(CODER, number, minutes=10, request_id="r-1") == first
 
 
-def test_request_ids_belong_to_their_caller(hive: Hive, raw: apsw.Connection) -> None:
+def test_request_ids_belong_to_their_caller(hive: Hive, hive_raw: apsw.Connection) -> None:
     mine = own_task(hive)
     theirs = own_task(hive, assignee="ana/reviewer")
     hive.claim(CODER, mine, request_id="shared")
     lease = hive.claim(REVIEWER, theirs, request_id="shared")
     assert lease.number == theirs
-    assert requests(raw) == [("ana/coder", "shared", "claim"),
+    assert requests(hive_raw) == [("ana/coder", "shared", "claim"),
                              ("ana/reviewer", "shared", "claim")]
 
 
-def test_a_refused_call_is_not_kept(hive: Hive, raw: apsw.Connection) -> None:
+def test_a_refused_call_is_not_kept(hive: Hive, hive_raw: apsw.Connection) -> None:
     """Nothing was written, so nothing is remembered: the retry is judged again."""
     with pytest.raises(NotFound):
         hive.claim_next(CODER, request_id="early")
-    assert requests(raw) == []
+    assert requests(hive_raw) == []
     number = own_task(hive)
     assert hive.claim_next(CODER, request_id="early").number == number
 
 
 def test_records_last_a_day_and_are_pruned(hive: Hive, clock: ManualClock,
-                                           raw: apsw.Connection) -> None:
+                                           hive_raw: apsw.Connection) -> None:
     number = own_task(hive)
     lease = hive.claim(CODER, number, request_id="old")
     hive.release(CODER, number, **fence(lease), request_id="let-go")
     clock.advance(minutes=24 * 60 + 1)
     again = hive.claim(CODER, number, request_id="old")  # a day later: a new call
     assert again.fencing_token == 2 and again.lease_id != lease.lease_id
-    assert requests(raw) == [("ana/coder", "old", "claim")]  # "let-go" pruned
+    assert requests(hive_raw) == [("ana/coder", "old", "claim")]  # "let-go" pruned
 
 
 def test_owner_verbs_and_handoff_take_request_ids_too(hive: Hive, snap: Snap) -> None:
