@@ -42,6 +42,7 @@ from .conftest import (
     own_task,
     refused,
 )
+from .test_results import Threshold
 
 EVIDENCE: list[dict[str, Any]] = [{"kind": "test_output", "summary": "3 passed"}]
 WORKER = CODER.name
@@ -290,15 +291,6 @@ def test_team_mode_an_uncounted_reject_changes_nothing(hive: Hive) -> None:
 # -- thresholds -------------------------------------------------------------------
 
 
-class FixedThreshold:
-    """A plugin answering ``hivelite_merge_threshold`` with a fixed value."""
-
-    def __init__(self, value: int) -> None:
-        self.value = value
-
-    @hivelite.hookimpl
-    def hivelite_merge_threshold(self, task: hivelite.Task, hive: Hive) -> int:
-        return self.value
 
 
 def awaiting(hive: Hive, n: int) -> dict[str, Any] | None:
@@ -348,10 +340,10 @@ def test_the_threshold_is_fixed_when_the_result_is_submitted(hive: Hive) -> None
 
 def test_a_threshold_plugin_wins_over_the_store_policy(open_hive: OpenHive) -> None:
     """A plugin answering ``hivelite_merge_threshold`` decides, and is named."""
-    hive = open_hive(plugins=[FixedThreshold(2)])
+    hive = open_hive(plugins=[Threshold(2)])
     hive.set_policy(OWNER, "threshold", 3, project="demo")
     n = in_approval(hive)
-    assert awaiting(hive, n) == {"threshold": 2, "decided_by": "FixedThreshold"}
+    assert awaiting(hive, n) == {"threshold": 2, "decided_by": "Threshold"}
     assert hive.verify(REVIEWER, n).state is State.approval
     assert hive.verify(ON_TABLET, n).state is State.completed
 

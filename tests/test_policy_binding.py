@@ -41,6 +41,7 @@ from hivelite.clock import format_ts
 
 from . import rawsql
 from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, Snap, packet, refused
+from .test_results import Threshold
 
 PLUGIN = "needs_two"
 """The owner's policy plugin: a threshold of two confirmations (or its ``n`` setting)."""
@@ -66,15 +67,6 @@ ON_TABLET = Caller.agent("ana/second", "tablet")
 BUILT_INS = {"hivelite.default_gate", "hivelite.default_threshold"}
 
 
-class FixedThreshold:
-    """A policy plugin handed to ``Hive.open(plugins=...)``."""
-
-    def __init__(self, value: int) -> None:
-        self.value = value
-
-    @hivelite.hookimpl
-    def hivelite_merge_threshold(self, task: hivelite.Task, hive: Hive) -> int:
-        return self.value
 
 
 class Notifier:
@@ -485,10 +477,10 @@ def test_an_extra_given_policy_plugin_is_unapproved(open_: Opener, folder: Path,
     owner = open_(plugins_dir=folder)
     owner.require_plugin(OWNER, PLUGIN)
     n = handoff(owner)
-    extra = open_(plugins_dir=folder, plugins=[FixedThreshold(1)])
+    extra = open_(plugins_dir=folder, plugins=[Threshold(1)])
     err = refused(lambda: rawsql.snapshot_file(store_path), ForbiddenRight,
                   "policy_unapproved", lambda: extra.claim(CODER, n))
-    assert err.extra["plugin"] == "FixedThreshold"
+    assert err.extra["plugin"] == "Threshold"
 
 
 def test_a_plugin_that_decides_nothing_may_be_added(open_: Opener, folder: Path) -> None:
@@ -507,17 +499,18 @@ def test_a_given_plugin_is_required_by_its_class(open_: Opener, store_path: Path
     class's source; a process without it is policy_missing."""
     import inspect
 
-    owner = open_(plugins=[FixedThreshold(2)])
-    view = owner.require_plugin(OWNER, "FixedThreshold")
-    source = hashlib.sha256(inspect.getsource(FixedThreshold).encode()).hexdigest()[:16]
-    assert (view.kind, view.digest) == ("given", f"{__name__}.FixedThreshold sha256:{source}")
+    owner = open_(plugins=[Threshold(2)])
+    view = owner.require_plugin(OWNER, "Threshold")
+    source = hashlib.sha256(inspect.getsource(Threshold).encode()).hexdigest()[:16]
+    named = f"{Threshold.__module__}.Threshold sha256:{source}"
+    assert (view.kind, view.digest) == ("given", named)
     err = refused(lambda: rawsql.snapshot_file(store_path), ForbiddenRight, "policy_missing",
                   lambda: handoff(open_()))
-    assert err.extra["plugin"] == "FixedThreshold"
-    other = open_(plugins=[FixedThreshold(2)])
+    assert err.extra["plugin"] == "Threshold"
+    other = open_(plugins=[Threshold(2)])
     n = handoff(other)
     assert submit(other, n, other.claim(CODER, n)) is State.approval
-    assert awaiting(other, n) == {"threshold": 2, "decided_by": "FixedThreshold"}
+    assert awaiting(other, n) == {"threshold": 2, "decided_by": "Threshold"}
 
 
 def test_a_second_required_plugin_missing_is_named(open_: Opener, folder: Path,
@@ -527,7 +520,7 @@ def test_a_second_required_plugin_missing_is_named(open_: Opener, folder: Path,
     owner = open_(plugins_dir=folder)
     owner.require_plugin(OWNER, PLUGIN)
     owner.require_plugin(OWNER, "second_opinion")
-    only_one = open_(plugins=[FixedThreshold(2)])
+    only_one = open_(plugins=[Threshold(2)])
     err = refused(lambda: rawsql.snapshot_file(store_path), ForbiddenRight, "policy_missing",
                   lambda: handoff(only_one))
     assert err.extra["plugin"] == PLUGIN
@@ -545,7 +538,7 @@ def test_a_store_that_requires_nothing_binds_nothing(open_: Opener, folder: Path
     how a bare worker completed a code task on one confirmation, not the owner's two."""
     owner = open_(plugins_dir=folder)
     bare = open_()
-    extra = open_(plugins=[FixedThreshold(5)])
+    extra = open_(plugins=[Threshold(5)])
     for hive in (owner, bare, extra):
         assert hive.get(handoff(hive)).task.state is State.routed
     n = handoff(owner)
@@ -591,8 +584,8 @@ def test_plugin_status_shows_each_plugin_against_the_requirement(
     assert mine.hooks == ["hivelite_merge_threshold"]
     assert mine.source.startswith("file ") and mine.source.endswith("needs_two.py")
     assert statuses["Notifier"].status == "not_policy"
-    given = open_(plugins=[FixedThreshold(1)])
-    assert status_of(given)["FixedThreshold"] == ("not_required", True, False)
+    given = open_(plugins=[Threshold(1)])
+    assert status_of(given)["Threshold"] == ("not_required", True, False)
     assert status_of(given)[PLUGIN] == ("missing", False, True)
     [missing] = [s for s in given.plugin_status() if s.name == PLUGIN]
     assert missing.policy and missing.source.startswith("file sha256:")
