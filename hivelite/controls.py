@@ -45,6 +45,13 @@ def instance_name(value: object) -> str:
                            field="instance") from None
 
 
+def names(agent: str | None, instance: str | None) -> tuple[str | None, str | None]:
+    """An agent and an instance as the store keeps them (checked, the instance
+    normalised); None stays None."""
+    return (agent_name(agent) if agent is not None else None,
+            instance_name(instance) if instance is not None else None)
+
+
 class ControlVerbs(HiveBase):
     """hold, veto, stop, lift, controls."""
 
@@ -53,6 +60,7 @@ class ControlVerbs(HiveBase):
         checked = self._caller(caller, kind)
         who = require_owner(checked, self.owner, kind)
         why = guard.reason_fits(reason)
+        agent, instance = names(agent, instance)
 
         def body(unit: Unit) -> Control:
             number = None
@@ -85,17 +93,15 @@ class ControlVerbs(HiveBase):
         if (agent is None) == (instance is None):
             raise InvalidInput("control_scope", "hold names an agent or an instance (one of"
                                " them)", field="agent")
-        return self._control(caller, "hold", reason=reason, task=None,
-                             agent=agent_name(agent) if agent is not None else None,
-                             instance=instance_name(instance) if instance is not None
-                             else None)
+        return self._control(caller, "hold", agent=agent, instance=instance, task=None,
+                             reason=reason)
 
     def veto(self, caller: Caller, ref: str | int, *, agent: str,
              reason: str | None = None) -> Control:
         """Veto one agent on one task: its claim there ends and it may not claim that task
         again until lifted."""
-        return self._control(caller, "veto", agent=agent_name(agent), instance=None,
-                             task=ref, reason=reason)
+        return self._control(caller, "veto", agent=agent, instance=None, task=ref,
+                             reason=reason)
 
     def stop(self, caller: Caller, *, agent: str | None = None, instance: str | None = None,
              everyone: bool = False, reason: str | None = None) -> Control:
@@ -104,10 +110,8 @@ class ControlVerbs(HiveBase):
         if sum((agent is not None, instance is not None, everyone)) != 1:
             raise InvalidInput("control_scope", "stop names an agent, an instance, or"
                                " everyone (one of them)", field="agent")
-        return self._control(caller, "stop", reason=reason, task=None,
-                             agent=agent_name(agent) if agent is not None else None,
-                             instance=instance_name(instance) if instance is not None
-                             else None)
+        return self._control(caller, "stop", agent=agent, instance=instance, task=None,
+                             reason=reason)
 
     def lift(self, caller: Caller, control: int | None = None, *, kind: str | None = None,
              agent: str | None = None, instance: str | None = None,
@@ -129,8 +133,7 @@ class ControlVerbs(HiveBase):
             raise InvalidInput("control_scope", "lift names a control by its id, or an"
                                " agent (with --task for a veto), an instance, or everyone",
                                field="control")
-        who_agent = agent_name(agent) if agent is not None else None
-        where = instance_name(instance) if instance is not None else None
+        who_agent, where = names(agent, instance)
 
         def body(unit: Unit) -> builtins.list[Control]:
             number = unit.task(task).number if task is not None else None
