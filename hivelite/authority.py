@@ -26,6 +26,7 @@ from .models import (
     Slug,
     StorePolicy,
     normal_instance,
+    scope_of,
 )
 from .store import (
     BudgetRow,
@@ -196,11 +197,8 @@ def refuse_veto(row: ControlRow, agent: str, number: int) -> ForbiddenRight:
 
 
 def scope(row: ControlRow) -> str:
-    if row.kind == "veto":
-        return f"{row.agent} on task {row.task}"
-    if row.agent is not None:
-        return str(row.agent)
-    return f"instance {row.instance}" if row.instance is not None else "every agent"
+    """Whom a stored control binds, in words (as ``Control.scope`` says it)."""
+    return scope_of(row.kind, row.agent, row.instance, row.task)
 
 
 def _why(row: ControlRow) -> str:

@@ -21,7 +21,6 @@ from .models import Budget
 from .store import BudgetRow
 from .unit import Unit
 
-LIMITS = ("tasks", "tokens", "usd_micros")
 MAX_LIMIT = {"tasks": 10**9, **MAX_USAGE}
 
 
@@ -91,4 +90,4 @@ class BudgetVerbs(HiveBase):
         return [v if v.set_by else v.model_copy(update={"set_at": None, "set_by": None})
                 for v in views]
 
-__all__ = ["LIMITS", "BudgetVerbs"]
+__all__ = ["BudgetVerbs"]

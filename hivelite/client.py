@@ -60,8 +60,7 @@ def error_from(status: int, document: object) -> HiveliteError:
     if code == "plugin_error":
         return PluginError(str(extra.get("plugin", "?")), str(extra.get("hook", "?")), message)
     kind = ERROR_CLASSES.get(code) or OTHER_ERRORS.get(code) or UnexpectedError
-    found = kind(reason, message, **extra)
-    return found
+    return kind(reason, message, **extra)
 
 
 def _evidence(items: Sequence[Evidence | Mapping[str, Any]]) -> builtins.list[dict[str, Any]]:

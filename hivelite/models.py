@@ -275,6 +275,16 @@ class DependencyView(BaseModel):
 ControlKind = Literal["hold", "veto", "stop"]
 
 
+def scope_of(kind: str, agent: str | None, instance: str | None, task: int | None) -> str:
+    """Whom a control binds, in words: an agent on a task (a veto), an agent, an instance,
+    or every agent."""
+    if kind == "veto":
+        return f"{agent} on task {task}"
+    if agent is not None:
+        return agent
+    return f"instance {instance}" if instance is not None else "every agent"
+
+
 class Control(BaseModel):
     """One of the owner's controls (DESIGN §10): a hold or stop of an agent or an
     instance, a stop of every agent, or a veto of one agent on one task."""
@@ -300,13 +310,7 @@ class Control(BaseModel):
     @property
     def scope(self) -> str:
         """Whom it binds, in words."""
-        if self.kind == "veto":
-            return f"{self.agent} on task {self.task}"
-        if self.agent is not None:
-            return str(self.agent)
-        if self.instance is not None:
-            return f"instance {self.instance}"
-        return "every agent"
+        return scope_of(self.kind, self.agent, self.instance, self.task)
 
 
 class TaskView(BaseModel):
