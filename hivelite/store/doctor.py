@@ -23,6 +23,7 @@ import apsw
 from ..errors import StoreError
 from .chain import CONTENT, broken_links
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
+from .schema import instance_key
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -218,7 +219,7 @@ def _controls(conn: apsw.Connection) -> Finding:
     each lift, has its journal row; a counted verdict gives no reason it does not count."""
     if conn.execute("PRAGMA user_version").get < AUTHORITY_SINCE:
         return Finding("controls", True, "the store predates the owner's controls (schema 7)")
-    instance = "lower(rtrim(trim(t.lease_instance, ' '), '.'))"
+    instance = instance_key("t.lease_instance")
     problems = [f"task {n} is leased to {h}, whom control {c} ({k}) binds" for n, h, c, k in
                 conn.execute(
         "SELECT t.number, t.lease_holder, c.id, c.kind FROM tasks t JOIN controls c"

@@ -561,7 +561,7 @@ def _owner_of(agent: str) -> str:
     return f"substr({agent}, 1, instr({agent}, '/') - 1)"
 
 
-def _instance_key(column: str) -> str:
+def instance_key(column: str) -> str:
     """An instance name compared as the caller's are: surrounding spaces, case and trailing
     dots aside (``models.normal_instance``)."""
     return f"lower(rtrim(trim({column}, ' '), '.'))"
@@ -647,7 +647,7 @@ BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_requirement'); END;
 -- A control names an instance as every comparison spells it (lowercase, no trailing dot).
 CREATE TRIGGER controls_scope BEFORE INSERT ON controls
 WHEN NEW.lifted_at IS NOT NULL OR NEW.lifted_by IS NOT NULL
-    OR NEW.instance IS NOT {_instance_key("NEW.instance")} OR NOT (
+    OR NEW.instance IS NOT {instance_key("NEW.instance")} OR NOT (
     (NEW.kind = 'hold' AND NEW.task IS NULL AND (NEW.agent IS NULL) != (NEW.instance IS NULL))
     OR (NEW.kind = 'veto' AND NEW.task IS NOT NULL AND NEW.agent IS NOT NULL
         AND NEW.instance IS NULL)
@@ -686,11 +686,11 @@ WHEN NEW.lease_id IS NOT NULL AND NEW.lease_id IS NOT OLD.lease_id
 BEGIN
     SELECT CASE
         WHEN EXISTS ({live} AND kind = 'stop' AND (agent IS NEW.lease_holder
-                     OR instance IS {_instance_key("NEW.lease_instance")}
+                     OR instance IS {instance_key("NEW.lease_instance")}
                      OR (agent IS NULL AND instance IS NULL)))
             THEN RAISE(ABORT, 'forbidden_right:vetoed')
         WHEN EXISTS ({live} AND kind = 'hold' AND (agent IS NEW.lease_holder
-                     OR instance IS {_instance_key("NEW.lease_instance")}))
+                     OR instance IS {instance_key("NEW.lease_instance")}))
             THEN RAISE(ABORT, 'forbidden_right:held')
         WHEN EXISTS ({live} AND kind = 'veto' AND agent IS NEW.lease_holder
                      AND task IS NEW.number)
@@ -707,7 +707,7 @@ WHEN (SELECT state FROM tasks WHERE number = NEW.task) IS 'approval' AND (
     NEW.version IS NOT (SELECT version FROM results WHERE task = NEW.task)
     OR (NEW.counted AND (
         EXISTS (SELECT 1 FROM results WHERE task = NEW.task AND (worker = NEW.reviewer
-                OR {_instance_key("instance")} = {_instance_key("NEW.instance")}))
+                OR {instance_key("instance")} = {instance_key("NEW.instance")}))
         OR CASE {mode}
             WHEN 'team' THEN {reviewer_owner} = (SELECT {_owner_of("worker")} FROM results
                                                   WHERE task = NEW.task)
@@ -717,7 +717,7 @@ WHEN (SELECT state FROM tasks WHERE number = NEW.task) IS 'approval' AND (
             ELSE {reviewer_owner} IS NOT (SELECT value FROM meta WHERE key = 'owner')
                 OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task
                            AND c.version = NEW.version AND c.counted
-                           AND {_instance_key("c.instance")} = {_instance_key("NEW.instance")})
+                           AND {instance_key("c.instance")} = {instance_key("NEW.instance")})
         END)))
 BEGIN SELECT RAISE(ABORT, 'invalid_state:reviewer_not_independent'); END;
 
@@ -750,7 +750,7 @@ CREATE TRIGGER tokens_shape BEFORE INSERT ON tokens
 WHEN NEW.revoked_at IS NOT NULL OR length(NEW.hash) != 64 OR NEW.hash GLOB '*[^0-9a-f]*'
     OR NOT ((NEW.agent IS NULL AND NEW.instance IS NULL AND NEW.rights = 'owner')
             OR (NEW.agent IS NOT NULL AND NEW.instance IS NOT NULL AND NEW.rights != ''
-                AND NEW.instance = {_instance_key("NEW.instance")}
+                AND NEW.instance = {instance_key("NEW.instance")}
                 AND NOT EXISTS (SELECT 1 FROM json_each('["' || replace(NEW.rights, ',',
                                 '","') || '"]') WHERE value NOT IN {_in_list(RIGHTS)})))
 BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_token'); END;

@@ -56,7 +56,7 @@ from .rows import (
     ViewRow,
     task_key,
 )
-from .schema import RANK, READY
+from .schema import RANK, READY, instance_key
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
@@ -639,7 +639,7 @@ class SqliteTx:
                     task: int | None = None) -> list[TaskRow]:
         clauses, args = ["lease_id IS NOT NULL"], []  # the partial index of live leases
         for clause, value in (("lease_holder = ?", agent),
-                              ("lower(rtrim(trim(lease_instance, ' '), '.')) = ?", instance),
+                              (f"{instance_key('lease_instance')} = ?", instance),
                               ("number = ?", task)):
             if value is not None:
                 clauses.append(clause)
