@@ -352,6 +352,12 @@ class HiveBase:
                 live_tokens=sum(1 for t in reader.tokens() if t.revoked_at is None
                                 and (t.expires_at is None or t.expires_at > now)))
 
+    def last_seq(self) -> int:
+        """The journal's newest row: it moves whenever anything in the store changes, so a
+        watcher (the board) polls this one number instead of the tasks."""
+        with self.store.read() as reader:
+            return reader.last_seq()
+
     def policy(self) -> StorePolicy:
         """The store's policy as its owner set it (defaults for what they did not)."""
         with self.store.read() as reader:

@@ -38,9 +38,11 @@ def _loopback(host: str) -> bool:
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="A host name a proxy in front forwards for (repeat); /mcp answers only"
               " loopback and these.")
+@click.option("--board-on-loopback", is_flag=True, help="Show the board (/) to browsers on"
+              " this machine without an owner token.")
 @pass_context
 def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
-          uds: str | None, allowed_hosts: tuple[str, ...]) -> None:
+          uds: str | None, allowed_hosts: tuple[str, ...], board_on_loopback: bool) -> None:
     """Serve stores over HTTP: seed 004's routes, one vault per store.
 
     Each STORE (default: --db) is served as the vault of its id (hivelite info). Agents
@@ -50,6 +52,10 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
     Example:
       hivelite serve ~/hives/hive.db --port 8377
     """
+    if board_on_loopback and (uds is not None or not _loopback(host) or allowed_hosts):
+        raise click.UsageError("--board-on-loopback needs a loopback --host and no proxy"
+                               " (--socket, --allowed-host): behind a proxy every visitor"
+                               " would look local")
     try:
         import uvicorn
 
@@ -60,11 +66,15 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
                            field="serve") from None
     hives = [Hive.open(path, plugins_dir=ctx.plugins_dir, clock=clock_from_env(),
                        create=False) for path in (stores or (ctx.db,))]
-    app = create_app(hives, allowed_hosts=allowed_hosts)
-    where = f"unix socket {uds}" if uds else f"http://{host}:{port}"
+    app = create_app(hives, allowed_hosts=allowed_hosts, board_on_loopback=board_on_loopback)
+    origin = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    where = f"unix socket {uds}" if uds else origin
     for vault_id, hive in app.state.vaults.by_id.items():
         click.echo(f"serving {hive.store.location} as vault {vault_id} at {where}"
                    f"/v1/vaults/{vault_id}/tasks", err=True)
+    if uds is None:
+        click.echo(f"board: {origin}/"
+                   + ("" if board_on_loopback else " (sign in with an owner token)"), err=True)
     if uds is None and not _loopback(host):
         click.echo(f"warning: listening on {host}, beyond this machine, over plain HTTP:"
                    " tokens would cross the network in the clear. Put a TLS reverse proxy"

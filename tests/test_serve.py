@@ -7,6 +7,7 @@ server's log."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -46,6 +47,41 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serving(folder: Path, args: list[str], now: str | None = "2026-12-02T10:00:00.000Z",
+            ) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
+    """``hivelite serve ARGS`` as a real process on a free loopback port, until it answers;
+    yields its URL, the process and its log, and stops it at the end."""
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    env = {**clean, "HIVELITE_LOAD_PLUGINS": ""}
+    if now is not None:
+        env["HIVELITE_NOW"] = now
+    path = folder / f"server-{port}.log"
+    log = path.open("w")
+    process = subprocess.Popen([*hivelite_command(), "serve", *args, "--port", str(port)],
+                               stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(url + "/openapi.json", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(path.read_text())
+            time.sleep(0.1)
+        yield url, process, path
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        finally:
+            log.close()
 
 
 @dataclass
@@ -92,34 +128,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tokens["stranger"] = hivelite(other, "token", "add", "bob/agent", "--instance",
                                   "box")["token"]
     vault = hivelite(db, "info")["vault_id"]
-    port = free_port()
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
-    log = (folder / "server.log").open("w")
-    process = subprocess.Popen(
-        [*hivelite_command(), "serve", str(db), str(other), "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, text=True,
-        env={**clean, "HIVELITE_LOAD_PLUGINS": "", "HIVELITE_NOW": "2026-12-02T10:00:00.000Z"})
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(url + "/openapi.json", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            log.close()
-            raise AssertionError((folder / "server.log").read_text())
-        time.sleep(0.1)
-    yield Server(url, vault, tokens, db, process)
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    finally:
-        log.close()
-    text = (folder / "server.log").read_text()
+    with serving(folder, [str(db), str(other)]) as (url, process, log):
+        yield Server(url, vault, tokens, db, process)
     for token in tokens.values():  # no token in the server's output, ever
-        assert token.split("_", 2)[2] not in text
+        assert token.split("_", 2)[2] not in log.read_text()
 
 
 def error_of(response: Any, status: int, reason: str) -> dict[str, Any]:

@@ -32,15 +32,16 @@ from ..errors import (
     HiveliteError,
     InvalidInput,
     NotFound,
-    Unauthenticated,
     UnexpectedError,
 )
 from ..hive import Hive
 from ..models import Identity
-from ..tokens import Authenticated, parse_token
+from ..tokens import Authenticated
+from .board import Board
 from .mcp_tools import build_mcp
 from .openapi import openapi_document
 from .routes import ROUTES, Route
+from .vaults import Vaults
 
 log = logging.getLogger("hivelite.server")
 PREFIX = "/v1/vaults/{vault_id}/tasks"
@@ -75,32 +76,6 @@ def bearer(request: Request) -> str | None:
     value = request.headers.get("authorization", "")
     scheme, _, token = value.partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-
-class Vaults:
-    """The served stores by vault id."""
-
-    def __init__(self, hives: Sequence[Hive]) -> None:
-        self.by_id: dict[str, Hive] = {}
-        for hive in hives:
-            self.by_id[hive.info().vault_id] = hive
-
-    def authenticate(self, token: str | None, session: str | None) -> tuple[str, Authenticated]:
-        """The vault whose store issued ``token``, and who it proves (``401`` when none
-        did: a token is one store's)."""
-        token_id, _ = parse_token(token)
-        for vault_id, hive in self.by_id.items():
-            with hive.store.read() as reader:
-                known = reader.token(token_id) is not None
-            if known:
-                return vault_id, hive.authenticate(token, session=session)
-        raise Unauthenticated("invalid_token", "unknown token")
-
-    def __getitem__(self, vault_id: str) -> Hive:
-        hive = self.by_id.get(vault_id)
-        if hive is None:
-            raise NotFound("no_such_vault", f"this server has no vault {vault_id!r}")
-        return hive
 
 
 def _number(request: Request) -> int | None:
@@ -172,9 +147,11 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
                          for h in (name, f"{name}:*")])
 
 
-def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = ()) -> Starlette:
+def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = (),
+               board_on_loopback: bool = False) -> Starlette:
     """The app serving ``hives``, each as the vault of its store id; ``/mcp`` answers only
-    requests addressed to loopback or to one of ``allowed_hosts``."""
+    requests addressed to loopback or to one of ``allowed_hosts``; the board (``/``) needs
+    an owner's sign-in, or with ``board_on_loopback`` only a request from this machine."""
     vaults = Vaults(hives)
     routes = [StarletteRoute(PREFIX + route.path, endpoint(route, vaults),
                              methods=[route.method], name=route.name) for route in ROUTES]
@@ -197,6 +174,7 @@ def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = ()) -> S
 
     routes.append(StarletteRoute("/openapi.json", openapi, methods=["GET"]))
     routes.append(StarletteRoute("/v1/whoami", whoami, methods=["GET"]))
+    routes.extend(Board(vaults, on_loopback=board_on_loopback).routes())
     mcp_server = build_mcp(_mcp_identity)
     mcp_app = mcp_server.streamable_http_app(
         stateless_http=True, json_response=True,

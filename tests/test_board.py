@@ -1,0 +1,303 @@
+"""The board (issue 17): a real ``hivelite serve`` process, read by headless Chromium.
+
+Chromium's ``--dump-dom`` shows each seeded task in its state's column and a task's
+journal as a timeline; ``--screenshot`` keeps PNGs in ``.artifacts/`` (no golden images:
+the browser moves with security updates). Over httpx: the board is the owner's (sign-in
+with an owner token, kept in an HttpOnly cookie), opens without one only to this machine
+when the owner asked, and never to a rebound host name or a proxied request.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from hivelite import Hive, ManualClock
+
+from .conftest import CODER, GUEST, OWNER, REVIEWER, START, at, packet
+from .test_cli_e2e import hivelite_command
+from .test_serve import ROOT, hivelite, serving
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("uvicorn")
+
+ARTIFACTS = ROOT / ".artifacts"
+WINDOW = (1600, 900)
+NOW = at(5)  # the server's clock: five minutes after the seeding
+SCRIPT_TITLE = '<script>alert("board")</script> & <b>bold</b>'
+EVIDENCE = [{"kind": "test_output", "summary": "12 passed"}]
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("HIVELITE_NEED_BROWSER"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return found
+
+
+def browse(profile: Path, url: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium on ``url`` with a fresh profile and no network of its own."""
+    args = [chromium(), "--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--hide-scrollbars", f"--user-data-dir={profile}", *flags, url]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.insert(1, "--no-sandbox")  # Chromium's sandbox refuses to run as root
+    return subprocess.run(args, capture_output=True, text=True, timeout=90, check=True)
+
+
+class Board(HTMLParser):
+    """Which column (``data-state``) each card (``data-number``) sits in; the timeline's
+    rows (``data-seq``) in page order; every ``<script>`` element's source."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.column: str | None = None
+        self.cards: dict[int, str] = {}
+        self.columns: list[str] = []
+        self.timeline: list[int] = []
+        self.scripts: list[str | None] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "section" and found.get("data-state"):
+            self.column = found["data-state"]
+            self.columns.append(str(self.column))
+        elif tag == "li" and found.get("data-number") and self.column:
+            self.cards[int(str(found["data-number"]))] = self.column
+        elif tag == "li" and found.get("data-seq"):
+            self.timeline.append(int(str(found["data-seq"])))
+        elif tag == "script":
+            self.scripts.append(found.get("src"))
+
+
+def text_of(page: str) -> str:
+    """The page's text, tags removed (what a reader sees, give or take spacing)."""
+    return re.sub(r"<[^>]*>", "", page)
+
+
+def parsed(text: str) -> Board:
+    board = Board()
+    board.feed(text)
+    return board
+
+
+@dataclass
+class Seeded:
+    url: str
+    vault: str
+    db: Path
+    states: dict[int, str]
+    """Each seeded task's number and the column it belongs in."""
+    owner_token: str
+    agent_token: str
+
+
+def seed(db: Path) -> dict[int, str]:
+    """A task in every state a board shows (and one whose title is markup)."""
+    states: dict[int, str] = {}
+    with Hive.open(db, owner="ana", clock=ManualClock(START)) as hive:
+        def task(title: str, **fields: object) -> int:
+            return hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                                project="site", packet=packet(task=title), **fields).number
+
+        def claimed(title: str) -> tuple[int, dict[str, object]]:
+            n = task(title)
+            lease = hive.claim(CODER, n, minutes=15)
+            return n, {"lease_id": lease.lease_id, "token": lease.fencing_token}
+
+        states[task("Write the parser", priority="high")] = "routed"
+        states[task(SCRIPT_TITLE, labels=["web"])] = "routed"
+        held = hive.handoff(GUEST, requester=GUEST.name, assignee="ana/coder",
+                            project="site", packet=packet(task="A stranger's request"))
+        states[held.number] = "waiting"
+        denied = hive.handoff(GUEST, requester=GUEST.name, assignee="ana/coder",
+                              project="site", packet=packet(task="Another stranger's"))
+        hive.deny(OWNER, denied.number, reason="not now")
+        states[denied.number] = "rejected"
+        n, _ = claimed("Profile the claim path")
+        states[n] = "accepted"
+        n, fence = claimed("Port the exporter")
+        hive.checkpoint(CODER, n, progress="half the tables", **fence)  # type: ignore[arg-type]
+        states[n] = "working"
+        n, fence = claimed("Document the board")
+        hive.checkpoint(CODER, n, progress="drafted", **fence)  # type: ignore[arg-type]
+        hive.submit(CODER, n, summary="written", evidence=EVIDENCE,
+                    **fence)  # type: ignore[arg-type]
+        states[n] = "approval"
+        n, fence = claimed("Fix the login bug")
+        hive.checkpoint(CODER, n, progress="found it", **fence)  # type: ignore[arg-type]
+        hive.submit(CODER, n, summary="fixed", evidence=EVIDENCE,
+                    **fence)  # type: ignore[arg-type]
+        hive.verify(REVIEWER, n)
+        states[n] = "completed"
+        n = task("An idea dropped")
+        hive.cancel(OWNER, n, reason="done elsewhere")
+        states[n] = "cancelled"
+    return states
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
+    folder = tmp_path_factory.mktemp("board")
+    db = folder / "store.db"
+    states = seed(db)
+    owner = hivelite(db, "token", "add", "--owner")["token"]
+    agent = hivelite(db, "token", "add", "ana/coder", "--instance", "laptop")["token"]
+    vault = hivelite(db, "info")["vault_id"]
+    with serving(folder, [str(db), "--board-on-loopback"], now=NOW) as (url, _, _log):
+        yield Seeded(url, vault, db, states, owner, agent)
+
+
+def test_the_board_shows_each_task_in_its_state_s_column(seeded: Seeded,
+                                                         tmp_path: Path) -> None:
+    shown = browse(tmp_path, seeded.url + "/", "--dump-dom").stdout  # / goes to the board
+    board = parsed(shown)
+    assert board.cards == seeded.states
+    assert board.columns == ["waiting", "routed", "accepted", "working", "verifying",
+                             "approval", "completed", "rejected", "cancelled"]
+    assert "held by ana/coder on laptop, expires in 10m" in text_of(shown)
+    assert board.scripts == ["/static/board.js"]  # the only script is the page's own
+
+
+def test_text_from_the_store_is_shown_as_text(seeded: Seeded, tmp_path: Path) -> None:
+    """A title that is markup reaches the page as text: no element, no script of its own."""
+    number = next(n for n, state in seeded.states.items() if state == "routed")
+    shown = browse(tmp_path, f"{seeded.url}/board/{seeded.vault}", "--dump-dom").stdout
+    assert "&lt;script&gt;alert(\"board\")&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;" in shown
+    assert "<b>bold</b>" not in shown and parsed(shown).scripts == ["/static/board.js"]
+    assert number in parsed(shown).cards
+
+
+def test_a_task_page_shows_its_journal_as_a_timeline(seeded: Seeded, tmp_path: Path) -> None:
+    number = next(n for n, state in seeded.states.items() if state == "completed")
+    shown = browse(tmp_path, f"{seeded.url}/board/{seeded.vault}/tasks/{number}",
+                   "--dump-dom").stdout
+    with Hive.open(seeded.db, owner="ana", create=False, clock=ManualClock(NOW)) as hive:
+        history = hive.history(number)
+    assert parsed(shown).timeline == [row.seq for row in reversed(history)]  # newest first
+    for text in ("Fix the login bug", "routed → accepted", "approval → completed",
+                 "accept by ana/reviewer on desktop", "12 passed", "found it"):
+        assert text in text_of(shown), text
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_screenshots_of_the_board_and_a_task(seeded: Seeded, tmp_path: Path) -> None:
+    """Kept in .artifacts/ for a person to look at; checked only for being whole PNGs."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    number = next(n for n, state in seeded.states.items() if state == "working")
+    for name, path in (("board", f"/board/{seeded.vault}"),
+                       ("task", f"/board/{seeded.vault}/tasks/{number}")):
+        shot = ARTIFACTS / f"{name}.png"
+        shot.unlink(missing_ok=True)
+        browse(tmp_path / name, seeded.url + path, f"--screenshot={shot}",
+               "--window-size={},{}".format(*WINDOW))
+        assert png_size(shot) == WINDOW
+        assert shot.stat().st_size > 10_000  # a drawn page, not an empty one
+
+
+def test_the_page_reloads_itself_when_the_store_changes(seeded: Seeded) -> None:
+    """``…/changes`` is the journal's newest row: a write anywhere moves it."""
+    changes = f"{seeded.url}/board/{seeded.vault}/changes"
+    before = httpx.get(changes).json()["seq"]
+    page = httpx.get(f"{seeded.url}/board/{seeded.vault}").text
+    assert f'data-seq="{before}"' in page and f'data-changes="/board/{seeded.vault}/changes"' in (
+        page)
+    with Hive.open(seeded.db, owner="ana", create=False, clock=ManualClock(NOW)) as hive:
+        hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder", project="site",
+                     packet=packet(task="One more"))
+    assert httpx.get(changes).json()["seq"] > before
+    script = httpx.get(seeded.url + "/static/board.js")
+    assert script.status_code == 200 and "data-changes" in script.text
+    assert script.headers["content-type"].startswith("text/javascript")
+
+
+def test_open_on_loopback_is_not_open_to_a_rebound_name_or_a_proxy(seeded: Seeded) -> None:
+    board = f"{seeded.url}/board/{seeded.vault}"
+    assert httpx.get(board).status_code == 200
+    rebound = httpx.get(board, headers={"Host": "evil.example"})
+    assert rebound.status_code == 401 and 'action="/login"' in rebound.text
+    assert httpx.get(board, headers={"X-Forwarded-For": "203.0.113.9"}).status_code == 401
+    assert httpx.get(f"{seeded.url}/board/{seeded.vault}/changes",
+                     headers={"Host": "evil.example"}).status_code == 401
+
+
+def test_pages_forbid_scripts_frames_and_caching(seeded: Seeded) -> None:
+    page = httpx.get(f"{seeded.url}/board/{seeded.vault}")
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert page.headers["cache-control"] == "no-store"
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert httpx.get(f"{seeded.url}/board/{seeded.vault}/tasks/999").status_code == 404
+    assert httpx.get(f"{seeded.url}/board/{seeded.vault}/tasks/x1").status_code == 404
+    assert httpx.get(f"{seeded.url}/board/nope").status_code == 404
+    assert httpx.get(f"{seeded.url}/static/../app.py").status_code == 404
+
+
+@pytest.fixture(scope="module")
+def guarded(seeded: Seeded, tmp_path_factory: pytest.TempPathFactory,
+            ) -> Iterator[tuple[str, str]]:
+    """The same store served without --board-on-loopback beside a second store; yields the
+    URL and the second store's vault id."""
+    folder = tmp_path_factory.mktemp("guarded")
+    other = folder / "other.db"
+    hivelite(other, "init", "--owner", "bob")
+    with serving(folder, [str(seeded.db), str(other)], now=NOW) as (url, _, _log):
+        yield url, hivelite(other, "info")["vault_id"]
+
+
+def test_the_board_is_the_owner_s(seeded: Seeded, guarded: tuple[str, str]) -> None:
+    guarded, other = guarded
+    board = f"{guarded}/board/{seeded.vault}"
+    nobody = httpx.get(board)
+    assert nobody.status_code == 401 and 'action="/login"' in nobody.text
+    assert "Write the parser" not in nobody.text
+    home = httpx.get(guarded + "/")
+    assert home.status_code == 401 and 'action="/login"' in home.text
+
+    agent = httpx.post(guarded + "/login", data={"token": seeded.agent_token})
+    assert agent.status_code == 403 and "set-cookie" not in agent.headers
+    wrong = httpx.post(guarded + "/login", data={"token": "hl_000000000000_nothing"})
+    assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
+
+    signed = httpx.post(guarded + "/login", data={"token": seeded.owner_token})
+    assert signed.status_code == 303 and signed.headers["location"] == (
+        f"/board/{seeded.vault}")
+    cookie = signed.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie
+    with httpx.Client(base_url=guarded, cookies=signed.cookies) as browser:
+        page = browser.get(f"/board/{seeded.vault}")
+        assert page.status_code == 200 and "Write the parser" in page.text
+        assert browser.get("/").headers["location"] == f"/board/{seeded.vault}"
+        assert browser.get(f"/board/{seeded.vault}/changes").json()["seq"] > 0
+        assert browser.get(f"/board/{other}").status_code == 403  # bob's, not ana's
+        out = browser.post("/logout")
+        assert out.status_code == 303 and 'hivelite_board=""' in out.headers["set-cookie"]
+
+
+def test_the_board_on_loopback_refuses_a_host_beyond_it(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    hivelite(db, "init", "--owner", "ana")
+    for extra in (["--host", "0.0.0.0"], ["--allowed-host", "hive.example"],
+                  ["--socket", str(tmp_path / "s.sock")]):
+        ran = subprocess.run([*hivelite_command(), "--db", str(db), "serve",
+                              "--board-on-loopback", *extra], capture_output=True,
+                             text=True, timeout=60)
+        assert ran.returncode == 2, ran.stderr
+        assert "--board-on-loopback needs a loopback --host" in ran.stderr
