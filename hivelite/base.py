@@ -40,7 +40,14 @@ from .authority import (
 )
 from .caller import Caller, require_caller, require_right
 from .clock import Clock, format_ts
-from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError, StoreCorrupt
+from .errors import (
+    ForbiddenRight,
+    HiveliteError,
+    InvalidInput,
+    InvalidState,
+    PluginError,
+    StoreCorrupt,
+)
 from .models import (
     DamagedRow,
     ExpiredClaim,
@@ -181,7 +188,11 @@ class HiveBase:
                                           unit.now)
                 if answered is not None:
                     return answered  # type: ignore[return-value]
-            result = body(unit)
+            try:
+                result = body(unit)
+            except HiveliteError as error:  # an error about one task names it (seed 004)
+                error.about(unit.subject)
+                raise
             last = tx.last_seq() if notifiers or unit.journaled else 0
             if unit.journaled and isinstance(result, Receipt):
                 result.seq = last  # the task's own rows are the last this write added

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
-from .caller import Caller
+from .caller import Caller, require_caller
 from .clock import Clock, system_clock
 from .errors import (
     ERROR_CLASSES,
@@ -42,6 +42,7 @@ from .models import (
     Receipt,
     TaskView,
 )
+from .retries import request_id as checked_request_id
 
 OTHER_ERRORS: dict[str, type[HiveliteError]] = {
     "store_busy": StoreBusy, "store_full": StoreFull, "internal": UnexpectedError}
@@ -134,7 +135,7 @@ class Client:
         if self._session:
             headers["X-Hivelite-Session"] = self._session
         if request_id is not None:
-            headers["Idempotency-Key"] = request_id
+            headers["Idempotency-Key"] = checked_request_id(request_id)
         data = None
         if body is not None:
             data = json.dumps(body).encode("utf-8")
@@ -167,12 +168,18 @@ class Client:
 
     def _as(self, caller: Caller | None, verb: str) -> None:
         """A caller given to a verb must be the token's own: an agent's token never acts as
-        another agent or from another instance."""
-        if caller is None or caller == self.caller or (
-                caller.kind, caller.name, caller.instance) == (
-                self.caller.kind, self.caller.name, self.caller.instance):
+        another agent or from another instance (refused as ``Hive`` refuses: a caller that
+        is not one is ``caller_required``, another owner ``not_owner``)."""
+        if caller is None:
             return
-        raise ForbiddenRight("not_permitted", f"this client's token proves {self.caller};"
+        caller = require_caller(caller, verb)
+        mine = self.caller
+        if (caller.kind, caller.name, caller.instance) == (mine.kind, mine.name, mine.instance):
+            return
+        if caller.is_owner and mine.is_owner:
+            raise ForbiddenRight("not_owner", f"this store belongs to {mine.name!r};"
+                                 f" {caller.name!r} is not its owner")
+        raise ForbiddenRight("not_permitted", f"this client's token proves {mine};"
                              f" it cannot {verb} as {caller}")
 
     def _task(self, ref: str | int) -> str:

@@ -23,8 +23,18 @@ class HiveliteError(Exception):
         self.extra = extra
         super().__init__(f"{self.code}/{reason}: {self.message}")
 
+    def about(self, number: object) -> HiveliteError:
+        """Name the task this error is about (seed 004: errors carry ``number``), unless it
+        names one already or ``number`` is not a task number; ``self``."""
+        if isinstance(number, str) and number.isascii() and number.isdigit():
+            number = int(number)
+        if (isinstance(number, int) and not isinstance(number, bool)
+                and 0 < number < 2**63 and "number" not in self.extra):
+            self.extra["number"] = number
+        return self
+
     def to_dict(self) -> dict[str, Any]:
-        """The error as the CLI's ``--json`` and a future web layer show it."""
+        """The error as the CLI's ``--json`` and the HTTP service show it."""
         return {
             "status": self.status,
             "code": self.code,

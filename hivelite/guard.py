@@ -18,7 +18,7 @@ Found = TypeVar("Found")
 def found(row: Found | None, ref: str | int) -> Found:
     """The row, or ``404 not_found`` naming what was asked for."""
     if row is None:
-        raise NotFound("no_such_task", f"no task {ref!r} in this store")
+        raise NotFound("no_such_task", f"no task {ref!r} in this store").about(ref)
     return row
 
 

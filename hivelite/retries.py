@@ -10,6 +10,7 @@ for :data:`KEEP`, then pruned by later writes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -23,7 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
-from .errors import InvalidInput
+from .errors import HiveliteError, InvalidInput
 from .models import ClaimReceipt, ExpiredClaim, Receipt
 
 KEEP = timedelta(hours=24)
@@ -111,6 +112,14 @@ def _idempotent(method: Callable[P, T], *, name: str) -> Callable[P, T]:
 
     @functools.wraps(method)
     def verb(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return answer(*args, **kwargs)
+        except HiveliteError as error:  # an error about one task names it (seed 004)
+            with contextlib.suppress(TypeError):  # arguments the call itself refused
+                error.about(signature.bind_partial(*args, **kwargs).arguments.get("ref"))
+            raise
+
+    def answer(*args: P.args, **kwargs: P.kwargs) -> T:
         bound = signature.bind(*args, **kwargs)
         given = bound.arguments.get("request_id")
         if given is None:

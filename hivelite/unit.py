@@ -41,6 +41,9 @@ class Unit:
     controls: list[ControlRow] = field(default_factory=list)
     """The owner's live controls, read for an agent's write (its vetoes are checked when
     it names a task)."""
+    subject: int | None = None
+    """The task this write named (the first one :meth:`task` locked): an error in the
+    write names it."""
     _policy: StorePolicy | None = None
 
     def __post_init__(self) -> None:
@@ -70,6 +73,8 @@ class Unit:
         the owner vetoed the calling agent on it (a veto refuses every write of that agent
         on that task)."""
         row = guard.found(self.tx.lock_task(ref), ref)
+        if self.subject is None:
+            self.subject = row.number
         self.check_veto(row)
         return row
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import apsw
 import pytest
@@ -102,9 +102,48 @@ def open_hive(make_store: MakeStore, clock: ManualClock) -> OpenHive:
     return open_
 
 
+TRANSPORTS = ("file", "http")
+"""How a ``contract`` test reaches its store: the ``Hive`` itself, or ``hivelite serve``
+through ``hivelite.client.Client`` (``tests/served.py``)."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked ``contract`` that take ``hive`` run once per transport (``file_only``
+    ones once: they pass the ``Hive`` a caller no token stands for, such as ``None``)."""
+    if "transport" in metafunc.fixturenames and any(
+            metafunc.definition.iter_markers("contract")):
+        only_file = any(metafunc.definition.iter_markers("file_only"))
+        metafunc.parametrize("transport", TRANSPORTS[:1] if only_file else TRANSPORTS,
+                             indirect=True)
+
+
 @pytest.fixture
-def hive(open_hive: OpenHive) -> Hive:
-    return open_hive()
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "file"))
+
+
+@pytest.fixture(scope="session")
+def loopback_server() -> Iterator[Any]:
+    """One real uvicorn server on a loopback port for the whole run (started on first use)."""
+    from .served import LoopbackServer
+
+    server = LoopbackServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def hive(open_hive: OpenHive, transport: str, request: pytest.FixtureRequest) -> Iterator[Hive]:
+    opened = open_hive()
+    if transport == "file":
+        yield opened
+        return
+    from .served import ServedHive
+
+    served = ServedHive(opened, request.getfixturevalue("loopback_server"),
+                        iter((OWNER, CODER, PLANNER, REVIEWER, GUEST)))
+    yield cast(Hive, served)
+    served.close()
 
 
 @pytest.fixture
@@ -129,9 +168,12 @@ Snap = Callable[[], dict[str, list[tuple[object, ...]]]]
 
 
 @pytest.fixture
-def snap(hive_raw: apsw.Connection) -> Snap:
-    """Every row of the ``hive`` fixture's store, read through the raw connection."""
-    return lambda: rawsql.snapshot(hive_raw)
+def snap(hive_raw: apsw.Connection, transport: str) -> Snap:
+    """Every row of the ``hive`` fixture's store, read through the raw connection (over
+    HTTP, without the tokens the transport issues for the test's callers as they come)."""
+    if transport == "file":
+        return lambda: rawsql.snapshot(hive_raw)
+    return lambda: rawsql.without_tokens(rawsql.snapshot(hive_raw))
 
 
 def refused(snap: Snap, kind: type[HiveliteError], reason: str,

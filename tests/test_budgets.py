@@ -32,6 +32,8 @@ from hivelite.models import Budget
 from .conftest import CODER, GUEST, OWNER, REVIEWER, Snap, own_task, refused
 from .test_claims import EVIDENCE, fence
 
+pytestmark = pytest.mark.contract
+
 TESTER = Caller.agent("ana/tester", "laptop")
 """Another of the owner's agents, with a budget of its own (or none)."""
 
@@ -53,13 +55,15 @@ def budget_of(hive: Hive, agent: str = CODER.name) -> Budget:
     return budget
 
 
-def over(err: Any, *, wait: int, resets_at: str, used_up: list[str],
+def over(err: Any, *, number: int | None, wait: int, resets_at: str, used_up: list[str],
          agent: str = CODER.name) -> None:
-    """The refusal is a 429 daily_budget (exit code 7) carrying when to retry."""
+    """The refusal is a 429 daily_budget (exit code 7) carrying when to retry, naming the
+    task it refused (none for ``next``, which names none)."""
     assert isinstance(err, RateLimited)
     assert (err.status, err.code, err.exit_code) == (429, "rate_limited", 7)
+    named = {} if number is None else {"number": number}
     assert err.extra == {"retry_after_s": wait, "agent": agent, "resets_at": resets_at,
-                         "used_up": used_up}
+                         "used_up": used_up, **named}
     assert err.to_dict()["retry_after_s"] == wait
 
 
@@ -251,7 +255,9 @@ def test_a_claim_over_the_task_budget_is_rate_limited(
     routed = own_task(hive)
     hive.set_budget(OWNER, CODER.name, tasks=2)
     err = refused(snap, RateLimited, "daily_budget", lambda: call(hive, routed, waiting))
-    over(err, wait=15 * 3600, resets_at="2026-12-03T00:00:00.000Z", used_up=["tasks"])
+    named = {"claim": routed, "next": None, "resume": waiting}
+    over(err, number=named[next(k for k, v in CLAIMS.items() if v is call)],
+         wait=15 * 3600, resets_at="2026-12-03T00:00:00.000Z", used_up=["tasks"])
 
 
 def test_a_claim_under_the_budget_goes_through_until_it_is_used(hive: Hive,
@@ -279,7 +285,7 @@ def test_a_used_up_usage_limit_refuses_claims_too(hive: Hive, snap: Snap) -> Non
     hive.set_budget(OWNER, CODER.name, tasks=100, tokens=10, usd_micros=10)
     routed = own_task(hive)
     err = refused(snap, RateLimited, "daily_budget", lambda: hive.claim(CODER, routed))
-    over(err, wait=15 * 3600, resets_at="2026-12-03T00:00:00.000Z",
+    over(err, number=routed, wait=15 * 3600, resets_at="2026-12-03T00:00:00.000Z",
          used_up=["tokens", "usd_micros"])
 
 
@@ -370,7 +376,7 @@ def test_the_day_resets_at_local_midnight(hive: Hive, snap: Snap, clock: ManualC
     assert (budget.timezone, budget.day, budget.resets_at) == (timezone or "UTC", day, reset)
     number = own_task(hive)
     err = refused(snap, RateLimited, "daily_budget", lambda: hive.claim(CODER, number))
-    over(err, wait=wait, resets_at=reset, used_up=["tasks"])
+    over(err, number=number, wait=wait, resets_at=reset, used_up=["tasks"])
     set_clock(clock, reset)
     clock.advance(milliseconds=-1)
     refused(snap, RateLimited, "daily_budget", lambda: hive.claim(CODER, number))
@@ -463,7 +469,8 @@ def test_the_report_that_crosses_a_usage_limit_is_kept_and_the_next_refused(
     assert getattr(budget, f"used_{limit}") == 120
     assert budget.used_up == [limit]
     err = refused(snap, RateLimited, "daily_budget", lambda: write(hive, number, lease))
-    over(err, wait=15 * 3600, resets_at="2026-12-03T00:00:00.000Z", used_up=[limit])
+    over(err, number=number, wait=15 * 3600, resets_at="2026-12-03T00:00:00.000Z",
+         used_up=[limit])
     assert hive.get(number).task.state is State.working
 
 

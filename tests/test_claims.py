@@ -52,6 +52,8 @@ from .conftest import (
     refused,
 )
 
+pytestmark = pytest.mark.contract
+
 S, W = State, WaitingOn
 CODER_ON_DESKTOP = Caller.agent(CODER.name, "desktop")
 """The assignee again, from its other instance."""
@@ -65,10 +67,6 @@ def raw(hive: Hive, db_path: Path) -> Iterator[apsw.Connection]:
     yield conn
     conn.close()
 
-
-@pytest.fixture
-def snap(raw: apsw.Connection) -> Snap:
-    return lambda: rawsql.snapshot(raw)
 
 
 
@@ -133,6 +131,7 @@ WRITES: dict[str, Callable[[Hive, Caller, int, str, int], object]] = {
 # -- callers -------------------------------------------------------------------
 
 
+@pytest.mark.file_only
 @pytest.mark.parametrize("write", list(WRITES))
 def test_a_holder_write_needs_a_caller(hive: Hive, snap: Snap, write: str) -> None:
     """A missing caller is refused, never taken for the owner or the holder."""
@@ -143,6 +142,7 @@ def test_a_holder_write_needs_a_caller(hive: Hive, snap: Snap, write: str) -> No
                                                     lease.lease_id, lease.fencing_token))
 
 
+@pytest.mark.file_only
 def test_claim_resume_expire_and_release_need_a_caller(hive: Hive, snap: Snap) -> None:
     number = own_task(hive)
     for nobody in (None, CODER.name):
@@ -1117,7 +1117,7 @@ def test_a_refused_claim_after_expiry_changes_nothing(hive: Hive, snap: Snap, ra
     number, _ = claimed(hive)
     clock.advance(minutes=11)
     refused(snap, ForbiddenRight, "not_permitted",
-            lambda: hive.claim(Caller.agent(PLANNER.name, "laptop"), number))
+            lambda: hive.claim(PLANNER, number))
     assert task_row(raw, number)["state"] == "accepted"
     assert [e.number for e in hive.expire(OWNER)] == [number]
 

@@ -45,6 +45,8 @@ from .conftest import (
 )
 from .test_claims import EVIDENCE, fence
 
+pytestmark = pytest.mark.contract
+
 CODER_ON_DESKTOP = Caller.agent(CODER.name, "desktop")
 """The coder again, from another instance than the laptop."""
 TESTER = Caller.agent("ana/tester", "laptop")
@@ -431,7 +433,7 @@ def test_a_stop_mid_claim_fails_the_holders_next_write_and_routes_the_task(
     assert_ended(hive, number, lease, move=9, reason="stopped", control=control.id)
     err = refused(snap, ForbiddenRight, "vetoed", lambda: _checkpoint(hive, CODER, number,
                                                                       lease))
-    assert err.extra == {"control": control.id}
+    assert err.extra == {"control": control.id, "number": number}
     assert err.exit_code == 4
     assert hive.get(number).task.state is State.routed
 
@@ -500,7 +502,8 @@ def test_every_write_of_a_stopped_agent_is_refused(
     expire) is 403 vetoed, naming the control; nothing is written."""
     control = stop(hive)
     err = refused(snap, ForbiddenRight, "vetoed", lambda: write(hive, REVIEWER, tasks))
-    assert err.extra == {"control": control.id}
+    assert err.extra["control"] == control.id  # and the task's number, when it names one
+    assert set(err.extra) <= {"control", "number"}
 
 
 @pytest.mark.parametrize("write", ANY_WRITE.values(), ids=ANY_WRITE.keys())
@@ -527,7 +530,7 @@ def test_a_stop_outranks_a_hold(hive: Hive, snap: Snap) -> None:
     hive.hold(OWNER, agent=CODER.name)
     stop = hive.stop(OWNER, agent=CODER.name)
     err = refused(snap, ForbiddenRight, "vetoed", lambda: hive.claim(CODER, number))
-    assert err.extra == {"control": stop.id}
+    assert err.extra == {"control": stop.id, "number": number}
     refused(snap, ForbiddenRight, "vetoed", lambda: _handoff(hive, CODER, {}))
 
 

@@ -17,6 +17,8 @@ from hivelite import (
 
 from .conftest import GUEST, OWNER, PLANNER, held_task, own_task, packet
 
+pytestmark = pytest.mark.contract
+
 
 def fields(**overrides: Any) -> dict[str, Any]:
     """A handoff between the owner's own agents (the planner asks the coder)."""
@@ -131,6 +133,7 @@ def test_an_agent_hands_off_only_as_itself(hive: Hive, requester: str) -> None:
     assert hive.journal() == []
 
 
+@pytest.mark.file_only
 @pytest.mark.parametrize("caller", [None, "ana", "ana/planner"], ids=repr)
 def test_a_handoff_needs_a_caller(hive: Hive, caller: object) -> None:
     with pytest.raises(InvalidInput) as err:

@@ -44,6 +44,8 @@ from .conftest import (
 )
 from .test_results import Threshold
 
+pytestmark = pytest.mark.contract
+
 EVIDENCE: list[dict[str, Any]] = [{"kind": "test_output", "summary": "3 passed"}]
 WORKER = CODER.name
 """Every result here is ana/coder's, claimed on the laptop (session s0)."""

@@ -30,6 +30,8 @@ from hivelite import (
 from . import rawsql
 from .conftest import OWNER, PLANNER, held_task, own_task, packet
 
+pytestmark = pytest.mark.contract
+
 S, W = State, WaitingOn
 
 # Every (state, waiting_on) a task can be in, but waiting on the owner.
@@ -64,10 +66,6 @@ def raw(hive: Hive, db_path: Path) -> Iterator[apsw.Connection]:
     yield conn
     conn.close()
 
-
-@pytest.fixture
-def snap(raw: apsw.Connection) -> Callable[[], dict[str, list[tuple[object, ...]]]]:
-    return lambda: rawsql.snapshot(raw)
 
 
 def verb(hive: Hive, name: str) -> Callable[..., Receipt]:
@@ -330,6 +328,7 @@ def test_another_owner_is_not_this_stores_owner(hive: Hive, snap: Callable[[], A
     assert hive.journal() == journal_before
 
 
+@pytest.mark.file_only
 @pytest.mark.parametrize("caller", [None, "ana", "ana/coder", {"kind": "owner", "name": "ana"}],
                          ids=repr)
 @pytest.mark.parametrize("name", VERBS)

@@ -34,6 +34,8 @@ from .conftest import (
 from .downgrade import to_version
 from .test_claims import EVIDENCE, complete, fence
 
+pytestmark = pytest.mark.contract
+
 S = State
 
 
@@ -203,7 +205,7 @@ def test_a_stale_base_changes_nothing(hive: Hive, snap: Snap) -> None:
     hive.set_fields(OWNER, number, base_version=1, priority="high")
     err = refused(snap, InvalidState, "stale_base", lambda: hive.set_fields(
         CODER, number, base_version=1, priority="low"))
-    assert err.status == 409 and err.extra == {"fields_version": 2}
+    assert err.status == 409 and err.extra == {"fields_version": 2, "number": number}
 
 
 @pytest.mark.parametrize(("kwargs", "kind", "reason"), [

@@ -44,6 +44,8 @@ from hivelite.clock import format_ts
 from . import rawsql
 from .conftest import CODER, OWNER, PLANNER, REVIEWER, OpenHive, held_task, own_task
 
+pytestmark = pytest.mark.contract
+
 SCHEMA: dict[str, Any] = json.loads(
     resources.files("hivelite").joinpath("data/task.schema.json").read_text(encoding="utf-8")
 )
@@ -167,7 +169,9 @@ class Transitions:
 # -- helpers -------------------------------------------------------------------
 
 
-snap = rawsql.snapshot_file
+def snap(db_path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of the store (less the tokens a served test's callers were issued)."""
+    return rawsql.without_tokens(rawsql.snapshot_file(db_path))
 
 
 @contextmanager
@@ -706,6 +710,7 @@ def test_the_person_can_sign_off_a_threshold_two_task_midway(open_hive: OpenHive
     assert hive.sign_off(OWNER, n).state is State.completed
 
 
+@pytest.mark.file_only
 @pytest.mark.parametrize("caller", [None, "ana", WORKER], ids=["None", "owner-name",
                                                                 "agent-name"])
 def test_a_missing_caller_is_refused_never_taken_for_the_owner(

@@ -15,16 +15,17 @@ import pytest
 from hivelite import Caller, Hive, InvalidState, ManualClock, NotFound
 from hivelite.errors import InvalidInput
 
-from . import rawsql
 from .conftest import CODER, OWNER, REVIEWER, Snap, own_task, refused
 from .test_claims import EVIDENCE, fence
 
+pytestmark = pytest.mark.contract
+
 
 @pytest.fixture
-def snap(hive_raw: apsw.Connection) -> Snap:
+def snap(snap: Snap) -> Snap:
     """Every kept row (request records are a cache of answers, so not among them)."""
     def taken() -> dict[str, list[tuple[object, ...]]]:
-        rows = rawsql.snapshot(hive_raw)
+        rows = snap()
         rows.pop("requests", None)
         return rows
     return taken

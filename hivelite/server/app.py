@@ -59,11 +59,10 @@ def plain(data: Any) -> Any:
     return data
 
 
-def error_response(error: HiveliteError, number: int | None = None) -> JSONResponse:
-    """Seed 004's error: status, code, reason, message, the task number when there is one."""
-    body = error.to_dict()
-    if number is not None:
-        body.setdefault("number", number)
+def error_response(error: HiveliteError, number: object = None) -> JSONResponse:
+    """Seed 004's error: status, code, reason, message, the task number when there is one
+    (the verb names it; a path's own number covers an error raised before the verb ran)."""
+    body = error.about(number).to_dict()
     headers = {}
     if error.status == 429 and isinstance(error.extra.get("retry_after_s"), int):
         headers["Retry-After"] = str(error.extra["retry_after_s"])
@@ -78,13 +77,16 @@ def bearer(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def _number(request: Request) -> int | None:
+def _ref(request: Request) -> int | str | None:
+    """The task the path names: its number, or its id (``Hive`` takes either)."""
     text = request.path_params.get("number")
     if text is None:
         return None
-    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 2**63:
-        raise NotFound("no_such_task", f"no task {text!r} in this vault")
-    return int(text)
+    if text.isascii() and text.isdigit():
+        if not 0 < int(text) < 2**63:
+            raise NotFound("no_such_task", f"no task {text!r} in this vault")
+        return int(text)
+    return str(text)
 
 
 async def _body(request: Request, route: Route) -> Any:
@@ -107,10 +109,10 @@ async def _body(request: Request, route: Route) -> Any:
 def endpoint(route: Route, vaults: Vaults) -> Any:
     """The Starlette endpoint of one route."""
     async def serve(request: Request) -> Response:
-        number = None
+        number: int | str | None = None
         try:
             hive = vaults[request.path_params["vault_id"]]
-            number = _number(request)
+            number = _ref(request)
             token = bearer(request)
             auth: Authenticated = await run_in_threadpool(
                 hive.authenticate, token, session=request.headers.get(SESSION_HEADER))

@@ -1,16 +1,34 @@
 """The request bodies of the HTTP routes (seed 004's ``Task*RequestV1`` shapes, as ours).
 
 Who calls is never in a body: it comes from the token alone. Every body refuses keys it
-does not know, so a typo is a ``422``, not a silently ignored field.
+does not know, so a typo is a ``422``, not a silently ignored field. Values the verb
+checks itself (lease minutes, usage, the fencing token, versions and attempts, pause,
+verdict and outcome) pass
+through as sent, typed only in the schema, so a bad one gets the verb's own reason, the
+same over HTTP as from a ``Hive`` (``invalid_usage``, not a generic body error).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from ..claims import DEFAULT_LEASE_MINUTES
+from ..claims import DEFAULT_LEASE_MINUTES, MAX_LEASE_MINUTES, MIN_LEASE_MINUTES
+
+Minutes = Annotated[Any, WithJsonSchema({
+    "type": "integer", "minimum": MIN_LEASE_MINUTES, "maximum": MAX_LEASE_MINUTES})]
+Usage = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0},
+                                                 {"type": "null"}]})]
+Fence = Annotated[Any, WithJsonSchema({"type": "integer"})]
+OptionalFence = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "integer"},
+                                                         {"type": "null"}]})]
+Version = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1})]
+Attempts = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1},
+                                                    {"type": "null"}]})]
+PauseOn = Annotated[Any, WithJsonSchema({"type": "string", "enum": ["human", "agent"]})]
+Outcome = Annotated[Any, WithJsonSchema({"type": "string", "enum": ["completed", "failed"]})]
+Verdict = Annotated[Any, WithJsonSchema({"type": "string", "enum": ["accept", "reject"]})]
 
 
 class Body(BaseModel):
@@ -20,7 +38,7 @@ class Body(BaseModel):
 class ClaimBody(Body):
     """``TaskClaimRequestV1``: how long the lease lasts (5-15 minutes)."""
 
-    minutes: int = DEFAULT_LEASE_MINUTES
+    minutes: Minutes = DEFAULT_LEASE_MINUTES
 
 
 class NextBody(ClaimBody):
@@ -34,20 +52,20 @@ class Fenced(Body):
     """Every holder write carries the claim's lease id and fencing token."""
 
     lease_id: str
-    token: int
+    token: Fence
 
 
 class RenewBody(Fenced):
     """``TaskClaimRenewRequestV1``."""
 
-    minutes: int = DEFAULT_LEASE_MINUTES
+    minutes: Minutes = DEFAULT_LEASE_MINUTES
 
 
 class ReleaseBody(Body):
     """``TaskReleaseRequestV1``: the holder's lease (the owner releases without one)."""
 
     lease_id: str | None = None
-    token: int | None = None
+    token: OptionalFence = None
     reason: str | None = None
 
 
@@ -55,8 +73,8 @@ class UpdateBody(Fenced):
     """``TaskUpdateRequestV1``: one short summary, with optional usage."""
 
     summary: str
-    tokens: int | None = None
-    usd_micros: int | None = None
+    tokens: Usage = None
+    usd_micros: Usage = None
 
 
 class CheckpointBody(Fenced):
@@ -68,7 +86,7 @@ class CheckpointBody(Fenced):
 
 
 class PauseBody(Fenced):
-    on: Literal["human", "agent"]
+    on: PauseOn
     reason: str
 
 
@@ -78,27 +96,27 @@ class ResultBody(Fenced):
     summary: str
     evidence: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=20)]
     provenance: str = "agent_generated"
-    outcome: Literal["completed", "failed"] = "completed"
-    tokens: int | None = None
-    usd_micros: int | None = None
+    outcome: Outcome = "completed"
+    tokens: Usage = None
+    usd_micros: Usage = None
 
 
 class VerifyBody(Body):
     """``TaskVerifyRequestV1``: a verdict on a submitted result (a reject needs a reason)."""
 
-    verdict: Literal["accept", "reject"] = "accept"
+    verdict: Verdict = "accept"
     reason: str | None = None
 
 
 class FieldsBody(Body):
     """``TaskFieldsRequestV1``: priority and labels at ``base_version``."""
 
-    base_version: int
+    base_version: Version
     priority: str | None = None
     labels: list[str] | None = None
     add_labels: list[str] = []
     remove_labels: list[str] = []
-    max_attempts: int | None = None
+    max_attempts: Attempts = None
     """The owner only: failed outcomes allowed before the task stops being claimable."""
 
 

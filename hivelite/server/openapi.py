@@ -65,8 +65,10 @@ def openapi_document() -> dict[str, Any]:
                 "application/json": {"schema": {"$ref": REF.format(model="Error")}}}}},
         }
         if "{number}" in route.path:
-            operation["parameters"].append({"name": "number", "in": "path", "required": True,
-                                            "schema": {"type": "integer", "minimum": 1}})
+            operation["parameters"].append({
+                "name": "number", "in": "path", "required": True,
+                "description": "The task's number, or its id.",
+                "schema": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string"}]}})
         if route.body is not None:
             operation["requestBody"] = {"required": True, "content": {"application/json": {
                 "schema": refs[(route.body, mode)]}}}

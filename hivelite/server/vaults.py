@@ -15,7 +15,17 @@ class Vaults:
     def __init__(self, hives: Sequence[Hive]) -> None:
         self.by_id: dict[str, Hive] = {}
         for hive in hives:
-            self.by_id[hive.info().vault_id] = hive
+            self.add(hive)
+
+    def add(self, hive: Hive) -> str:
+        """Serve ``hive`` too; its vault id."""
+        vault_id = hive.info().vault_id
+        self.by_id[vault_id] = hive
+        return vault_id
+
+    def discard(self, vault_id: str) -> None:
+        """Stop serving a vault (its store stays open: whoever added it closes it)."""
+        self.by_id.pop(vault_id, None)
 
     def authenticate(self, token: str | None, session: str | None) -> tuple[str, Authenticated]:
         """The vault whose store issued ``token``, and who it proves (``401`` when none

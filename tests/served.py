@@ -1,0 +1,136 @@
+"""The contract suite's second transport: a test's ``Hive`` served by a real uvicorn
+server on a loopback port, its verbs called through :class:`hivelite.client.Client`.
+
+Tests marked ``contract`` run twice, once on the file and once here: the ``hive`` fixture
+is then a :class:`ServedHive`, whose verbs go over HTTP with a token for each caller (the
+caller's own agent and instance, or the owner's), and whose other attributes (``store``,
+``clock``, ``journal``, …) are the served ``Hive``'s, so a test still inspects the very
+file the server writes. The server runs in a thread of the test process so that it
+shares the test's :class:`~hivelite.ManualClock`: moving the clock moves the server's.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import uvicorn
+
+from hivelite import Caller, Hive
+from hivelite.client import Client
+from hivelite.models import JournalEntry
+from hivelite.server.app import create_app
+from hivelite.server.vaults import Vaults
+
+THROUGH_CLIENT = frozenset({
+    "handoff", "claim", "claim_next", "resume", "renew", "release", "checkpoint", "update",
+    "pause", "submit", "verify", "set_fields", "amend", "approve", "deny", "cancel",
+    "sign_off", "decline"})
+"""The verbs that take a caller and go over HTTP as that caller."""
+READS = frozenset({"get", "history"})
+"""Reads that go over HTTP with the owner's token."""
+LIST_ARGS = frozenset({"state", "priority", "ready", "limit", "cursor"})
+"""What the served list route filters by; a list asking for more reads the file."""
+
+
+class LoopbackServer:
+    """One uvicorn server in a thread, serving whichever hives the tests add."""
+
+    def __init__(self) -> None:
+        self.app = create_app([])
+        self.vaults: Vaults = self.app.state.vaults
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        self.url = f"http://127.0.0.1:{port}"
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning",
+                                access_log=False, lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="uvicorn", daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the loopback server did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+class ServedHive:
+    """A ``Hive`` whose verbs go through a ``Client`` per caller, over real HTTP."""
+
+    def __init__(self, hive: Hive, server: LoopbackServer, callers: Iterator[Caller]) -> None:
+        self._hive = hive
+        self._server = server
+        self._tokens: dict[tuple[str, str | None], str] = {}
+        self._token_ids: set[str] = set()
+        self._clients: dict[tuple[str, str, str | None, str | None], Client] = {}
+        self.vault_id = server.vaults.add(hive)
+        for caller in callers:  # tokens made before the test, so its snapshots hold them
+            self._token(caller)
+
+    def __repr__(self) -> str:
+        return f"ServedHive({self._hive!r} at {self._server.url})"
+
+    def _token(self, caller: Caller) -> str:
+        key = ("owner", None) if caller.is_owner else (caller.name, caller.instance)
+        if key not in self._tokens:
+            owner = self._hive.as_owner()
+            issued = (self._hive.add_token(owner) if caller.is_owner else
+                      self._hive.add_token(owner, caller.name, instance=caller.instance))
+            self._tokens[key] = issued.token
+            self._token_ids.add(issued.id)
+        return self._tokens[key]
+
+    def client(self, caller: Caller) -> Client:
+        """The client that calls as ``caller`` (its agent and instance, or the owner)."""
+        key = (caller.kind, caller.name, caller.instance, caller.session)
+        if key not in self._clients:
+            self._clients[key] = Client(self._server.url, self._token(caller),
+                                        session=caller.session)
+        return self._clients[key]
+
+    def _owner(self) -> Client:
+        return self.client(self._hive.as_owner())
+
+    def own_rows(self, row: JournalEntry) -> bool:
+        """A journal row this transport wrote (issuing a caller's token), not the test."""
+        return (row.reason == "token add" and row.detail is not None
+                and row.detail.get("token") in self._token_ids)
+
+    def journal(self) -> list[JournalEntry]:
+        """The store's journal as the test made it: without the transport's token rows."""
+        return [row for row in self._hive.journal() if not self.own_rows(row)]
+
+    def list(self, **query: Any) -> Any:
+        if set(query) <= LIST_ARGS:
+            return self._owner().list(**query)
+        return self._hive.list(**query)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in THROUGH_CLIENT:
+            def verb(caller: Caller, *args: Any, **kwargs: Any) -> Any:
+                return getattr(self.client(caller), name)(caller, *args, **kwargs)
+            return verb
+        if name in READS:
+            method: Callable[..., Any] = getattr(self._owner(), name)
+            return method
+        return getattr(self._hive, name)
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self._server.vaults.discard(self.vault_id)
+        self._hive.close()
+
+    def __enter__(self) -> ServedHive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
