@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.serve")
     parser.add_argument("--agents", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--tasks", type=int, default=400, help="tasks per agent")
+    parser.add_argument("--tasks", type=int, default=800,
+                        help="tasks per agent (enough that neither side runs out first)")
     args = parser.parse_args(argv)
     from hivelite.client import Client
 
