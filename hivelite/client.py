@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import http.client
 import json
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -26,6 +27,7 @@ from .errors import (
     ForbiddenRight,
     HiveliteError,
     InvalidInput,
+    NotFound,
     PluginError,
     StoreBusy,
     StoreFull,
@@ -44,6 +46,8 @@ from .models import (
 )
 from .retries import request_id as checked_request_id
 
+_REF = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+"""What a task reference can look like: a number or an id (nothing that moves the path)."""
 OTHER_ERRORS: dict[str, type[HiveliteError]] = {
     "store_busy": StoreBusy, "store_full": StoreFull, "internal": UnexpectedError}
 
@@ -130,12 +134,13 @@ class Client:
         return conn
 
     def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None, *,
-              query: Mapping[str, Any] | None = None, request_id: str | None = None) -> Any:
+              query: Mapping[str, Any] | None = None, request_id: str | None = None,
+              session: str | None = None) -> Any:
         headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/json"}
-        if self._session:
-            headers["X-Hivelite-Session"] = self._session
+        if session or self._session:
+            headers["X-Hivelite-Session"] = str(session or self._session)
         if request_id is not None:
-            headers["Idempotency-Key"] = checked_request_id(request_id)
+            headers["Idempotency-Key"] = request_id
         data = None
         if body is not None:
             data = json.dumps(body).encode("utf-8")
@@ -166,24 +171,38 @@ class Client:
             raise error_from(response.status, document)
         return document
 
-    def _as(self, caller: Caller | None, verb: str) -> None:
-        """A caller given to a verb must be the token's own: an agent's token never acts as
-        another agent or from another instance (refused as ``Hive`` refuses: a caller that
-        is not one is ``caller_required``, another owner ``not_owner``)."""
-        if caller is None:
-            return
-        caller = require_caller(caller, verb)
-        mine = self.caller
-        if (caller.kind, caller.name, caller.instance) == (mine.kind, mine.name, mine.instance):
-            return
-        if caller.is_owner and mine.is_owner:
-            raise ForbiddenRight("not_owner", f"this store belongs to {mine.name!r};"
-                                 f" {caller.name!r} is not its owner")
-        raise ForbiddenRight("not_permitted", f"this client's token proves {mine};"
-                             f" it cannot {verb} as {caller}")
+    def _as(self, caller: Caller | None, verb: str, ref: str | int | None,
+            request_id: str | None) -> str | None:
+        """Refuse before sending what ``Hive`` would refuse of the arguments, with the same
+        reasons, naming the task: a caller that is not a ``Caller`` (``caller_required``),
+        another owner (``not_owner``), another agent or instance than the token's
+        (``not_permitted``: a token never acts as anyone else), a bad request id. The
+        session to call from: the caller's, else the client's."""
+        try:
+            if request_id is not None:
+                checked_request_id(request_id)
+            if caller is None:
+                return self._session
+            caller = require_caller(caller, verb)
+            mine = self.caller
+            if (caller.kind, caller.name, caller.instance) == (
+                    mine.kind, mine.name, mine.instance):
+                return caller.session or self._session
+            if caller.is_owner and mine.is_owner:
+                raise ForbiddenRight("not_owner", f"this store belongs to {mine.name!r};"
+                                     f" {caller.name!r} is not its owner")
+            raise ForbiddenRight("not_permitted", f"this client's token proves {mine};"
+                                 f" it cannot {verb} as {caller}")
+        except HiveliteError as error:
+            raise error.about(ref) from None
 
     def _task(self, ref: str | int) -> str:
-        return f"{self._tasks}/{quote(str(ref))}"
+        """The path of one task: a number or an id is one path segment (a reference with
+        ``/`` or ``?`` in it names no task, and never another route)."""
+        text = str(ref)
+        if not _REF.fullmatch(text):
+            raise NotFound("no_such_task", f"no task {ref!r} in this vault")
+        return f"{self._tasks}/{quote(text, safe='')}"
 
     # -- reading -----------------------------------------------------------------
 
@@ -208,47 +227,52 @@ class Client:
 
     def handoff(self, caller: Caller | None, request: HandoffRequest | None = None, *,
                 request_id: str | None = None, **fields: Any) -> Receipt:
-        self._as(caller, "hand off")
+        session = self._as(caller, "hand off", None, request_id)
         body = (request.model_dump(mode="json", exclude_none=True) if request is not None
                 else HandoffRequest.model_validate(fields).model_dump(mode="json",
                                                                       exclude_none=True))
         return Receipt.model_validate(self._call("POST", self._tasks, body,
-                                                 request_id=request_id))
+                                                 request_id=request_id, session=session))
 
     def claim(self, caller: Caller | None, ref: str | int, *, minutes: int = 10,
               request_id: str | None = None) -> ClaimReceipt:
-        self._as(caller, "claim")
+        session = self._as(caller, "claim", ref, request_id)
         return ClaimReceipt.model_validate(self._call(
-            "POST", self._task(ref) + "/claim", {"minutes": minutes}, request_id=request_id))
+            "POST", self._task(ref) + "/claim", {"minutes": minutes},
+            request_id=request_id, session=session))
 
     def claim_next(self, caller: Caller | None, *, minutes: int = 10,
                    project: str | None = None, label: str | None = None,
                    request_id: str | None = None) -> NextClaim:
-        self._as(caller, "claim next")
+        session = self._as(caller, "claim next", None, request_id)
         return NextClaim.model_validate(self._call(
             "POST", self._tasks + "/next", {"minutes": minutes, "project": project,
-                                            "label": label}, request_id=request_id))
+                                            "label": label},
+            request_id=request_id, session=session))
 
     def resume(self, caller: Caller | None, ref: str | int, *, minutes: int = 10,
                request_id: str | None = None) -> ClaimReceipt:
-        self._as(caller, "resume")
+        session = self._as(caller, "resume", ref, request_id)
         return ClaimReceipt.model_validate(self._call(
-            "POST", self._task(ref) + "/resume", {"minutes": minutes}, request_id=request_id))
+            "POST", self._task(ref) + "/resume", {"minutes": minutes},
+            request_id=request_id, session=session))
 
     def renew(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
               minutes: int = 10, request_id: str | None = None) -> ClaimReceipt:
-        self._as(caller, "renew")
+        session = self._as(caller, "renew", ref, request_id)
         return ClaimReceipt.model_validate(self._call(
             "POST", self._task(ref) + "/claim/renew",
-            {"lease_id": lease_id, "token": token, "minutes": minutes}, request_id=request_id))
+            {"lease_id": lease_id, "token": token, "minutes": minutes},
+            request_id=request_id, session=session))
 
     def release(self, caller: Caller | None, ref: str | int, *, lease_id: str | None = None,
                 token: int | None = None, reason: str | None = None,
                 request_id: str | None = None) -> Receipt:
-        self._as(caller, "release")
+        session = self._as(caller, "release", ref, request_id)
         return Receipt.model_validate(self._call(
             "POST", self._task(ref) + "/release",
-            {"lease_id": lease_id, "token": token, "reason": reason}, request_id=request_id))
+            {"lease_id": lease_id, "token": token, "reason": reason},
+            request_id=request_id, session=session))
 
     def checkpoint(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
                    progress: str, decisions: builtins.list[str] | None = None,
@@ -256,30 +280,30 @@ class Client:
                    next_steps: builtins.list[str] | None = None,
                    open_questions: builtins.list[str] | None = None,
                    request_id: str | None = None) -> Receipt:
-        self._as(caller, "checkpoint")
+        session = self._as(caller, "checkpoint", ref, request_id)
         return Receipt.model_validate(self._call(
             "POST", self._task(ref) + "/checkpoint",
             {"lease_id": lease_id, "token": token, "progress": progress,
              "decisions": decisions or [], "files_touched": files_touched or [],
              "next_steps": next_steps or [], "open_questions": open_questions or []},
-            request_id=request_id))
+            request_id=request_id, session=session))
 
     def update(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
                summary: str, tokens: int | None = None, usd_micros: int | None = None,
                request_id: str | None = None) -> Receipt:
-        self._as(caller, "update")
+        session = self._as(caller, "update", ref, request_id)
         return Receipt.model_validate(self._call(
             "POST", self._task(ref) + "/updates",
             {"lease_id": lease_id, "token": token, "summary": summary, "tokens": tokens,
-             "usd_micros": usd_micros}, request_id=request_id))
+             "usd_micros": usd_micros}, request_id=request_id, session=session))
 
     def pause(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
               on: str, reason: str, request_id: str | None = None) -> Receipt:
-        self._as(caller, "pause")
+        session = self._as(caller, "pause", ref, request_id)
         return Receipt.model_validate(self._call(
             "POST", self._task(ref) + "/pause",
             {"lease_id": lease_id, "token": token, "on": on, "reason": reason},
-            request_id=request_id))
+            request_id=request_id, session=session))
 
     def submit(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
                summary: str, evidence: Sequence[Evidence | Mapping[str, Any]],
@@ -287,50 +311,50 @@ class Client:
                outcome: Literal["completed", "failed"] = "completed",
                tokens: int | None = None, usd_micros: int | None = None,
                request_id: str | None = None) -> Receipt:
-        self._as(caller, "submit")
+        session = self._as(caller, "submit", ref, request_id)
         return Receipt.model_validate(self._call(
             "POST", self._task(ref) + "/result",
             {"lease_id": lease_id, "token": token, "summary": summary,
              "evidence": _evidence(evidence), "provenance": provenance, "outcome": outcome,
-             "tokens": tokens, "usd_micros": usd_micros}, request_id=request_id))
+             "tokens": tokens, "usd_micros": usd_micros}, request_id=request_id, session=session))
 
     def verify(self, caller: Caller | None, ref: str | int, *,
                verdict: Literal["accept", "reject"] = "accept",
                reason: str | None = None, request_id: str | None = None) -> Receipt:
-        self._as(caller, "verify")
+        session = self._as(caller, "verify", ref, request_id)
         return Receipt.model_validate(self._call(
             "POST", self._task(ref) + "/verify", {"verdict": verdict, "reason": reason},
-            request_id=request_id))
+            request_id=request_id, session=session))
 
     def set_fields(self, caller: Caller | None, ref: str | int, *, base_version: int,
                    priority: str | None = None, labels: Sequence[str] | None = None,
                    add_labels: Sequence[str] = (), remove_labels: Sequence[str] = (),
                    max_attempts: int | None = None,
                    request_id: str | None = None) -> Receipt:
-        self._as(caller, "set fields")
+        session = self._as(caller, "set fields", ref, request_id)
         return Receipt.model_validate(self._call(
             "PATCH", self._task(ref),
             {"base_version": base_version, "priority": priority,
              "labels": builtins.list(labels) if labels is not None else None,
              "add_labels": builtins.list(add_labels),
              "remove_labels": builtins.list(remove_labels), "max_attempts": max_attempts},
-            request_id=request_id))
+            request_id=request_id, session=session))
 
     def amend(self, caller: Caller | None, ref: str | int, *, summary: str | None = None,
               evidence: Sequence[Evidence | Mapping[str, Any]] | None = None,
               merge_commit: str | None = None, request_id: str | None = None) -> Receipt:
-        self._as(caller, "amend")
+        session = self._as(caller, "amend", ref, request_id)
         return Receipt.model_validate(self._call(
             "POST", self._task(ref) + "/amend",
             {"summary": summary, "evidence": _evidence(evidence) if evidence is not None
-             else None, "merge_commit": merge_commit}, request_id=request_id))
+             else None, "merge_commit": merge_commit}, request_id=request_id, session=session))
 
     def _decide(self, verb: str, caller: Caller | None, ref: str | int, reason: str | None,
                 request_id: str | None) -> Receipt:
-        self._as(caller, verb)
+        session = self._as(caller, verb, ref, request_id)
         return Receipt.model_validate(self._call(
             "POST", self._task(ref) + "/" + verb.replace("_", "-"), {"reason": reason},
-            request_id=request_id))
+            request_id=request_id, session=session))
 
     def approve(self, caller: Caller | None, ref: str | int, *, reason: str | None = None,
                 request_id: str | None = None) -> Receipt:

@@ -168,12 +168,15 @@ Snap = Callable[[], dict[str, list[tuple[object, ...]]]]
 
 
 @pytest.fixture
-def snap(hive_raw: apsw.Connection, transport: str) -> Snap:
+def snap(hive: Hive, hive_raw: apsw.Connection) -> Snap:
     """Every row of the ``hive`` fixture's store, read through the raw connection (over
     HTTP, without the tokens the transport issues for the test's callers as they come)."""
-    if transport == "file":
-        return lambda: rawsql.snapshot(hive_raw)
-    return lambda: rawsql.without_tokens(rawsql.snapshot(hive_raw))
+    return lambda: rawsql.without_tokens(rawsql.snapshot(hive_raw), issued_by(hive))
+
+
+def issued_by(hive: object) -> frozenset[str]:
+    """The tokens a served hive's transport issued (none for the file itself)."""
+    return frozenset(getattr(hive, "issued", ()))
 
 
 def refused(snap: Snap, kind: type[HiveliteError], reason: str,

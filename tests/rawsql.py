@@ -134,10 +134,17 @@ def snapshot(conn: apsw.Connection) -> dict[str, list[tuple[object, ...]]]:
     return {t: list(conn.execute(f"SELECT * FROM {t} ORDER BY 1")) for t in tables}
 
 
-def without_tokens(rows: dict[str, list[tuple[object, ...]]]
+def without_tokens(rows: dict[str, list[tuple[object, ...]]], issued: frozenset[str],
                    ) -> dict[str, list[tuple[object, ...]]]:
-    """A :func:`snapshot` less the access tokens and their journal rows: what a test
-    compares when its transport issues a token for each caller as it first calls."""
-    kept = {table: list(found) for table, found in rows.items() if table != "tokens"}
-    kept["journal"] = [row for row in kept.get("journal", []) if "token add" not in row]
+    """A :func:`snapshot` less the ``issued`` access tokens and the journal rows that
+    issued them: what a test compares when its transport issues a token for each caller
+    as it first calls (any other token, and any other row, is compared)."""
+    def issuing(row: tuple[object, ...]) -> bool:  # journal: seq, task, at, actor, from,
+        if row[7] != "token add" or not isinstance(row[8], str):  # to, waiting, reason,
+            return False                                           # detail, hash
+        return json.loads(row[8]).get("token") in issued
+
+    kept = dict(rows)
+    kept["tokens"] = [row for row in rows.get("tokens", []) if row[0] not in issued]
+    kept["journal"] = [row for row in rows.get("journal", []) if not issuing(row)]
     return kept

@@ -34,6 +34,13 @@ READS = frozenset({"get", "history"})
 """Reads that go over HTTP with the owner's token."""
 LIST_ARGS = frozenset({"state", "priority", "ready", "limit", "cursor"})
 """What the served list route filters by; a list asking for more reads the file."""
+ON_FILE = frozenset({
+    "hold", "veto", "stop", "lift", "controls", "set_budget", "clear_budget", "budgets",
+    "set_policy", "policy", "expire", "as_owner", "store", "owner", "clock", "plugins",
+    "info", "last_seq", "add_token", "tokens", "revoke_token", "expired_on_open"})
+"""What a served test still does on the file: the owner's authority verbs (no route
+serves them: the owner runs them where the file is), the expiry sweep, and the store's
+own attributes. Anything else is an error, so no verb slips past the transport."""
 
 
 class LoopbackServer:
@@ -68,9 +75,9 @@ class ServedHive:
     def __init__(self, hive: Hive, server: LoopbackServer, callers: Iterator[Caller]) -> None:
         self._hive = hive
         self._server = server
-        self._tokens: dict[tuple[str, str | None], str] = {}
+        self._tokens: dict[tuple[str, str | None, str | None], str] = {}
         self._token_ids: set[str] = set()
-        self._clients: dict[tuple[str, str, str | None, str | None], Client] = {}
+        self._clients: dict[tuple[str, str, str | None, str | None, str], Client] = {}
         self.vault_id = server.vaults.add(hive)
         for caller in callers:  # tokens made before the test, so its snapshots hold them
             self._token(caller)
@@ -79,18 +86,24 @@ class ServedHive:
         return f"ServedHive({self._hive!r} at {self._server.url})"
 
     def _token(self, caller: Caller) -> str:
-        key = ("owner", None) if caller.is_owner else (caller.name, caller.instance)
+        """A token for the caller's agent and instance, with the caller's rights when it
+        names some (else all three), or the owner's."""
+        rights = sorted(caller.rights) if caller.rights is not None else None
+        key = (("owner", None, None) if caller.is_owner else
+               (caller.name, caller.instance, ",".join(rights or ())))
         if key not in self._tokens:
             owner = self._hive.as_owner()
             issued = (self._hive.add_token(owner) if caller.is_owner else
-                      self._hive.add_token(owner, caller.name, instance=caller.instance))
+                      self._hive.add_token(owner, caller.name, instance=caller.instance,
+                                           rights=rights))
             self._tokens[key] = issued.token
             self._token_ids.add(issued.id)
         return self._tokens[key]
 
     def client(self, caller: Caller) -> Client:
         """The client that calls as ``caller`` (its agent and instance, or the owner)."""
-        key = (caller.kind, caller.name, caller.instance, caller.session)
+        key = (caller.kind, caller.name, caller.instance, caller.session,
+               ",".join(sorted(caller.rights or ())))
         if key not in self._clients:
             self._clients[key] = Client(self._server.url, self._token(caller),
                                         session=caller.session)
@@ -98,6 +111,11 @@ class ServedHive:
 
     def _owner(self) -> Client:
         return self.client(self._hive.as_owner())
+
+    @property
+    def issued(self) -> frozenset[str]:
+        """The ids of the tokens this transport issued for the test's callers."""
+        return frozenset(self._token_ids)
 
     def own_rows(self, row: JournalEntry) -> bool:
         """A journal row this transport wrote (issuing a caller's token), not the test."""
@@ -121,7 +139,10 @@ class ServedHive:
         if name in READS:
             method: Callable[..., Any] = getattr(self._owner(), name)
             return method
-        return getattr(self._hive, name)
+        if name in ON_FILE:
+            return getattr(self._hive, name)
+        raise AttributeError(f"ServedHive does not know whether {name!r} goes over HTTP:"
+                             " add it to THROUGH_CLIENT, READS or ON_FILE")
 
     def close(self) -> None:
         for client in self._clients.values():

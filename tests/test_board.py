@@ -117,7 +117,11 @@ def seed(db: Path) -> dict[int, str]:
             return n, {"lease_id": lease.lease_id, "token": lease.fencing_token}
 
         states[task("Write the parser", priority="high")] = "routed"
-        states[task(SCRIPT_TITLE, labels=["web"])] = "routed"
+        markup = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                              project="site", labels=["web"],
+                              packet=packet(task=SCRIPT_TITLE, context=SCRIPT_TITLE,
+                                            acceptance_criteria=[SCRIPT_TITLE]))
+        states[markup.number] = "routed"
         held = hive.handoff(GUEST, requester=GUEST.name, assignee="ana/coder",
                             project="site", packet=packet(task="A stranger's request"))
         states[held.number] = "waiting"
@@ -171,12 +175,19 @@ def test_the_board_shows_each_task_in_its_state_s_column(seeded: Seeded,
 
 
 def test_text_from_the_store_is_shown_as_text(seeded: Seeded, tmp_path: Path) -> None:
-    """A title that is markup reaches the page as text: no element, no script of its own."""
-    number = next(n for n, state in seeded.states.items() if state == "routed")
-    shown = browse(tmp_path, f"{seeded.url}/board/{seeded.vault}", "--dump-dom").stdout
-    assert "&lt;script&gt;alert(\"board\")&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;" in shown
-    assert "<b>bold</b>" not in shown and parsed(shown).scripts == ["/static/board.js"]
-    assert number in parsed(shown).cards
+    """Markup in a title, a context and a criterion reaches the board and the task page as
+    text: no element of its own, no script but the page's."""
+    number = next(n for n, state in seeded.states.items() if state == "routed"
+                  and n != min(seeded.states))  # the second routed task: the markup one
+    escaped = "&lt;script&gt;alert(\"board\")&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;"
+    for path, times in ((f"/board/{seeded.vault}", 1),
+                        (f"/board/{seeded.vault}/tasks/{number}", 4)):  # h1, title, ctx, list
+        shown = browse(tmp_path / str(times), seeded.url + path, "--dump-dom").stdout
+        assert shown.count(escaped) >= times, path
+        assert "<b>bold</b>" not in shown and parsed(shown).scripts == ["/static/board.js"]
+    board = parsed(browse(tmp_path / "again", f"{seeded.url}/board/{seeded.vault}",
+                          "--dump-dom").stdout)
+    assert board.cards[number] == "routed"
 
 
 def test_a_task_page_shows_its_journal_as_a_timeline(seeded: Seeded, tmp_path: Path) -> None:
@@ -213,29 +224,46 @@ def test_screenshots_of_the_board_and_a_task(seeded: Seeded, tmp_path: Path) -> 
 
 
 def test_the_page_reloads_itself_when_the_store_changes(seeded: Seeded) -> None:
-    """``…/changes`` is the journal's newest row: a write anywhere moves it."""
+    """``…/changes`` is the journal's newest row: any write moves it (here a control, so
+    the board's cards stay as the other tests expect)."""
     changes = f"{seeded.url}/board/{seeded.vault}/changes"
     before = httpx.get(changes).json()["seq"]
     page = httpx.get(f"{seeded.url}/board/{seeded.vault}").text
     assert f'data-seq="{before}"' in page and f'data-changes="/board/{seeded.vault}/changes"' in (
         page)
     with Hive.open(seeded.db, owner="ana", create=False, clock=ManualClock(NOW)) as hive:
-        hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder", project="site",
-                     packet=packet(task="One more"))
+        hive.hold(OWNER, agent="ana/ghost", reason="moves the journal")
     assert httpx.get(changes).json()["seq"] > before
     script = httpx.get(seeded.url + "/static/board.js")
     assert script.status_code == 200 and "data-changes" in script.text
     assert script.headers["content-type"].startswith("text/javascript")
 
 
-def test_open_on_loopback_is_not_open_to_a_rebound_name_or_a_proxy(seeded: Seeded) -> None:
+@pytest.mark.parametrize("header", [
+    {"Host": "evil.example"}, {"Host": "127.0.0.1.evil.example"},
+    {"X-Forwarded-For": "203.0.113.9"}, {"Forwarded": "for=203.0.113.9"},
+    {"X-Real-IP": "203.0.113.9"}, {"Via": "1.1 proxy"},
+    {"X-Forwarded-Host": "hive.example.org"}, {"CF-Connecting-IP": "203.0.113.9"},
+])
+def test_open_on_loopback_is_not_open_to_a_rebound_name_or_a_proxy(
+        seeded: Seeded, header: dict[str, str]) -> None:
     board = f"{seeded.url}/board/{seeded.vault}"
     assert httpx.get(board).status_code == 200
-    rebound = httpx.get(board, headers={"Host": "evil.example"})
-    assert rebound.status_code == 401 and 'action="/login"' in rebound.text
-    assert httpx.get(board, headers={"X-Forwarded-For": "203.0.113.9"}).status_code == 401
-    assert httpx.get(f"{seeded.url}/board/{seeded.vault}/changes",
-                     headers={"Host": "evil.example"}).status_code == 401
+    refused = httpx.get(board, headers=header)
+    assert refused.status_code == 401 and 'action="/login"' in refused.text
+    assert "Write the parser" not in refused.text
+    assert httpx.get(f"{board}/changes", headers=header).status_code == 401
+
+
+@pytest.mark.parametrize(("host", "local"), [
+    ("127.0.0.1:8377", True), ("localhost", True), ("[::1]:8377", True), ("[::1]", True),
+    ("127.0.0.2", True), ("evil.example", False), ("LOCALHOST.", False), ("", False),
+    ("10.0.0.1:8377", False), ("[::ffff:10.0.0.1]:80", False),
+])
+def test_which_host_names_are_loopback(host: str, local: bool) -> None:
+    from hivelite.server.board import _loopback_name
+
+    assert _loopback_name(host) is local
 
 
 def test_pages_forbid_scripts_frames_and_caching(seeded: Seeded) -> None:
@@ -247,7 +275,9 @@ def test_pages_forbid_scripts_frames_and_caching(seeded: Seeded) -> None:
     assert httpx.get(f"{seeded.url}/board/{seeded.vault}/tasks/999").status_code == 404
     assert httpx.get(f"{seeded.url}/board/{seeded.vault}/tasks/x1").status_code == 404
     assert httpx.get(f"{seeded.url}/board/nope").status_code == 404
-    assert httpx.get(f"{seeded.url}/static/../app.py").status_code == 404
+    for name in ("app.py", "board.css.bak", "__init__.py"):
+        missing = httpx.get(f"{seeded.url}/static/{name}")
+        assert missing.status_code == 404 and missing.text == "not found"  # the handler's
 
 
 @pytest.fixture(scope="module")
@@ -262,6 +292,10 @@ def guarded(seeded: Seeded, tmp_path_factory: pytest.TempPathFactory,
         yield url, hivelite(other, "info")["vault_id"]
 
 
+def sign_in(url: str, token: str, **headers: str) -> httpx.Response:
+    return httpx.post(url + "/login", data={"token": token}, headers=headers)
+
+
 def test_the_board_is_the_owner_s(seeded: Seeded, guarded: tuple[str, str]) -> None:
     guarded, other = guarded
     board = f"{guarded}/board/{seeded.vault}"
@@ -270,17 +304,20 @@ def test_the_board_is_the_owner_s(seeded: Seeded, guarded: tuple[str, str]) -> N
     assert "Write the parser" not in nobody.text
     home = httpx.get(guarded + "/")
     assert home.status_code == 401 and 'action="/login"' in home.text
+    assert 'http-equiv="refresh"' not in home.text  # the form keeps what is typed in it
 
-    agent = httpx.post(guarded + "/login", data={"token": seeded.agent_token})
+    agent = sign_in(guarded, seeded.agent_token)
     assert agent.status_code == 403 and "set-cookie" not in agent.headers
-    wrong = httpx.post(guarded + "/login", data={"token": "hl_000000000000_nothing"})
+    wrong = sign_in(guarded, "hl_000000000000_nothing")
     assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
 
-    signed = httpx.post(guarded + "/login", data={"token": seeded.owner_token})
+    signed = sign_in(guarded, seeded.owner_token)
     assert signed.status_code == 303 and signed.headers["location"] == (
         f"/board/{seeded.vault}")
-    cookie = signed.headers["set-cookie"].lower()
-    assert "httponly" in cookie and "samesite=strict" in cookie
+    cookie = signed.headers["set-cookie"]
+    assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+    session = signed.cookies["hivelite_board"]
+    assert session and seeded.owner_token.split("_")[2] not in cookie  # never the token
     with httpx.Client(base_url=guarded, cookies=signed.cookies) as browser:
         page = browser.get(f"/board/{seeded.vault}")
         assert page.status_code == 200 and "Write the parser" in page.text
@@ -289,6 +326,43 @@ def test_the_board_is_the_owner_s(seeded: Seeded, guarded: tuple[str, str]) -> N
         assert browser.get(f"/board/{other}").status_code == 403  # bob's, not ana's
         out = browser.post("/logout")
         assert out.status_code == 303 and 'hivelite_board=""' in out.headers["set-cookie"]
+    after = httpx.get(board, cookies={"hivelite_board": session})
+    assert after.status_code == 401  # the session ended with the sign-out
+
+
+def test_a_revoked_token_ends_its_board_sessions(seeded: Seeded,
+                                                 guarded: tuple[str, str]) -> None:
+    url, _ = guarded
+    token = hivelite(seeded.db, "token", "add", "--owner")["token"]
+    signed = sign_in(url, token)
+    board = f"{url}/board/{seeded.vault}"
+    assert httpx.get(board, cookies=signed.cookies).status_code == 200
+    hivelite(seeded.db, "token", "revoke", token.split("_")[1])
+    assert httpx.get(board, cookies=signed.cookies).status_code == 401
+
+
+@pytest.mark.parametrize("header", [
+    {"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"},
+])
+def test_another_site_cannot_sign_in_or_out(seeded: Seeded, guarded: tuple[str, str],
+                                             header: dict[str, str]) -> None:
+    url, _ = guarded
+    forged = sign_in(url, seeded.owner_token, **header)
+    assert forged.status_code == 403 and "set-cookie" not in forged.headers
+    signed = sign_in(url, seeded.owner_token, Origin=url, **{"Sec-Fetch-Site": "same-origin"})
+    assert signed.status_code == 303
+    assert httpx.post(url + "/logout", cookies=signed.cookies,
+                      headers=header).status_code == 403
+    board = f"{url}/board/{seeded.vault}"
+    assert httpx.get(board, cookies=signed.cookies).status_code == 200  # still signed in
+
+
+def test_a_sign_in_form_past_its_size_is_refused(guarded: tuple[str, str]) -> None:
+    url, _ = guarded
+    answer = httpx.post(url + "/login", content=b"token=" + b"x" * 10_000,
+                        headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert answer.status_code == 413 and "set-cookie" not in answer.headers
 
 
 def test_the_board_on_loopback_refuses_a_host_beyond_it(tmp_path: Path) -> None:

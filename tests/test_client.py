@@ -9,7 +9,16 @@ import threading
 
 import pytest
 
-from hivelite import Caller, ForbiddenRight, Hive, InvalidState, NotFound, RateLimited
+from hivelite import (
+    Caller,
+    ForbiddenRight,
+    Hive,
+    HiveliteError,
+    InvalidInput,
+    InvalidState,
+    NotFound,
+    RateLimited,
+)
 from hivelite.client import Client
 from hivelite.errors import Unauthenticated
 from hivelite.models import ClaimReceipt, NextClaim, Page, Receipt, TaskView
@@ -98,6 +107,25 @@ def test_a_caller_other_than_the_tokens_is_refused_before_sending(
         assert err.value.reason == "not_permitted"
     assert coder.get(n) == before
     assert coder.claim(Caller.agent("ana/coder", "Laptop."), n).holder == "ana/coder"
+
+
+def test_the_client_s_own_refusals_name_the_task_as_hive_s_do(
+        server: Server) -> None:  # noqa: F811
+    """What the client refuses before sending, it refuses as ``Hive`` would: the same
+    class and reason, naming the task."""
+    coder, owner = client(server, "coder"), client(server, "owner")
+    n = client(server, "planner").handoff(None, **{**TASK, "project": "own"}).number
+    for call, kind, reason in (
+            (lambda: owner.cancel(Caller.owner("bob"), n), ForbiddenRight, "not_owner"),
+            (lambda: coder.claim("ana/coder", n), InvalidInput, "caller_required"),  # type: ignore[arg-type]
+            (lambda: coder.claim(None, n, request_id="has space"), InvalidInput,
+             "invalid_request_id")):
+        with pytest.raises(HiveliteError) as err:
+            call()
+        assert (type(err.value), err.value.reason, err.value.extra["number"]) == (
+            kind, reason, n)
+    with pytest.raises(NotFound):  # a ref is one path segment, never a way to another route
+        coder.get(f"{n}/history")
 
 
 def test_a_budget_refusal_arrives_as_rate_limited(server: Server) -> None:  # noqa: F811

@@ -42,7 +42,7 @@ from hivelite import default_threshold as builtin_threshold
 from hivelite.clock import format_ts
 
 from . import rawsql
-from .conftest import CODER, OWNER, PLANNER, REVIEWER, OpenHive, held_task, own_task
+from .conftest import CODER, OWNER, PLANNER, REVIEWER, OpenHive, held_task, issued_by, own_task
 
 pytestmark = pytest.mark.contract
 
@@ -169,17 +169,18 @@ class Transitions:
 # -- helpers -------------------------------------------------------------------
 
 
-def snap(db_path: Path) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of the store (less the tokens a served test's callers were issued)."""
-    return rawsql.without_tokens(rawsql.snapshot_file(db_path))
+def snap(hive: Hive) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of the hive's store (less the tokens a served test's transport issued)."""
+    return rawsql.without_tokens(rawsql.snapshot_file(Path(hive.store.location)),
+                                 issued_by(hive))
 
 
 @contextmanager
-def unchanged(db_path: Path) -> Iterator[None]:
+def unchanged(hive: Hive) -> Iterator[None]:
     """The block must leave every row of every table as it was."""
-    before = snap(db_path)
+    before = snap(hive)
     yield
-    assert snap(db_path) == before
+    assert snap(hive) == before
 
 
 def holder_of(lease: ClaimReceipt) -> Caller:
@@ -302,12 +303,12 @@ def test_submit_ends_the_claim(hive: Hive) -> None:
 
 def test_submit_refuses_a_stale_token_and_writes_nothing(hive: Hive, db_path: Path) -> None:
     n, lease = claimed(hive)
-    with unchanged(db_path), refused(InvalidState, "stale_claim"):
+    with unchanged(hive), refused(InvalidState, "stale_claim"):
         hive.submit(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token + 1,
                     summary="done", evidence=EVIDENCE)
-    with unchanged(db_path), refused(ForbiddenRight, "not_permitted"):
+    with unchanged(hive), refused(ForbiddenRight, "not_permitted"):
         submit(hive, n, lease, caller=Caller.agent("ana/intruder", "laptop"))
-    with unchanged(db_path), refused(ForbiddenRight, "agent_only"):
+    with unchanged(hive), refused(ForbiddenRight, "agent_only"):
         submit(hive, n, lease, caller=OWNER)
     assert hive.get(n).task.state is State.accepted
 
@@ -466,7 +467,7 @@ BAD_EVIDENCE: dict[str, list[Any]] = {
 def test_invalid_evidence_is_refused_and_nothing_written(
         hive: Hive, db_path: Path, evidence: list[Any]) -> None:
     n, lease = claimed(hive)
-    with unchanged(db_path), pytest.raises(InvalidInput):
+    with unchanged(hive), pytest.raises(InvalidInput):
         submit(hive, n, lease, evidence=evidence)
     view = hive.get(n)
     assert view.task.state is State.accepted and view.claim is not None
@@ -487,7 +488,7 @@ def test_twenty_evidence_items_are_allowed(hive: Hive) -> None:
 def test_other_invalid_submit_input_writes_nothing(
         hive: Hive, db_path: Path, kw: dict[str, Any]) -> None:
     n, lease = claimed(hive)
-    with unchanged(db_path), pytest.raises(InvalidInput):
+    with unchanged(hive), pytest.raises(InvalidInput):
         submit(hive, n, lease, **kw)
 
 
@@ -508,7 +509,7 @@ def test_one_accept_meets_the_personal_threshold(hive: Hive) -> None:
 @pytest.mark.parametrize("reason", [None, "", "   "])
 def test_reject_needs_a_reason(hive: Hive, db_path: Path, reason: str | None) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), refused(InvalidInput, "reason_required"):
+    with unchanged(hive), refused(InvalidInput, "reason_required"):
         hive.verify(REVIEWER, n, verdict="reject", reason=reason)
 
 
@@ -538,9 +539,9 @@ def test_a_reject_wins_over_earlier_accepts(open_hive: OpenHive) -> None:
 def test_the_worker_never_verifies_its_own_result(
         hive: Hive, db_path: Path, instance: str) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), refused(ForbiddenRight, "self_verify"):
+    with unchanged(hive), refused(ForbiddenRight, "self_verify"):
         hive.verify(Caller.agent(WORKER, instance), n)
-    with unchanged(db_path), refused(ForbiddenRight, "self_verify"):
+    with unchanged(hive), refused(ForbiddenRight, "self_verify"):
         hive.verify(Caller.agent(WORKER, instance), n, verdict="reject", reason="mine is bad")
 
 
@@ -548,9 +549,9 @@ def test_the_worker_never_verifies_its_own_result(
 def test_an_agent_on_the_claiming_instance_is_not_independent(
         hive: Hive, db_path: Path, session: str | None) -> None:
     n = in_approval(hive, instance="laptop", session="s1")
-    with unchanged(db_path), refused(InvalidState, "reviewer_not_independent"):
+    with unchanged(hive), refused(InvalidState, "reviewer_not_independent"):
         hive.verify(Caller.agent(REVIEWER.name, "laptop", session), n)
-    with unchanged(db_path), refused(InvalidState, "reviewer_not_independent"):
+    with unchanged(hive), refused(InvalidState, "reviewer_not_independent"):
         hive.verify(Caller.agent(REVIEWER.name, "laptop", session), n, verdict="reject",
                     reason="no")
 
@@ -564,13 +565,13 @@ def test_a_task_not_in_approval_takes_no_verdict(hive: Hive, db_path: Path) -> N
     assert hive.get(working).task.state is State.working
     held = held_task(hive)
     for ref in (routed, accepted, working, held):
-        with unchanged(db_path), refused(InvalidState, "not_submitted"):
+        with unchanged(hive), refused(InvalidState, "not_submitted"):
             hive.verify(REVIEWER, ref)
     done = completed(hive)
     cancelled = own_task(hive)
     hive.cancel(OWNER, cancelled)
     for ref in (done, cancelled):
-        with unchanged(db_path), refused(InvalidState, "task_closed"):
+        with unchanged(hive), refused(InvalidState, "task_closed"):
             hive.verify(SECOND, ref)
 
 
@@ -581,7 +582,7 @@ def test_the_same_reviewer_counts_once(db_path: Path, open_hive: OpenHive) -> No
     for instance, verdict, reason in (("desktop", "accept", None),
                                       ("tablet", "accept", None),
                                       ("tablet", "reject", "changed my mind")):
-        with unchanged(db_path), refused(InvalidState, "already_verified"):
+        with unchanged(hive), refused(InvalidState, "already_verified"):
             hive.verify(Caller.agent(REVIEWER.name, instance), n,
                         verdict=verdict,  # type: ignore[arg-type]
                         reason=reason)
@@ -634,7 +635,7 @@ def test_a_count_hook_answering_none_counts(open_hive: OpenHive) -> None:
 
 def test_invalid_verdict_is_refused(hive: Hive, db_path: Path) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), pytest.raises(InvalidInput):
+    with unchanged(hive), pytest.raises(InvalidInput):
         hive.verify(REVIEWER, n, verdict="maybe")  # type: ignore[arg-type]
 
 
@@ -665,7 +666,7 @@ def test_the_person_declines_with_a_reason(hive: Hive) -> None:
 @pytest.mark.parametrize("reason", [None, "", "  "])
 def test_decline_needs_a_reason(hive: Hive, db_path: Path, reason: Any) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), refused(InvalidInput, "reason_required"):
+    with unchanged(hive), refused(InvalidInput, "reason_required"):
         hive.decline(OWNER, n, reason=reason)
 
 
@@ -673,14 +674,14 @@ def test_sign_off_and_decline_only_in_approval(hive: Hive, db_path: Path) -> Non
     routed = own_task(hive)
     n, _ = claimed(hive)
     for ref in (routed, n):
-        with unchanged(db_path), refused(InvalidState, "not_submitted"):
+        with unchanged(hive), refused(InvalidState, "not_submitted"):
             hive.sign_off(OWNER, ref)
-        with unchanged(db_path), refused(InvalidState, "not_submitted"):
+        with unchanged(hive), refused(InvalidState, "not_submitted"):
             hive.decline(OWNER, ref, reason="no")
     done = completed(hive)
-    with unchanged(db_path), refused(InvalidState, "task_closed"):
+    with unchanged(hive), refused(InvalidState, "task_closed"):
         hive.sign_off(OWNER, done)
-    with unchanged(db_path), refused(InvalidState, "task_closed"):
+    with unchanged(hive), refused(InvalidState, "task_closed"):
         hive.decline(OWNER, done, reason="no")
 
 
@@ -697,9 +698,9 @@ NOT_THE_PERSON: dict[str, tuple[Caller, str]] = {
 def test_only_the_person_signs_off_or_declines(
         hive: Hive, db_path: Path, caller: Caller, reason: str) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), refused(ForbiddenRight, reason):
+    with unchanged(hive), refused(ForbiddenRight, reason):
         hive.sign_off(caller, n)
-    with unchanged(db_path), refused(ForbiddenRight, reason):
+    with unchanged(hive), refused(ForbiddenRight, reason):
         hive.decline(caller, n, reason="no")
 
 
@@ -718,7 +719,7 @@ def test_a_missing_caller_is_refused_never_taken_for_the_owner(
     """No verb of a result acts for a caller nobody established (``actor=None`` used to
     mean the owner)."""
     n, lease = claimed(hive)
-    with unchanged(db_path), refused(InvalidInput, "caller_required"):
+    with unchanged(hive), refused(InvalidInput, "caller_required"):
         hive.submit(caller, n, lease_id=lease.lease_id, token=lease.fencing_token,
                     summary="done", evidence=EVIDENCE)
     submit(hive, n, lease)
@@ -729,14 +730,14 @@ def test_a_missing_caller_is_refused_never_taken_for_the_owner(
         "amend": lambda: hive.amend(caller, n, summary="someone's words"),
     }
     for verb, call in calls.items():
-        with unchanged(db_path), refused(InvalidInput, "caller_required"):
+        with unchanged(hive), refused(InvalidInput, "caller_required"):
             try:
                 call()
             except InvalidInput as exc:
                 exc.add_note(f"verb {verb}")
                 raise
     done = completed(hive)
-    with unchanged(db_path), refused(InvalidInput, "caller_required"):
+    with unchanged(hive), refused(InvalidInput, "caller_required"):
         hive.amend(caller, done, merge_commit="abc1234")
     assert hive.get(n).task.state is State.approval
     assert hive.get(done).merge is None
@@ -790,20 +791,20 @@ NOT_THE_SUBMITTER: dict[str, tuple[Caller, str]] = {
 def test_only_the_submitter_amends_a_result_in_approval(
         hive: Hive, db_path: Path, caller: Caller, reason: str) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), refused(ForbiddenRight, reason):
+    with unchanged(hive), refused(ForbiddenRight, reason):
         hive.amend(caller, n, summary="someone else's words")
 
 
 def test_amend_with_invalid_evidence_writes_nothing(hive: Hive, db_path: Path) -> None:
     n = in_approval(hive)
     for bad in BAD_EVIDENCE.values():
-        with unchanged(db_path), pytest.raises(InvalidInput):
+        with unchanged(hive), pytest.raises(InvalidInput):
             hive.amend(CODER, n, evidence=bad)
 
 
 def test_a_merge_record_needs_a_completed_task(hive: Hive, db_path: Path) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), refused(InvalidState, "not_amendable"):
+    with unchanged(hive), refused(InvalidState, "not_amendable"):
         hive.amend(CODER, n, merge_commit="abc1234")
 
 
@@ -819,7 +820,7 @@ def test_the_submitter_records_the_merge_once(hive: Hive, db_path: Path) -> None
     assert event.detail == {"merge_commit": "abc1234"}
     assert receipt.seq == event.seq
     for caller in (CODER, OWNER):
-        with unchanged(db_path), refused(InvalidState, "merge_recorded"):
+        with unchanged(hive), refused(InvalidState, "merge_recorded"):
             hive.amend(caller, n, merge_commit="def5678")
     assert hive.get(n).merge.commit == "abc1234"  # type: ignore[union-attr]
 
@@ -835,7 +836,7 @@ def test_the_person_records_the_merge(hive: Hive, as_owner: bool) -> None:
 
 def test_the_reviewer_never_records_the_merge(hive: Hive, db_path: Path) -> None:
     n = completed(hive, reviewer=REVIEWER)
-    with unchanged(db_path), refused(ForbiddenRight, "not_merger"):
+    with unchanged(hive), refused(ForbiddenRight, "not_merger"):
         hive.amend(REVIEWER, n, merge_commit="abc1234")
 
 
@@ -846,7 +847,7 @@ def test_the_reviewer_of_a_threshold_two_task_never_records_the_merge(
     hive.verify(REVIEWER, n)
     assert hive.verify(SECOND, n).state is State.completed
     for reviewer in (REVIEWER, SECOND):
-        with unchanged(db_path), refused(ForbiddenRight, "not_merger"):
+        with unchanged(hive), refused(ForbiddenRight, "not_merger"):
             hive.amend(reviewer, n, merge_commit="abc1234")
 
 
@@ -861,7 +862,7 @@ NOT_A_MERGER: dict[str, tuple[Caller, str]] = {
 def test_anyone_else_may_not_record_the_merge(
         hive: Hive, db_path: Path, caller: Caller, reason: str) -> None:
     n = completed(hive)
-    with unchanged(db_path), refused(ForbiddenRight, reason):
+    with unchanged(hive), refused(ForbiddenRight, reason):
         hive.amend(caller, n, merge_commit="abc1234")
 
 
@@ -870,7 +871,7 @@ def test_anyone_else_may_not_record_the_merge(
 def test_a_merge_commit_is_seven_to_64_lowercase_hex(
         hive: Hive, db_path: Path, commit: str) -> None:
     n = completed(hive)
-    with unchanged(db_path), pytest.raises(InvalidInput):
+    with unchanged(hive), pytest.raises(InvalidInput):
         hive.amend(CODER, n, merge_commit=commit)
 
 
@@ -885,7 +886,7 @@ def test_a_completed_result_is_not_amended(hive: Hive, db_path: Path) -> None:
     n = completed(hive)
     for kw in ({"summary": "later words"}, {"evidence": EVIDENCE},
                {"summary": "x", "merge_commit": "abc1234"}):
-        with unchanged(db_path), refused(InvalidState, "not_amendable"):
+        with unchanged(hive), refused(InvalidState, "not_amendable"):
             hive.amend(CODER, n, **kw)
 
 
@@ -927,7 +928,7 @@ def test_other_states_are_not_amendable(hive: Hive, db_path: Path) -> None:
                            (CODER, {"evidence": EVIDENCE}),
                            (CODER, {"merge_commit": "abc1234"}),
                            (OWNER, {"merge_commit": "abc1234"})):
-            with unchanged(db_path), refused(InvalidState, "not_amendable"):
+            with unchanged(hive), refused(InvalidState, "not_amendable"):
                 try:
                     hive.amend(caller, n, **kw)
                 except InvalidState as exc:
@@ -946,7 +947,7 @@ def test_a_bad_threshold_answer_is_a_plugin_error_and_writes_nothing(
         db_path: Path, open_hive: OpenHive, value: Any) -> None:
     hive = open_hive(plugins=[Threshold(value)])
     n, lease = claimed(hive)
-    with unchanged(db_path), pytest.raises(PluginError) as info:
+    with unchanged(hive), pytest.raises(PluginError) as info:
         submit(hive, n, lease)
     assert info.value.plugin == "Threshold"
     assert info.value.hook == "hivelite_merge_threshold"
@@ -959,7 +960,7 @@ def test_a_raising_evidence_check_is_a_plugin_error_and_writes_nothing(
         db_path: Path, open_hive: OpenHive) -> None:
     hive = open_hive(plugins=[RaisingEvidence()])
     n, lease = claimed(hive)
-    with unchanged(db_path), pytest.raises(PluginError) as info:
+    with unchanged(hive), pytest.raises(PluginError) as info:
         submit(hive, n, lease)
     assert info.value.plugin == "RaisingEvidence"
     assert info.value.hook == "hivelite_check_evidence"
@@ -972,7 +973,7 @@ def test_an_evidence_check_of_the_wrong_type_is_a_plugin_error(
         db_path: Path, open_hive: OpenHive, answer: Any) -> None:
     hive = open_hive(plugins=[EvidenceProblems(answer)])
     n, lease = claimed(hive)
-    with unchanged(db_path), pytest.raises(PluginError) as info:
+    with unchanged(hive), pytest.raises(PluginError) as info:
         submit(hive, n, lease)
     assert (info.value.plugin, info.value.hook) == ("EvidenceProblems",
                                                     "hivelite_check_evidence")
@@ -984,7 +985,7 @@ def test_a_bad_count_hook_is_a_plugin_error_and_writes_nothing(
         db_path: Path, open_hive: OpenHive, plugin: object) -> None:
     hive = open_hive(plugins=[plugin])
     n = in_approval(hive)
-    with unchanged(db_path), pytest.raises(PluginError) as info:
+    with unchanged(hive), pytest.raises(PluginError) as info:
         hive.verify(REVIEWER, n)
     assert info.value.plugin == type(plugin).__name__
     assert info.value.hook == "hivelite_count_confirmation"
@@ -1036,9 +1037,9 @@ def test_amended_evidence_passes_the_evidence_checks_or_nothing_changes(
     hive = open_hive(plugins=[Threshold(2), RefuseAmendedEvidence()])
     n = in_approval(hive)
     hive.verify(REVIEWER, n)
-    with unchanged(db_path), pytest.raises(InvalidInput):
+    with unchanged(hive), pytest.raises(InvalidInput):
         hive.amend(CODER, n, summary="refuse me")
-    with unchanged(db_path), pytest.raises(PluginError) as info:
+    with unchanged(hive), pytest.raises(PluginError) as info:
         hive.amend(CODER, n, summary="boom")
     assert (info.value.plugin, info.value.hook) == ("RefuseAmendedEvidence",
                                                     "hivelite_check_evidence")
@@ -1083,7 +1084,7 @@ def test_an_evidence_url_the_seed_schema_refuses_is_refused(
     """A url the seed's ``format: uri`` refuses must not reach a returned task."""
     assert not FormatChecker().conforms(url, "uri")
     n, lease = claimed(hive)
-    with unchanged(db_path), pytest.raises(InvalidInput):
+    with unchanged(hive), pytest.raises(InvalidInput):
         submit(hive, n, lease, evidence=[{"kind": "link", "summary": "the PR", "url": url}])
 
 
@@ -1097,7 +1098,7 @@ def test_a_raising_threshold_hook_is_a_plugin_error_and_writes_nothing(
         db_path: Path, open_hive: OpenHive) -> None:
     hive = open_hive(plugins=[RaisingThreshold()])
     n, lease = claimed(hive)
-    with unchanged(db_path), pytest.raises(PluginError) as info:
+    with unchanged(hive), pytest.raises(PluginError) as info:
         submit(hive, n, lease)
     assert (info.value.plugin, info.value.hook) == ("RaisingThreshold",
                                                     "hivelite_merge_threshold")
@@ -1106,16 +1107,16 @@ def test_a_raising_threshold_hook_is_a_plugin_error_and_writes_nothing(
 @pytest.mark.parametrize("agent", ["ana", "ana/", "Ana/Reviewer"])
 def test_a_verdict_comes_from_an_agent(hive: Hive, db_path: Path, agent: str) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), refused(InvalidInput, "invalid_agent"):
+    with unchanged(hive), refused(InvalidInput, "invalid_agent"):
         hive.verify(Caller.agent(agent, "desktop"), n)
-    with unchanged(db_path), refused(ForbiddenRight, "agent_only"):
+    with unchanged(hive), refused(ForbiddenRight, "agent_only"):
         hive.verify(OWNER, n)
 
 
 def test_an_amendment_must_change_something(hive: Hive, db_path: Path) -> None:
     n = in_approval(hive)
-    with unchanged(db_path), pytest.raises(InvalidInput):
+    with unchanged(hive), pytest.raises(InvalidInput):
         hive.amend(CODER, n)
     done = completed(hive)
-    with unchanged(db_path), pytest.raises(InvalidInput):
+    with unchanged(hive), pytest.raises(InvalidInput):
         hive.amend(CODER, done)

@@ -92,8 +92,8 @@ class Server:
     db: Path
     process: subprocess.Popen[str]
 
-    def tasks(self, vault: str | None = None) -> str:
-        return f"{self.url}/v1/vaults/{vault or self.vault}/tasks"
+    def tasks(self, path: str = "", vault: str | None = None) -> str:
+        return f"{self.url}/v1/vaults/{vault or self.vault}/tasks{path}"
 
     def call(self, method: str, path: str = "", who: str | None = "coder",
              body: dict[str, Any] | None = None, **headers: str) -> Any:
@@ -152,7 +152,7 @@ def test_no_good_token_is_401(server: Server, who: str | None, reason: str) -> N
 
 
 def test_a_vault_the_server_does_not_have_is_404(server: Server) -> None:
-    response = httpx.get(server.tasks("f" * 32), headers={
+    response = httpx.get(server.tasks(vault="f" * 32), headers={
         "Authorization": f"Bearer {server.tokens['coder']}"})
     error_of(response, 404, "no_such_vault")
 
@@ -223,6 +223,18 @@ def test_errors_carry_the_number_and_a_stale_holder_is_409(server: Server) -> No
     bad = error_of(server.call("POST", f"/{n}/updates", body={"summary": 3}), 422,
                    "invalid_update")
     assert "lease_id" in bad["message"]
+
+
+def test_a_body_too_deep_or_too_large_is_refused_not_a_failure(server: Server) -> None:
+    n = server.call("POST", who="planner", body=TASK).json()["number"]
+    headers = {"Authorization": f"Bearer {server.tokens['coder']}",
+               "Content-Type": "application/json"}
+    deep = httpx.post(server.tasks(f"/{n}/claim"), content=b"[" * 100_000 + b"]" * 100_000,
+                      headers=headers)
+    error_of(deep, 422, "invalid_json")
+    large = httpx.post(server.tasks(f"/{n}/claim"), content=b" " * (2 << 20), headers=headers)
+    error_of(large, 422, "body_too_large")
+    assert server.call("POST", f"/{n}/claim", body={}).status_code == 200
 
 
 def test_a_retry_with_the_same_idempotency_key_gets_the_first_answer(server: Server) -> None:

@@ -38,6 +38,7 @@ from ..hive import Hive
 from ..models import Identity
 from ..tokens import Authenticated
 from .board import Board
+from .bodies import read_body
 from .mcp_tools import build_mcp
 from .openapi import openapi_document
 from .routes import ROUTES, Route
@@ -92,10 +93,10 @@ def _ref(request: Request) -> int | str | None:
 async def _body(request: Request, route: Route) -> Any:
     if route.method == "GET":
         return dict(request.query_params)
-    raw = await request.body()
+    raw = await read_body(request)
     try:
         data = json.loads(raw) if raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
         raise InvalidInput("invalid_json", "the request body is not JSON",
                            field="body") from None
     if route.body is None:

@@ -1,32 +1,41 @@
 """The board's routes: the owner's view of each vault, in a browser.
 
 A browser cannot send a bearer header, so the owner signs in once with an owner token
-(``POST /login``, a form) and the board keeps it in an ``HttpOnly``, ``SameSite=Strict``
-cookie; tokens never travel in a URL (where logs and history would keep them). When the
-owner chooses (``hivelite serve --board-on-loopback``), requests from this machine,
-addressed to a loopback name, see the board without signing in. Every page is read-only.
+(``POST /login``, a form, from this origin only). The server keeps the token and gives
+the browser a random session id in an ``HttpOnly``, ``SameSite=Strict`` cookie: the
+cookie is worth nothing elsewhere (cookies are shared across a host's ports), and every
+request checks the token again, so revoking it ends the session. Tokens never travel in
+a URL (where logs and history would keep them). When the owner chooses (``hivelite
+serve --board-on-loopback``), requests from this machine, addressed to a loopback name
+and not relayed by a proxy, see the board without signing in. Every page is read-only.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import secrets
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ..errors import ForbiddenRight, HiveliteError, NotFound, Unauthenticated
+from ..errors import ForbiddenRight, HiveliteError, InvalidInput, NotFound, Unauthenticated
 from ..hive import Hive
 from ..protocol import TERMINAL
 from . import pages
+from .bodies import read_body
 from .vaults import Vaults
 
 COOKIE = "hivelite_board"
+SESSION_SECONDS = 12 * 3600
+"""How long a sign-in lasts (the token is checked again on every request regardless)."""
+MAX_SESSIONS = 1000
 MAX_FORM = 4096
 HEADERS = {
     "Content-Security-Policy": (
@@ -38,12 +47,19 @@ HEADERS = {
 }
 STATIC = {"board.css": "text/css; charset=utf-8",
           "board.js": "text/javascript; charset=utf-8"}
-FORWARDED = ("forwarded", "x-forwarded-for", "x-real-ip")
+FORWARDED = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip", "via",
+             "cf-connecting-ip", "true-client-ip")
+"""Headers a proxy adds: a request carrying one came through a proxy, not from a browser
+on this machine (a proxy that adds none cannot be told apart: docs/serve.md)."""
 
 
 def _loopback_name(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
-    name = name.strip("[]")
+    """Whether a ``Host`` header (``name``, ``name:port``, ``[v6]``, ``[v6]:port``) names
+    this machine."""
+    if host.startswith("["):
+        name = host[1:host.find("]")] if "]" in host else ""
+    else:
+        name = host.split(":", 1)[0] if host.count(":") == 1 else host
     if name == "localhost":
         return True
     try:
@@ -61,8 +77,44 @@ def from_this_machine(request: Request) -> bool:
             and not any(h in request.headers for h in FORWARDED))
 
 
+def from_this_origin(request: Request) -> bool:
+    """A form posted by a page of this server, not by another site (no login CSRF): the
+    browser's ``Sec-Fetch-Site`` and ``Origin`` say so when it sends them."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    return origin is None or urlsplit(origin).netloc == request.headers.get("host")
+
+
 def html(text: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(text, status_code=status, headers=HEADERS)
+
+
+@dataclass
+class Sessions:
+    """Signed-in browsers: a random id each, mapped to the vault and the owner token."""
+
+    by_id: dict[str, tuple[str, str, float]] = field(default_factory=dict)
+
+    def start(self, vault_id: str, token: str) -> str:
+        now = time.monotonic()
+        for key in [k for k, (_, _, ends) in self.by_id.items() if ends <= now]:
+            del self.by_id[key]
+        while len(self.by_id) >= MAX_SESSIONS:  # the oldest sign-in goes first
+            del self.by_id[next(iter(self.by_id))]
+        session = secrets.token_urlsafe(32)
+        self.by_id[session] = (vault_id, token, now + SESSION_SECONDS)
+        return session
+
+    def token(self, session: str | None) -> str | None:
+        found = self.by_id.get(session or "")
+        if found is None or found[2] <= time.monotonic():
+            return None
+        return found[1]
+
+    def end(self, session: str | None) -> None:
+        self.by_id.pop(session or "", None)
 
 
 @dataclass
@@ -71,6 +123,7 @@ class Board:
 
     vaults: Vaults
     on_loopback: bool = False
+    sessions: Sessions = field(default_factory=Sessions)
 
     # -- who may look ---------------------------------------------------------
 
@@ -84,11 +137,14 @@ class Board:
                                  f" {auth.caller}'s")
         return str(vault_id)
 
+    def _signed_in(self, request: Request) -> str | None:
+        return self.sessions.token(request.cookies.get(COOKIE))
+
     async def _admit(self, request: Request, vault_id: str) -> Hive:
         hive: Hive = self.vaults[vault_id]
         if self.on_loopback and from_this_machine(request):
             return hive
-        signed_in = await run_in_threadpool(self._owner_vault, request.cookies.get(COOKIE))
+        signed_in = await run_in_threadpool(self._owner_vault, self._signed_in(request))
         if signed_in != vault_id:
             raise ForbiddenRight("not_permitted", "this board belongs to another vault's"
                                  " owner")
@@ -124,10 +180,8 @@ class Board:
                 limit=pages.DONE_CARDS if done else pages.OPEN_CARDS).items
         return pages.board(vault, columns, now)
 
-    def _task(self, hive: Hive, number: str) -> str:
-        if not (number.isascii() and number.isdigit()) or not 0 < int(number) < 2**63:
-            raise NotFound("no_such_task", f"no task {number!r} in this vault")
-        view = hive.get(int(number))
+    def _task(self, hive: Hive, ref: str) -> str:
+        view = hive.get(int(ref) if ref.isascii() and ref.isdigit() else ref)
         return pages.task_page(view, hive.history(view.number), self._vault(hive),
                                hive.clock())
 
@@ -141,7 +195,7 @@ class Board:
                     return _to(f"/board/{quote(next(iter(self.vaults.by_id)))}")
                 listed = await run_in_threadpool(lambda: [self._vault(h) for h in hives])
                 return html(pages.vault_index(listed))
-            vault_id = await run_in_threadpool(self._owner_vault, request.cookies.get(COOKIE))
+            vault_id = await run_in_threadpool(self._owner_vault, self._signed_in(request))
             return _to(f"/board/{quote(vault_id)}")
         return await self._guarded(request, make)
 
@@ -173,22 +227,30 @@ class Board:
         return html(pages.login())
 
     async def login(self, request: Request) -> Response:
-        """Trade an owner token (a form field) for the board's cookie."""
-        raw = await request.body()
-        if len(raw) > MAX_FORM:
-            return html(pages.login("that is not a token"), 400)
+        """Trade an owner token (a form field) for a session of the board."""
+        if not from_this_origin(request):
+            return html(pages.refusal("sign in from this server's own page"), 403)
+        try:
+            raw = await read_body(request, MAX_FORM)
+        except InvalidInput:
+            return html(pages.login("that is not a token"), 413)
         form = parse_qs(raw.decode("utf-8", "replace"))
         token = (form.get("token") or [""])[0].strip() or None
 
         async def make() -> Response:
             vault_id = await run_in_threadpool(self._owner_vault, token)
+            session = self.sessions.start(vault_id, token or "")
             answer = _to(f"/board/{quote(vault_id)}")
-            answer.set_cookie(COOKIE, token or "", httponly=True, samesite="strict",
-                              secure=request.url.scheme == "https", path="/")
+            answer.set_cookie(COOKIE, session, max_age=SESSION_SECONDS, httponly=True,
+                              samesite="strict", secure=request.url.scheme == "https",
+                              path="/")
             return answer
         return await self._guarded(request, make)
 
     async def logout(self, request: Request) -> Response:
+        if not from_this_origin(request):
+            return html(pages.refusal("sign out from this server's own page"), 403)
+        self.sessions.end(request.cookies.get(COOKIE))
         answer = _to("/login")
         answer.delete_cookie(COOKIE, path="/")
         return answer

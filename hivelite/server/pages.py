@@ -73,8 +73,8 @@ def page(title: str, body: str, *, vault: Vault | None = None) -> str:
         f"<title>{e(title)}</title>"
         '<link rel="stylesheet" href="/static/board.css">'
         '<script src="/static/board.js" defer></script>'
-        '<noscript><meta http-equiv="refresh" content="30"></noscript>'
-        f"</head><body{watch}>\n{body}\n</body></html>\n")
+        + ('<noscript><meta http-equiv="refresh" content="30"></noscript>' if vault else "")
+        + f"</head><body{watch}>\n{body}\n</body></html>\n")
 
 
 def _header(vault: Vault, now: datetime, crumb: str = "") -> str:
