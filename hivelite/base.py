@@ -59,7 +59,7 @@ from .models import (
     TaskView,
 )
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
-from .protocol import MOVES_BY_PAIR, PRIORITIES, State
+from .protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, State
 from .retries import KEEP, PENDING, Pending, dump_answer, idempotent, load_answer
 from .settings import settings_path
 from .store import ListFilter, Reader, RequestRow, Store, TaskRow
@@ -69,7 +69,6 @@ from .views import PacketCache, task_of, view_of
 log = logging.getLogger("hivelite")
 
 MAX_PAGE = 500
-SORTS = ("age", "priority", "updated")
 MAX_NOTIFY_FAILURES = 100
 UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)
 """What building a view raises on a row raw SQL wrote: JSON that is not JSON, a state or a

@@ -13,14 +13,12 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from importlib import resources
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from . import diagrams, render
-from .base import SORTS
+from . import __version__, diagrams
 from .cli_context import (
     AS_AGENT,
     AS_OWNER,
@@ -32,17 +30,15 @@ from .cli_context import (
 )
 from .cli_owner import COMMANDS
 from .cli_serve import mcp_stdio, serve
-from .demo import run_demo
 from .errors import HiveliteError, InvalidInput, UnexpectedError
-from .hive import Hive
 from .jsontext import loads_bounded
-from .models import ClaimReceipt
-from .protocol import PRIORITIES, State
-from .store.doctor import diagnose_file
-from .store.sqlite import DatabaseError, SqliteStore
-from .store.transfer import backup as take_backup
-from .store.transfer import export as write_export
-from .store.transfer import export_lines, import_lines
+from .protocol import PRIORITIES, SORTS, State
+from .terminal import printable
+
+if TYPE_CHECKING:
+    from .hive import Hive
+    from .models import ClaimReceipt
+    from .store.sqlite import SqliteStore
 
 SERVED_VERBS = frozenset({
     "handoff", "list", "show", "history", "approve", "deny", "cancel", "sign-off", "decline",
@@ -69,7 +65,7 @@ MAX_NUMBER = (1 << 63) - 1
               " serve instead of the file ($HIVELITE_URL).")
 @click.option("--token", envvar="HIVELITE_TOKEN", help="The token to call --url with"
               " ($HIVELITE_TOKEN): it says who acts.")
-@click.version_option(package_name="hivelite")
+@click.version_option(version=__version__, prog_name="hivelite")
 @click.pass_context
 def cli(ctx: click.Context, db: str, as_json: bool, plugins_dir: str | None,
         url: str | None, token: str | None) -> None:
@@ -191,6 +187,7 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
       hivelite list --state routed
       hivelite list --ready --assignee ana/coder --sort priority --json
     """
+    from . import render
     if cursor is not None and not 0 <= cursor <= MAX_NUMBER:
         raise click.BadParameter(f"{cursor} is not a task number (0 to {MAX_NUMBER})",
                                  param_hint="--after")
@@ -219,7 +216,7 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
         ctx.emit(page, lambda: render.task_table(page.items, hive.clock(), page.next_cursor))
     # a row raw SQL left unreadable is left out of the listing and named here
     for row in page.damaged:
-        click.echo(render.printable(f"warning: task {row.number} ({row.id}) cannot be read"
+        click.echo(printable(f"warning: task {row.number} ({row.id}) cannot be read"
                                     f" ({row.error}); it is left out of this list"), err=True)
 
 
@@ -233,6 +230,7 @@ def show(ctx: Context, ref: str) -> None:
     Example:
       hivelite show 3
     """
+    from . import render
     with ctx.open() as hive:
         view = hive.get(ref)
         ctx.emit(view, lambda: render.task_block(view, hive.clock()))
@@ -283,7 +281,7 @@ def info(ctx: Context) -> None:
     """
     with ctx.open_store() as hive:
         found = hive.info()
-        ctx.emit(found, lambda: "\n".join(render.printable(line) for line in [
+        ctx.emit(found, lambda: "\n".join(printable(line) for line in [
             f"store      {found.location}", f"vault id   {found.vault_id}",
             f"owner      {found.owner}", f"schema     {found.schema_version}",
             "tasks      " + (", ".join(f"{n} {state}" for state, n in
@@ -303,6 +301,7 @@ def history(ctx: Context, ref: str) -> None:
     Example:
       hivelite history 2
     """
+    from . import render
     with ctx.open() as hive:
         rows = hive.history(ref)
         ctx.emit(rows, lambda: render.journal_table(rows))
@@ -319,6 +318,7 @@ def lease_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _lease_text(lease: ClaimReceipt, now: datetime) -> str:
+    from . import render
     return (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
             f"  lease_id       {lease.lease_id}\n  fencing_token  {lease.fencing_token}\n"
             f"  expires_at     {lease.expires_at} ({render.ago(lease.expires_at, now)})")
@@ -368,6 +368,7 @@ def next_(ctx: Context, minutes: int, project: str | None, label: str | None,
     Example:
       hivelite next --agent ana/coder --instance laptop
     """
+    from . import render
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
         lease = hive.claim_next(acting(hive, caller), minutes=minutes, project=project, label=label,
@@ -727,6 +728,8 @@ def schema() -> None:
     Example:
       hivelite schema > task.schema.json
     """
+    from importlib import resources
+
     text = resources.files("hivelite").joinpath("data/task.schema.json").read_text()
     click.echo(text.rstrip())
 
@@ -740,6 +743,7 @@ def demo(ctx: Context) -> None:
     Example:
       hivelite demo
     """
+    from .demo import run_demo
     with ctx.open_store(create=True) as hive:
         steps = run_demo(hive, echo=None if ctx.as_json else click.echo)
         if ctx.as_json:
@@ -751,6 +755,7 @@ for command in (*COMMANDS, serve, mcp_stdio):  # the owner's controls, budgets, 
 
 
 def _sqlite(hive: Hive) -> SqliteStore:
+    from .store.sqlite import SqliteStore
     if not isinstance(hive.store, SqliteStore):  # pragma: no cover - one backend today
         raise UnexpectedError("unexpected", "this verb works on a store file")
     return hive.store
@@ -775,12 +780,13 @@ def doctor(ctx: Context, quick: bool, head: str | None) -> None:
       hivelite doctor
       hivelite doctor --head 1042:5d0c2a8e4f9b71c3a6e2d8f0b4c7a913
     """
+    from .store.doctor import diagnose_file
     found = diagnose_file(Path(ctx.db), quick=quick, head=head)
     ok = all(f.ok for f in found)
     report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail,
                                     **(f.data or {})} for f in found]}
     ctx.emit(report, lambda: "\n".join(
-        f"{'ok  ' if f.ok else 'FAIL'}  {f.check:<20} {render.printable(f.detail)}"
+        f"{'ok  ' if f.ok else 'FAIL'}  {f.check:<20} {printable(f.detail)}"
         for f in found))
     if not ok:
         failed = ", ".join(f.check for f in found if not f.ok)
@@ -799,6 +805,7 @@ def backup(ctx: Context, dest: str) -> None:
     Example:
       hivelite backup ~/backups/hive-2026-12-02.db
     """
+    from .store.transfer import backup as take_backup
     with ctx.open_store() as hive:
         take_backup(_sqlite(hive).conn, Path(dest))
     data = {"backup": os.path.abspath(dest), "of": os.path.abspath(ctx.db)}
@@ -816,6 +823,8 @@ def export(ctx: Context, out: str | None) -> None:
     Example:
       hivelite export --out work.jsonl
     """
+    from .store.transfer import export as write_export
+    from .store.transfer import export_lines
     with ctx.open_store() as hive:
         conn = _sqlite(hive).conn
         if out is None:
@@ -843,6 +852,9 @@ def import_(ctx: Context, source: Any) -> None:
     Example:
       hivelite --db copy.db import work.jsonl
     """
+    from .store.doctor import diagnose_file
+    from .store.sqlite import SqliteStore
+    from .store.transfer import import_lines
     store = SqliteStore(Path(ctx.db))
     try:
         rows = import_lines(store.conn, source)
@@ -859,7 +871,7 @@ def _fail(error: HiveliteError, as_json: bool) -> NoReturn:
     if as_json:
         click.echo(json.dumps({"error": error.to_dict()}, indent=2))
     # the message may quote what a caller typed or a row holds: no control characters
-    click.echo(render.printable(f"error: {error.code}/{error.reason}: {error.message}"),
+    click.echo(printable(f"error: {error.code}/{error.reason}: {error.message}"),
                err=True)
     sys.exit(error.exit_code)
 
@@ -868,18 +880,19 @@ class _PrintableFormatter(logging.Formatter):
     """Warnings on stderr, with terminal control characters escaped."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return render.printable(super().format(record))
+        return printable(super().format(record))
 
 
 def _check_utf8(args: Sequence[str]) -> None:
     """Arguments and ``$HIVELITE_`` variables are text: bytes that are not UTF-8 (which
     Python keeps as lone surrogates) are ``422 invalid_input invalid_utf8``."""
-    named = [(f"argument {i}", f" ({printable_arg(a)})", a) for i, a in enumerate(args, 1)]
-    named += [(f"${k}", "", v) for k, v in os.environ.items() if k.startswith("HIVELITE_")]
-    for field, quoted, text in named:
+    named = [(f"argument {i}", True, a) for i, a in enumerate(args, 1)]
+    named += [(f"${k}", False, v) for k, v in os.environ.items() if k.startswith("HIVELITE_")]
+    for field, quote, text in named:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
+            quoted = f" ({printable_arg(text)})" if quote else ""
             raise InvalidInput("invalid_utf8", f"{field}{quoted} is not UTF-8 text",
                                field=field) from None
 
@@ -888,7 +901,7 @@ def printable_arg(text: str) -> str:
     """An argument as an error quotes it: undecodable bytes as ``\\xff``, control
     characters escaped."""
     raw = text.encode("utf-8", "surrogateescape")
-    return render.printable(raw.decode("utf-8", "backslashreplace"))
+    return printable(raw.decode("utf-8", "backslashreplace"))
 
 
 def _show(exc: click.ClickException) -> None:
@@ -903,7 +916,7 @@ def _show(exc: click.ClickException) -> None:
             hint = f"Try '{ctx.command_path} {max(names, key=len)}' for help.\n"
         color = ctx.color
         click.echo(f"{ctx.get_usage()}\n{hint}", err=True, color=color)
-    click.echo(f"Error: {render.printable(exc.format_message())}", err=True, color=color)
+    click.echo(f"Error: {printable(exc.format_message())}", err=True, color=color)
 
 
 GLOBAL_VALUED = ("--db", "--plugins-dir", "--url", "--token")
@@ -985,9 +998,22 @@ def main(argv: Sequence[str] | None = None) -> None:
                                              "message": exc.format_message()}}, indent=2))
         _show(exc)
         sys.exit(EXIT_USAGE)
-    except (OSError, UnicodeError, ValueError, OverflowError, DatabaseError) as exc:
+    except Exception as exc:
+        if not isinstance(exc, _unforeseen()):
+            raise
         # a file that cannot be read, a failure of SQLite the store did not foresee, ...
         _fail(UnexpectedError("unexpected", f"{type(exc).__name__}: {exc}"), as_json)
+
+
+def _unforeseen() -> tuple[type[BaseException], ...]:
+    """The failures ``main`` reports as an error rather than a traceback: a file that cannot
+    be read, text that is not what it should be, and SQLite's own errors, when the verb
+    opened a store at all (it is not imported otherwise: ``--help`` stays fast)."""
+    kinds: list[type[BaseException]] = [OSError, UnicodeError, ValueError, OverflowError]
+    sqlite = sys.modules.get("hivelite.store.sqlite")
+    if sqlite is not None:
+        kinds.append(sqlite.DatabaseError)
+    return tuple(kinds)
 
 
 __all__ = ["cli", "main"]

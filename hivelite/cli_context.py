@@ -12,19 +12,19 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
-from pydantic import BaseModel
 
-from . import render
-from .caller import Caller
 from .clock import clock_from_env
 from .errors import ForbiddenRight
-from .face import TaskFace
-from .hive import Hive
-from .models import Receipt
+
+if TYPE_CHECKING:
+    from .caller import Caller
+    from .face import TaskFace
+    from .hive import Hive
+    from .models import Receipt
 
 
 class FileOwner:
@@ -69,6 +69,7 @@ class Context:
 
     def open_store(self, *, create: bool = False, owner: str | None = None) -> Hive:
         """The store file itself (the verbs that only a store file serves)."""
+        from .hive import Hive
         if self.url is not None:
             verb = click.get_current_context().info_name
             raise click.UsageError(f"{verb} works on a store file, not over --url")
@@ -81,6 +82,7 @@ class Context:
         or the store's owner, which only the user owning the store file may be (its name is
         read from the store once it is open: :func:`acting`). An agent's verb without an
         agent is a usage error, never the owner."""
+        from .caller import Caller
         params = click.get_current_context()
         if agent is not None:
             if instance is None:
@@ -117,6 +119,7 @@ class Context:
         ``--agent`` and ``--instance`` name whom it binds: the agent of
         ``$HIVELITE_AGENT`` when set (whom the store then refuses: only the owner
         controls), else the store's owner."""
+        from .caller import Caller
         agent = os.environ.get("HIVELITE_AGENT")
         if agent:
             instance = os.environ.get("HIVELITE_INSTANCE")
@@ -137,6 +140,7 @@ class Context:
 
     def show(self, hive: TaskFace, receipt: Receipt) -> None:
         """After a write: the task's full view, as ``show`` prints it."""
+        from . import render
         view = hive.get(receipt.number)
         self.emit(view, lambda: render.task_block(view, hive.clock()))
 
@@ -192,6 +196,7 @@ def acting(hive: TaskFace, who: Caller | FileOwner | TokenCaller) -> Caller:
 
 
 def plain(data: Any) -> Any:
+    from pydantic import BaseModel
     if isinstance(data, BaseModel):
         return data.model_dump(mode="json")
     if isinstance(data, list | tuple):

@@ -11,20 +11,23 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from . import render
 from .cli_context import Context, acting, pass_context
 from .errors import InvalidInput
-from .models import Budget, Control, PluginStatus, StorePolicy, TokenView
-from .plugins import POLICY_HOOKS, get_plugin_manager
+from .terminal import printable
+
+if TYPE_CHECKING:
+    from .models import Budget, Control, StorePolicy, TokenView
 
 REASON = click.option("--reason", help="Why (at most 500 characters; journaled).")
 MICROS = Decimal(1_000_000)
 
 
 def _controls_text(controls: list[Control]) -> str:
+    from . import render
     if not controls:
         return "no controls"
     return "\n".join(render.control_line(c) + (
@@ -154,6 +157,7 @@ def usd_micros(text: str | None) -> int | None:
 
 
 def _budget_text(budgets: list[Budget]) -> str:
+    from . import render
     if not budgets:
         return "no budgets"
     rows = []
@@ -250,7 +254,7 @@ def _policy_text(policy: StorePolicy) -> str:
                   for r in policy.required_plugins]
     else:
         lines.append("requires    no plugin (any process's plugins apply)")
-    return "\n".join(render.printable(line) for line in lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 @click.group()
@@ -369,6 +373,9 @@ def plugins(ctx: Context) -> None:
     Example:
       hivelite --plugins-dir ./policies plugins
     """
+    from . import render
+    from .models import PluginStatus
+    from .plugins import POLICY_HOOKS, get_plugin_manager
     if not Path(ctx.db).exists():  # no store: what this process would load
         manager = get_plugin_manager(ctx.plugins_dir)
         rows = []
@@ -392,6 +399,7 @@ def plugins(ctx: Context) -> None:
 
 
 def _tokens_text(rows: list[TokenView]) -> str:
+    from . import render
     if not rows:
         return "no tokens"
     return render.table(["id", "for", "rights", "created", "expires", "revoked"], [

@@ -14,7 +14,6 @@ import click
 from .cli_context import Context, pass_context
 from .clock import clock_from_env
 from .errors import InvalidInput
-from .hive import Hive
 
 DEFAULT_PORT = 8377
 
@@ -52,6 +51,7 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
     Example:
       hivelite serve ~/hives/hive.db --port 8377
     """
+    from .hive import Hive
     if board_on_loopback and (uds is not None or not _loopback(host) or allowed_hosts):
         raise click.UsageError("--board-on-loopback needs a loopback --host and no proxy"
                                " (--socket, --allowed-host): behind a proxy every visitor"
@@ -104,6 +104,7 @@ def mcp_stdio(ctx: Context, token: str, session: str | None) -> None:
     Example:
       HIVELITE_TOKEN=hl_... hivelite --db ~/hives/hive.db mcp
     """
+    from .hive import Hive
     try:
         from .server.mcp_tools import build_mcp
     except ImportError as exc:

@@ -37,6 +37,8 @@ class WaitingOn(StrEnum):
 PRIORITIES: tuple[str, ...] = ("urgent", "high", "normal", "low")
 """A task's priority, most pressing first: the order ``next`` takes ready tasks in (then
 the oldest first). The store ranks them by their place here."""
+SORTS: tuple[str, ...] = ("age", "priority", "updated")
+"""The orders a listing takes: oldest first, most pressing first, most recently changed."""
 
 
 class Actor(StrEnum):

@@ -8,33 +8,16 @@ the text exactly as stored.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 
 from .clock import parse_ts
 from .models import Control, JournalEntry, TaskView
 from .protocol import CONTROL_ENDINGS
+from .terminal import printable
 
 LAST_UPDATES = 5
 """Updates a ``show`` block prints (the view carries 20)."""
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match[0]
-    code = ord(char)
-    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-
-def printable(text: str) -> str:
-    """``text`` with every terminal control character (C0, DEL, C1, and the Unicode line
-    and paragraph separators) written as its Python escape: BEL as ``\\x07``, CR as
-    ``\\r``, ESC as ``\\x1b``; the rest is left as it is."""
-    return _CONTROL.sub(_escape, text)
-
 
 def ago(stamp: str, now: datetime | None) -> str:
     """``stamp`` relative to ``now`` ("3m ago", "in 9m"), or the stamp itself without ``now``."""

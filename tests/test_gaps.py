@@ -46,6 +46,7 @@ from hivelite import (
 )
 from hivelite.clock import format_ts
 from hivelite.store import sqlite as store_module
+from hivelite.terminal import printable
 
 from . import rawsql
 from .conftest import CODER, OWNER, START, at, own_task, packet
@@ -522,11 +523,11 @@ def test_json_output_keeps_the_text_exactly(nasty_store: Path) -> None:
 
 
 def test_printable_escapes_every_terminal_control_and_nothing_else() -> None:
-    assert render.printable("a\x07b\rc\x1bd\ne\tf\x00\x7f\x85\x9f\u2028") == (
+    assert printable("a\x07b\rc\x1bd\ne\tf\x00\x7f\x85\x9f\u2028") == (
         r"a\x07b\rc\x1bd\ne\tf\x00\x7f\x85\x9f\u2028")
     kept = "plain ASCII, Ünïcödé, 日本語, emoji 🐝, backslash \\ and tabs escaped only"
-    assert render.printable(kept) == kept
-    assert render.printable(render.printable("\x1b[0m")) == r"\x1b[0m"  # idempotent
+    assert printable(kept) == kept
+    assert printable(printable("\x1b[0m")) == r"\x1b[0m"  # idempotent
     # table widths are measured on the escaped text, so columns still line up
     out = render.table(["a", "b"], [["\x07\x07", "x"], ["yyyyyyy", "z"]])
     lines = out.splitlines()
