@@ -14,7 +14,6 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -322,7 +321,7 @@ class HiveBase:
         for row in rows:
             assert row.number is not None and row.from_state and row.to_state
             move = MOVES_BY_PAIR[(State(row.from_state), State(row.to_state))]
-            entry = JournalEntry.model_validate(asdict(row))
+            entry = JournalEntry.model_validate(row.fields())
             for error in call_all(self.plugins, "hivelite_on_transition",
                                   task=tasks[row.number], move=move, actor=row.actor or "",
                                   hive=self, entry=entry):
@@ -457,12 +456,12 @@ class HiveBase:
         """The journal rows of one task, oldest first: every move, who made it and why."""
         with self.store.read() as reader:
             row = guard.found(reader.task(ref), ref)
-            return [JournalEntry.model_validate(asdict(r)) for r in reader.journal(row.number)]
+            return [JournalEntry.model_validate(r.fields()) for r in reader.journal(row.number)]
 
     def journal(self) -> builtins.list[JournalEntry]:
         """The whole journal, oldest first."""
         with self.store.read() as reader:
-            return [JournalEntry.model_validate(asdict(r)) for r in reader.journal()]
+            return [JournalEntry.model_validate(r.fields()) for r in reader.journal()]
 
     # -- the clock -----------------------------------------------------------
 

@@ -11,7 +11,8 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -94,8 +95,8 @@ def init(ctx: Context, owner: str | None) -> None:
 
 @cli.command()
 @click.option("--requester", help="owner/agent handing the work over (default: --agent).")
-@click.option("--assignee", required=True, help="owner/agent who will do it.")
-@click.option("--project", required=True, help="Project slug.")
+@click.option("--assignee", help="owner/agent who will do it (required, unless --from-jsonl).")
+@click.option("--project", help="Project slug (required, unless --from-jsonl).")
 @click.option("--task", "text", help="What to do (5-500 characters).")
 @click.option("--type", "deliverable_type", default="other", show_default=True,
               help="Deliverable type: code, doc, answer, screenshots, reviewed_pr, design, "
@@ -110,13 +111,16 @@ def init(ctx: Context, owner: str | None) -> None:
 @click.option("--priority", default="normal", show_default=True,
               type=click.Choice(["low", "normal", "high", "urgent"]))
 @click.option("--label", "labels", multiple=True, help="A label (repeat).")
+@click.option("--from-jsonl", "jsonl", type=click.File("r", encoding="utf-8"),
+              help="Many tasks, one JSON object a line (requester, assignee, project,"
+              " packet, ...), from a file or - for stdin: all in one transaction, or none.")
 @caller_options(agent_verb=False)
 @pass_context
-def handoff(ctx: Context, requester: str | None, assignee: str, project: str, text: str | None,
-            deliverable_type: str, acceptance: Sequence[str], context_text: str,
-            files: Sequence[str], depends_on: Sequence[str], packet_file: Any,
-            task_id: str | None, priority: str, labels: Sequence[str], agent: str | None,
-            instance: str | None, session: str | None) -> None:
+def handoff(ctx: Context, requester: str | None, assignee: str | None, project: str | None,
+            text: str | None, deliverable_type: str, acceptance: Sequence[str],
+            context_text: str, files: Sequence[str], depends_on: Sequence[str],
+            packet_file: Any, task_id: str | None, priority: str, labels: Sequence[str],
+            jsonl: Any, agent: str | None, instance: str | None, session: str | None) -> None:
     """Hand work to an agent; the owner's gate routes, holds or refuses it.
 
     Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), which
@@ -127,7 +131,20 @@ def handoff(ctx: Context, requester: str | None, assignee: str, project: str, te
     Example:
       hivelite handoff --requester ana/planner --assignee ana/coder \\
         --project site --task "Fix the login bug" --type code --accept "tests pass"
+      hivelite handoff --from-jsonl tasks.jsonl
     """
+    if jsonl is not None:
+        _handoff_many(ctx, jsonl, requester, agent, instance, session, given=[
+            name for name, value in (
+                ("--assignee", assignee), ("--project", project), ("--task", text),
+                ("--packet", packet_file), ("--id", task_id), ("--label", labels),
+                ("--accept", acceptance), ("--file", files), ("--depends-on", depends_on),
+                ("--context", context_text), ("--type", deliverable_type != "other"),
+                ("--priority", priority != "normal")) if value])
+        return
+    for name, value in (("--assignee", assignee), ("--project", project)):
+        if value is None:
+            raise click.UsageError(f"Missing option '{name}'.")
     if packet_file is not None:
         given = [name for name, value in (("--task", text), ("--context", context_text or None),
                                           ("--accept", acceptance), ("--file", files),
@@ -156,6 +173,40 @@ def handoff(ctx: Context, requester: str | None, assignee: str, project: str, te
         if task_id is not None:
             fields["id"] = task_id
         ctx.show(hive, hive.handoff(acting(hive, caller), **fields, request_id=ctx.request_id))
+
+
+def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | None,
+                  instance: str | None, session: str | None, *, given: list[str]) -> None:
+    """``handoff --from-jsonl``: every line a task, handed off in one transaction."""
+    if given:
+        raise click.UsageError(f"--from-jsonl holds every task; drop {', '.join(given)}")
+    if ctx.url is not None:
+        raise click.UsageError("--from-jsonl works on a store file, not over --url")
+    default = requester or agent
+
+    def tasks() -> Iterator[dict[str, Any]]:
+        for number, line in enumerate(jsonl, 1):
+            if not line.strip():
+                continue
+            try:
+                task = loads_bounded(line, f"line {number}")
+            except json.JSONDecodeError as exc:
+                raise InvalidInput("invalid_json", f"line {number} is not JSON: {exc.msg}",
+                                   field=f"line {number}", line=number) from None
+            if not isinstance(task, dict):
+                raise InvalidInput("invalid_task", f"line {number} is not a JSON object",
+                                   field=f"line {number}", line=number)
+            if default is not None:
+                task.setdefault("requester", default)
+            yield task
+
+    caller = ctx.caller(agent, instance, session)
+    with ctx.open_store() as hive:
+        receipts = hive.handoff_many(acting(hive, caller), tasks())
+        states = Counter(r.state.value for r in receipts)
+        ctx.emit(receipts, lambda: f"handed off {len(receipts)} tasks"
+                 f" (#{receipts[0].number} to #{receipts[-1].number}): "
+                 + ", ".join(f"{n} {state}" for state, n in sorted(states.items())))
 
 
 @cli.command(name="list")

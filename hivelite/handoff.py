@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,7 +15,7 @@ from . import guard
 from .base import HiveBase, invalid
 from .caller import Caller, require_owner
 from .clock import format_ts
-from .errors import ForbiddenRight, InvalidInput, PluginError
+from .errors import ForbiddenRight, HiveliteError, InvalidInput, PluginError
 from .ids import new_task_id
 from .models import GateDecision, HandoffRequest, Packet, Receipt, Task
 from .plugins import call_each
@@ -23,6 +26,49 @@ from .unit import Unit
 
 DEFAULT_MAX_ATTEMPTS = 3
 GATE_TARGET = {"allow": State.routed, "hold": State.waiting, "deny": State.rejected}
+
+
+@dataclass(frozen=True)
+class Handed:
+    """One handoff, checked: what its row will hold, and the task the gate is asked about."""
+
+    req: HandoffRequest
+    task_id: str
+    packet: Packet
+    packet_json: str
+    depends_on: tuple[int, ...]
+    labels: str
+
+    def task(self, at: str) -> Task:
+        """The task as it will be created (the gate's question)."""
+        req = self.req
+        return Task.model_construct(
+            id=self.task_id, project=req.project, state=State.requested, waiting_on=None,
+            requester=req.requester, assignee=req.assignee, packet=self.packet,
+            result=None, latest_checkpoint=None, created_at=at, updated_at=at)
+
+
+def _numbered(items: Iterable[Any]) -> Iterator[tuple[int, Any]]:
+    """``enumerate(items)``, where an error reading an item (a stream's bad line) names
+    that item's place too."""
+    iterator = iter(items)
+    for index in itertools.count():
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except HiveliteError as error:
+            raise in_batch(error, index) from None
+        yield index, item
+
+
+def in_batch(error: HiveliteError, index: int) -> HiveliteError:
+    """``error`` naming the place in a bulk handoff of the task it is about."""
+    if "index" not in error.extra:
+        error.extra["index"] = index
+        error.message = f"task {index + 1} of the batch: {error.message}"
+        error.args = (f"{error.code}/{error.reason}: {error.message}",)
+    return error
 
 
 class HandoffVerbs(HiveBase):
@@ -46,63 +92,113 @@ class HandoffVerbs(HiveBase):
         # lock, where the task is inserted and moved by the gate's decision in one
         # transaction.
         caller = self._caller(caller, "hand off")
+        req = self._request(caller, request if request is not None else fields)
+        limit = self.max_attempts()
+        asked = self.clock()  # the gate's; the stored times are read under the lock
+        if req.id is not None or req.packet.depends_on:
+            with self.store.read() as reader:  # a gate is not asked about a doomed handoff
+                handed = self._checked(reader, req, asked)
+        else:
+            handed = self._checked(None, req, asked)
+        if isinstance(handed, Receipt):
+            return handed
+        gated = self._gate(handed.task(format_ts(asked)))
+
+        def body(unit: Unit) -> Receipt:
+            earlier = self._earlier(unit.tx, handed.task_id, req, handed.packet_json)
+            if earlier is not None:  # again, locked
+                return earlier
+            return self._insert(unit, caller, handed, gated, limit)
+
+        return self._write(caller, "hand off", body)
+
+    def handoff_many(self, caller: Caller,
+                     requests: Iterable[HandoffRequest | Mapping[str, Any]]) -> list[Receipt]:
+        """Create many tasks in one transaction, each through the gate as
+        :meth:`handoff` does: all of them, or (at the first refusal) none.
+
+        ``requests`` is read once, inside the transaction, so it may stream (the CLI's
+        ``--from-jsonl``). A task may depend on one handed off before it in the same batch.
+        An error names the failing task's place (``index``, from 0). The gate is asked under
+        the write lock here, so a long batch holds other writers for its length. A retry of
+        a batch whose tasks name their ``id`` answers with the tasks the first one made.
+        """
+        caller = self._caller(caller, "hand off")
+        limit = self.max_attempts()
+
+        def body(unit: Unit) -> list[Receipt]:
+            receipts: list[Receipt] = []
+            for index, item in _numbered(requests):
+                try:
+                    req = self._request(caller, item)
+                    handed = self._checked(unit.tx, req, unit.now)
+                    receipts.append(handed if isinstance(handed, Receipt) else self._insert(
+                        unit, caller, handed, self._gate(handed.task(unit.at)), limit))
+                except HiveliteError as error:
+                    raise in_batch(error, index) from None
+            if not receipts:
+                raise InvalidInput("empty_batch", "a bulk handoff needs at least one task",
+                                   field="requests")
+            return receipts
+
+        return self._write(caller, "hand off", body)
+
+    def _request(self, caller: Caller, given: HandoffRequest | Mapping[str, Any]
+                 ) -> HandoffRequest:
+        """The handoff as asked for, validated; an agent hands off only as itself."""
         try:
-            req = request if request is not None else HandoffRequest.model_validate(fields)
+            req = (given if isinstance(given, HandoffRequest)
+                   else HandoffRequest.model_validate(given))
         except ValidationError as exc:
             raise invalid(exc, "handoff") from None
         if not caller.is_owner and req.requester != caller.name:
             raise ForbiddenRight("not_requester", f"{caller} hands off only as itself, not"
                                  f" as {req.requester}")
-        labels = json.dumps(sorted(set(req.labels)))
-        limit = self.max_attempts()
-        asked = self.clock()  # the gate's; the stored times are read under the lock
-        task_id = req.id or new_task_id(asked)
-        packet = req.packet
-        depends_on: tuple[int, ...] = ()
-        if req.id is not None or req.packet.depends_on:
-            with self.store.read() as reader:  # a gate is not asked about a doomed handoff
-                packet, depends_on = self._dependencies(reader, req.packet)
-                earlier = self._earlier(reader, task_id, req, packet.model_dump_json())
+        return req
+
+    def _checked(self, reader: Reader | None, req: HandoffRequest,
+                 at: datetime) -> Handed | Receipt:
+        """The task this handoff makes (its id, its dependencies as ids and numbers), or the
+        task an earlier identical handoff made. ``reader`` is needed only for a handoff
+        naming its id or dependencies."""
+        task_id = req.id or new_task_id(at)
+        packet, depends_on = req.packet, tuple[int, ...]()
+        if reader is not None:
+            packet, depends_on = self._dependencies(reader, req.packet)
+            earlier = self._earlier(reader, task_id, req, packet.model_dump_json())
             if earlier is not None:
                 return earlier
-        packet_json = packet.model_dump_json()
-        at = format_ts(asked)
-        decision, answers = self._gate(Task.model_construct(
-            id=task_id, project=req.project, state=State.requested, waiting_on=None,
-            requester=req.requester, assignee=req.assignee, packet=packet,
-            result=None, latest_checkpoint=None, created_at=at, updated_at=at))
-        target = GATE_TARGET[decision.action]
+        return Handed(req, task_id, packet, packet.model_dump_json(), depends_on,
+                      json.dumps(sorted(set(req.labels))))
 
-        def body(unit: Unit) -> Receipt:
-            earlier = self._earlier(unit.tx, task_id, req, packet_json)  # again, locked
-            if earlier is not None:
-                return earlier
-            number = unit.tx.insert_task(
-                NewTask(id=task_id, project=req.project, requester=req.requester,
-                        assignee=req.assignee, at=unit.at, priority=req.priority,
-                        labels=labels, depends=len(depends_on), packet=packet_json,
-                        depends_on=depends_on, attempt_limit=limit),
-                actor=unit.who, reason="handoff")
-            row = TaskRow(
-                number=number, id=task_id, state=State.requested.value, waiting_on=None,
-                project=req.project, requester=req.requester, assignee=req.assignee,
-                created_at=unit.at, updated_at=unit.at, lease_id=None, lease_token=0,
-                lease_holder=None, lease_instance=None, lease_session=None, lease_expires=None,
-                priority=req.priority, labels=labels, fields_version=1, reason="handoff",
-                depends=len(depends_on), attempt_limit=limit)
-            moved, reason, decided_by = target, decision.reason, decision.plugin
-            if (moved is State.routed and not caller.is_owner
-                    and unit.policy().proposals == "owner"):  # seed 004: a person approves
-                moved, decided_by = State.waiting, "store policy"
-                reason = (f"proposed by {caller.name}; this store holds every task an agent"
-                          f" proposes for {self.owner}'s approval (policy proposals=owner)")
-            row = unit.move(row, moved, actor="gate", reason=reason,
-                            waiting_on=WaitingOn.owner_approval
-                            if moved is State.waiting else None,
-                            detail={"decided_by": decided_by, "answers": answers})
-            return unit.receipt(row)
-
-        return self._write(caller, "hand off", body)
+    def _insert(self, unit: Unit, caller: Caller, handed: Handed,
+                gated: tuple[GateDecision, list[dict[str, str]]], limit: int) -> Receipt:
+        """Insert the task and make the gate's move (or the store policy's hold)."""
+        req, (decision, answers) = handed.req, gated
+        number = unit.tx.insert_task(
+            NewTask(id=handed.task_id, project=req.project, requester=req.requester,
+                    assignee=req.assignee, at=unit.at, priority=req.priority,
+                    labels=handed.labels, depends=len(handed.depends_on),
+                    packet=handed.packet_json, depends_on=handed.depends_on,
+                    attempt_limit=limit),
+            actor=unit.who, reason="handoff")
+        row = TaskRow(
+            number=number, id=handed.task_id, state=State.requested.value, waiting_on=None,
+            project=req.project, requester=req.requester, assignee=req.assignee,
+            created_at=unit.at, updated_at=unit.at, lease_id=None, lease_token=0,
+            lease_holder=None, lease_instance=None, lease_session=None, lease_expires=None,
+            priority=req.priority, labels=handed.labels, fields_version=1, reason="handoff",
+            depends=len(handed.depends_on), attempt_limit=limit)
+        moved, reason, decided_by = GATE_TARGET[decision.action], decision.reason, decision.plugin
+        if (moved is State.routed and not caller.is_owner
+                and unit.policy().proposals == "owner"):  # seed 004: a person approves
+            moved, decided_by = State.waiting, "store policy"
+            reason = (f"proposed by {caller.name}; this store holds every task an agent"
+                      f" proposes for {self.owner}'s approval (policy proposals=owner)")
+        row = unit.move(row, moved, actor="gate", reason=reason,
+                        waiting_on=WaitingOn.owner_approval if moved is State.waiting else None,
+                        detail={"decided_by": decided_by, "answers": answers})
+        return unit.receipt(row)
 
     def _earlier(self, reader: Reader, task_id: str, req: HandoffRequest,
                  packet_json: str) -> Receipt | None:
