@@ -68,6 +68,8 @@ from .views import PacketCache, task_of, view_of
 log = logging.getLogger("hivelite")
 
 MAX_PAGE = 500
+NOTIFY_WINDOW = 1000
+"""Journal rows read at a time to tell transition plugins after a write."""
 MAX_NOTIFY_FAILURES = 100
 UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)
 """What building a view raises on a row raw SQL wrote: JSON that is not JSON, a state or a
@@ -307,9 +309,14 @@ class HiveBase:
         """After the commit: tell ``hivelite_on_transition`` plugins of each move journaled
         in (after, upto], read by seq (an outbox cursor), with the task as it is now.
 
-        The moves are committed whatever the plugins do: a failing notifier is logged and
-        kept in ``notify_failures``, never raised.
+        Read a window of rows at a time, so a bulk handoff's hundred thousand moves are
+        never all in memory at once. The moves are committed whatever the plugins do: a
+        failing notifier is logged and kept in ``notify_failures``, never raised.
         """
+        for start in range(after, upto, NOTIFY_WINDOW):
+            self._notify_window(start, min(start + NOTIFY_WINDOW, upto))
+
+    def _notify_window(self, after: int, upto: int) -> None:
         with self.store.read() as reader:
             rows = [r for r in reader.journal_after(after, upto=upto)
                     if r.number is not None and r.from_state is not None and r.is_move]

@@ -179,3 +179,28 @@ def test_from_jsonl_takes_no_task_options(tmp_path: Path) -> None:
     assert mixed.returncode == 2 and "drop --assignee" in mixed.stderr
     missing = run(db, "handoff", "--requester", "ana/planner", "--task", "Write it down")
     assert missing.returncode == 2 and "--assignee" in missing.stderr
+
+
+class Heard:
+    """Records every transition it is told of."""
+
+    def __init__(self) -> None:
+        self.moves: list[tuple[int, str]] = []
+
+    @hookimpl
+    def hivelite_on_transition(self, task: Any, move: Any, actor: str, hive: Any,
+                               entry: Any) -> None:
+        self.moves.append((entry.number, entry.to_state))
+
+
+def test_every_move_of_a_batch_is_told_a_window_at_a_time(
+        open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Transition plugins hear each move once, in order, though the journal is read a
+    window of rows at a time (here 3, so a batch spans several windows)."""
+    from hivelite import base
+
+    monkeypatch.setattr(base, "NOTIFY_WINDOW", 3)
+    heard = Heard()
+    hive = open_hive(plugins=[heard])
+    receipts = hive.handoff_many(OWNER, [request(n) for n in range(7)])
+    assert heard.moves == [(r.number, "routed") for r in receipts]
