@@ -109,6 +109,10 @@ def idempotent_as(name: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
 
 def _idempotent(method: Callable[P, T], *, name: str) -> Callable[P, T]:
     signature = inspect.signature(method)
+    given = signature.parameters.get("request_id")
+    if given is None or given.kind is not inspect.Parameter.KEYWORD_ONLY:
+        raise TypeError(f"{method.__qualname__} must take request_id as a keyword-only"
+                        " argument")  # so a call without one is known without binding
 
     @functools.wraps(method)
     def verb(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -120,10 +124,10 @@ def _idempotent(method: Callable[P, T], *, name: str) -> Callable[P, T]:
             raise
 
     def answer(*args: P.args, **kwargs: P.kwargs) -> T:
-        bound = signature.bind(*args, **kwargs)
-        given = bound.arguments.get("request_id")
-        if given is None:
+        given = kwargs.get("request_id")
+        if given is None:  # the common call: nothing to bind, nothing to replay
             return method(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         pending = Pending(request_id(given), name, digest(name, dict(bound.arguments)))
         hive = bound.arguments["self"]
