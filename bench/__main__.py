@@ -295,7 +295,7 @@ def triggers(args: argparse.Namespace, ws: Workspace, templates: dict[str, Path]
     for label, dropped in ablate.VARIANTS:
         with ws.fresh(templates["hivelite"]) as path:
             ablate.drop(path, dropped)
-            rep = lib.pages(path, keys["hivelite"][:count], sync)
+            rep = lib.pages(path, keys["hivelite"][:count], sync, ablated=bool(dropped))
         print(f"  {label:16} {us[label]:8.1f} {us['as shipped'] - us[label]:7.1f}"
               f"   {rep.per_txn:9.2f} {rep.phase_per_txn('claim'):5.2f}"
               f" {rep.phase_per_txn('submit'):6.2f}")

@@ -105,9 +105,14 @@ def run(path: Path, numbers: list[int], synchronous: str) -> Timing:
     return elapsed
 
 
-def pages(path: Path, numbers: list[int], synchronous: str) -> PageReport:
-    """The same cycles with a WAL hook counting the pages each commit writes."""
+def pages(path: Path, numbers: list[int], synchronous: str, *,
+          ablated: bool = False) -> PageReport:
+    """The same cycles with a WAL hook counting the pages each commit writes (``ablated``:
+    on a copy whose triggers were dropped on purpose, which the store would otherwise
+    refuse to write as tampered with)."""
     with open_hive(path, synchronous) as hive:
+        if ablated:
+            hive.store.tampered = None  # type: ignore[attr-defined]
         rec = WalRecorder(hive.store.conn)
         _cycle(hive, numbers, rec)
         check(hive, numbers)
