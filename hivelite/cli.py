@@ -239,6 +239,7 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
       hivelite list --ready --assignee ana/coder --sort priority --json
     """
     from . import render
+
     if cursor is not None and not 0 <= cursor <= MAX_NUMBER:
         raise click.BadParameter(f"{cursor} is not a task number (0 to {MAX_NUMBER})",
                                  param_hint="--after")
@@ -282,6 +283,7 @@ def show(ctx: Context, ref: str) -> None:
       hivelite show 3
     """
     from . import render
+
     with ctx.open() as hive:
         view = hive.get(ref)
         ctx.emit(view, lambda: render.task_block(view, hive.clock()))
@@ -353,6 +355,7 @@ def history(ctx: Context, ref: str) -> None:
       hivelite history 2
     """
     from . import render
+
     with ctx.open() as hive:
         rows = hive.history(ref)
         ctx.emit(rows, lambda: render.journal_table(rows))
@@ -370,6 +373,7 @@ def lease_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def _lease_text(lease: ClaimReceipt, now: datetime) -> str:
     from . import render
+
     return (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
             f"  lease_id       {lease.lease_id}\n  fencing_token  {lease.fencing_token}\n"
             f"  expires_at     {lease.expires_at} ({render.ago(lease.expires_at, now)})")
@@ -420,6 +424,7 @@ def next_(ctx: Context, minutes: int, project: str | None, label: str | None,
       hivelite next --agent ana/coder --instance laptop
     """
     from . import render
+
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
         lease = hive.claim_next(acting(hive, caller), minutes=minutes, project=project, label=label,
@@ -795,6 +800,7 @@ def demo(ctx: Context) -> None:
       hivelite demo
     """
     from .demo import run_demo
+
     with ctx.open_store(create=True) as hive:
         steps = run_demo(hive, echo=None if ctx.as_json else click.echo)
         if ctx.as_json:
@@ -807,6 +813,7 @@ for command in (*COMMANDS, serve, mcp_stdio):  # the owner's controls, budgets, 
 
 def _sqlite(hive: Hive) -> SqliteStore:
     from .store.sqlite import SqliteStore
+
     if not isinstance(hive.store, SqliteStore):  # pragma: no cover - one backend today
         raise UnexpectedError("unexpected", "this verb works on a store file")
     return hive.store
@@ -832,6 +839,7 @@ def doctor(ctx: Context, quick: bool, head: str | None) -> None:
       hivelite doctor --head 1042:5d0c2a8e4f9b71c3a6e2d8f0b4c7a913
     """
     from .store.doctor import diagnose_file
+
     found = diagnose_file(Path(ctx.db), quick=quick, head=head)
     ok = all(f.ok for f in found)
     report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail,
@@ -857,6 +865,7 @@ def backup(ctx: Context, dest: str) -> None:
       hivelite backup ~/backups/hive-2026-12-02.db
     """
     from .store.transfer import backup as take_backup
+
     with ctx.open_store() as hive:
         take_backup(_sqlite(hive).conn, Path(dest))
     data = {"backup": os.path.abspath(dest), "of": os.path.abspath(ctx.db)}
@@ -876,6 +885,7 @@ def export(ctx: Context, out: str | None) -> None:
     """
     from .store.transfer import export as write_export
     from .store.transfer import export_lines
+
     with ctx.open_store() as hive:
         conn = _sqlite(hive).conn
         if out is None:
@@ -906,6 +916,7 @@ def import_(ctx: Context, source: Any) -> None:
     from .store.doctor import diagnose_file
     from .store.sqlite import SqliteStore
     from .store.transfer import import_lines
+
     store = SqliteStore(Path(ctx.db))
     try:
         rows = import_lines(store.conn, source)

@@ -70,6 +70,7 @@ class Context:
     def open_store(self, *, create: bool = False, owner: str | None = None) -> Hive:
         """The store file itself (the verbs that only a store file serves)."""
         from .hive import Hive
+
         if self.url is not None:
             verb = click.get_current_context().info_name
             raise click.UsageError(f"{verb} works on a store file, not over --url")
@@ -83,6 +84,7 @@ class Context:
         read from the store once it is open: :func:`acting`). An agent's verb without an
         agent is a usage error, never the owner."""
         from .caller import Caller
+
         params = click.get_current_context()
         if agent is not None:
             if instance is None:
@@ -120,6 +122,7 @@ class Context:
         ``$HIVELITE_AGENT`` when set (whom the store then refuses: only the owner
         controls), else the store's owner."""
         from .caller import Caller
+
         agent = os.environ.get("HIVELITE_AGENT")
         if agent:
             instance = os.environ.get("HIVELITE_INSTANCE")
@@ -141,6 +144,7 @@ class Context:
     def show(self, hive: TaskFace, receipt: Receipt) -> None:
         """After a write: the task's full view, as ``show`` prints it."""
         from . import render
+
         view = hive.get(receipt.number)
         self.emit(view, lambda: render.task_block(view, hive.clock()))
 
@@ -197,6 +201,7 @@ def acting(hive: TaskFace, who: Caller | FileOwner | TokenCaller) -> Caller:
 
 def plain(data: Any) -> Any:
     from pydantic import BaseModel
+
     if isinstance(data, BaseModel):
         return data.model_dump(mode="json")
     if isinstance(data, list | tuple):

@@ -28,6 +28,7 @@ MICROS = Decimal(1_000_000)
 
 def _controls_text(controls: list[Control]) -> str:
     from . import render
+
     if not controls:
         return "no controls"
     return "\n".join(render.control_line(c) + (
@@ -158,6 +159,7 @@ def usd_micros(text: str | None) -> int | None:
 
 def _budget_text(budgets: list[Budget]) -> str:
     from . import render
+
     if not budgets:
         return "no budgets"
     rows = []
@@ -376,6 +378,7 @@ def plugins(ctx: Context) -> None:
     from . import render
     from .models import PluginStatus
     from .plugins import POLICY_HOOKS, get_plugin_manager
+
     if not Path(ctx.db).exists():  # no store: what this process would load
         manager = get_plugin_manager(ctx.plugins_dir)
         rows = []
@@ -400,6 +403,7 @@ def plugins(ctx: Context) -> None:
 
 def _tokens_text(rows: list[TokenView]) -> str:
     from . import render
+
     if not rows:
         return "no tokens"
     return render.table(["id", "for", "rights", "created", "expires", "revoked"], [

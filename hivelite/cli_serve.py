@@ -52,6 +52,7 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
       hivelite serve ~/hives/hive.db --port 8377
     """
     from .hive import Hive
+
     if board_on_loopback and (uds is not None or not _loopback(host) or allowed_hosts):
         raise click.UsageError("--board-on-loopback needs a loopback --host and no proxy"
                                " (--socket, --allowed-host): behind a proxy every visitor"
@@ -105,6 +106,7 @@ def mcp_stdio(ctx: Context, token: str, session: str | None) -> None:
       HIVELITE_TOKEN=hl_... hivelite --db ~/hives/hive.db mcp
     """
     from .hive import Hive
+
     try:
         from .server.mcp_tools import build_mcp
     except ImportError as exc:
