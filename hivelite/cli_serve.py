@@ -7,24 +7,14 @@ reverse proxy in front (docs/serve.md).
 
 from __future__ import annotations
 
-import ipaddress
-
 import click
 
 from .cli_context import Context, pass_context
 from .clock import clock_from_env
 from .errors import InvalidInput
+from .server.hosts import is_loopback
 
 DEFAULT_PORT = 8377
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @click.command()
@@ -53,7 +43,7 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
     """
     from .hive import Hive
 
-    if board_on_loopback and (uds is not None or not _loopback(host) or allowed_hosts):
+    if board_on_loopback and (uds is not None or not is_loopback(host) or allowed_hosts):
         raise click.UsageError("--board-on-loopback needs a loopback --host and no proxy"
                                " (--socket, --allowed-host): behind a proxy every visitor"
                                " would look local")
@@ -76,7 +66,7 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
     if uds is None:
         click.echo(f"board: {origin}/"
                    + ("" if board_on_loopback else " (sign in with an owner token)"), err=True)
-    if uds is None and not _loopback(host):
+    if uds is None and not is_loopback(host):
         click.echo(f"warning: listening on {host}, beyond this machine, over plain HTTP:"
                    " tokens would cross the network in the clear. Put a TLS reverse proxy"
                    " in front (docs/serve.md) and keep this on loopback.", err=True)

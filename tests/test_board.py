@@ -261,9 +261,9 @@ def test_open_on_loopback_is_not_open_to_a_rebound_name_or_a_proxy(
     ("10.0.0.1:8377", False), ("[::ffff:10.0.0.1]:80", False),
 ])
 def test_which_host_names_are_loopback(host: str, local: bool) -> None:
-    from hivelite.server.board import _loopback_name
+    from hivelite.server.hosts import names_loopback
 
-    assert _loopback_name(host) is local
+    assert names_loopback(host) is local
 
 
 def test_pages_forbid_scripts_frames_and_caching(seeded: Seeded) -> None:

@@ -39,6 +39,7 @@ from ..models import Identity
 from ..tokens import Authenticated
 from .board import Board
 from .bodies import read_body
+from .hosts import LOOPBACK
 from .mcp_tools import build_mcp
 from .openapi import openapi_document
 from .routes import ROUTES, Route
@@ -133,9 +134,6 @@ def endpoint(route: Route, vaults: Vaults) -> Any:
                                                   " says why"), number)
     serve.__name__ = route.name
     return serve
-
-
-LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySettings:

@@ -12,7 +12,6 @@ and not relayed by a proxy, see the board without signing in. Every page is read
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -30,6 +29,7 @@ from ..hive import Hive
 from ..protocol import TERMINAL
 from . import pages
 from .bodies import read_body
+from .hosts import is_loopback, names_loopback
 from .vaults import Vaults
 
 COOKIE = "hivelite_board"
@@ -53,27 +53,12 @@ FORWARDED = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip", "v
 on this machine (a proxy that adds none cannot be told apart: docs/serve.md)."""
 
 
-def _loopback_name(host: str) -> bool:
-    """Whether a ``Host`` header (``name``, ``name:port``, ``[v6]``, ``[v6]:port``) names
-    this machine."""
-    if host.startswith("["):
-        name = host[1:host.find("]")] if "]" in host else ""
-    else:
-        name = host.split(":", 1)[0] if host.count(":") == 1 else host
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 def from_this_machine(request: Request) -> bool:
     """Sent from loopback, to a loopback name (a page on a rebound DNS name is not), and not
     relayed by a proxy (whose visitors would all look local)."""
     client = request.client
-    return (client is not None and _loopback_name(client.host)
-            and _loopback_name(request.headers.get("host", ""))
+    return (client is not None and is_loopback(client.host)
+            and names_loopback(request.headers.get("host", ""))
             and not any(h in request.headers for h in FORWARDED))
 
 
