@@ -165,10 +165,12 @@ class HandoffVerbs(HiveBase):
         packet, depends_on = req.packet, tuple[int, ...]()
         if reader is not None:
             packet, depends_on = self._dependencies(reader, req.packet)
-            earlier = self._earlier(reader, task_id, req, packet.model_dump_json())
+        packet_json = packet.model_dump_json()
+        if reader is not None:
+            earlier = self._earlier(reader, task_id, req, packet_json)
             if earlier is not None:
                 return earlier
-        return Handed(req, task_id, packet, packet.model_dump_json(), depends_on,
+        return Handed(req, task_id, packet, packet_json, depends_on,
                       json.dumps(sorted(set(req.labels))))
 
     def _insert(self, unit: Unit, caller: Caller, handed: Handed,

@@ -11,7 +11,6 @@ shares the test's :class:`~hivelite.ManualClock`: moving the clock moves the ser
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +23,8 @@ from hivelite.client import Client
 from hivelite.models import JournalEntry
 from hivelite.server.app import create_app
 from hivelite.server.vaults import Vaults
+
+from .test_serve import free_port
 
 THROUGH_CLIENT = frozenset({
     "handoff", "claim", "claim_next", "resume", "renew", "release", "checkpoint", "update",
@@ -49,9 +50,7 @@ class LoopbackServer:
     def __init__(self) -> None:
         self.app = create_app([])
         self.vaults: Vaults = self.app.state.vaults
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
+        port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         config = uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning",
                                 access_log=False, lifespan="on")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -50,6 +49,7 @@ from hivelite.terminal import printable
 
 from . import rawsql
 from .conftest import CODER, OWNER, START, at, own_task, packet
+from .test_cli_e2e import hivelite_command
 
 NOTE = [{"kind": "note", "summary": "checked by hand"}]
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "hivelite" / "data" / "task.schema.json"
@@ -457,14 +457,6 @@ NASTY_CRITERION = "tests pass\x1b]0;owned\x07"
 NASTY_PROGRESS = "half\x9bway\x7f"
 NASTY_REASON = "stop\x1b[2Jnow\x08"
 CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # anything but the newline
-
-
-def hivelite_command() -> list[str]:
-    script = Path(sys.executable).parent / "hivelite"
-    if script.is_file():
-        return [str(script)]
-    found = shutil.which("hivelite")
-    return [found] if found else [sys.executable, "-c", "from hivelite.cli import main; main()"]
 
 
 @pytest.fixture
