@@ -331,6 +331,7 @@ def test_the_expiry_sweep_reads_the_live_lease_index(hive: Hive, clock: ManualCl
     (Mutation caught: ``SqliteTx.overdue`` without ``lease_id IS NOT NULL``: same rows,
     but a full scan on every write.)"""
     _busy_store(hive, clock)
+    clock.advance(minutes=16)  # past the last live lease: the sweep must look
     seen = plans(hive, lambda: hive.expire(OWNER))
     on_tasks = [(sql, plan) for sql, plan in seen if re.search(r"\bFROM tasks\b", sql)]
     assert on_tasks, seen

@@ -27,9 +27,10 @@ from hivelite import (
     hookimpl,
 )
 from hivelite.clock import format_ts
+from hivelite.store.doctor import diagnose_file
 from hivelite.store.sqlite import SqliteTx
 
-from .conftest import CODER, OWNER, REVIEWER, OpenHive, held_task, own_task
+from .conftest import CODER, OWNER, REVIEWER, OpenHive, held_task, own_task, packet
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 LIBRARY = Path(hivelite.__file__).parent
@@ -313,3 +314,106 @@ def test_closing_while_other_threads_read_is_clean(open_hive: OpenHive) -> None:
         thread.join(timeout=30)
     assert len(seen) == 3
     assert all(isinstance(e, StoreError) and e.reason == "store_closed" for e in seen), seen
+
+
+# -- what a write knows from the last one (hivelite/store/known.py) ------------------------
+
+PLANNER_AGENT = Caller.agent("ana/planner", "laptop")
+
+
+def traced(hive: Hive) -> list[str]:
+    """The statements this thread's connection runs from now on, as they are run."""
+    seen: list[str] = []
+
+    def trace(cursor: Any, sql: str, bindings: Any) -> bool:
+        seen.append(" ".join(sql.split()))
+        return True
+
+    hive.store.conn.exec_trace = trace  # type: ignore[attr-defined]
+    return seen
+
+
+def test_a_write_after_a_write_reads_only_what_it_must(open_hive: OpenHive,
+                                                        db_path: Path) -> None:
+    """Nobody wrote the file since this connection's last commit: the journal's tip, the
+    controls, the required plugins and the overdue leases are what that commit left."""
+    hive = open_hive()
+    first, second = own_task(hive), own_task(hive)
+    hive.claim(CODER, first)
+    seen = traced(hive)
+    hive.claim(CODER, second)
+    reads = [s for s in seen if s.startswith("SELECT")]
+    assert reads == [s for s in reads if s.startswith("SELECT number, id, state")], reads
+    assert len(reads) == 1  # the task it claims, locked
+    assert all(f.ok for f in diagnose_file(db_path)), diagnose_file(db_path)
+
+
+def test_a_write_reads_what_another_connection_changed(open_hive: OpenHive,
+                                                       db_path: Path) -> None:
+    """Another process's commit (here another store on the file) changes SQLite's data
+    version: the next write reads the controls, the journal's tip and the leases again."""
+    hive, other = open_hive(), open_hive()
+    number = own_task(hive)
+    hive.handoff(PLANNER_AGENT, requester="ana/planner", assignee="ana/coder",
+                 project="demo", packet=packet())
+    other.stop(OWNER, agent="ana/planner")
+    with pytest.raises(hivelite.ForbiddenRight) as err:
+        hive.handoff(PLANNER_AGENT, requester="ana/planner", assignee="ana/coder",
+                     project="demo", packet=packet())
+    assert err.value.reason == "vetoed"
+    lease = other.claim(CODER, number)  # the other store adds to the journal
+    receipt = hive.release(CODER, number, lease_id=lease.lease_id,
+                           token=lease.fencing_token)
+    assert receipt.seq == hive.history(number)[-1].seq
+    assert all(f.ok for f in diagnose_file(db_path)), diagnose_file(db_path)
+
+
+def test_raw_sql_on_the_same_connection_is_seen(open_hive: OpenHive) -> None:
+    """A commit outside the write path on the very same connection counts as another's."""
+    hive = open_hive()
+    hive.handoff(PLANNER_AGENT, requester="ana/planner", assignee="ana/coder",
+                 project="demo", packet=packet())  # the live controls are read, and known
+    hive.store.conn.execute(  # type: ignore[attr-defined]
+        "INSERT INTO controls(kind, agent, at, by) VALUES ('stop', 'ana/planner',"
+        " '2026-01-01T00:00:00.000000Z', 'ana')")
+    with pytest.raises(hivelite.ForbiddenRight):
+        hive.handoff(PLANNER_AGENT, requester="ana/planner", assignee="ana/coder",
+                     project="demo", packet=packet())
+
+
+def test_a_failed_write_leaves_nothing_known(open_hive: OpenHive, db_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails after it chained a journal row rolls the row back: the tip it
+    computed is not kept, and the next write reads the journal's own."""
+    hive = open_hive()
+    number, other = own_task(hive), own_task(hive)
+    hive.claim(CODER, own_task(hive))
+    start_lease = SqliteTx.start_lease
+
+    def fails_after(self: SqliteTx, *args: Any, **kwargs: Any) -> None:
+        start_lease(self, *args, **kwargs)
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(SqliteTx, "start_lease", fails_after)
+    with pytest.raises(RuntimeError):
+        hive.claim(CODER, number)
+    monkeypatch.undo()
+    seen = traced(hive)
+    hive.claim(CODER, other)
+    assert any(s.startswith("SELECT seq, hash FROM journal") for s in seen), seen
+    assert all(f.ok for f in diagnose_file(db_path)), diagnose_file(db_path)
+
+
+def test_a_shortened_lease_is_swept_when_it_runs_out(open_hive: OpenHive,
+                                                    clock: ManualClock) -> None:
+    """A renewal may end a lease sooner than the claim did; the next write after that
+    sooner time sweeps it, though nobody else wrote in between."""
+    hive = open_hive()
+    number, other = own_task(hive), own_task(hive)
+    lease = hive.claim(CODER, number, minutes=15)
+    clock.advance(minutes=1)
+    hive.renew(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+               minutes=5)
+    clock.advance(minutes=7)
+    hive.claim(CODER, other)
+    assert hive.get(number).task.state is State.routed

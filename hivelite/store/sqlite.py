@@ -34,6 +34,7 @@ from ..errors import (
 from . import mounts
 from .chain import link
 from .doctor import schema_problem
+from .known import NO_LEASE, Known
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .mounts import network_filesystem
 from .rows import (
@@ -197,23 +198,36 @@ def _journal_row(values: Sequence[Any]) -> JournalRow:
 class SqliteTx:
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("_tip", "conn")
+    __slots__ = ("conn", "known")
 
-    def __init__(self, conn: apsw.Connection) -> None:
+    def __init__(self, conn: apsw.Connection, known: Known | None = None) -> None:
         self.conn = conn
-        self._tip: str | None = None
-        """The hash of the journal's newest row, once this transaction has read it."""
+        self.known = known
+        """In a write: what the file held when this write began, as far as this
+        connection knows it (see :mod:`.known`); filled in as the write reads."""
+
+    def _tip(self) -> tuple[int, str]:
+        """The journal's newest row (seq and hash), or (0, the store's identity)."""
+        known = self.known
+        if known is not None and known.tip is not None:
+            return known.tip
+        row = self.conn.execute(
+            "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+        tip = ((int(row[0]), row[1] or "") if row is not None
+               else (0, self.meta("store_id") or ""))
+        if known is not None:
+            known.tip = tip
+        return tip
 
     def _link(self, *content: Any) -> str:
         """The hash of the journal row about to be written with ``content`` (``CONTENT``'s
         columns), which becomes the chain's new tip. Under the write lock: nobody else
-        writes the journal until this transaction ends."""
-        if self._tip is None:
-            row = self.conn.execute(
-                "SELECT hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
-            self._tip = (row[0] or "") if row is not None else (self.meta("store_id") or "")
-        self._tip = link(self._tip, content)
-        return self._tip
+        writes the journal until this transaction ends, and each link is one row."""
+        seq, before = self._tip()
+        after = link(before, content)
+        if self.known is not None:
+            self.known.tip = (seq + 1, after)
+        return after
 
     # -- reading -------------------------------------------------------------
 
@@ -278,6 +292,14 @@ class SqliteTx:
         # reads the partial index of live leases, not the table
         return [TaskRow(*r) for r in self.conn.execute(
             f"{_SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= ?", (at,))]
+
+    def _leases_from(self, at: str) -> str:
+        """When the first live lease still running at ``at`` expires (:data:`NO_LEASE`:
+        none does)."""
+        first = self.conn.execute("SELECT min(lease_expires) FROM tasks"
+                                  " WHERE lease_id IS NOT NULL AND lease_expires > ?",
+                                  (at,)).get
+        return NO_LEASE if first is None else str(first)
 
     def result_meta(self, number: int) -> ResultMeta | None:
         row = self.conn.execute(
@@ -410,6 +432,8 @@ class SqliteTx:
             _JOURNAL + " WHERE j.seq > ? AND j.seq <= ? ORDER BY j.seq", (seq, bound))]
 
     def last_seq(self) -> int:
+        if self.known is not None:
+            return self._tip()[0]
         return int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM journal").get)
 
     def request(self, caller: str, request_id: str) -> RequestRow | None:
@@ -430,23 +454,47 @@ class SqliteTx:
         return None if value is None else str(value)
 
     def policy(self) -> dict[str, str]:
-        return {str(k): str(v) for k, v in self.conn.execute("SELECT key, value FROM policy")}
+        known = self.known
+        if known is not None and known.policy is not None:
+            return dict(known.policy)
+        found = {str(k): str(v) for k, v in self.conn.execute("SELECT key, value FROM policy")}
+        if known is not None:
+            known.policy = dict(found)
+        return found
 
     def required_plugins(self) -> list[RequiredPlugin]:
-        return [RequiredPlugin(*r) for r in self.conn.execute(
+        known = self.known
+        if known is not None and known.required is not None:
+            return list(known.required)
+        found = [RequiredPlugin(*r) for r in self.conn.execute(
             "SELECT name, kind, digest, settings, at, by FROM required_plugins ORDER BY name")]
+        if known is not None:
+            known.required = list(found)
+        return found
 
     def controls(self, *, live: bool = True) -> list[ControlRow]:
+        known = self.known if live else None
+        if known is not None and known.controls is not None:
+            return list(known.controls)
         where = " WHERE lifted_at IS NULL" if live else ""  # the partial index when live
-        return [ControlRow(*r) for r in self.conn.execute(
+        found = [ControlRow(*r) for r in self.conn.execute(
             "SELECT id, kind, agent, instance, task, at, by, reason, lifted_at, lifted_by"
             f" FROM controls{where} ORDER BY id")]
+        if known is not None:
+            known.controls = list(found)
+        return found
 
     def budgets(self, agent: str | None = None) -> list[BudgetRow]:
         sql = "SELECT agent, tasks, tokens, usd_micros, at, by FROM budgets"
         if agent is None:
             return [BudgetRow(*r) for r in self.conn.execute(sql + " ORDER BY agent")]
-        return [BudgetRow(*r) for r in self.conn.execute(sql + " WHERE agent = ?", (agent,))]
+        known = self.known
+        if known is not None and agent in known.budgets:
+            return list(known.budgets[agent])
+        found = [BudgetRow(*r) for r in self.conn.execute(sql + " WHERE agent = ?", (agent,))]
+        if known is not None:
+            known.budgets[agent] = list(found)
+        return found
 
     def spend(self, agent: str, start: str, end: str) -> Spend:
         # both read partial indexes that hold only claims, and only usage reports
@@ -477,7 +525,14 @@ class SqliteTx:
         return self.task(ref)
 
     def lock_overdue(self, at: str) -> list[TaskRow]:
-        return self.overdue(at)
+        known = self.known
+        if known is None:
+            return self.overdue(at)
+        if known.leases_from is not None and at < known.leases_from:
+            return []
+        found = self.overdue(at)
+        known.leases_from = self._leases_from(at)  # the overdue ones end in this write
+        return found
 
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (key, value))
@@ -529,6 +584,8 @@ class SqliteTx:
             (to_state, lease_id, token, holder, instance, session, expires, at, holder, reason,
              text, chain, number),
         )
+        if self.known is not None:
+            self.known.lease_until(expires)
 
     def set_fields(self, number: int, *, priority: str, labels: str, attempt_limit: int,
                    version: int) -> None:
@@ -539,6 +596,8 @@ class SqliteTx:
     def extend_lease(self, number: int, expires: str, *, at: str) -> None:
         self.conn.execute("UPDATE tasks SET lease_expires = ?, updated_at = ? WHERE number = ?",
                           (expires, at, number))
+        if self.known is not None:
+            self.known.lease_until(expires)
 
     def touch(self, number: int, at: str) -> None:
         self.conn.execute("UPDATE tasks SET updated_at = ? WHERE number = ?", (at, number))
@@ -608,13 +667,23 @@ class SqliteTx:
         )
 
 
+    def _forget(self, what: str) -> None:
+        """This write changes a table the next write would otherwise take as known."""
+        if self.known is not None:
+            if what == "budgets":
+                self.known.budgets.clear()
+            else:
+                setattr(self.known, what, None)
+
     def set_policy(self, key: str, value: str | None, *, at: str, by: str) -> None:
+        self._forget("policy")
         self.conn.execute("DELETE FROM policy WHERE key = ?", (key,))
         if value is not None:
             self.conn.execute("INSERT INTO policy(key, value, at, by) VALUES (?, ?, ?, ?)",
                               (key, value, at, by))
 
     def require_plugin(self, row: RequiredPlugin) -> None:
+        self._forget("required")
         self.conn.execute("DELETE FROM required_plugins WHERE name = ?", (row.name,))
         self.conn.execute(
             "INSERT INTO required_plugins(name, kind, digest, settings, at, by)"
@@ -622,16 +691,19 @@ class SqliteTx:
             (row.name, row.kind, row.digest, row.settings, row.at, row.by))
 
     def unrequire_plugin(self, name: str) -> bool:
+        self._forget("required")
         return self.conn.execute("DELETE FROM required_plugins WHERE name = ? RETURNING name",
                                  (name,)).fetchone() is not None
 
     def add_control(self, row: ControlRow) -> int:
+        self._forget("controls")
         return int(self.conn.execute(
             "INSERT INTO controls(kind, agent, instance, task, at, by, reason)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (row.kind, row.agent, row.instance, row.task, row.at, row.by, row.reason)).get)
 
     def lift_control(self, control: int, *, at: str, by: str) -> None:
+        self._forget("controls")
         self.conn.execute("UPDATE controls SET lifted_at = ?, lifted_by = ? WHERE id = ?",
                           (at, by, control))
 
@@ -648,6 +720,7 @@ class SqliteTx:
             f"{_SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY number", tuple(args))]
 
     def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
+        self._forget("budgets")
         self.conn.execute("DELETE FROM budgets WHERE agent = ?", (agent,))
         if row is not None:
             self.conn.execute(
@@ -775,19 +848,22 @@ class SqliteStore:
             self._slots.add(slot)
         self._local.slot = slot
 
-    @property
-    def conn(self) -> apsw.Connection:
-        """This thread's connection (made and configured on the thread's first use)."""
+    def _slot(self) -> _Slot:
+        """This thread's connection and what it knows (made on the thread's first use)."""
         slot: _Slot | None = getattr(self._local, "slot", None)
         if self._closed:
             if slot is not None:  # its close was left to this thread (it was busy)
                 _close_quietly(slot.conn)
             raise StoreError("store_closed", f"the store {self.path} has been closed")
         if slot is None:
-            conn = self._open(self._configure)
-            self._adopt(conn)
-            return conn
-        return slot.conn
+            self._adopt(self._open(self._configure))
+            slot = self._local.slot
+        return slot
+
+    @property
+    def conn(self) -> apsw.Connection:
+        """This thread's connection (made and configured on the thread's first use)."""
+        return self._slot().conn
 
     @conn.setter
     def conn(self, value: apsw.Connection) -> None:
@@ -928,8 +1004,15 @@ class SqliteStore:
             raise StoreError("schema_tampered", f"{self.path} does not have the schema its"
                              f" migrations built ({self.tampered}); writes are refused until"
                              " it is repaired. Run: hivelite doctor")
-        with self._transaction(self.conn) as conn:
-            yield SqliteTx(conn)
+        slot = self._slot()
+        conn = slot.conn
+        with self._transaction(conn):
+            version = conn.data_version()
+            known = slot.known if slot.known.version == version else Known()
+            slot.known = Known()  # nothing is known unless this write commits
+            yield SqliteTx(conn, known)
+        known.version = conn.data_version()
+        slot.known = known
 
     @contextmanager
     def read(self) -> Iterator[SqliteTx]:
@@ -952,10 +1035,11 @@ class SqliteStore:
 class _Slot:
     """Holds one thread's connection; dropped with the thread's locals when it ends."""
 
-    __slots__ = ("__weakref__", "conn")
+    __slots__ = ("__weakref__", "conn", "known")
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
+        self.known = Known()
 
 
 def _close_quietly(conn: apsw.Connection) -> None:
