@@ -13,7 +13,6 @@ whoever runs hivelite.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.util
 import inspect
 import os
@@ -29,10 +28,10 @@ from typing import Any
 
 import pluggy
 
-from . import default_gate, default_threshold, hookspecs
+from . import default_gate, default_threshold, hookspecs, installed
 from .errors import PluginError
 
-ENTRY_POINT_GROUP = "hivelite"
+ENTRY_POINT_GROUP = installed.GROUP
 DEFAULT_PLUGINS: tuple[ModuleType, ...] = (default_gate, default_threshold)
 
 
@@ -161,7 +160,7 @@ def _entry_points_enabled() -> bool:
 
 
 def _load_entry_points(pm: PluginManager, allow: set[str] | None) -> None:
-    found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    found = installed.entry_points()
     unknown = sorted((allow or set()) - {ep.name for ep in found})
     if unknown:  # a typo must not silently switch a policy off
         raise PluginError(", ".join(unknown), "load",
@@ -176,10 +175,8 @@ def _load_entry_points(pm: PluginManager, allow: set[str] | None) -> None:
             plugin = ep.load()
         except Exception as exc:
             raise PluginError(ep.name, "load", f"entry point failed: {exc!r}") from exc
-        dist = ep.dist.name if ep.dist is not None else "?"
-        version = ep.dist.version if ep.dist is not None else "?"
-        pm.add(plugin, ep.name, f"entry point ({dist})",
-               identity=("entry_point", f"{dist} {version}"))
+        pm.add(plugin, ep.name, f"entry point ({ep.dist})",
+               identity=("entry_point", f"{ep.dist} {ep.version}"))
 
 
 def get_plugin_manager(

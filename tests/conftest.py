@@ -9,7 +9,11 @@ today.
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -26,6 +30,10 @@ from . import rawsql
 
 # Installed entry-point plugins must not change test results (a test may opt in).
 sys._hivelite_under_test = True  # type: ignore[attr-defined]
+# The entry points the CLI finds are cached in the user's cache folder: not this user's.
+_CACHE = tempfile.mkdtemp(prefix="hivelite-tests-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 START = "2026-12-02T09:00:00.000Z"
 BACKENDS = ("sqlite",)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -27,7 +28,7 @@ from typing import Any
 import pytest
 
 import hivelite
-from hivelite import Hive, PluginError, State
+from hivelite import Hive, PluginError, State, installed
 from hivelite.plugins import call_each, get_plugin_manager
 
 from . import rawsql
@@ -588,3 +589,96 @@ def test_a_failing_notifier_does_not_silence_the_others(open_hive: OpenHive) -> 
     assert len(failures) == 1
     assert (failures[0].plugin, failures[0].hook) == ("Noisy", "hivelite_on_transition")
     assert heard == [1]
+
+
+# -- the installed entry points, cached between calls (hivelite/installed.py) -------------
+
+
+@pytest.fixture
+def cached(tmp_path: Path, dist_site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache folder of this test's own, and the 'installed' distribution on the path."""
+    monkeypatch.syspath_prepend(str(dist_site))
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("HIVELITE_CACHE_DIR", str(folder))
+    return folder
+
+
+def metadata_unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(**kwargs: Any) -> Any:
+        raise AssertionError("the distributions' metadata was read again")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", refuse)
+
+
+def test_the_entry_points_found_are_kept_for_the_next_call(
+        cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = installed.entry_points()
+    assert DIST_ENTRY_POINT in {e.name for e in first}
+    assert (cached / installed.CACHE_NAME).stat().st_mode & 0o777 == 0o600
+    metadata_unread(monkeypatch)
+    assert installed.entry_points() == first
+    mine = next(e for e in first if e.name == DIST_ENTRY_POINT)
+    assert (mine.dist, mine.version) == (DIST_NAME, "0.1.0")
+    assert getattr(mine.load(), "__name__", None) == DIST_MODULE
+
+
+def test_installing_or_removing_a_distribution_reads_them_again(
+        cached: Path, dist_site: Path) -> None:
+    """What pip changes when it installs anything changes the key: a policy plugin
+    installed after the cache was written is never missed."""
+    installed.entry_points()
+    write_distribution(dist_site, "hivelite-second", "hivelite_second_plugin",
+                       {"second": "hivelite_second_plugin"}, DIST_SOURCE)
+    assert "second" in {e.name for e in installed.entry_points()}
+    shutil.rmtree(dist_site / "hivelite_second-0.1.0.dist-info")
+    assert "second" not in {e.name for e in installed.entry_points()}
+
+
+def test_an_entry_point_changed_in_place_is_read_again(cached: Path, dist_site: Path) -> None:
+    installed.entry_points()
+    points = dist_site / f"{DIST_NAME.replace('-', '_')}-0.1.0.dist-info" / "entry_points.txt"
+    points.write_text(points.read_text() + "renamed = " + DIST_MODULE + "\n")
+    os.utime(points, ns=(1, 1))  # whatever the clock's resolution, its time changed
+    assert "renamed" in {e.name for e in installed.entry_points()}
+
+
+@pytest.mark.parametrize("damage", ["not json", "others may write", "another shape"])
+def test_a_cache_that_cannot_be_trusted_is_read_around(
+        cached: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
+    first = installed.entry_points()
+    cache = cached / installed.CACHE_NAME
+    if damage == "not json":
+        cache.write_text("{")
+    elif damage == "others may write":
+        os.chmod(cache, 0o622)
+    else:
+        cache.write_text(json.dumps({"key": installed.path_key(), "entry_points": [1]}))
+    assert installed.entry_points() == first
+    if damage == "others may write":  # its list was read again, not taken
+        data = json.loads(cache.read_text())
+        data["entry_points"] = []
+        cache.write_text(json.dumps(data))
+        os.chmod(cache, 0o622)
+        assert installed.entry_points() == first
+
+
+def test_an_unwritable_cache_folder_is_no_error(cached: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("HIVELITE_CACHE_DIR", str(blocker / "cache"))
+    assert DIST_ENTRY_POINT in {e.name for e in installed.entry_points()}
+
+
+def test_the_cli_finds_an_entry_point_through_the_cache(tmp_path: Path, store: Path,
+                                                        dist_site: Path) -> None:
+    """Two real calls: the first writes the cache, the second reads it, and both load the
+    distribution's plugin."""
+    path = os.pathsep.join([str(dist_site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    cache = tmp_path / "cli-cache"
+    for _ in range(2):
+        listed = run(["--json", "plugins"], cwd=tmp_path, PYTHONPATH=path,
+                     HIVELITE_LOAD_PLUGINS=DIST_ENTRY_POINT, HIVELITE_CACHE_DIR=str(cache))
+        assert listed.code == 0, listed.err
+        assert DIST_ENTRY_POINT in {row["name"] for row in listed.json()}
+    assert DIST_ENTRY_POINT in (cache / installed.CACHE_NAME).read_text()
