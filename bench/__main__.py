@@ -21,6 +21,7 @@ import apsw
 import hivelite
 
 from . import SCALE_TARGET, TARGETS, ablate, breakdown, lib, raw, replay, scale
+from . import figures as figures_file
 from .timing import Timing
 from .wal import PageReport
 from .workspace import Workspace, paired
@@ -58,6 +59,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                    " (e.g. 1000 100000) with every first-party plugin loaded; reports the"
                    " big store's rate over the small one's (target >= 0.9)")
     p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    p.add_argument("--figures", type=Path, default=None, metavar="FILE",
+                   help="also write the main figures to FILE as JSON (for bench.report)")
     args = p.parse_args(argv)
     if args.items < 1 or args.repeat < 1:
         p.error("--items and --repeat must be at least 1")
@@ -179,9 +182,12 @@ def compare(args: argparse.Namespace, ws: Workspace, templates: dict[str, Path],
     print(f"{'sync':6}  {'raw items/s':>11}  {'hivelite items/s':>16}  {'ratio':>6}"
           f"  {'target':>7}  {'met':3}  {'(CPU-time ratio)':>16}")
     met_all = True
+    figures: dict[str, Any] = {"items": n, "repeat": args.repeat}
     for sync in syncs:
         t_raw, t_lib = best[(sync, "raw")], best[(sync, "hivelite")]
         ratio = t_raw.wall / t_lib.wall
+        figures[sync] = {"raw": n / t_raw.wall, "hivelite": n / t_lib.wall, "ratio": ratio,
+                         "cpu_ratio": t_raw.cpu / t_lib.cpu}
         target = TARGETS[sync]
         met = ratio >= target
         met_all &= met
@@ -224,6 +230,11 @@ def compare(args: argparse.Namespace, ws: Workspace, templates: dict[str, Path],
               f" {rep.phase_per_txn('submit'):6.2f}   {kib:8.1f}")
     ratio = pages["hivelite"].per_txn / pages["raw"].per_txn
     print(f"  hivelite writes {ratio:.1f}x the raw side's pages")
+    figures["pages"] = {side: {"all": pages[side].per_txn,
+                               "claim": pages[side].phase_per_txn("claim"),
+                               "submit": pages[side].phase_per_txn("submit")}
+                        for side in SIDES}
+    figures_file.save(args.figures, figures)
     for side in SIDES:
         rep = pages[side]
         if not rep.objects:

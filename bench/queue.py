@@ -39,6 +39,7 @@ import apsw
 from hivelite import Caller, Hive, HiveliteError, NotFound
 from hivelite.protocol import PRIORITIES
 
+from . import figures as figures_file
 from . import lib
 from .replay import RecordingConn
 
@@ -249,7 +250,7 @@ def _completed(side: str, path: Path) -> int:
 
 
 def drain(folder: Path, items: int, workers: Sequence[int], repeat: int,
-          synchronous: str) -> None:
+          synchronous: str) -> dict[str, Any]:
     """Both sides at each W, ``repeat`` times, taking turns; print the best of each."""
     templates = {"raw": folder / "raw.db", "hivelite": folder / "hivelite.db"}
     started = time.perf_counter()
@@ -276,10 +277,14 @@ def drain(folder: Path, items: int, workers: Sequence[int], repeat: int,
           " marking it done")
     print(f"{'W':>2}  {'raw cycles/s':>12}  {'hivelite cycles/s':>17}  {'hivelite/raw':>12}"
           f"  {'wasted raw':>10}  {'wasted hivelite':>15}")
+    figures: dict[str, Any] = {"items": items, "repeat": repeat, "sync": synchronous}
     for w in workers:
         raw_d, lib_d = best[("raw", w)], best[("hivelite", w)]
         wasted_raw = sum(d.wasted for d in runs[("raw", w)])
         wasted_lib = sum(d.wasted for d in runs[("hivelite", w)])
+        figures[f"W={w}"] = {"raw": raw_d.rate, "hivelite": lib_d.rate,
+                             "ratio": lib_d.rate / raw_d.rate, "wasted_raw": wasted_raw,
+                             "wasted_hivelite": wasted_lib}
         print(f"{w:>2}  {raw_d.rate:12,.0f}  {lib_d.rate:17,.0f}  {lib_d.rate / raw_d.rate:12.3f}"
               f"  {wasted_raw:>10}  {wasted_lib:>15}")
     if len(workers) > 1:
@@ -288,6 +293,7 @@ def drain(folder: Path, items: int, workers: Sequence[int], repeat: int,
                 for side in ("raw", "hivelite")}
         print(f"W={high} over W={low}: raw {gain['raw']:.2f}x, hivelite {gain['hivelite']:.2f}x"
               " (wasted: refusals other than queue_empty, summed over every run)")
+    return figures
 
 
 # -- scale ---------------------------------------------------------------------------------
@@ -440,6 +446,8 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.queue", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--items", type=int, default=2000, help="tasks each drain run empties")
+    p.add_argument("--figures", type=Path, default=None, metavar="FILE",
+                   help="also write the drain's figures to FILE as JSON (for bench.report)")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2], metavar="W",
                    help="worker process counts to drain with (default: 1 2)")
     p.add_argument("--repeat", type=int, default=3,
@@ -482,8 +490,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f" {', '.join(f'{x:.2f}' for x in os.getloadavg())}, SQLite"
               f" {apsw.sqlite_lib_version()}")
         if args.only in (None, "drain"):
-            drain(folder, args.items, sorted(set(args.workers)), args.repeat,
-                  args.sync.upper())
+            figures_file.save(args.figures, drain(folder, args.items, sorted(set(args.workers)),
+                                                  args.repeat, args.sync.upper()))
         if args.only in (None, "scale"):
             scale(folder, sorted(set(args.sizes)), args.ready, args.elsewhere, args.calls,
                   args.block)

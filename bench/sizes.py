@@ -31,6 +31,8 @@ from typing import Any
 
 from hivelite import Caller, Hive, hookimpl
 
+from .figures import save
+
 BATCH = 50_000
 DONE = 100
 AGENT = Caller.agent("ana/coder", "laptop")
@@ -159,6 +161,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--json", dest="as_json", action="store_true")
+    parser.add_argument("--figures", type=Path, default=None, metavar="FILE",
+                        help="also write the figures to FILE as JSON (for bench.report)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HIVELITE_LOAD_PLUGINS", "")
     results: dict[int, dict[str, float]] = {}
@@ -175,6 +179,7 @@ def main(argv: list[str] | None = None) -> None:
                              "walk all RSS (MB)": walk_mb, "export (s)": export_s,
                              "export RSS (MB)": export_mb}
             path.unlink()
+    save(args.figures, {str(size): row for size, row in results.items()})
     if args.as_json:
         print(json.dumps(results, indent=2))
         return
