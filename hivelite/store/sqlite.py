@@ -8,6 +8,8 @@ into another's.
 from __future__ import annotations
 
 import errno
+import heapq
+import itertools
 import json
 import os
 import threading
@@ -31,6 +33,7 @@ from ..errors import (
     UnexpectedError,
     from_trigger,
 )
+from ..protocol import PRIORITIES
 from . import mounts
 from .chain import link
 from .doctor import schema_problem
@@ -342,8 +345,21 @@ class SqliteTx:
             if value is not None:
                 clauses.append(f"t.{column} = ?")
                 args.append(value)
-        if where.sort != "age":  # the cursor counts the rows already shown
-            order = (f"ORDER BY {RANK}, t.number" if where.sort == "priority"
+        if where.ready and where.sort in ("age", "priority"):
+            numbers = self._ready_page(clauses, args, where.sort, after, limit)
+        else:
+            numbers = self._page(clauses, args, indexed, where.sort, after, limit)
+        if not numbers:
+            return []
+        found = {v.task.number: v for v in self._views(
+            f"t.number IN ({', '.join('?' * len(numbers))})", numbers)}
+        return [found[n] for n in numbers if n in found]
+
+    def _page(self, clauses: list[str], args: list[Any], indexed: str, sort: str,
+              after: int | None, limit: int) -> list[int]:
+        """One page of the numbers that pass ``clauses``, in the order asked."""
+        if sort != "age":  # the cursor counts the rows already shown
+            order = (f"ORDER BY {RANK}, t.number" if sort == "priority"
                      else "ORDER BY t.updated_at DESC, t.number DESC")
             args.extend((limit, min(max(after or 0, 0), MAX_ROWID)))
             page = f"{order} LIMIT ? OFFSET ?"
@@ -358,13 +374,50 @@ class SqliteTx:
         # The page's numbers first, from the task rows (and an index) alone; only those
         # rows are then joined with their bodies, results and checkpoints.
         filtered = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        numbers = [int(r[0]) for r in self.conn.execute(
+        return [int(r[0]) for r in self.conn.execute(
             f"SELECT t.number FROM tasks t{indexed}{filtered} {page}", tuple(args))]
-        if not numbers:
-            return []
-        found = {v.task.number: v for v in self._views(
-            f"t.number IN ({', '.join('?' * len(numbers))})", numbers)}
-        return [found[n] for n in numbers if n in found]
+
+    def _ready_page(self, clauses: list[str], args: list[Any], sort: str,
+                    after: int | None, limit: int) -> list[int]:
+        """A page of ready tasks by number (``age``) or by rank, then number (``priority``),
+        without sorting every ready task: the queue index holds them by (assignee, rank,
+        number), so each (assignee, rank) group is already in number order. Each group
+        gives at most a page, read from the index, and the groups are merged. The
+        assignees are found by skipping through the index, one lookup each."""
+        filtered = " AND ".join(clauses)
+        groups: list[Iterable[int]] = []
+        skip = 0
+        if sort == "age":
+            start = [] if after is None else ["t.number > ?"]
+            bound = [] if after is None else [max(after, 0)]
+            if after is not None and after >= MAX_ROWID:
+                return []
+        else:  # the cursor counts the rows already shown
+            start, bound, skip = [], [], min(max(after or 0, 0), MAX_ROWID)
+        for assignee in self._ready_assignees():
+            for rank in range(len(PRIORITIES)):
+                groups.append([int(r[0]) for r in self.conn.execute(
+                    f"SELECT t.number FROM tasks t INDEXED BY tasks_queue WHERE {filtered}"
+                    f" AND t.assignee = ? AND {RANK} = ? {' AND '.join(['', *start])}"
+                    " ORDER BY t.number LIMIT ?",
+                    (*args, assignee, rank, *bound, skip + limit))])
+        if sort == "age":
+            merged: Iterable[int] = heapq.merge(*groups)
+        else:  # the groups come rank by rank: merge each rank's, one rank after the other
+            width = len(PRIORITIES)
+            merged = itertools.chain.from_iterable(
+                heapq.merge(*groups[rank::width]) for rank in range(width))
+        return list(itertools.islice(merged, skip, skip + limit))
+
+    def _ready_assignees(self) -> list[str]:
+        """Every assignee with a ready task, from the queue index (a lookup each)."""
+        found: list[str] = []
+        sql = f"SELECT min(assignee) FROM tasks INDEXED BY tasks_queue WHERE {READY}"
+        name = self.conn.execute(sql).get
+        while name is not None:
+            found.append(str(name))
+            name = self.conn.execute(sql + " AND assignee > ?", (name,)).get
+        return found
 
     def view(self, ref: str | int) -> ViewRow | None:
         where, key = task_key(ref)
