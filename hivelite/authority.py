@@ -20,6 +20,7 @@ from .caller import Caller
 from .clock import format_ts
 from .errors import ForbiddenRight, InvalidInput, RateLimited
 from .models import (
+    DEFERRED,
     Budget,
     Control,
     RequiredPluginView,
@@ -38,7 +39,7 @@ from .store import (
 )
 from .store.schema import MODES, PROPOSALS
 
-_PROJECT = TypeAdapter(Slug)
+_PROJECT = TypeAdapter(Slug, config=DEFERRED)
 CLAIMING = frozenset({"claim", "resume", "next"})
 """Verbs that take a lease: a hold refuses them, a budget used up refuses them."""
 HOLDER = frozenset({"renew", "release", "checkpoint", "update", "pause", "submit"})

@@ -451,13 +451,13 @@ class HiveBase:
             try:
                 items.append(view_of(row, now, self._packets, bearing_on(controls, row.task)))
             except UNREADABLE as exc:
-                damaged.append(DamagedRow(number=row.task.number, id=str(row.task.id),
-                                          error=unreadable(exc)))
+                damaged.append(DamagedRow.model_construct(
+                    number=row.task.number, id=str(row.task.id), error=unreadable(exc)))
         next_cursor = None
         if len(rows) > limit:  # by number in creation order, else how many were shown
             next_cursor = (rows[limit - 1].task.number if sort == "age"
                            else (cursor or 0) + limit)
-        return Page(items=items, next_cursor=next_cursor, damaged=damaged)
+        return Page.model_construct(items=items, next_cursor=next_cursor, damaged=damaged)
 
     def history(self, ref: str | int) -> builtins.list[JournalEntry]:
         """The journal rows of one task, oldest first: every move, who made it and why."""

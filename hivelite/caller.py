@@ -14,11 +14,11 @@ from typing import Literal
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import ForbiddenRight, InvalidInput
-from .models import AgentName, InstanceName, Slug, normal_instance
+from .models import DEFERRED, AgentName, InstanceName, Slug, normal_instance
 
-_AGENT = TypeAdapter(AgentName)
-_INSTANCE = TypeAdapter(InstanceName)
-_SLUG = TypeAdapter(Slug)
+_AGENT = TypeAdapter(AgentName, config=DEFERRED)
+_INSTANCE = TypeAdapter(InstanceName, config=DEFERRED)
+_SLUG = TypeAdapter(Slug, config=DEFERRED)
 
 
 def _check(adapter: TypeAdapter[str], value: object, field: str, rule: str) -> None:

@@ -19,13 +19,13 @@ from .authority import control_view, scope
 from .base import HiveBase
 from .caller import Caller, require_owner
 from .errors import InvalidInput, NotFound
-from .models import AgentName, Control, ControlKind, InstanceName
+from .models import DEFERRED, AgentName, Control, ControlKind, InstanceName
 from .protocol import CONTROL_ENDINGS, State
 from .store import ControlRow
 from .unit import Unit
 
-_AGENT = TypeAdapter(AgentName)
-_INSTANCE = TypeAdapter(InstanceName)
+_AGENT = TypeAdapter(AgentName, config=DEFERRED)
+_INSTANCE = TypeAdapter(InstanceName, config=DEFERRED)
 
 
 def agent_name(value: object) -> str:

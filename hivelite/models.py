@@ -144,6 +144,10 @@ Lifecycle = Literal["queued", "claimed", "running", "approval", "completed", "fa
                     "cancelled"]
 
 
+DEFERRED = ConfigDict(defer_build=True)
+"""For a module's ``TypeAdapter`` of a constrained type: built on first use, like the models."""
+
+
 class _Model(BaseModel):
     """Every model's base: its validator is built when first used, not on import (a CLI
     call uses a few of these models, and building all of them cost 50 ms a call)."""
@@ -343,7 +347,7 @@ class TaskView(_Model):
     threshold: int | None = None
     confirmations: list[Confirmation] = []
     updates: list[UpdateView] = []
-    usage: Usage = Usage()
+    usage: Usage = Usage.model_construct(tokens=0, usd_micros=0)  # no validator built on import
     merge: Merge | None = None
     last_reason: str | None = None
     origin: Literal["person", "agent"] = "person"

@@ -24,6 +24,7 @@ from .claims import fencing_token, usage_fits
 from .clock import format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, PluginError
 from .models import (
+    DEFERRED,
     CommitHash,
     Confirmation,
     Evidence,
@@ -39,7 +40,7 @@ from .store import ConfirmationRow, TaskRow
 from .unit import Unit
 from .views import task_of
 
-_COMMIT = TypeAdapter(CommitHash)
+_COMMIT = TypeAdapter(CommitHash, config=DEFERRED)
 Outcome = Literal["completed", "failed"]
 MAX_THRESHOLD = 1000
 

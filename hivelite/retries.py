@@ -25,7 +25,7 @@ from typing import Any, ParamSpec, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from .errors import HiveliteError, InvalidInput
-from .models import ClaimReceipt, ExpiredClaim, Receipt
+from .models import DEFERRED, ClaimReceipt, ExpiredClaim, Receipt
 
 KEEP = timedelta(hours=24)
 """How long a request id answers its retries."""
@@ -35,7 +35,7 @@ T = TypeVar("T")
 _ANSWERS: dict[str, TypeAdapter[Any]] = {
     "Receipt": TypeAdapter(Receipt),
     "ClaimReceipt": TypeAdapter(ClaimReceipt),
-    "ExpiredClaims": TypeAdapter(list[ExpiredClaim]),
+    "ExpiredClaims": TypeAdapter(list[ExpiredClaim], config=DEFERRED),
 }
 
 

@@ -11,6 +11,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any, cast
 
 from .models import (
     Checkpoint,
@@ -19,6 +20,7 @@ from .models import (
     Control,
     DependencyView,
     Evidence,
+    Lifecycle,
     Merge,
     Packet,
     Result,
@@ -27,10 +29,19 @@ from .models import (
     UpdateView,
     Usage,
 )
-from .protocol import TERMINAL, State, WaitingOn, lifecycle
+from .protocol import PRIORITIES, TERMINAL, State, WaitingOn, lifecycle
 from .store import Bodies, TaskRow, ViewRow
 
 PACKET_CACHE = 512
+
+
+def _stored(value: str | None, allowed: Sequence[str], what: str) -> Any:
+    """A stored value the view's model allows only from a set, checked here because the
+    views are built without validating (a row damaged behind the triggers' back raises,
+    and the listing reports it as damaged)."""
+    if value is not None and value not in allowed:
+        raise ValueError(f"{what} {value!r} is not one of {', '.join(allowed)}")
+    return value
 
 
 class PacketCache:
@@ -51,6 +62,13 @@ class PacketCache:
                 if len(self._items) > self.size:
                     self._items.popitem(last=False)
         return packet
+
+
+def _labels(text: str) -> list[str]:
+    labels = json.loads(text)
+    if not isinstance(labels, list) or not all(isinstance(v, str) for v in labels):
+        raise ValueError(f"labels {text[:80]!r} are not a list of strings")
+    return labels
 
 
 def task_of(row: TaskRow, bodies: Bodies, packets: PacketCache | None = None) -> Task:
@@ -81,34 +99,37 @@ def view_of(found: ViewRow, now: str, packets: PacketCache | None = None,
     claim = None
     if row.lease_id is not None:
         expires = row.lease_expires or ""
-        claim = ClaimView(holder=row.lease_holder or "", instance=row.lease_instance or "",
-                          session=row.lease_session, expires_at=expires,
-                          expired=expires <= now)
+        claim = ClaimView.model_construct(
+            holder=row.lease_holder or "", instance=row.lease_instance or "",
+            session=row.lease_session, expires_at=expires, expired=expires <= now)
     # the verdicts on the current result, whatever became of it, in the order given
     confirmations = [
-        Confirmation(reviewer=c.reviewer, instance=c.instance, session=c.session,
-                     verdict=c.verdict, reason=c.reason, at=c.at, counted=c.counted,
-                     why=c.why)
+        Confirmation.model_construct(
+            reviewer=c.reviewer, instance=c.instance, session=c.session,
+            verdict=_stored(c.verdict, ("accept", "reject"), "verdict"),
+            reason=c.reason, at=c.at, counted=c.counted, why=c.why)
         for c in found.confirmations
     ]
-    updates = [UpdateView(at=u.at, actor=u.actor, summary=u.summary, tokens=u.tokens,
-                          usd_micros=u.usd_micros) for u in reversed(found.updates)]
-    depends = [DependencyView(number=d.number, id=d.id, state=State(d.state))
+    updates = [UpdateView.model_construct(at=u.at, actor=u.actor, summary=u.summary,
+                                          tokens=u.tokens, usd_micros=u.usd_micros)
+               for u in reversed(found.updates)]
+    depends = [DependencyView.model_construct(number=d.number, id=d.id, state=State(d.state))
                for d in found.dependencies]
-    return TaskView(
+    return TaskView.model_construct(
         number=row.number, task=task,
-        lifecycle=lifecycle(task.state, task.waiting_on,
-                            exhausted=row.exhausted and task.state is State.routed),
-        priority=row.priority,
-        labels=json.loads(row.labels), fields_version=row.fields_version,
+        lifecycle=cast(Lifecycle, lifecycle(
+            task.state, task.waiting_on, exhausted=row.exhausted and task.state is State.routed)),
+        priority=_stored(row.priority, PRIORITIES, "priority"),
+        labels=_labels(row.labels), fields_version=row.fields_version,
         depends_on=depends,
         blocked_by=[d.number for d in depends if d.state is not State.completed]
         if task.state not in TERMINAL else [],
         attempts=row.attempts, max_attempts=row.attempt_limit, claim=claim,
-        outcome=meta.outcome if meta else None,
+        outcome=_stored(meta.outcome, ("completed", "failed"), "outcome") if meta else None,
         threshold=meta.threshold if meta else None, confirmations=confirmations,
-        updates=updates, usage=Usage(tokens=found.tokens, usd_micros=found.usd_micros),
-        merge=Merge(commit=meta.merge_commit, by=meta.merged_by or "")
+        updates=updates,
+        usage=Usage.model_construct(tokens=found.tokens, usd_micros=found.usd_micros),
+        merge=Merge.model_construct(commit=meta.merge_commit, by=meta.merged_by or "")
         if meta and meta.merge_commit else None,
         last_reason=row.reason,
         origin="agent" if found.created_by and "/" in found.created_by else "person",
