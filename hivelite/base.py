@@ -50,6 +50,7 @@ from .errors import (
 from .models import (
     DamagedRow,
     ExpiredClaim,
+    History,
     JournalEntry,
     Page,
     Receipt,
@@ -122,6 +123,14 @@ class HiveBase:
 
     def close(self) -> None:
         self.store.close()
+
+    def __repr__(self) -> str:
+        return f"<Hive {self.store.location} owner={self.owner}>"
+
+    def _repr_html_(self) -> str:
+        from .notebook import store
+
+        return store(self.info())
 
     def __enter__(self) -> HiveBase:
         return self
@@ -459,11 +468,12 @@ class HiveBase:
                            else (cursor or 0) + limit)
         return Page.model_construct(items=items, next_cursor=next_cursor, damaged=damaged)
 
-    def history(self, ref: str | int) -> builtins.list[JournalEntry]:
+    def history(self, ref: str | int) -> History:
         """The journal rows of one task, oldest first: every move, who made it and why."""
         with self.store.read() as reader:
             row = guard.found(reader.task(ref), ref)
-            return [JournalEntry.model_validate(r.fields()) for r in reader.journal(row.number)]
+            return History(JournalEntry.model_validate(r.fields())
+                           for r in reader.journal(row.number))
 
     def journal(self) -> builtins.list[JournalEntry]:
         """The whole journal, oldest first."""

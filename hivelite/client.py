@@ -37,6 +37,7 @@ from .models import (
     ClaimReceipt,
     Evidence,
     HandoffRequest,
+    History,
     Identity,
     JournalEntry,
     NextClaim,
@@ -219,9 +220,9 @@ class Client:
                  "ready": "true" if ready else None, "limit": limit, "after": cursor}
         return Page.model_validate(self._call("GET", self._tasks, query=query))
 
-    def history(self, ref: str | int) -> builtins.list[JournalEntry]:
-        return [JournalEntry.model_validate(e)
-                for e in self._call("GET", self._task(ref) + "/history")]
+    def history(self, ref: str | int) -> History:
+        return History(JournalEntry.model_validate(e)
+                       for e in self._call("GET", self._task(ref) + "/history"))
 
     # -- writing -----------------------------------------------------------------
 

@@ -9,7 +9,8 @@ with the shipped JSON Schema.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal, overload
 
 from pydantic import (
     AfterValidator,
@@ -356,6 +357,28 @@ class TaskView(_Model):
     """The owner's live controls that bear on this task: a veto on it, a hold or stop of
     its assignee or of its holder's instance."""
 
+    def __repr__(self) -> str:
+        return (f"TaskView(#{self.number} {self.task.packet.task!r}, {self.task.state.value},"
+                f" {self.task.assignee}, {self.priority})")
+
+    def _repr_html_(self) -> str:
+        from .notebook import task_card
+
+        return task_card(self)
+
+    def record(self) -> dict[str, Any]:
+        """The task as one flat row (for ``to_records`` and ``to_pandas``)."""
+        claim = self.claim
+        return {"number": self.number, "id": self.task.id, "title": self.task.packet.task,
+                "state": self.task.state.value,
+                "waiting_on": self.task.waiting_on.value if self.task.waiting_on else None,
+                "lifecycle": self.lifecycle, "assignee": self.task.assignee,
+                "requester": self.task.requester, "project": self.task.project,
+                "priority": self.priority, "labels": list(self.labels),
+                "holder": claim.holder if claim else None,
+                "claim_expires": claim.expires_at if claim else None,
+                "created_at": self.task.created_at, "updated_at": self.task.updated_at}
+
 
 class Receipt(_Model):
     """What a write verb answers (seed 004's ``TaskAckV1``): the task and where it stands
@@ -371,6 +394,11 @@ class Receipt(_Model):
     """The seq of the last journal row this write added for the task; None when it
     journaled nothing for it (a checkpoint, an update or a renewal mid-work; rows of
     expired claims the write returned first do not count)."""
+
+    def _repr_html_(self) -> str:
+        from .notebook import receipt
+
+        return receipt(self)
 
 
 class ClaimReceipt(Receipt):
@@ -455,6 +483,64 @@ class Page(_Model):
     damaged: list[DamagedRow] = Field(default=[], exclude_if=lambda rows: not rows)
     """Tasks of this page that cannot be read: named here, left out of ``items`` (in a
     page's JSON only when there are any)."""
+
+    # A page is a sequence of its tasks: len, index, iterate (not pydantic's field pairs).
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> TaskView: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TaskView]: ...
+    def __getitem__(self, index: int | slice) -> TaskView | list[TaskView]:
+        return self.items[index]
+
+    def __iter__(self) -> Iterator[TaskView]:  # type: ignore[override]
+        return iter(self.items)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"#{v.number}" for v in self.items[:10])
+        more = f", … {len(self.items) - 10} more" if len(self.items) > 10 else ""
+        return (f"Page({len(self.items)} tasks: {shown}{more}; next_cursor={self.next_cursor}"
+                + (f"; {len(self.damaged)} damaged" if self.damaged else "") + ")")
+
+    def _repr_html_(self) -> str:
+        from .notebook import task_table
+
+        return task_table(self.items, more=self.next_cursor is not None)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One flat dict per task (number, id, title, state, assignee, priority, claim...)."""
+        return [v.record() for v in self.items]
+
+    def to_pandas(self) -> Any:
+        """The page as a ``pandas.DataFrame`` (pandas is not a dependency: install it)."""
+        return _frame(self.to_records())
+
+
+class History(list[JournalEntry]):
+    """A task's journal rows, oldest first: a list, shown as a timeline in a notebook."""
+
+    def _repr_html_(self) -> str:
+        from .notebook import timeline
+
+        return timeline(self)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        return [e.model_dump(mode="json") for e in self]
+
+    def to_pandas(self) -> Any:
+        """The rows as a ``pandas.DataFrame`` (pandas is not a dependency: install it)."""
+        return _frame(self.to_records())
+
+
+def _frame(records: list[dict[str, Any]]) -> Any:
+    try:
+        import pandas  # type: ignore[import-untyped]
+    except ImportError:
+        raise ImportError("to_pandas needs pandas, which hivelite does not install:"
+                          " pip install pandas (to_records gives the same rows)") from None
+    return pandas.DataFrame.from_records(records)
 
 
 class Budget(_Model):
