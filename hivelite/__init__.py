@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     )
     from .protocol import MOVES, TERMINAL, State, WaitingOn
     from .settings import PluginSettings, plugin_settings, read_toml, settings_path
+    from .work import WorkReport
 
 __version__ = "0.1.0"
 
@@ -76,6 +77,7 @@ _EXPORTS: dict[str, str] = {
     "HandoffRequest": "hivelite.models",
     "History": "hivelite.models",
     "JournalEntry": "hivelite.models",
+    "WorkReport": "hivelite.work",
     "NextClaim": "hivelite.models",
     "Packet": "hivelite.models",
     "Page": "hivelite.models",
@@ -130,6 +132,7 @@ __all__ = [
     "Task",
     "TaskView",
     "WaitingOn",
+    "WorkReport",
     "hookimpl",
     "plugin_settings",
     "read_toml",

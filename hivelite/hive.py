@@ -11,8 +11,10 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .budgets import BudgetVerbs
+from .caller import Caller
 from .claims import ClaimVerbs
 from .clock import Clock, system_clock
 from .controls import ControlVerbs
@@ -26,6 +28,9 @@ from .settings import load_settings
 from .store import SqliteStore, Store
 from .store.sqlite import Synchronous
 from .tokens import TokenVerbs
+
+if TYPE_CHECKING:
+    from .work import Body, WorkReport
 
 _OWNER_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -97,6 +102,16 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs, ControlVerbs, Budg
 
     def __enter__(self) -> Hive:
         return self
+
+    def work(self, caller: Caller, body: Body, *, minutes: int = 10,
+             project: str | None = None, label: str | None = None, limit: int | None = None,
+             renew_every: float | None = None) -> WorkReport:
+        """Run ``body`` on this agent's ready tasks, one at a time, keeping each lease
+        alive while it runs: see :func:`hivelite.work.work`."""
+        from .work import work
+
+        return work(self, caller, body, minutes=minutes, project=project, label=label,
+                    limit=limit, renew_every=renew_every)
 
 
 def _record_owner(store: Store, owner: str | None) -> str:

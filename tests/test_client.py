@@ -166,3 +166,20 @@ def test_every_route_has_a_client_method_with_the_hives_name() -> None:
         if method not in ("list", "get", "history"):
             first = list(inspect.signature(getattr(Client, method)).parameters)[1]
             assert first == "caller", method
+
+
+def test_the_work_loop_runs_through_the_client(server: Server) -> None:  # noqa: F811
+    """``Client.work``: the same loop as ``Hive.work``, every call over HTTP."""
+    planner, coder = client(server, "planner"), client(server, "coder")
+    made = [planner.handoff(None, **{**TASK, "project": "loop"}).number for _ in range(3)]
+
+    def body(task: TaskView) -> dict[str, object]:
+        if task.number == made[1]:
+            raise ValueError("not this one")
+        return {"summary": f"did {task.number}", "evidence": EVIDENCE}
+
+    report = coder.work(coder.caller, body, project="loop", minutes=5, renew_every=0.05)
+    assert [r.number for r in report.submitted] == [made[0]]
+    assert report.released[0].number == made[1] and report.stopped_at == made[1]
+    assert coder.get(made[0]).task.state.value == "approval"
+    assert coder.get(made[1]).task.state.value == "routed"

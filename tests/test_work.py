@@ -1,0 +1,185 @@
+"""``hive.work(...)`` (issue 19, point 2): the loop a script or a notebook runs for one
+agent: the next ready task, its lease kept alive while the body runs, the body's result
+submitted, the task given back when the body fails, a clean stop on KeyboardInterrupt;
+several workers at once; the same loop through ``Client`` against a real server."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from hivelite import Caller, Hive, InvalidInput, ManualClock, State, TaskView, WorkReport
+
+from .conftest import CODER, OWNER, OpenHive, own_task
+
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+
+
+def done(task: TaskView) -> dict[str, Any]:
+    return {"summary": f"did {task.task.packet.task}", "evidence": EVIDENCE}
+
+
+def reasons(hive: Hive, number: int) -> list[str]:
+    return [e.reason or "" for e in hive.history(number)]
+
+
+def test_work_submits_what_the_body_returns(open_hive: OpenHive) -> None:
+    hive = open_hive()
+    numbers = [own_task(hive, packet={"task": f"Write part {n}", "deliverable_type": "code",
+                                      "acceptance_criteria": ["ok"]}) for n in range(3)]
+    seen: list[int] = []
+
+    def body(task: TaskView) -> dict[str, Any]:
+        seen.append(task.number)
+        assert task.task.state is State.accepted and task.claim is not None
+        return done(task)
+
+    report = hive.work(CODER, body)
+    assert isinstance(report, WorkReport) and seen == numbers
+    assert [r.number for r in report.submitted] == numbers
+    assert (report.released, report.lost, report.interrupted) == ([], [], False)
+    for n in numbers:
+        view = hive.get(n)
+        assert view.task.state is State.approval and view.task.result is not None
+        assert view.task.result.summary == f"did {view.task.packet.task}"
+    assert repr(report) == "WorkReport(submitted 3, released 0, lost 0)"
+
+
+def test_limit_takes_that_many(open_hive: OpenHive) -> None:
+    hive = open_hive()
+    numbers = [own_task(hive) for _ in range(4)]
+    assert [r.number for r in hive.work(CODER, done, limit=2).submitted] == numbers[:2]
+    assert [hive.get(n).task.state for n in numbers[2:]] == [State.routed] * 2
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(InvalidInput):
+            hive.work(CODER, done, limit=bad)  # type: ignore[arg-type]
+
+
+def test_a_failing_body_gives_its_task_back_and_the_loop_goes_on(open_hive: OpenHive) -> None:
+    hive = open_hive()
+    first = own_task(hive, priority="high")
+    second, third = own_task(hive), own_task(hive)
+
+    def body(task: TaskView) -> dict[str, Any]:
+        if task.number == second:
+            raise ValueError("the parser will not parse")
+        return done(task)
+
+    report = hive.work(CODER, body, limit=2)
+    assert [r.number for r in report.submitted] == [first]
+    assert [(r.number, r.reason) for r in report.released] == [
+        (second, "failed: ValueError: the parser will not parse")]
+    assert hive.get(second).task.state is State.routed
+    assert "failed: ValueError: the parser will not parse" in reasons(hive, second)
+    assert hive.get(third).task.state is State.routed  # the limit was reached
+
+
+def test_a_task_the_body_failed_on_does_not_loop(open_hive: OpenHive) -> None:
+    """Released, it comes first in the queue again: the run gives it back once more and
+    ends there rather than fail on it forever."""
+    hive = open_hive()
+    number = own_task(hive)
+    calls: list[int] = []
+
+    def body(task: TaskView) -> dict[str, Any]:
+        calls.append(task.number)
+        raise RuntimeError("always")
+
+    report = hive.work(CODER, body)
+    assert calls == [number] and report.stopped_at == number
+    assert [r.reason for r in report.released] == [
+        "failed: RuntimeError: always", "the body failed on it already in this run"]
+    assert hive.get(number).task.state is State.routed
+    assert repr(report) == f"WorkReport(submitted 0, released 2, lost 0, stopped at #{number})"
+
+
+@pytest.mark.parametrize("answer", ["done", {"summary": "done"}, {"summary": "done",
+                                                                   "evidence": EVIDENCE,
+                                                                   "colour": "red"}])
+def test_a_body_that_returns_no_result_is_a_failure_of_the_body(
+        open_hive: OpenHive, answer: object) -> None:
+    hive = open_hive()
+    number = own_task(hive)
+    report = hive.work(CODER, lambda task: answer, limit=1)  # type: ignore[arg-type,return-value]
+    assert report.submitted == [] and len(report.released) == 1
+    assert hive.get(number).task.state is State.routed
+    reason = report.released[0].reason
+    assert ("invalid_work_result" in reason or "InvalidInput" in reason
+            or "submit refused" in reason), reason
+
+
+def test_the_lease_is_renewed_while_the_body_runs(open_hive: OpenHive,
+                                                 clock: ManualClock) -> None:
+    """A five-minute lease, a body that takes eight: it still submits, because the
+    lease was renewed in between. (Mutation caught: a keeper that never renews.)"""
+    hive = open_hive()
+    number = own_task(hive)
+    renewed = threading.Event()
+
+    def body(task: TaskView) -> dict[str, Any]:
+        clock.advance(minutes=4)
+        expires = hive.get(task.number).claim
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # until the keeper has renewed from minute 4
+            now = hive.get(task.number).claim
+            if now is not None and expires is not None and now.expires_at > expires.expires_at:
+                renewed.set()
+                break
+            time.sleep(0.02)
+        clock.advance(minutes=4)
+        return done(task)
+
+    report = hive.work(CODER, body, minutes=5, renew_every=0.05)
+    assert renewed.is_set()
+    assert [r.number for r in report.submitted] == [number] and report.lost == []
+
+
+def test_a_lease_the_owner_ends_is_lost_not_submitted(open_hive: OpenHive) -> None:
+    hive = open_hive()
+    number = own_task(hive)
+
+    def body(task: TaskView) -> dict[str, Any]:
+        hive.hold(OWNER, agent="ana/coder", reason="not now")
+        return done(task)
+
+    report = hive.work(CODER, body, limit=1)
+    assert report.submitted == [] and report.lost == [number]
+    assert hive.get(number).task.state is State.routed
+
+
+def test_keyboard_interrupt_gives_the_task_back_and_ends_the_run(open_hive: OpenHive) -> None:
+    hive = open_hive()
+    first, second = own_task(hive), own_task(hive)
+
+    def body(task: TaskView) -> dict[str, Any]:
+        raise KeyboardInterrupt
+
+    report = hive.work(CODER, body)
+    assert report.interrupted and [r.number for r in report.released] == [first]
+    assert hive.get(first).task.state is State.routed
+    assert "interrupted" in reasons(hive, first)
+    assert hive.get(second).task.state is State.routed  # never taken
+
+
+def test_several_workers_in_threads_take_each_task_once(open_hive: OpenHive) -> None:
+    hive = open_hive()
+    numbers = [own_task(hive) for _ in range(24)]
+    reports: list[WorkReport] = []
+
+    def worker(instance: str) -> None:
+        def body(task: TaskView) -> dict[str, Any]:
+            time.sleep(0.005)
+            return done(task)
+        reports.append(hive.work(Caller.agent("ana/coder", instance), body))
+
+    threads = [threading.Thread(target=worker, args=(f"box{i}",)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    taken = sorted(r.number for report in reports for r in report.submitted)
+    assert taken == numbers
+    assert all(not r.released and not r.lost for r in reports)
