@@ -139,6 +139,11 @@ class HiveBase:
                  tb: TracebackType | None) -> None:
         self.close()
 
+    def now(self) -> datetime:
+        """The store's time, as its verbs read it (UTC): the clock a plugin should ask,
+        never ``datetime.now()``, so a test's clock or ``$HIVELITE_NOW`` moves it too."""
+        return self.clock()
+
     def as_owner(self) -> Caller:
         """The store's owner as a caller, for code that acts as the owner on purpose."""
         return Caller.owner(self.owner)
