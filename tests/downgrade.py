@@ -36,9 +36,9 @@ def to_version(conn: apsw.Connection, version: int) -> None:
     old = schema_at(version)
     want, have = _objects(old), _objects(conn)
     changed = [n for n, (kind, sql) in have.items() if want.get(n) != (kind, sql)]
-    for name in changed:  # triggers and indexes first, then tables
+    for name in changed:  # views, triggers and indexes first, then tables
         kind = have[name][0]
-        if kind in ("trigger", "index") and want.get(name, (kind,))[0] == kind:
+        if kind in ("view", "trigger", "index") and want.get(name, (kind,))[0] == kind:
             conn.execute(f"DROP {kind.upper()} {name}")
     for name in changed:
         kind = have[name][0]
@@ -48,6 +48,6 @@ def to_version(conn: apsw.Connection, version: int) -> None:
             for column in set(_columns(conn, name)) - set(_columns(old, name)):
                 conn.execute(f"ALTER TABLE {name} DROP COLUMN {column}")
     for name in changed:
-        if name in want and want[name][0] in ("trigger", "index"):
+        if name in want and want[name][0] in ("view", "trigger", "index"):
             conn.execute(want[name][1])
     conn.execute(f"PRAGMA user_version = {version}")

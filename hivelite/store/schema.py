@@ -524,6 +524,20 @@ CREATE INDEX requests_by_age ON requests(at);
 history, so pruned after a day and neither journaled nor exported."""
 
 
+TASK_BOARD = """
+CREATE VIEW task_board AS
+SELECT t.number, t.id,
+       CASE WHEN json_valid(p.body) THEN json_extract(p.body, '$.task') END AS title,
+       t.state, t.waiting_on, t.assignee, t.requester, t.project, t.priority, t.labels,
+       t.lease_holder AS holder, t.lease_instance AS instance,
+       t.lease_expires AS claim_expires, t.created_at, t.updated_at
+FROM tasks t JOIN packets p ON p.task = t.number;
+"""
+"""One row per task for other tools on the file (migration 9: the ``sqlite3`` shell,
+datasette): its title out of the packet's JSON, where it stands and who holds it, never a
+lease id or a fencing token. A view: it can be read, not written."""
+
+
 def target_sql() -> str:
     """The whole schema as this version of the code defines it, moves included.
 
@@ -532,7 +546,7 @@ def target_sql() -> str:
     """
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
-            + REQUESTS + authority_sql() + TOKENS)
+            + REQUESTS + authority_sql() + TOKENS + TASK_BOARD)
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
