@@ -79,11 +79,12 @@ T = TypeVar("T")
 
 
 def invalid(exc: ValidationError, what: str) -> InvalidInput:
-    """A pydantic error as ``422 invalid_input``, naming each field and the rule it broke."""
-    problems = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or what
-        problems.append(f"{where}: {err['msg']}")
+    """A pydantic error as ``422 invalid_input``, each failed check in words (what the
+    field needs, with an example, and what it got); ``field`` keeps the first one's
+    location for programs."""
+    from .wording import sentence
+
+    problems = [sentence(err, what) for err in exc.errors()]
     first = exc.errors()[0]
     field = ".".join(str(p) for p in first["loc"]) or what
     return InvalidInput("invalid_" + what, f"invalid {what}: " + "; ".join(problems),

@@ -25,8 +25,10 @@ def _check(adapter: TypeAdapter[str], value: object, field: str, rule: str) -> N
     try:
         adapter.validate_python(value)
     except ValidationError as exc:
-        raise InvalidInput(f"invalid_{field}", f"{field} {value!r} {rule}"
-                           f" ({exc.errors()[0]['msg']})", field=field) from None
+        from .wording import expected
+
+        raise InvalidInput(f"invalid_{field}", f"{field} {value!r} {rule}:"
+                           f" {expected(exc.errors()[0])}", field=field) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,20 +52,17 @@ class Caller:
 
     def __post_init__(self) -> None:
         if self.kind == "owner":
-            _check(_SLUG, self.name, "owner", "must be a slug like 'ana'")
+            _check(_SLUG, self.name, "owner", "is not an owner's name (like ana)")
             if self.instance is not None or self.session is not None:
                 raise InvalidInput("invalid_caller", "the owner acts as a person: no instance"
                                    " or session", field="caller")
         elif self.kind == "agent":
-            _check(_AGENT, self.name, "agent", "is not owner/agent")
-            _check(_INSTANCE, self.instance, "instance",
-                   "must be 1-64 of lowercase letters, digits, '.', '_' or '-' (case,"
-                   " surrounding space and trailing dots aside)")
+            _check(_AGENT, self.name, "agent", "is not an agent name")
+            _check(_INSTANCE, self.instance, "instance", "is not an instance name")
             # every comparison sees one spelling: "Laptop." is the machine "laptop"
             object.__setattr__(self, "instance", normal_instance(self.instance))
             if self.session is not None:
-                _check(_INSTANCE, self.session, "session",
-                       "must be 1-64 of letters, digits, '.', '_' or '-'")
+                _check(_INSTANCE, self.session, "session", "is not a session name")
         else:
             raise InvalidInput("invalid_caller", f"a caller is an owner or an agent, not"
                                f" {self.kind!r}", field="caller")

@@ -276,8 +276,11 @@ class ClaimVerbs(HiveBase):
         try:
             _SUMMARY.validate_python(summary)
         except ValidationError as exc:
+            from .wording import expected
+
             raise InvalidInput("invalid_summary", "an update summary is one line of 1-300"
-                               f" characters: {exc.errors()[0]['msg']}", field="summary") from None
+                               f" characters: {expected(exc.errors()[0])}",
+                               field="summary") from None
         usage_fits(tokens, usd_micros)
 
         def write(unit: Unit, row: TaskRow) -> TaskRow:

@@ -94,14 +94,18 @@ def init(ctx: Context, owner: str | None) -> None:
 
 
 @cli.command()
-@click.option("--requester", help="owner/agent handing the work over (default: --agent).")
-@click.option("--assignee", help="owner/agent who will do it (required, unless --from-jsonl).")
-@click.option("--project", help="Project slug (required, unless --from-jsonl).")
-@click.option("--task", "text", help="What to do (5-500 characters).")
+@click.option("--requester", help="owner/agent handing the work over, e.g. ana/planner"
+              " (default: --agent; required when acting as the owner).")
+@click.option("--assignee", help="owner/agent who will do it, e.g. ana/coder (required,"
+              " unless --from-jsonl).")
+@click.option("--project", help="Project name, e.g. shop (required, unless --from-jsonl).")
+@click.option("--task", "text", help="What to do, 5-500 characters (required, unless"
+              " --packet or --from-jsonl).")
 @click.option("--type", "deliverable_type", default="other", show_default=True,
               help="Deliverable type: code, doc, answer, screenshots, reviewed_pr, design, "
               "data, other.")
-@click.option("--accept", "acceptance", multiple=True, help="An acceptance criterion (repeat).")
+@click.option("--accept", "acceptance", multiple=True, help="An acceptance criterion (repeat;"
+              " at least one is required, unless --packet or --from-jsonl).")
 @click.option("--context", "context_text", default="", help="Background for the assignee.")
 @click.option("--file", "files", multiple=True, help="A file the work concerns (repeat).")
 @click.option("--depends-on", multiple=True, help="A task id that must complete first (repeat).")

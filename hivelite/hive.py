@@ -85,7 +85,10 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs, ControlVerbs, Budg
             stored = _record_owner(store, owner)
             if owner is not None and owner != stored:
                 raise InvalidInput(
-                    "owner_mismatch", f"this store belongs to {stored!r}, not {owner!r}",
+                    "owner_mismatch", f"this store belongs to {stored!r}, not {owner!r}:"
+                    " a store's owner is set when it is made and never changes (hivelite"
+                    f" info shows it). Open it as {stored!r} (or without an owner), or make"
+                    f" a new store for {owner!r}: hivelite --db NEW.db init --owner {owner}",
                     field="owner")
             hive = cls(store, stored, manager, clock, config, file)
             try:

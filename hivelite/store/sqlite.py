@@ -824,8 +824,8 @@ class SqliteStore:
         elif not create:
             raise StoreError(
                 "no_store",
-                f"no store at {self.path}; create it first (hivelite --db {self.path} init,"
-                " or Hive.open(path))",
+                f"no store at {self.path}; create it first: hivelite --db {self.path} init"
+                " --owner NAME (or Hive.open(path, owner=NAME))",
             )
         else:
             try:
