@@ -21,14 +21,17 @@ _INSTANCE = TypeAdapter(InstanceName, config=DEFERRED)
 _SLUG = TypeAdapter(Slug, config=DEFERRED)
 
 
-def _check(adapter: TypeAdapter[str], value: object, field: str, rule: str) -> None:
+def _check(adapter: TypeAdapter[str], value: object, field: str, rule: str,
+           kind: object) -> None:
     try:
         adapter.validate_python(value)
     except ValidationError as exc:
-        from .wording import expected
+        from .wording import expected, rule_of
 
+        first = exc.errors()[0]
+        said = rule_of(kind) if first["type"] != "string_pattern_mismatch" else None
         raise InvalidInput(f"invalid_{field}", f"{field} {value!r} {rule}:"
-                           f" {expected(exc.errors()[0])}", field=field) from None
+                           f" {said or expected(first)}", field=field) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +55,18 @@ class Caller:
 
     def __post_init__(self) -> None:
         if self.kind == "owner":
-            _check(_SLUG, self.name, "owner", "is not an owner's name (like ana)")
+            _check(_SLUG, self.name, "owner", "is not an owner's name (like ana)", Slug)
             if self.instance is not None or self.session is not None:
                 raise InvalidInput("invalid_caller", "the owner acts as a person: no instance"
                                    " or session", field="caller")
         elif self.kind == "agent":
-            _check(_AGENT, self.name, "agent", "is not an agent name")
-            _check(_INSTANCE, self.instance, "instance", "is not an instance name")
+            _check(_AGENT, self.name, "agent", "is not an agent name", AgentName)
+            _check(_INSTANCE, self.instance, "instance", "is not an instance name", InstanceName)
             # every comparison sees one spelling: "Laptop." is the machine "laptop"
             object.__setattr__(self, "instance", normal_instance(self.instance))
             if self.session is not None:
-                _check(_INSTANCE, self.session, "session", "is not a session name")
+                _check(_INSTANCE, self.session, "session", "is not a session name",
+                       InstanceName)
         else:
             raise InvalidInput("invalid_caller", f"a caller is an owner or an agent, not"
                                f" {self.kind!r}", field="caller")

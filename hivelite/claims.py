@@ -15,7 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from . import guard
 from .base import HiveBase, invalid
-from .caller import Caller, require_agent
+from .caller import Caller, require_agent, require_caller
 from .clock import format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
 from .ids import new_lease_id
@@ -169,6 +169,28 @@ class ClaimVerbs(HiveBase):
                minutes: int = DEFAULT_LEASE_MINUTES, request_id: str | None = None) -> ClaimReceipt:
         """The answer arrived: the assignee claims a paused task again, with a new token."""
         return self._start(caller, ref, minutes, resume=True)
+
+    def lease(self, caller: Caller, ref: str | int) -> ClaimReceipt:
+        """The live claim again, for its holder alone (the agent, on the instance it claimed
+        from): its lease id and fencing token, shown once at claim and needed by every
+        holder write. Anyone else is refused (``403 not_permitted``); a task with no live
+        claim is ``409 no_claim``. A read: nothing is written."""
+        agent = require_agent(require_caller(caller, "lease"), "lease")
+        at = format_ts(self.clock())
+        with self.store.read() as reader:
+            row = guard.found(reader.task(ref), ref)
+        if row.lease_id is None or (row.lease_expires or "") <= at:
+            raise InvalidState("no_claim", f"task {row.number} has no live claim").about(
+                row.number)
+        try:
+            guard.holder(row, row.lease_id, row.lease_token, agent.name, at, agent.instance)
+        except ForbiddenRight as error:
+            raise error.about(row.number) from None
+        return ClaimReceipt.model_construct(
+            number=row.number, id=row.id, state=State(row.state), waiting_on=None,
+            at=row.updated_at, seq=None, lease_id=row.lease_id, fencing_token=row.lease_token,
+            holder=row.lease_holder or "", instance=row.lease_instance or "",
+            session=row.lease_session, expires_at=row.lease_expires or "")
 
     @idempotent
     def renew(self, caller: Caller, ref: str | int, *, lease_id: str, token: int,

@@ -26,6 +26,7 @@ from .cli_context import (
     Context,
     acting,
     caller_options,
+    login_owner,
     pass_context,
     plain,
 )
@@ -78,16 +79,19 @@ def cli(ctx: click.Context, db: str, as_json: bool, plugins_dir: str | None,
 
 
 @cli.command()
-@click.option("--owner", help="The person who owns the store (default: $HIVELITE_OWNER or login).")
+@click.option("--owner", envvar="HIVELITE_OWNER", help="The person who owns the store, e.g."
+              " ana ($HIVELITE_OWNER); required for a new store.")
+@click.option("--parents", is_flag=True, help="Make the store's folder (and its parents) if"
+              " missing.")
 @pass_context
-def init(ctx: Context, owner: str | None) -> None:
-    """Create a store (mode 0600).
+def init(ctx: Context, owner: str | None, parents: bool) -> None:
+    """Create a store (mode 0600) for its owner; an existing one is left as it is.
 
     \b
     Example:
       hivelite init --owner ana
     """
-    with ctx.open_store(create=True, owner=owner) as hive:
+    with ctx.open_store(create=True, owner=owner, parents=parents) as hive:
         data = {"db": os.path.abspath(ctx.db), "owner": hive.owner,
                 "schema_version": hive.store.schema_version}
         ctx.emit(data, lambda: f"store {data['db']} ready (owner {hive.owner})")
@@ -278,16 +282,32 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
 
 @cli.command()
 @click.argument("ref")
+@click.option("--lease", "lease", is_flag=True, help="Show the live claim's lease id and"
+              " fencing token again (its holder only: --agent and --instance).")
+@click.option("--agent", envvar="HIVELITE_AGENT", help="With --lease: the holder,"
+              " owner/agent ($HIVELITE_AGENT).")
+@click.option("--instance", envvar="HIVELITE_INSTANCE", help="With --lease: the instance it"
+              " claimed from ($HIVELITE_INSTANCE).")
+@click.option("--session", envvar="HIVELITE_SESSION", help="The process or conversation"
+              " acting ($HIVELITE_SESSION).")
 @pass_context
-def show(ctx: Context, ref: str) -> None:
+def show(ctx: Context, ref: str, lease: bool, agent: str | None, instance: str | None,
+         session: str | None) -> None:
     """Show one task by id or number.
 
     \b
     Example:
       hivelite show 3
+      hivelite show 3 --lease --agent ana/coder --instance laptop
     """
     from . import render
 
+    if lease:
+        caller = ctx.caller(agent, instance, session, agent_verb=True)
+        with ctx.open_store() as hive:
+            held = hive.lease(acting(hive, caller), ref)
+            ctx.emit(held, lambda: _lease_text(held, hive.clock()))
+        return
     with ctx.open() as hive:
         view = hive.get(ref)
         ctx.emit(view, lambda: render.task_block(view, hive.clock()))
@@ -795,8 +815,10 @@ def schema() -> None:
 
 
 @cli.command()
+@click.option("--owner", envvar="HIVELITE_OWNER", help="The owner of a store the demo makes"
+              " ($HIVELITE_OWNER; default: your login name, said as it is made).")
 @pass_context
-def demo(ctx: Context) -> None:
+def demo(ctx: Context, owner: str | None) -> None:
     """Play the whole flow on the store (created if missing), step by step.
 
     \b
@@ -805,7 +827,12 @@ def demo(ctx: Context) -> None:
     """
     from .demo import run_demo
 
-    with ctx.open_store(create=True) as hive:
+    if owner is None and not os.path.exists(ctx.db):
+        owner = login_owner()
+        if not ctx.as_json:
+            click.echo(f"making {ctx.db} for owner {owner} (your login name; choose another"
+                       " with --owner)")
+    with ctx.open_store(create=True, owner=owner) as hive:
         steps = run_demo(hive, echo=None if ctx.as_json else click.echo)
         if ctx.as_json:
             click.echo(json.dumps(plain(steps), indent=2))

@@ -67,7 +67,8 @@ class Context:
 
         return Client(self.url, self.token)
 
-    def open_store(self, *, create: bool = False, owner: str | None = None) -> Hive:
+    def open_store(self, *, create: bool = False, owner: str | None = None,
+                   parents: bool = False) -> Hive:
         """The store file itself (the verbs that only a store file serves)."""
         from .hive import Hive
 
@@ -75,7 +76,7 @@ class Context:
             verb = click.get_current_context().info_name
             raise click.UsageError(f"{verb} works on a store file, not over --url")
         return Hive.open(self.db, owner=owner, plugins_dir=self.plugins_dir,
-                         clock=clock_from_env(), create=create)
+                         clock=clock_from_env(), create=create, parents=parents)
 
     def caller(self, agent: str | None, instance: str | None, session: str | None, *,
                agent_verb: bool = False) -> Caller | FileOwner | TokenCaller:
@@ -212,3 +213,12 @@ def plain(data: Any) -> Any:
 
 
 pass_context = click.make_pass_decorator(Context)
+
+
+def login_owner() -> str:
+    """The login name as an owner's name (for the demo's store, said as it is made)."""
+    import getpass
+    import re
+
+    slug = re.sub(r"[^a-z0-9]+", "-", getpass.getuser().lower()).strip("-")[:39].strip("-")
+    return slug or "owner"

@@ -6,7 +6,6 @@ module puts them together and opens a store.
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
 from collections.abc import Iterable
@@ -35,10 +34,27 @@ if TYPE_CHECKING:
 _OWNER_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
-def _default_owner() -> str:
-    name = os.environ.get("HIVELITE_OWNER") or getpass.getuser()
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:39].strip("-")
-    return slug or "owner"
+def _checked_owner(owner: str, where: str = "owner") -> str:
+    if not _OWNER_RE.fullmatch(owner) or len(owner) > 39:
+        raise InvalidInput("invalid_owner", f"{where} {owner!r} is not an owner's name: names"
+                           " are lowercase letters, digits and single hyphens, e.g. ana",
+                           field="owner")
+    return owner
+
+
+def _new_store_owner(owner: str | None) -> str:
+    """Whom a new store records as its owner: the one named, or ``$HIVELITE_OWNER``; never
+    a guess (a login name like ``root`` or ``jovyan`` would hold every handoff of the
+    person's own agents)."""
+    if owner is not None:
+        return owner
+    named = os.environ.get("HIVELITE_OWNER")
+    if named:
+        return _checked_owner(named, "$HIVELITE_OWNER")
+    raise InvalidInput("owner_required", "a new store needs its owner, the person whose"
+                       " agents it serves: Hive.open(path, owner='ana'), $HIVELITE_OWNER, or"
+                       " hivelite --db PATH init --owner NAME. Nothing was created",
+                       field="owner")
 
 
 class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs, ControlVerbs, BudgetVerbs,
@@ -61,28 +77,34 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs, ControlVerbs, Budg
         synchronous: Synchronous = "NORMAL",
         create: bool = True,
         allow_network_fs: bool = False,
+        parents: bool = False,
     ) -> Hive:
         """Open (or create) the store at ``path``, or use an open ``store`` (any backend
         that keeps the store contract); expired claims are returned first.
 
-        A new store records ``owner`` (default ``$HIVELITE_OWNER`` or the login
-        name); an existing one keeps its owner, and a different ``owner`` is refused.
+        A new store records ``owner`` (or ``$HIVELITE_OWNER``; with neither it is refused,
+        ``owner_required``); an existing one keeps its owner, and a different ``owner`` is
+        refused. A new store's folder must exist, unless ``parents=True`` makes it.
         """
         if (path is None) == (store is None):
             raise InvalidInput("store_required", "give a path or a store (one of them)",
                                field="path")
-        if owner is not None and (not _OWNER_RE.fullmatch(owner) or len(owner) > 39):
-            raise InvalidInput("invalid_owner", f"owner {owner!r} must be a slug like 'ana'",
-                               field="owner")
+        if owner is not None:
+            _checked_owner(owner)
         manager = get_plugin_manager(plugins_dir, extra=plugins)
         file = Path(path) if path is not None else getattr(store, "path", None)
         # settings before the file: a refusal leaves no store behind
         config = load_settings(file) if file is not None else {}
         if store is None:
             store = SqliteStore(Path(str(path)), create=create, synchronous=synchronous,
-                                allow_network_fs=allow_network_fs)
+                                allow_network_fs=allow_network_fs, parents=parents)
         try:
-            stored = _record_owner(store, owner)
+            try:
+                stored = _record_owner(store, owner)
+            except BaseException:
+                if store.created and _empty(store):
+                    store.discard()  # a store refused before it had an owner leaves no file
+                raise
             if owner is not None and owner != stored:
                 raise InvalidInput(
                     "owner_mismatch", f"this store belongs to {stored!r}, not {owner!r}:"
@@ -125,7 +147,7 @@ def _record_owner(store: Store, owner: str | None) -> str:
         with store.write() as writer:  # decide under the lock: two first opens may race
             stored = writer.meta("owner")
             if stored is None:
-                stored = owner or _default_owner()
+                stored = _new_store_owner(owner)
                 writer.set_meta("owner", stored)
     return stored
 

@@ -47,8 +47,8 @@ def _patterns() -> dict[str, str]:
                                " e.g. shop or web-app",
         _pattern(models.AgentName): "agent names look like owner/name (lowercase letters,"
                                     " digits and hyphens), e.g. ana/coder",
-        _pattern(models.InstanceName): "instance names are letters, digits, '.', '_' or '-',"
-                                       " starting with a letter or digit, e.g. laptop",
+        _pattern(models.InstanceName): "instance names are 1 to 64 letters, digits, '.', '_'"
+                                       " or '-', starting with a letter or digit, e.g. laptop",
         _pattern(models.Label): "labels are 1 to 32 lowercase letters, digits or hyphens,"
                                 " e.g. auth",
         _pattern(models.CommitHash): "commit hashes are 7 to 64 lowercase hex digits,"
@@ -60,14 +60,28 @@ def _patterns() -> dict[str, str]:
     }
 
 
+def rule_of(kind: Any) -> str | None:
+    """The words for the pattern a constrained type carries, if any: a length error then
+    still says the whole rule."""
+    pattern = next((str(m.pattern) for m in get_args(kind)[1:] if getattr(m, "pattern", None)),
+                   None)
+    return _patterns().get(pattern) if pattern else None
+
+
 def field_words(location: Sequence[Any], what: str) -> str:
-    """``('packet', 'files', 2)`` as ``the files (--file), item 3``."""
-    names = [str(p) for p in location if not isinstance(p, int)]
-    items = [p for p in location if isinstance(p, int)]
-    path = ".".join(names)
-    words = FIELDS.get(path) or FIELDS.get(names[-1] if names else "") or (
-        "the " + " ".join(n.replace("_", " ") for n in names) if names else f"the {what}")
-    return words + "".join(f", item {i + 1}" for i in items)
+    """A location as a person names it: ``('packet', 'files', 2)`` is ``the files
+    (--file), item 3``; ``('evidence', 1, 'url')`` is ``the url of the evidence, item 2``."""
+    parts = list(location)
+    if not parts:
+        return f"the {what}"
+    last = parts[-1]
+    if isinstance(last, int):
+        return f"{field_words(parts[:-1], what)}, item {last + 1}"
+    path = ".".join(str(p) for p in parts if not isinstance(p, int))
+    if path in FIELDS and not any(isinstance(p, int) for p in parts):
+        return FIELDS[path]
+    name = FIELDS.get(str(last)) or "the " + str(last).replace("_", " ")
+    return f"{name} of {field_words(parts[:-1], what)}" if len(parts) > 1 else name
 
 
 def _shown(value: Any) -> str:
@@ -85,10 +99,11 @@ def expected(error: Mapping[str, Any]) -> str:
         return f"at least {ctx['min_length']} character{plural}"
     if kind == "string_too_long":
         return f"at most {ctx['max_length']} character{plural}"
+    unit = "character" if isinstance(error.get("input"), str) else "item"
     if kind == "too_short":
-        return f"at least {ctx['min_length']} item{plural}"
+        return f"at least {ctx['min_length']} {unit}{plural}"
     if kind == "too_long":
-        return f"at most {ctx['max_length']} item{plural}"
+        return f"at most {ctx['max_length']} {unit}{plural}"
     if kind == "missing":
         return "required"
     if kind == "literal_error":

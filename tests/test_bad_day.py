@@ -288,8 +288,8 @@ def test_a_read_only_filesystem_is_store_readonly(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         for verb in (("list",), ("handoff", *OWN, *TASK)):
             refused(hivelite(path, "--json", *verb), 6, "invalid_input", "store_readonly")
-        for new in (disk / "new.db", disk / "sub" / "new.db"):
-            error = refused(hivelite(new, "--json", "init"), 6, "invalid_input",
+        for new, more in ((disk / "new.db", ()), (disk / "sub" / "new.db", ("--parents",))):
+            error = refused(hivelite(new, "--json", "init", *more), 6, "invalid_input",
                             "store_readonly")
             assert "Read-only file system" in error["message"]
         assert files_of(disk) == before
@@ -712,7 +712,7 @@ def test_init_through_a_dangling_symlink_makes_a_private_store(tmp_path: Path) -
     link = tmp_path / "link.db"
     target = tmp_path / "elsewhere" / "real.db"
     link.symlink_to(target)
-    ran = hivelite(link, "--json", "init", "--owner", "ana", umask=0)
+    ran = hivelite(link, "--json", "init", "--owner", "ana", "--parents", umask=0)
     assert ran.code == 0, ran.err
     assert link.is_symlink() and target.is_file()
     assert stat.S_IMODE(target.stat().st_mode) == 0o600

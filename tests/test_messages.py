@@ -42,8 +42,8 @@ def test_a_bad_agent_name_says_what_one_looks_like() -> None:
     with pytest.raises(InvalidInput) as err:
         Caller.agent("ana/coder", "my laptop")
     assert err.value.message == (
-        "instance 'my laptop' is not an instance name: instance names are letters, digits,"
-        " '.', '_' or '-', starting with a letter or digit, e.g. laptop")
+        "instance 'my laptop' is not an instance name: instance names are 1 to 64 letters,"
+        " digits, '.', '_' or '-', starting with a letter or digit, e.g. laptop")
 
 
 def test_handoff_refusals_in_words(tmp_path: Path) -> None:

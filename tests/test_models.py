@@ -37,6 +37,7 @@ from hivelite import (
     WaitingOn,
 )
 from hivelite.models import AgentName, Slug, Timestamp
+from hivelite.wording import field_words
 
 from .conftest import GUEST, OWNER, START, OpenHive, held_task, own_task, packet
 
@@ -655,7 +656,8 @@ def broken_packets(draw: st.DrawFn, how: str) -> tuple[Any, str]:
 def _assert_refused_naming(err: InvalidInput, field: str) -> None:
     named = err.extra["field"]
     assert named == field or named.startswith(field + "."), (named, field, err.message)
-    assert field in err.message
+    words = field_words(field.split("."), "handoff")  # as a person names it
+    assert words in err.message, (words, err.message)
     assert err.status == 422
     assert err.code == "invalid_input"
 

@@ -215,9 +215,9 @@ def test_empty_file_is_initialised(db_path: Path) -> None:
         assert hive.get(own_task(hive)).number == 1
 
 
-def test_parent_directories_are_created(tmp_path: Path) -> None:
+def test_parent_directories_are_created_when_asked(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "store.db"
-    with Hive.open(path, owner="ana"):
+    with Hive.open(path, owner="ana", parents=True):
         pass
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
@@ -331,10 +331,10 @@ def test_store_created_by_another_opener_meanwhile_is_opened(
     """
     create = sqlite_store._create_private
 
-    def other_opener_first(path: Path) -> None:
+    def other_opener_first(path: Path, parents: bool = False) -> bool:
         monkeypatch.setattr(sqlite_store, "_create_private", create)
         Hive.open(path, owner="ana", clock=clock).close()  # the winner
-        create(path)
+        return create(path, parents)
 
     monkeypatch.setattr(sqlite_store, "_create_private", other_opener_first)
     with Hive.open(db_path, owner="ana", clock=clock) as hive:

@@ -95,14 +95,21 @@ def _check_header(path: Path) -> None:
         raise StoreError("not_a_store", f"{path} is not an SQLite database; left it untouched")
 
 
-def _create_private(path: Path) -> bool:
+def _create_private(path: Path, parents: bool = False) -> bool:
     """Create the store file readable by its owner only; False if another opener won.
+    Its folder must exist unless ``parents`` (a mistyped path is an error, not a new tree
+    of folders).
 
     Through a symlink whose target does not exist yet, the target is created (0600 too):
     ``O_EXCL`` refuses any symlink, and SQLite would otherwise make it with the umask's
     mode."""
     target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    elif not target.parent.is_dir():
+        raise StoreError("no_folder", f"no folder {target.parent} for the store {path}: check"
+                         " the path, or have it made (hivelite --db PATH init --parents, or"
+                         " Hive.open(path, parents=True))")
     try:
         fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
@@ -799,7 +806,8 @@ class SqliteStore:
     thread."""
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True,
-                 synchronous: Synchronous = "NORMAL", allow_network_fs: bool = False) -> None:
+                 synchronous: Synchronous = "NORMAL", allow_network_fs: bool = False,
+                 parents: bool = False) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise InvalidInput("invalid_synchronous", f"synchronous is NORMAL or FULL, not"
                                f" {synchronous!r}", field="synchronous")
@@ -829,7 +837,7 @@ class SqliteStore:
             )
         else:
             try:
-                self._created = _create_private(self.path)
+                self._created = _create_private(self.path, parents)
             except OSError as exc:
                 _reraise(_os_failure(exc, self.path), exc)
         self._local = threading.local()
