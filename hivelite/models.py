@@ -521,6 +521,11 @@ class Page(_Model):
 class History(list[JournalEntry]):
     """A task's journal rows, oldest first: a list, shown as a timeline in a notebook."""
 
+    def __repr__(self) -> str:
+        numbers = sorted({e.number for e in self if e.number is not None})
+        about = f" of task #{numbers[0]}" if len(numbers) == 1 else ""
+        return f"History({len(self)} rows{about})"
+
     def _repr_html_(self) -> str:
         from .notebook import timeline
 
