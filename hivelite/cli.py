@@ -35,7 +35,7 @@ from .cli_serve import mcp_stdio, serve
 from .errors import HiveliteError, InvalidInput, UnexpectedError
 from .jsontext import loads_bounded
 from .protocol import PRIORITIES, SORTS, State
-from .terminal import printable
+from .terminal import coloured, fits, printable
 
 if TYPE_CHECKING:
     from .hive import Hive
@@ -48,7 +48,7 @@ SERVED_VERBS = frozenset({
     "submit", "verify", "amend"})
 """The verbs that run against ``hivelite serve`` with ``--url`` and ``--token``; the others
 work on the store file itself."""
-FILE_FREE_VERBS = frozenset({"states", "schema"})
+FILE_FREE_VERBS = frozenset({"states", "schema", "completion"})
 EXIT_USAGE = 2
 """How deep ``--packet`` and ``--evidence-file`` may nest arrays and objects."""
 MAX_NUMBER = (1 << 63) - 1
@@ -266,14 +266,16 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
             page = served.list(state=list(states) or None, priority=",".join(priorities)
                                or None, ready=ready, limit=limit, cursor=cursor)
             ctx.emit(page, lambda: render.task_table(page.items, served.clock(),
-                                                     page.next_cursor))
+                                                     page.next_cursor, width=fits(),
+                                                     colour=coloured()))
         return
     with ctx.open_store() as hive:
         page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
                          project=project, ready=ready, blocked=blocked, labels=labels,
                          priority=list(priorities) or None, sort=sort, limit=limit,
                          cursor=cursor)
-        ctx.emit(page, lambda: render.task_table(page.items, hive.clock(), page.next_cursor))
+        ctx.emit(page, lambda: render.task_table(page.items, hive.clock(), page.next_cursor,
+                                                 width=fits(), colour=coloured()))
     # a row raw SQL left unreadable is left out of the listing and named here
     for row in page.damaged:
         click.echo(printable(f"warning: task {row.number} ({row.id}) cannot be read"
@@ -780,6 +782,24 @@ def expire(ctx: Context, agent: str | None, instance: str | None, session: str |
         ctx.emit(reopened, lambda: "\n".join(
             f"task {r.number}: {r.holder}'s claim expired at {r.expired_at};"
             f" {r.from_state.value} -> routed" for r in reopened) or "no expired claims")
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL (verbs, options, choices).
+
+    \b
+    Example:
+      eval "$(hivelite completion bash)"      # in ~/.bashrc
+      eval "$(hivelite completion zsh)"       # in ~/.zshrc
+      hivelite completion fish > ~/.config/fish/completions/hivelite.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    kind = get_completion_class(shell)
+    assert kind is not None  # click has all three
+    click.echo(kind(cli, {}, "hivelite", "_HIVELITE_COMPLETE").source())
 
 
 @cli.command()

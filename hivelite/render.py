@@ -14,7 +14,7 @@ from datetime import datetime
 from .clock import parse_ts
 from .models import Control, JournalEntry, TaskView
 from .protocol import CONTROL_ENDINGS
-from .terminal import printable
+from .terminal import clip, paint, printable
 
 LAST_UPDATES = 5
 """Updates a ``show`` block prints (the view carries 20)."""
@@ -64,19 +64,64 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+TASK_HEADERS = ("#", "state", "assignee", "project", "priority", "updated", "task")
+DROPPED_FIRST = ("project", "priority", "updated", "assignee")
+"""The columns a narrow terminal loses, in this order, before a row would wrap."""
+TITLE_MIN = 12
+
+
 def task_table(items: Sequence[TaskView], now: datetime | None = None,
-               next_cursor: int | None = None) -> str:
+               next_cursor: int | None = None, *, width: int | None = None,
+               colour: bool = False) -> str:
+    """The listing: a row per task. With ``width`` no line is longer: titles are cut to
+    fit, and on a narrow terminal the less needed columns go (project, priority, updated,
+    assignee) before a title gets shorter than a dozen characters; a state too long for
+    even that is cut too. ``colour`` paints the state (the padding is measured without
+    the colour codes)."""
     if not items:
         return "no tasks"
     rows = [
-        [str(v.number), _state(v), v.task.assignee, v.task.project, v.priority,
-         ago(v.task.updated_at, now), _short(printable(v.task.packet.task), 48)]
+        [str(v.number), printable(_state(v)), printable(v.task.assignee),
+         printable(v.task.project), v.priority, ago(v.task.updated_at, now),
+         printable(v.task.packet.task)]
         for v in items
     ]
-    out = table(["#", "state", "assignee", "project", "priority", "updated", "task"], rows)
+    headers = list(TASK_HEADERS)
+    if width is None:
+        for row in rows:
+            row[-1] = _short(row[-1], 48)
+    else:
+        for name in (None, *DROPPED_FIRST):
+            if name is not None:
+                gone = headers.index(name)
+                headers.pop(gone)
+                for row in rows:
+                    row.pop(gone)
+            fixed = sum(max(len(h), *(len(r[i]) for r in rows)) + 2
+                        for i, h in enumerate(headers[:-1]))
+            if width - fixed >= TITLE_MIN:
+                break
+        room = max(width - fixed, 4)
+        for row in rows:
+            row[-1] = clip(row[-1], room)
+    lines = table(headers, rows).split("\n")
+    if width is not None:
+        lines = [clip(line, width) for line in lines]
+    if colour:
+        at = lines[0].index("STATE")
+        states = [v.task.state.value for v in items]
+        lines = [lines[0]] + [line[:at] + _paint_state(line[at:], state)
+                              for line, state in zip(lines[1:], states, strict=True)]
+    out = "\n".join(lines)
     if next_cursor is not None:
         out += f"\n… more: --after {next_cursor}"
     return out
+
+
+def _paint_state(rest: str, state: str) -> str:
+    """The state word at the start of ``rest`` painted, the rest as it was."""
+    word = rest.split("  ", 1)[0]
+    return paint(word, state) + rest[len(word):]
 
 
 def task_block(view: TaskView, now: datetime | None = None) -> str:

@@ -25,4 +25,41 @@ def printable(text: str) -> str:
     return _CONTROL.sub(_escape, text)
 
 
-__all__ = ["printable"]
+def fits() -> int | None:
+    """How wide human output may be: the terminal's columns when stdout is a terminal, or
+    ``$COLUMNS`` when set; None (no limit) when printing to a pipe or a file, so a script
+    that greps the output gets whole lines."""
+    import os
+    import shutil
+    import sys
+
+    if os.environ.get("COLUMNS", "").isdigit() or sys.stdout.isatty():
+        return max(shutil.get_terminal_size().columns, 40)
+    return None
+
+
+def coloured() -> bool:
+    """Colour only on a terminal, and never when ``$NO_COLOR`` is set (no-color.org)."""
+    import os
+    import sys
+
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+STATE_COLOURS = {"completed": "32", "approval": "36", "verifying": "36", "working": "34",
+                 "accepted": "34", "waiting": "33", "rejected": "31", "cancelled": "2"}
+"""SGR codes by state: green done, cyan with the reviewers, blue at work, yellow waiting,
+red refused, dim cancelled; routed and requested stay plain."""
+
+
+def paint(text: str, state: str) -> str:
+    code = STATE_COLOURS.get(state)
+    return f"\x1b[{code}m{text}\x1b[0m" if code else text
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+__all__ = ["clip", "coloured", "fits", "paint", "printable"]

@@ -377,6 +377,10 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
         assert {s["number"] for s in story.doc()} == {4, 5, 6}
     else:
         assert "hivelite demo on" in story.out
+    if as_json:  # a shell script, not JSON, either way
+        used.add("completion")
+    else:
+        assert "_HIVELITE_COMPLETE" in ok("completion", "bash", t=24).out
     used |= {"serve", "mcp"}  # they serve until stopped: test_serve.py, test_mcp.py run them
     assert used == set(cli.commands), "a verb is missing from this walk"
 
@@ -497,7 +501,8 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
 
 
 def test_store_verbs_cover_every_verb_but_the_creators_and_the_store_free() -> None:
-    assert set(STORE_VERBS) | {"init", "demo", "states", "schema", "plugins", "import"} == set(
+    assert set(STORE_VERBS) | {"init", "demo", "states", "schema", "plugins", "import",
+                               "completion"} == set(
         cli.commands)
 
 

@@ -31,8 +31,9 @@ def heavy_in(modules: list[str]) -> list[str]:
     return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
 
 
-@pytest.mark.parametrize("args", [["--version"], ["--help"], ["states"], ["list", "--help"],
-                                  ["serve", "--help"], ["policy", "--help"]], ids=" ".join)
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["states"], ["completion", "bash"],
+                                  ["list", "--help"], ["serve", "--help"],
+                                  ["policy", "--help"]], ids=" ".join)
 def test_the_cli_s_light_calls_load_nothing_heavy(args: list[str]) -> None:
     code = ("from hivelite.cli import main\n"
             f"try:\n    main({args!r})\nexcept SystemExit:\n    pass")

@@ -1,0 +1,117 @@
+"""A CLI that fits (issue 19, point 5): ``list`` never wraps on the terminal it prints to
+(titles cut, the less needed columns dropped on a narrow one), colour only on a terminal
+and never with ``$NO_COLOR``, and ``hivelite completion`` for bash, zsh and fish."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .test_discovery import clean_env, hivelite_script
+
+LONG = "Fix the login bug on the settings page when two factor authentication is on"
+
+
+def cli(*args: str, cwd: Path, **env: str | None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(hivelite_script()), *args], cwd=cwd, env=clean_env(**env),
+                          capture_output=True, text=True, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("terminal")
+    db = folder / "work.db"
+    assert cli("--db", str(db), "init", "--owner", "ana", cwd=folder).returncode == 0
+    for text in (LONG, "Write the CSV parser"):
+        assert cli("--db", str(db), "handoff", "--requester", "ana/planner", "--assignee",
+                   "ana/coder", "--project", "shop-frontend", "--task", text, "--accept",
+                   "ok", cwd=folder).returncode == 0
+    held = cli("--db", str(db), "handoff", "--agent", "bob/scout", "--instance", "box",
+               "--requester", "bob/scout", "--assignee", "ana/coder", "--project", "shop",
+               "--task", "A stranger's task", "--accept", "ok", cwd=folder)
+    assert held.returncode == 0, held.stderr
+    return db
+
+
+@pytest.mark.parametrize("columns", [80, 60, 44])
+def test_list_never_wraps(store: Path, columns: int) -> None:
+    ran = cli("--db", str(store), "list", cwd=store.parent, COLUMNS=str(columns))
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.splitlines()
+    assert all(len(line) <= columns for line in lines), [len(x) for x in lines]
+    assert lines[0].split()[:2] == ["#", "STATE"] and lines[0].split()[-1] == "TASK"
+    first = lines[1]
+    assert first.split()[:2] == ["1", "routed"] and first.endswith("…")
+    assert "waiting(owner_approval)" in lines[3]
+    if columns < 60:  # the less needed columns went first
+        assert "PROJECT" not in lines[0] and "PRIORITY" not in lines[0]
+
+
+def test_a_pipe_gets_whole_rows(store: Path) -> None:
+    ran = cli("--db", str(store), "list", cwd=store.parent, COLUMNS=None)
+    lines = ran.stdout.splitlines()
+    assert lines[0].split() == ["#", "STATE", "ASSIGNEE", "PROJECT", "PRIORITY", "UPDATED",
+                                "TASK"]
+    assert LONG[:47] in lines[1] and "\x1b[" not in ran.stdout
+
+
+def on_a_terminal(store: Path, **env: str | None) -> str:
+    """``hivelite list`` with its stdout on a pseudo-terminal; what it printed."""
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run([str(hivelite_script()), "--db", str(store), "list"],
+                              stdout=follower, stderr=subprocess.PIPE, cwd=store.parent,
+                              env=clean_env(COLUMNS="100", **env), timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        os.close(follower)
+        follower = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks).decode()
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(store: Path) -> None:
+    painted = on_a_terminal(store, NO_COLOR=None)
+    assert "\x1b[33mwaiting(owner_approval)\x1b[0m" in painted  # yellow: waits for ana
+    plain = [line.replace("\x1b[33m", "").replace("\x1b[0m", "")
+             for line in painted.splitlines()]
+    assert all(len(line) <= 100 for line in plain)
+    assert "\x1b[" not in on_a_terminal(store, NO_COLOR="1")
+
+
+@pytest.mark.parametrize(("shell", "marker"), [("bash", "complete -o nosort -F"),
+                                               ("zsh", "compdef"),
+                                               ("fish", "complete --no-files --command")])
+def test_completion_scripts(tmp_path: Path, shell: str, marker: str) -> None:
+    ran = cli("completion", shell, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert "_HIVELITE_COMPLETE" in ran.stdout and marker in ran.stdout
+    assert cli("completion", "tcsh", cwd=tmp_path).returncode == 2
+
+
+def test_even_a_state_too_long_for_the_width_is_cut(store: Path) -> None:
+    """The last resort: every column but the number, the state and the title gone, and
+    a line still too long is cut, never wrapped. (Mutation caught: no final cut.)"""
+    from hivelite import Hive, render
+
+    with Hive.open(store) as hive:
+        page = hive.list()
+        shown = render.task_table(page.items, hive.clock(), width=20)
+    lines = shown.splitlines()
+    assert all(len(line) <= 20 for line in lines), lines
+    assert lines[3].startswith("3  waiting(owner_a") and lines[3].endswith("…")
