@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias
 
-if TYPE_CHECKING:
-    from .models import JournalEntry, Receipt, StoreInfo, TaskView
+# The models call these from their ``_repr_html_``; this module does not import them
+# back (it reads their attributes), so the two stay one above the other.
+TaskView: TypeAlias = Any
+JournalEntry: TypeAlias = Any
+Receipt: TypeAlias = Any
+StoreInfo: TypeAlias = Any
 
 _TABLE = "border-collapse:collapse;font-size:90%"
 _CELL = "padding:2px 8px;text-align:left;border-bottom:1px solid #ddd"
@@ -38,7 +42,7 @@ def _text(value: Any) -> str:
 def state_of(view: TaskView) -> str:
     """The task's state as a person reads it: ``waiting (owner_approval)``."""
     task = view.task
-    return task.state.value + (f" ({task.waiting_on.value})" if task.waiting_on else "")
+    return str(task.state.value) + (f" ({task.waiting_on.value})" if task.waiting_on else "")
 
 
 def task_row(view: TaskView) -> tuple[Any, ...]:

@@ -10,14 +10,32 @@ and a ``Client`` (``hivelite serve``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .caller import Caller
 from .errors import HiveliteError, InvalidInput, NotFound
-from .face import TaskFace
-from .models import NextClaim, Receipt, TaskView
+from .models import ClaimReceipt, Evidence, NextClaim, Receipt, TaskView
+
+
+class TaskFace(Protocol):
+    """The four verbs the loop uses, as a ``Hive`` and a ``Client`` both have them."""
+
+    def claim_next(self, caller: Caller, *, minutes: int = 10, project: str | None = None,
+                   label: str | None = None, request_id: str | None = None) -> NextClaim: ...
+    def renew(self, caller: Caller, ref: str | int, *, lease_id: str, token: int,
+              minutes: int = 10, request_id: str | None = None) -> ClaimReceipt: ...
+    def release(self, caller: Caller, ref: str | int, *, lease_id: str | None = None,
+                token: int | None = None, reason: str | None = None,
+                request_id: str | None = None) -> Receipt: ...
+    def submit(self, caller: Caller, ref: str | int, *, lease_id: str, token: int,
+               summary: str, evidence: Sequence[Evidence | Mapping[str, Any]],
+               provenance: str = "agent_generated",
+               outcome: Any = "completed",
+               tokens: int | None = None, usd_micros: int | None = None,
+               request_id: str | None = None) -> Receipt: ...
+
 
 SUBMITTED = frozenset({"summary", "evidence", "provenance", "outcome", "tokens",
                        "usd_micros"})
