@@ -222,3 +222,13 @@ def login_owner() -> str:
 
     slug = re.sub(r"[^a-z0-9]+", "-", getpass.getuser().lower()).strip("-")[:39].strip("-")
     return slug or "owner"
+
+
+def _both_are_faces(hive: Any, client: Any) -> tuple[TaskFace, TaskFace]:
+    """Never called: mypy checks here that a ``Hive`` and a ``Client`` are faces (here,
+    where the CLI uses both, so the face itself imports neither)."""
+    from .client import Client
+
+    local: Hive = hive
+    served: Client = client
+    return local, served

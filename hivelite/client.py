@@ -17,7 +17,7 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
 from .caller import Caller, require_caller
@@ -46,9 +46,7 @@ from .models import (
     TaskView,
 )
 from .retries import request_id as checked_request_id
-
-if TYPE_CHECKING:
-    from .work import Body, WorkReport
+from .work import WorkLoop
 
 _REF = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 """What a task reference can look like: a number or an id (nothing that moves the path)."""
@@ -77,7 +75,7 @@ def _evidence(items: Sequence[Evidence | Mapping[str, Any]]) -> builtins.list[di
             for e in items]
 
 
-class Client:
+class Client(WorkLoop):
     """One token's view of one vault on a ``hivelite serve``."""
 
     def __init__(self, url: str, token: str, *, session: str | None = None,
@@ -104,16 +102,6 @@ class Client:
 
     def __repr__(self) -> str:
         return f"Client({self.url!r}, as {self.caller}, vault {self.identity.vault_id})"
-
-    def work(self, caller: Caller, body: Body, *, minutes: int = 10,
-             project: str | None = None, label: str | None = None, limit: int | None = None,
-             renew_every: float | None = None) -> WorkReport:
-        """Run ``body`` on this agent's ready tasks through the server, keeping each lease
-        alive while it runs: see :func:`hivelite.work.work`."""
-        from .work import work
-
-        return work(self, caller, body, minutes=minutes, project=project, label=label,
-                    limit=limit, renew_every=renew_every)
 
     def __enter__(self) -> Client:
         return self

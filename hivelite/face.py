@@ -2,7 +2,7 @@
 
 A ``Hive`` (the file) and a ``Client`` (``hivelite serve``, with a token) both have it, so
 ``hivelite next``, ``submit``, ``show``, … run unchanged against either (``--url`` and
-``--token`` choose the server). mypy holds both to it (:func:`_both_are_faces`).
+``--token`` choose the server). mypy holds both to it (``cli_context._both_are_faces``).
 """
 
 from __future__ import annotations
@@ -76,16 +76,6 @@ class TaskFace(Protocol):
     def amend(self, caller: Caller, ref: str | int, *, summary: str | None = None,
               evidence: Sequence[Evidence | Mapping[str, Any]] | None = None,
               merge_commit: str | None = None, request_id: str | None = None) -> Receipt: ...
-
-
-def _both_are_faces(hive: Any, client: Any) -> tuple[TaskFace, TaskFace]:
-    """Never called: mypy checks here that a ``Hive`` and a ``Client`` are faces."""
-    from .client import Client
-    from .hive import Hive
-
-    local: Hive = hive
-    served: Client = client
-    return local, served
 
 
 __all__ = ["TaskFace"]

@@ -10,10 +10,8 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .budgets import BudgetVerbs
-from .caller import Caller
 from .claims import ClaimVerbs
 from .clock import Clock, system_clock
 from .controls import ControlVerbs
@@ -27,9 +25,7 @@ from .settings import load_settings
 from .store import SqliteStore, Store
 from .store.sqlite import Synchronous
 from .tokens import TokenVerbs
-
-if TYPE_CHECKING:
-    from .work import Body, WorkReport
+from .work import WorkLoop
 
 _OWNER_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -58,7 +54,7 @@ def _new_store_owner(owner: str | None) -> str:
 
 
 class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs, ControlVerbs, BudgetVerbs,
-           PolicyVerbs, TokenVerbs):
+           PolicyVerbs, TokenVerbs, WorkLoop):
     """One store, its owner and its plugins. Open with :meth:`open`; use as a context manager.
 
     One ``Hive`` may be shared by threads: each thread gets its own connection.
@@ -127,17 +123,6 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs, ControlVerbs, Budg
 
     def __enter__(self) -> Hive:
         return self
-
-    def work(self, caller: Caller, body: Body, *, minutes: int = 10,
-             project: str | None = None, label: str | None = None, limit: int | None = None,
-             renew_every: float | None = None) -> WorkReport:
-        """Run ``body`` on this agent's ready tasks, one at a time, keeping each lease
-        alive while it runs: see :func:`hivelite.work.work`."""
-        from .work import work
-
-        return work(self, caller, body, minutes=minutes, project=project, label=label,
-                    limit=limit, renew_every=renew_every)
-
 
 def _record_owner(store: Store, owner: str | None) -> str:
     """The store's owner, recording ``owner`` (or the default) in a new store."""

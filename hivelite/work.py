@@ -10,32 +10,14 @@ and a ``Client`` (``hivelite serve``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, cast
 
 from .caller import Caller
 from .errors import HiveliteError, InvalidInput, NotFound
-from .models import ClaimReceipt, Evidence, NextClaim, Receipt, TaskView
-
-
-class TaskFace(Protocol):
-    """The four verbs the loop uses, as a ``Hive`` and a ``Client`` both have them."""
-
-    def claim_next(self, caller: Caller, *, minutes: int = 10, project: str | None = None,
-                   label: str | None = None, request_id: str | None = None) -> NextClaim: ...
-    def renew(self, caller: Caller, ref: str | int, *, lease_id: str, token: int,
-              minutes: int = 10, request_id: str | None = None) -> ClaimReceipt: ...
-    def release(self, caller: Caller, ref: str | int, *, lease_id: str | None = None,
-                token: int | None = None, reason: str | None = None,
-                request_id: str | None = None) -> Receipt: ...
-    def submit(self, caller: Caller, ref: str | int, *, lease_id: str, token: int,
-               summary: str, evidence: Sequence[Evidence | Mapping[str, Any]],
-               provenance: str = "agent_generated",
-               outcome: Any = "completed",
-               tokens: int | None = None, usd_micros: int | None = None,
-               request_id: str | None = None) -> Receipt: ...
-
+from .face import TaskFace
+from .models import NextClaim, Receipt, TaskView
 
 SUBMITTED = frozenset({"summary", "evidence", "provenance", "outcome", "tokens",
                        "usd_micros"})
@@ -99,6 +81,19 @@ class _Keeper(threading.Thread):
     def stop(self) -> None:
         self._done.set()
         self.join()
+
+
+class WorkLoop:
+    """``work`` as a method, for the faces that have the verbs it uses (``Hive``,
+    ``Client``)."""
+
+    def work(self, caller: Caller, body: Body, *, minutes: int = 10,
+             project: str | None = None, label: str | None = None, limit: int | None = None,
+             renew_every: float | None = None) -> WorkReport:
+        """Run ``body`` on this agent's ready tasks, one at a time, keeping each lease
+        alive while it runs: see :func:`hivelite.work.work`."""
+        return work(cast(TaskFace, self), caller, body, minutes=minutes, project=project,
+                    label=label, limit=limit, renew_every=renew_every)
 
 
 def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
