@@ -9,7 +9,6 @@ import argparse
 import gc
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +21,7 @@ import hivelite
 
 from . import SCALE_TARGET, TARGETS, ablate, breakdown, lib, raw, replay, scale
 from . import figures as figures_file
+from .figures import revision
 from .timing import Timing
 from .wal import PageReport
 from .workspace import Workspace, paired
@@ -75,22 +75,9 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _revision() -> str:
-    """The library's git commit (with "+changes" when the work tree differs), if known."""
-    here = Path(hivelite.__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10, check=True)
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "hivelite"],
-                               capture_output=True, text=True, timeout=10, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return "?"
-    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
-
-
 def _environment(tmp: Path) -> str:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"hivelite {hivelite.__version__} ({_revision()}), SQLite {apsw.sqlite_lib_version()},"
+    return (f"hivelite {hivelite.__version__} ({revision()}), SQLite {apsw.sqlite_lib_version()},"
             f" apsw {apsw.apsw_version()}, Python {platform.python_version()},"
             f" {os.cpu_count()} cores, load {load}, stores in {tmp.parent}")
 

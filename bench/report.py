@@ -35,6 +35,8 @@ import apsw
 
 import hivelite
 
+from .figures import revision
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "performance.md"
 
@@ -154,18 +156,7 @@ def machine() -> str:
         pass
     return (f"{os.cpu_count()} cores ({model}), {platform.system()},"
             f" Python {platform.python_version()}, SQLite {apsw.sqlite_lib_version()},"
-            f" hivelite {hivelite.__version__} ({_revision()})")
-
-
-def _revision() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "hivelite", "bench"],
-                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    return head + ("+changes" if dirty else "")
+            f" hivelite {hivelite.__version__} ({revision()})")
 
 
 def _duration(seconds: float) -> str:

@@ -60,10 +60,6 @@ def _state(view: TaskView) -> str:
     return f"{state}, lease expired" if view.claim is not None and view.claim.expired else state
 
 
-def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 TASK_HEADERS = ("#", "state", "assignee", "project", "priority", "updated", "task")
 DROPPED_FIRST = ("project", "priority", "updated", "assignee")
 """The columns a narrow terminal loses, in this order, before a row would wrap."""
@@ -89,7 +85,7 @@ def task_table(items: Sequence[TaskView], now: datetime | None = None,
     headers = list(TASK_HEADERS)
     if width is None:
         for row in rows:
-            row[-1] = _short(row[-1], 48)
+            row[-1] = clip(row[-1], 48)
     else:
         for name in (None, *DROPPED_FIRST):
             if name is not None:
