@@ -16,7 +16,6 @@ import re
 import shlex
 import subprocess
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ import pytest
 from hivelite import Hive, hookspecs
 from hivelite.plugins import get_plugin_manager
 
+from .docblocks import blocks, normal
 from .test_discovery import clean_env, hivelite_script, write_distribution
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,21 +32,6 @@ TIMEOUT = 30
 
 HOOKS = sorted(name for name, value in vars(hookspecs).items()
                if name.startswith("hivelite_") and callable(value))
-
-FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
-PLACEHOLDERS = [
-    (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z"), "<time>"),
-    (re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b"), "<task-id>"),
-    (re.compile(r"\b\d+[smhd] ago\b"), "<age>"),
-    (re.compile(r"(?<![\w.])/\S*/hivelite\.db\b"), "<dir>/hivelite.db"),
-]
-
-
-@dataclass
-class Block:
-    lang: str
-    attrs: dict[str, str]
-    body: str
 
 
 def doc_text() -> str:
@@ -60,29 +45,11 @@ def section(heading: str) -> str:
     return match.group(1)
 
 
-def blocks(text: str) -> list[Block]:
-    out = []
-    for match in FENCE.finditer(text):
-        lang, _, rest = match.group(1).strip().partition(" ")
-        attrs = dict(item.partition("=")[::2] for item in rest.split())
-        out.append(Block(lang, attrs, match.group(2)))
-    return out
-
-
 def commands(script: str) -> list[list[str]]:
     """The commands of an ``sh`` block: continuation lines joined, comments dropped."""
     joined = re.sub(r"\\\n", " ", script)
     return [shlex.split(line, comments=True) for line in joined.splitlines()
             if line.strip() and not line.lstrip().startswith("#")]
-
-
-def normal(text: str) -> list[str]:
-    lines = []
-    for line in text.rstrip("\n").splitlines():
-        for pattern, token in PLACEHOLDERS:
-            line = pattern.sub(token, line)
-        lines.append(re.sub(r"\s+", " ", line).strip())
-    return lines
 
 
 def run_hivelite(argv: list[str], cwd: Path, **env: str | None) -> str:
@@ -101,8 +68,10 @@ def play(text: str, cwd: Path, skip: tuple[str, ...] = (), **env: str | None) ->
     last: tuple[str, str] | None = None  # the last command run and its output
     compared = 0
     for block in blocks(text):
-        if block.lang == "python" and "title" in block.attrs:
-            (cwd / block.attrs["title"]).write_text(block.body)  # its folder must exist
+        if "title" in block.attrs:
+            path = cwd / block.attrs["title"]
+            path.parent.mkdir(parents=True, exist_ok=True)  # "move the file to FOLDER/..."
+            path.write_text(block.body)
         elif block.lang == "sh":
             last = None
             for argv in commands(block.body):
@@ -122,6 +91,8 @@ def play(text: str, cwd: Path, skip: tuple[str, ...] = (), **env: str | None) ->
                 f"`{shown}` printed\n{output}\nbut docs/plugins.md shows\n{block.body}")
             compared += 1
             last = None
+        else:
+            raise AssertionError(f"the docs test cannot run a {block.lang!r} block:\n{block.body}")
     return compared
 
 
