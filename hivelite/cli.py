@@ -306,7 +306,7 @@ def show(ctx: Context, ref: str, lease: bool, agent: str | None, instance: str |
 
     if lease:
         caller = ctx.caller(agent, instance, session, agent_verb=True)
-        with ctx.open_store() as hive:
+        with ctx.open() as hive:
             held = hive.lease(acting(hive, caller), ref)
             ctx.emit(held, lambda: _lease_text(held, hive.clock()))
         return

@@ -225,6 +225,12 @@ class Client(WorkLoop):
         return History(JournalEntry.model_validate(e)
                        for e in self._call("GET", self._task(ref) + "/history"))
 
+    def lease(self, caller: Caller | None, ref: str | int) -> ClaimReceipt:
+        """The live claim again, for its holder alone: the token's agent on its instance."""
+        session = self._as(caller, "see the lease of", ref, None)
+        return ClaimReceipt.model_validate(self._call("GET", self._task(ref) + "/claim",
+                                                      session=session))
+
     # -- writing -----------------------------------------------------------------
 
     def handoff(self, caller: Caller | None, request: HandoffRequest | None = None, *,

@@ -29,7 +29,7 @@ from .test_serve import free_port
 THROUGH_CLIENT = frozenset({
     "handoff", "claim", "claim_next", "resume", "renew", "release", "checkpoint", "update",
     "pause", "submit", "verify", "set_fields", "amend", "approve", "deny", "cancel",
-    "sign_off", "decline"})
+    "sign_off", "decline", "lease"})
 """The verbs that take a caller and go over HTTP as that caller."""
 READS = frozenset({"get", "history"})
 """Reads that go over HTTP with the owner's token."""

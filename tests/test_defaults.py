@@ -75,29 +75,29 @@ def test_the_cli_asks_for_the_owner_and_the_demo_says_whose_store_it_makes(
     assert "your login name; choose another with --owner" in demo.stdout.splitlines()[0]
 
 
-def test_the_holder_sees_its_lease_again(tmp_path: Path) -> None:
-    clock = ManualClock(START)
-    with Hive.open(tmp_path / "s.db", owner="ana", clock=clock) as hive:
-        number, idle = own_task(hive), own_task(hive)
-        claimed = hive.claim(CODER, number, minutes=5)
-        again = hive.lease(CODER, number)
-        assert (again.lease_id, again.fencing_token, again.expires_at, again.holder,
-                again.instance) == (claimed.lease_id, claimed.fencing_token,
-                                    claimed.expires_at, "ana/coder", "laptop")
-        for other in (Caller.agent("ana/coder", "desktop"), Caller.agent("ana/tester",
-                                                                         "laptop")):
-            with pytest.raises(ForbiddenRight) as err:
-                hive.lease(other, number)
-            assert err.value.reason == "not_permitted" and err.value.extra["number"] == number
-        with pytest.raises(ForbiddenRight):
-            hive.lease(hive.as_owner(), number)  # the owner releases; it holds nothing
-        with pytest.raises(InvalidState) as none:
-            hive.lease(CODER, idle)
-        assert none.value.reason == "no_claim"
-        clock.advance(minutes=6)
-        with pytest.raises(InvalidState) as expired:
-            hive.lease(CODER, number)
-        assert expired.value.reason == "no_claim"
+@pytest.mark.contract
+def test_the_holder_sees_its_lease_again(hive: Hive, clock: ManualClock) -> None:
+    """On the file and over HTTP (``GET …/tasks/N/claim``): the same answer, the same
+    refusals."""
+    number, idle = own_task(hive), own_task(hive)
+    claimed = hive.claim(CODER, number, minutes=5)
+    again = hive.lease(CODER, number)
+    assert (again.lease_id, again.fencing_token, again.expires_at, again.holder,
+            again.instance) == (claimed.lease_id, claimed.fencing_token,
+                                claimed.expires_at, "ana/coder", "laptop")
+    for other in (Caller.agent("ana/coder", "desktop"), Caller.agent("ana/tester", "laptop")):
+        with pytest.raises(ForbiddenRight) as err:
+            hive.lease(other, number)
+        assert err.value.reason == "not_permitted" and err.value.extra["number"] == number
+    with pytest.raises(ForbiddenRight):
+        hive.lease(hive.as_owner(), number)  # the owner releases; it holds nothing
+    with pytest.raises(InvalidState) as none:
+        hive.lease(CODER, idle)
+    assert none.value.reason == "no_claim"
+    clock.advance(minutes=6)
+    with pytest.raises(InvalidState) as expired:
+        hive.lease(CODER, number)
+    assert expired.value.reason == "no_claim"
 
 
 def test_show_lease_on_the_cli(tmp_path: Path) -> None:

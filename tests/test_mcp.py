@@ -54,6 +54,9 @@ def test_the_tools_in_memory_act_as_the_tokens_agent(tmp_path: Path) -> None:
             got = answer(await client.call_tool("next_task", {}))
             assert (got["number"], got["holder"], got["instance"]) == (n, "ana/coder", "laptop")
             fence = {"number": n, "lease_id": got["lease_id"], "token": got["fencing_token"]}
+            again = answer(await client.call_tool("my_lease", {"number": n}))
+            assert (again["lease_id"], again["fencing_token"]) == (got["lease_id"],
+                                                                   got["fencing_token"])
             answer(await client.call_tool("checkpoint", {**fence, "progress": "started"}))
             late = refusal(await client.call_tool(
                 "update", {**fence, "token": 99, "summary": "late"}))

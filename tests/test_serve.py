@@ -300,6 +300,11 @@ def test_the_cli_works_against_the_server_with_url_and_token(server: Server) -> 
     lease = cli_over(server, "coder", "next", "--project", "cli")
     assert (lease["number"], lease["holder"]) == (n, "ana/coder")
     fence = ("--lease", lease["lease_id"], "--token", str(lease["fencing_token"]))
+    again = cli_over(server, "coder", "show", str(n), "--lease")  # the lease, asked again
+    assert (again["lease_id"], again["fencing_token"]) == (lease["lease_id"],
+                                                           lease["fencing_token"])
+    assert cli_over(server, "reviewer", "show", str(n), "--lease", code=4)["error"][
+        "reason"] == "not_permitted"
     cli_over(server, "coder", "checkpoint", str(n), *fence, "--progress", "started")
     done = cli_over(server, "coder", "submit", str(n), *fence, "--summary", "fixed",
                     "--evidence", "test_output:3 passed")

@@ -31,8 +31,8 @@ Minutes = Annotated[int, Field(ge=MIN_LEASE_MINUTES, le=MAX_LEASE_MINUTES,
 LeaseId = Annotated[str, Field(description="The claim's lease id (from claim or next_task).")]
 Token = Annotated[int, Field(ge=1, description="The claim's fencing token.")]
 
-TOOLS = ("list_tasks", "show_task", "next_task", "claim", "renew", "release", "checkpoint",
-         "update", "pause", "submit_result", "verify", "history")
+TOOLS = ("list_tasks", "show_task", "next_task", "claim", "my_lease", "renew", "release",
+         "checkpoint", "update", "pause", "submit_result", "verify", "history")
 """The tools every hivelite MCP server offers."""
 
 
@@ -84,6 +84,12 @@ def build_mcp(who: Who) -> MCPServer:
     def claim(number: Number, minutes: Minutes = DEFAULT_LEASE_MINUTES) -> Any:
         """Claim one routed task assigned to you, under a lease with a fencing token."""
         return run(lambda h, c: h.claim(c, number, minutes=minutes))
+
+    @server.tool()
+    def my_lease(number: Number) -> Any:
+        """Your live claim on a task again (lease id, fencing token, expiry), if you hold
+        it from this instance: for when the claim's answer is no longer at hand."""
+        return run(lambda h, c: h.lease(c, number))
 
     @server.tool()
     def renew(number: Number, lease_id: LeaseId, token: Token,
