@@ -19,7 +19,7 @@ from hivelite import (
     StoreError,
 )
 
-from .conftest import CODER, START, own_task
+from .conftest import CODER, own_task
 from .test_discovery import clean_env, hivelite_script
 
 
