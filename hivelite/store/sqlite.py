@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import heapq
 import itertools
-import json
 import os
 import threading
 import time
@@ -36,6 +35,17 @@ from ..errors import (
 from ..protocol import PRIORITIES
 from . import mounts
 from .chain import link
+from .columns import (
+    JOURNAL,
+    SELECT_TASK,
+    TASK_COLUMNS,
+    TOKEN,
+    VIEW,
+    VIEW_UPDATES,
+    dump,
+    journal_row,
+    usage_sum,
+)
 from .doctor import schema_problem
 from .known import NO_LEASE, Known
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -64,27 +74,12 @@ from .schema import RANK, READY, instance_key
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
-VIEW_UPDATES = 20
-"""Updates a task view carries, newest first."""
 MAX_ROWID = (1 << 63) - 1
 DatabaseError = apsw.Error
 """SQLite's own failures that no hivelite error stands for (the CLI's last net)."""
 Synchronous = Literal["NORMAL", "FULL"]
 
-TASK_COLUMNS = (
-    "number", "id", "state", "waiting_on", "project", "requester", "assignee",
-    "created_at", "updated_at", "lease_id", "lease_token", "lease_holder", "lease_instance",
-    "lease_session", "lease_expires", "priority", "labels", "fields_version", "reason",
-    "depends", "waits", "attempts", "attempt_limit",
-)
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
-_SELECT_TASK = f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks"
-_JOURNAL = (
-    "SELECT j.seq, t.id, j.task, j.at, j.actor, j.from_state, j.to_state, j.waiting_on,"
-    " m.number, j.reason, j.detail FROM journal j"
-    " LEFT JOIN tasks t ON t.number = j.task"
-    " LEFT JOIN moves m ON m.from_state = j.from_state AND m.to_state = j.to_state"
-)
 
 
 def _check_header(path: Path) -> None:
@@ -183,28 +178,6 @@ def _sqlite_failure(exc: apsw.Error, path: Path, conn: apsw.Connection | None = 
     return None
 
 
-def _dump(detail: dict[str, Any] | None) -> str | None:
-    return json.dumps(detail, separators=(",", ":"), sort_keys=True) if detail else None
-
-
-def _usage_sum(rows: Iterable[Sequence[Any]]) -> tuple[int, int]:
-    """Exact totals of (tokens, usd_micros) pairs; a value that is not an integer (raw SQL
-    can write one) counts 0 here, and the update's own view reports it."""
-    tokens = usd = 0
-    for spent, cost in rows:
-        tokens += spent if type(spent) is int else 0
-        usd += cost if type(cost) is int else 0
-    return tokens, usd
-
-
-def _journal_row(values: Sequence[Any]) -> JournalRow:
-    seq, task_id, number, at, actor, from_state, to_state, waiting_on, move, reason, detail = (
-        values)
-    return JournalRow(seq=seq, task=task_id, number=number, at=at, actor=actor,
-                      from_state=from_state, to_state=to_state, waiting_on=waiting_on,
-                      move=move, reason=reason, detail=json.loads(detail) if detail else None)
-
-
 class SqliteTx:
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
@@ -249,7 +222,7 @@ class SqliteTx:
         where, key = task_key(ref)
         if where is None:
             return None
-        row = self.conn.execute(f"{_SELECT_TASK} WHERE {where} = ?", (key,)).fetchone()
+        row = self.conn.execute(f"{SELECT_TASK} WHERE {where} = ?", (key,)).fetchone()
         return TaskRow(*row) if row else None
 
     def bodies(self, number: int) -> Bodies:
@@ -294,14 +267,14 @@ class SqliteTx:
                            " THEN labels END) WHERE value = ?)")
             args.append(label)
         row = self.conn.execute(
-            f"{_SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY assignee, {RANK}, number"
+            f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY assignee, {RANK}, number"
             " LIMIT 1", tuple(args)).fetchone()
         return TaskRow(*row) if row else None
 
     def overdue(self, at: str) -> list[TaskRow]:
         # reads the partial index of live leases, not the table
         return [TaskRow(*r) for r in self.conn.execute(
-            f"{_SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= ?", (at,))]
+            f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= ?", (at,))]
 
     def _leases_from(self, at: str) -> str:
         """When the first live lease still running at ``at`` expires (:data:`NO_LEASE`:
@@ -438,15 +411,7 @@ class SqliteTx:
 
         (One SELECT with correlated subqueries for all of it measured slower here than
         these few simple statements.)"""
-        columns = ", ".join(f"t.{c}" for c in TASK_COLUMNS)
-        sql = (
-            f"SELECT {columns}, p.body, r.body, c.body, r.worker, r.instance, r.session,"
-            " r.outcome, r.version, r.threshold, r.merge_commit, r.merged_by,"
-            " (SELECT actor FROM journal j WHERE j.task = t.number ORDER BY j.seq LIMIT 1)"
-            " FROM tasks t JOIN packets p ON p.task = t.number"
-            " LEFT JOIN results r ON r.task = t.number"
-            " LEFT JOIN checkpoints c ON c.task = t.number"
-        )
+        sql = "SELECT " + VIEW.format(columns=", ".join(f"t.{c}" for c in TASK_COLUMNS))
         if where:
             sql += " WHERE " + where
         out = []
@@ -459,7 +424,7 @@ class SqliteTx:
                 "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = ?"
                 " ORDER BY seq DESC LIMIT ?", (task.number, VIEW_UPDATES + 1))]
             if len(recent) <= VIEW_UPDATES:  # all of them: sum here rather than ask again
-                tokens, usd = _usage_sum((u.tokens, u.usd_micros) for u in recent)
+                tokens, usd = usage_sum((u.tokens, u.usd_micros) for u in recent)
             else:
                 recent = recent[:VIEW_UPDATES]
                 tokens, usd = self._usage_total(task.number)
@@ -477,19 +442,19 @@ class SqliteTx:
                 " FROM updates WHERE task = ?", (number,)).fetchone() or (0, 0)
             if all(isinstance(t, int) for t in total):
                 return int(total[0]), int(total[1])
-        return _usage_sum(self.conn.execute(
+        return usage_sum(self.conn.execute(
             "SELECT tokens, usd_micros FROM updates WHERE task = ?", (number,)))
 
     def journal(self, number: int | None = None) -> list[JournalRow]:
         if number is None:
-            return [_journal_row(v) for v in self.conn.execute(_JOURNAL + " ORDER BY j.seq")]
-        return [_journal_row(v) for v in self.conn.execute(
-            _JOURNAL + " WHERE j.task = ? ORDER BY j.seq", (number,))]
+            return [journal_row(v) for v in self.conn.execute(JOURNAL + " ORDER BY j.seq")]
+        return [journal_row(v) for v in self.conn.execute(
+            JOURNAL + " WHERE j.task = ? ORDER BY j.seq", (number,))]
 
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         bound = (1 << 63) - 1 if upto is None else upto
-        return [_journal_row(v) for v in self.conn.execute(
-            _JOURNAL + " WHERE j.seq > ? AND j.seq <= ? ORDER BY j.seq", (seq, bound))]
+        return [journal_row(v) for v in self.conn.execute(
+            JOURNAL + " WHERE j.seq > ? AND j.seq <= ? ORDER BY j.seq", (seq, bound))]
 
     def last_seq(self) -> int:
         if self.known is not None:
@@ -561,7 +526,7 @@ class SqliteTx:
         claims = int(self.conn.execute(
             "SELECT count(*) FROM journal WHERE actor = ? AND at >= ? AND at < ?"
             " AND from_state = 'routed' AND to_state = 'accepted'", (agent, start, end)).get)
-        tokens, usd = _usage_sum(self.conn.execute(
+        tokens, usd = usage_sum(self.conn.execute(
             "SELECT tokens, usd_micros FROM updates WHERE actor = ? AND at >= ? AND at < ?"
             " AND (tokens IS NOT NULL OR usd_micros IS NOT NULL)", (agent, start, end)))
         return Spend(claims, tokens, usd)
@@ -571,13 +536,13 @@ class SqliteTx:
             "SELECT state, count(*) FROM tasks GROUP BY state")}
 
     def token(self, token_id: str) -> TokenRow | None:
-        row = self.conn.execute(f"SELECT {_TOKEN} FROM tokens WHERE id = ?",
+        row = self.conn.execute(f"SELECT {TOKEN} FROM tokens WHERE id = ?",
                                 (token_id,)).fetchone()
         return TokenRow(*row) if row else None
 
     def tokens(self) -> list[TokenRow]:
         return [TokenRow(*r) for r in self.conn.execute(
-            f"SELECT {_TOKEN} FROM tokens ORDER BY created_at, id")]
+            f"SELECT {TOKEN} FROM tokens ORDER BY created_at, id")]
 
     # -- writing (BEGIN IMMEDIATE holds the file: a row lock is a plain read) -------
 
@@ -624,7 +589,7 @@ class SqliteTx:
              waiting_on: str | None = None, end_lease: bool = False) -> None:
         lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
                  " lease_session = NULL, lease_expires = NULL") if end_lease else ""
-        text = _dump(detail)
+        text = dump(detail)
         chain = self._link(number, at, actor, from_state, to_state, waiting_on, reason, text)
         self.conn.execute(
             "UPDATE tasks SET state = ?, waiting_on = ?, updated_at = ?, actor = ?, reason = ?,"
@@ -635,7 +600,7 @@ class SqliteTx:
     def start_lease(self, number: int, from_state: str, to_state: str, *, lease_id: str,
                     token: int, holder: str, instance: str, session: str | None, expires: str,
                     at: str, reason: str, detail: dict[str, Any]) -> None:
-        text = _dump(detail)
+        text = dump(detail)
         chain = self._link(number, at, holder, from_state, to_state, None, reason, text)
         self.conn.execute(
             "UPDATE tasks SET state = ?, waiting_on = NULL, lease_id = ?, lease_token = ?,"
@@ -718,7 +683,7 @@ class SqliteTx:
 
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
-        text = _dump(detail)
+        text = dump(detail)
         chain = self._link(number, at, actor, state, state, None, reason, text)
         self.conn.execute(
             "INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail, hash)"
@@ -777,7 +742,7 @@ class SqliteTx:
                 clauses.append(clause)
                 args.append(value)
         return [TaskRow(*r) for r in self.conn.execute(
-            f"{_SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY number", tuple(args))]
+            f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY number", tuple(args))]
 
     def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
         self._forget("budgets")
@@ -790,7 +755,7 @@ class SqliteTx:
 
 
     def add_token(self, row: TokenRow) -> None:
-        self.conn.execute(f"INSERT INTO tokens({_TOKEN}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        self.conn.execute(f"INSERT INTO tokens({TOKEN}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                           (row.id, row.agent, row.instance, row.rights, row.hash,
                            row.created_at, row.expires_at, row.revoked_at, row.by))
 
@@ -798,7 +763,6 @@ class SqliteTx:
         self.conn.execute("UPDATE tokens SET revoked_at = ? WHERE id = ?", (at, token_id))
 
 
-_TOKEN = "id, agent, instance, rights, hash, created_at, expires_at, revoked_at, by"
 
 
 class SqliteStore:

@@ -1,0 +1,64 @@
+"""What both engines read the same way: column lists, and rows turned into contract rows.
+
+The SQL of each engine lives in its own module (``sqlite.py``, ``postgres.py``); the
+column lists and the conversions here are shared, so a row means the same on either.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .rows import JournalRow
+
+VIEW_UPDATES = 20
+"""Updates a task view carries, newest first."""
+
+TASK_COLUMNS = (
+    "number", "id", "state", "waiting_on", "project", "requester", "assignee",
+    "created_at", "updated_at", "lease_id", "lease_token", "lease_holder", "lease_instance",
+    "lease_session", "lease_expires", "priority", "labels", "fields_version", "reason",
+    "depends", "waits", "attempts", "attempt_limit",
+)
+SELECT_TASK = f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks"
+JOURNAL = (
+    "SELECT j.seq, t.id, j.task, j.at, j.actor, j.from_state, j.to_state, j.waiting_on,"
+    " m.number, j.reason, j.detail FROM journal j"
+    " LEFT JOIN tasks t ON t.number = j.task"
+    " LEFT JOIN moves m ON m.from_state = j.from_state AND m.to_state = j.to_state"
+)
+TOKEN = "id, agent, instance, rights, hash, created_at, expires_at, revoked_at, by"
+VIEW = (
+    "{columns}, p.body, r.body, c.body, r.worker, r.instance, r.session,"
+    " r.outcome, r.version, r.threshold, r.merge_commit, r.merged_by,"
+    " (SELECT actor FROM journal j WHERE j.task = t.number ORDER BY j.seq LIMIT 1)"
+    " FROM tasks t JOIN packets p ON p.task = t.number"
+    " LEFT JOIN results r ON r.task = t.number"
+    " LEFT JOIN checkpoints c ON c.task = t.number"
+)
+"""A task with its bodies, result and creator, after ``SELECT`` (``columns``: the task's)."""
+
+
+def dump(detail: dict[str, Any] | None) -> str | None:
+    """A journal detail as the store keeps it: compact, sorted JSON (None when empty)."""
+    return json.dumps(detail, separators=(",", ":"), sort_keys=True) if detail else None
+
+
+def usage_sum(rows: Iterable[Sequence[Any]]) -> tuple[int, int]:
+    """Exact totals of (tokens, usd_micros) pairs; a value that is not an integer (raw SQL
+    can write one) counts 0 here, and the update's own view reports it."""
+    tokens = usd = 0
+    for spent, cost in rows:
+        tokens += spent if type(spent) is int else 0
+        usd += cost if type(cost) is int else 0
+    return tokens, usd
+
+
+def journal_row(values: Sequence[Any]) -> JournalRow:
+    """One row of :data:`JOURNAL` as the contract's journal row."""
+    seq, task_id, number, at, actor, from_state, to_state, waiting_on, move, reason, detail = (
+        values)
+    return JournalRow(seq=seq, task=task_id, number=number, at=at, actor=actor,
+                      from_state=from_state, to_state=to_state, waiting_on=waiting_on,
+                      move=move, reason=reason, detail=json.loads(detail) if detail else None)
