@@ -155,7 +155,8 @@ class HiveBase:
         if isinstance(value, dict):
             self.runs_with(section, value)
         if not isinstance(value, dict):
-            where = settings_path(self.path).absolute() if self.path else "(no file)"
+            file = settings_path(self.path)
+            where = file.absolute() if file is not None else "(no file)"
             raise InvalidInput("invalid_config", f"[{section}] in the settings file must be"
                                f" a table, not {type(value).__name__} ({where})",
                                field=section)

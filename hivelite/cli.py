@@ -92,7 +92,7 @@ def init(ctx: Context, owner: str | None, parents: bool) -> None:
       hivelite init --owner ana
     """
     with ctx.open_store(create=True, owner=owner, parents=parents) as hive:
-        data = {"db": os.path.abspath(ctx.db), "owner": hive.owner,
+        data = {"db": ctx.where(), "owner": hive.owner,
                 "schema_version": hive.store.schema_version}
         ctx.emit(data, lambda: f"store {data['db']} ready (owner {hive.owner})")
 
@@ -862,6 +862,14 @@ for command in (*COMMANDS, serve, mcp_stdio):  # the owner's controls, budgets, 
     cli.add_command(command)
 
 
+def _tables(hive: Hive) -> Any:
+    """The store's kept tables, raw, for export (each engine's own access)."""
+    tables = getattr(hive.store, "tables", None)
+    if tables is None:  # pragma: no cover - a store of another kind, given to Hive.open
+        raise UnexpectedError("unexpected", "this store cannot be exported")
+    return tables()
+
+
 def _sqlite(hive: Hive) -> SqliteStore:
     from .store.sqlite import SqliteStore
 
@@ -891,6 +899,8 @@ def doctor(ctx: Context, quick: bool, head: str | None) -> None:
     """
     from .store.doctor import diagnose_file
 
+    ctx.file_only("doctor", "the server checks its own files (pg_amcheck), and hivelite"
+                  " export | hivelite --db CHECK.db import checks the rows and the chain")
     found = diagnose_file(Path(ctx.db), quick=quick, head=head)
     ok = all(f.ok for f in found)
     report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail,
@@ -917,6 +927,7 @@ def backup(ctx: Context, dest: str) -> None:
     """
     from .store.transfer import backup as take_backup
 
+    ctx.file_only("backup", "use the server's own backups (pg_dump), or hivelite export")
     with ctx.open_store() as hive:
         take_backup(_sqlite(hive).conn, Path(dest))
     data = {"backup": os.path.abspath(dest), "of": os.path.abspath(ctx.db)}
@@ -938,9 +949,9 @@ def export(ctx: Context, out: str | None) -> None:
     from .store.transfer import export_lines
 
     with ctx.open_store() as hive:
-        conn = _sqlite(hive).conn
+        tables = _tables(hive)
         if out is None:
-            for line in export_lines(conn):
+            for line in export_lines(tables):
                 click.echo(line)
             return
         try:
@@ -949,7 +960,7 @@ def export(ctx: Context, out: str | None) -> None:
             raise InvalidInput("export_exists", f"{out} exists; export to a new file",
                                field="out") from None
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            rows = write_export(conn, handle)
+            rows = write_export(tables, handle)
     data = {"export": os.path.abspath(out), "rows": rows}
     ctx.emit(data, lambda: f"{rows} rows written to {data['export']}")
 
@@ -967,15 +978,17 @@ def import_(ctx: Context, source: Any) -> None:
     from .store.doctor import diagnose_file
     from .store.sqlite import SqliteStore
     from .store.transfer import import_lines
+    from .store.urls import open_url
 
-    store = SqliteStore(Path(ctx.db))
+    store: Any = open_url(ctx.db) if ctx.on_server else SqliteStore(Path(ctx.db))
     try:
-        rows = import_lines(store.conn, source)
+        rows = import_lines(store.tables(), source)
+        sound = store.chain_sound() if ctx.on_server else None
     finally:
         store.close()
-    found = diagnose_file(Path(ctx.db))
-    data = {"db": os.path.abspath(ctx.db), "rows": rows,
-            "doctor": all(f.ok for f in found)}
+    if sound is None:
+        sound = all(f.ok for f in diagnose_file(Path(ctx.db)))
+    data = {"db": ctx.where(), "rows": rows, "doctor": sound}
     ctx.emit(data, lambda: f"{rows} rows imported into {data['db']};"
              f" doctor: {'ok' if data['doctor'] else 'FAILED'}")
 

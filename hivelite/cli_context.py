@@ -105,10 +105,31 @@ class Context:
                                        f" or drop --{name} to act as the store's owner")
         return self.file_owner()
 
+    @property
+    def on_server(self) -> bool:
+        """Whether ``--db`` names a PostgreSQL store (a URL) rather than a file."""
+        from .store.urls import is_url
+
+        return is_url(self.db)
+
+    def where(self) -> str:
+        """The store as a person reads it: the file's absolute path, or the URL without
+        its password."""
+        from .store.urls import shown
+
+        return shown(self.db) if self.on_server else os.path.abspath(self.db)
+
+    def file_only(self, verb: str, instead: str) -> None:
+        """A verb of an SQLite file alone: a usage error on a PostgreSQL store."""
+        if self.on_server:
+            raise click.UsageError(f"{verb} works on an SQLite store file; on PostgreSQL"
+                                   f" {instead}")
+
     def file_owner(self) -> FileOwner:
-        """The store's owner, which only the user owning the store file may act as."""
+        """The store's owner, which only the user owning the store file may act as (on
+        PostgreSQL, whoever the database lets in: its credentials are the proof)."""
         path = Path(self.db)
-        if hasattr(os, "geteuid") and path.exists():
+        if hasattr(os, "geteuid") and not self.on_server and path.exists():
             uid = path.stat().st_uid
             if uid != os.geteuid():
                 raise ForbiddenRight("not_owner", f"{path} belongs to another user (uid"

@@ -379,7 +379,7 @@ def plugins(ctx: Context) -> None:
     from .models import PluginStatus
     from .plugins import POLICY_HOOKS, get_plugin_manager
 
-    if not Path(ctx.db).exists():  # no store: what this process would load
+    if not ctx.on_server and not Path(ctx.db).exists():  # no store: what would load
         manager = get_plugin_manager(ctx.plugins_dir)
         rows = []
         for d in manager.describe():

@@ -24,6 +24,7 @@ from .results import ResultVerbs
 from .settings import load_settings
 from .store import SqliteStore, Store
 from .store.sqlite import Synchronous
+from .store.urls import is_url, open_url
 from .tokens import TokenVerbs
 from .work import WorkLoop
 
@@ -88,10 +89,14 @@ class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs, ControlVerbs, Budg
         if owner is not None:
             _checked_owner(owner)
         manager = get_plugin_manager(plugins_dir, extra=plugins)
-        file = Path(path) if path is not None else getattr(store, "path", None)
+        url = str(path) if is_url(str(path)) else None
+        file = (None if url is not None else Path(path) if path is not None
+                else getattr(store, "path", None))
         # settings before the file: a refusal leaves no store behind
-        config = load_settings(file) if file is not None else {}
-        if store is None:
+        config = load_settings(file)
+        if store is None and url is not None:
+            store = open_url(url, create=create)
+        elif store is None:
             store = SqliteStore(Path(str(path)), create=create, synchronous=synchronous,
                                 allow_network_fs=allow_network_fs, parents=parents)
         try:

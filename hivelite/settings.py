@@ -15,10 +15,13 @@ from typing import Any
 from .errors import InvalidInput
 
 
-def settings_path(store_path: Path) -> Path:
-    """``$HIVELITE_CONFIG``, else ``hivelite.toml`` beside the store."""
+def settings_path(store_path: str | os.PathLike[str] | None) -> Path | None:
+    """``$HIVELITE_CONFIG``, else ``hivelite.toml`` beside the store file; None for a
+    store that is no file (on PostgreSQL) when ``$HIVELITE_CONFIG`` is not set."""
     configured = os.environ.get("HIVELITE_CONFIG")
-    return Path(configured) if configured else store_path.parent / "hivelite.toml"
+    if configured:
+        return Path(configured)
+    return None if store_path is None else Path(store_path).parent / "hivelite.toml"
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
@@ -41,11 +44,12 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
         raise fail(f"cannot be read: {exc.strerror or exc}") from None
 
 
-def load_settings(store_path: Path) -> dict[str, Any]:
+def load_settings(store_path: Path | None) -> dict[str, Any]:
     """The settings file's tables (plugins read theirs with ``hive.settings(name)``);
-    none when there is no file, unless ``$HIVELITE_CONFIG`` names one."""
+    none when there is no file, unless ``$HIVELITE_CONFIG`` names one. A store that is no
+    file (on PostgreSQL) has only ``$HIVELITE_CONFIG``'s."""
     path = settings_path(store_path)
-    if not os.environ.get("HIVELITE_CONFIG") and not path.exists():
+    if path is None or (not os.environ.get("HIVELITE_CONFIG") and not path.exists()):
         return {}
     return read_toml(path, "settings file")
 
@@ -70,5 +74,8 @@ def plugin_settings(hive: Any, section: str, env_var: str) -> PluginSettings:
         if declare is not None:  # a store that requires the plugin binds what it read
             declare(section, table)
         return PluginSettings(table, f"${env_var} file {path}", True)
-    source = f"[{section}] in settings file {settings_path(Path(hive.path)).absolute()}"
+    file = settings_path(hive.path)
+    source = (f"[{section}] in settings file {file.absolute()}" if file is not None
+              else f"[{section}] (no settings file: the store is no file; $HIVELITE_CONFIG"
+              " names one)")
     return PluginSettings(hive.settings(section), source, False)

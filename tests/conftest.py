@@ -2,14 +2,14 @@
 told, and the callers the tests act as.
 
 Hive-level tests take ``hive`` or ``open_hive``: both open ``Hive.open(store=...)`` on a store
-from ``make_store``, which makes one per ``backend``; another backend runs through the same
-suite by adding its name to ``BACKENDS`` and a branch to ``make_store``. Only SQLite exists
-today.
+from ``make_store``, which makes one per ``backend``; tests marked ``contract`` run on each engine
+of ``BACKENDS``: SQLite, and PostgreSQL when a test server is named (``tests/pg.py``).
 """
 
 from __future__ import annotations
 
 import atexit
+import inspect
 import os
 import shutil
 import sys
@@ -26,7 +26,7 @@ from hivelite import Caller, Hive, HiveliteError, ManualClock
 from hivelite.clock import format_ts, parse_ts
 from hivelite.store import SqliteStore, Store
 
-from . import rawsql
+from . import pg, rawsql
 
 # Installed entry-point plugins must not change test results (a test may opt in).
 sys._hivelite_under_test = True  # type: ignore[attr-defined]
@@ -34,9 +34,11 @@ sys._hivelite_under_test = True  # type: ignore[attr-defined]
 _CACHE = tempfile.mkdtemp(prefix="hivelite-tests-cache-")
 os.environ["XDG_CACHE_HOME"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, True)
+atexit.register(pg.drop_database)
 
 START = "2026-12-02T09:00:00.000Z"
-BACKENDS = ("sqlite",)
+BACKENDS = ("sqlite", "postgres") if pg.available() else ("sqlite",)
+"""The engines the contract suite runs on (PostgreSQL when a test server is named)."""
 
 OWNER = Caller.owner("ana")
 """The store's owner, acting as owner."""
@@ -70,9 +72,10 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "store.db"
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+    """The engine of this test's stores (``contract`` tests run on each of ``BACKENDS``)."""
+    return str(getattr(request, "param", "sqlite"))
 
 
 MakeStore = Callable[..., Store]
@@ -82,20 +85,30 @@ OpenHive = Callable[..., Hive]
 @pytest.fixture
 def make_store(backend: str, db_path: Path) -> Iterator[MakeStore]:
     """Make this test's store of the backend (``path`` and the backend's own options are
-    optional); every store made is closed at the end of the test."""
+    optional); every store made is closed at the end of the test. On PostgreSQL each path
+    stands for a store (a schema) of its own, made for the test and dropped after it."""
     made: list[Store] = []
+    databases: dict[Path, str] = {}
 
     def make(path: Path | None = None, **options: Any) -> Store:
         if backend == "sqlite":
             store: Store = SqliteStore(path or db_path, **options)
-        else:  # pragma: no cover - a later backend makes its store here
-            raise NotImplementedError(backend)
+        else:
+            from hivelite.store.postgres import PostgresStore
+
+            key = path or db_path
+            if key not in databases:
+                databases[key] = pg.new_schema()
+            store = PostgresStore(pg.store_url(databases[key]),
+                                  **{k: v for k, v in options.items() if k == "create"})
         made.append(store)
         return store
 
     yield make
     for store in made:
         store.close()
+    for name in databases.values():
+        pg.drop(name)
 
 
 @pytest.fixture
@@ -115,14 +128,29 @@ TRANSPORTS = ("file", "http")
 through ``hivelite.client.Client`` (``tests/served.py``)."""
 
 
+RAW_SQLITE = frozenset({"hive_raw", "raw", "db_path"})
+"""Fixtures that reach an SQLite file itself: a test that asks for one runs on SQLite."""
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests marked ``contract`` that take ``hive`` run once per transport (``file_only``
-    ones once: they pass the ``Hive`` a caller no token stands for, such as ``None``)."""
-    if "transport" in metafunc.fixturenames and any(
-            metafunc.definition.iter_markers("contract")):
-        only_file = any(metafunc.definition.iter_markers("file_only"))
-        metafunc.parametrize("transport", TRANSPORTS[:1] if only_file else TRANSPORTS,
-                             indirect=True)
+    ones once: they pass the ``Hive`` a caller no token stands for, such as ``None``), and
+    once more on each other engine of ``BACKENDS`` (on the store itself: the transport
+    does not depend on the engine)."""
+    contract = any(metafunc.definition.iter_markers("contract"))
+    if not contract or "backend" not in metafunc.fixturenames:
+        return
+    own = set(inspect.signature(metafunc.function).parameters)
+    sqlite_only = own & RAW_SQLITE or metafunc.definition.get_closest_marker("sqlite_only")
+    engines = BACKENDS[:1] if sqlite_only else BACKENDS
+    only_file = any(metafunc.definition.iter_markers("file_only"))
+    transports = TRANSPORTS[:1] if only_file else TRANSPORTS
+    if "transport" in metafunc.fixturenames:
+        combos = [("sqlite", t) for t in transports] + [(e, "file") for e in engines[1:]]
+        metafunc.parametrize("backend,transport", combos, indirect=True,
+                             ids=[f"{e}-{t}" for e, t in combos])
+    else:
+        metafunc.parametrize("backend", engines, indirect=True)
 
 
 @pytest.fixture
@@ -176,10 +204,15 @@ Snap = Callable[[], dict[str, list[tuple[object, ...]]]]
 
 
 @pytest.fixture
-def snap(hive: Hive, hive_raw: apsw.Connection) -> Snap:
-    """Every row of the ``hive`` fixture's store, read through the raw connection (over
-    HTTP, without the tokens the transport issues for the test's callers as they come)."""
-    return lambda: rawsql.without_tokens(rawsql.snapshot(hive_raw), issued_by(hive))
+def snap(hive: Hive, backend: str, request: pytest.FixtureRequest) -> Snap:
+    """Every row of the ``hive`` fixture's store, read through a raw connection of its own
+    (over HTTP, without the tokens the transport issues for the test's callers as they
+    come)."""
+    if backend == "postgres":
+        schema = hive.store.schema  # type: ignore[attr-defined]
+        return lambda: rawsql.without_tokens(pg.snapshot(schema), issued_by(hive))
+    raw: apsw.Connection = request.getfixturevalue("hive_raw")
+    return lambda: rawsql.without_tokens(rawsql.snapshot(raw), issued_by(hive))
 
 
 def issued_by(hive: object) -> frozenset[str]:

@@ -160,6 +160,7 @@ LIST_READY = (f"SELECT t.number FROM tasks t INDEXED BY tasks_queue WHERE {READY
               " ORDER BY t.number LIMIT ?")
 
 
+@pytest.mark.sqlite_only
 def test_next_reads_the_queue_index(hive: Hive) -> None:
     """The ready tasks are found through the partial index, never by scanning tasks."""
     own_task(hive)

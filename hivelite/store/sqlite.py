@@ -856,6 +856,13 @@ class SqliteStore:
     def schema_version(self) -> int:
         return int(self.conn.execute("PRAGMA user_version").get)
 
+    def tables(self) -> Any:
+        """Raw access to the kept tables, for ``hivelite export`` and ``import``
+        (``transfer.SqliteTables``)."""
+        from .transfer import SqliteTables
+
+        return SqliteTables(self.conn)
+
     # -- connections -----------------------------------------------------------
 
     def _connect(self) -> apsw.Connection:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import apsw
 
@@ -73,35 +74,126 @@ def backup(conn: apsw.Connection, dest: Path) -> None:
         raise
 
 
-def _columns(conn: apsw.Connection, table: str) -> list[str]:
-    return [str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")]
+class Tables(Protocol):
+    """An engine's raw access to a store's kept tables, for export and import."""
+
+    def schema_version(self) -> int: ...
+    def columns(self, table: str) -> list[str]:
+        """The table's columns ([] for a table the store's schema does not have)."""
+        ...
+    def snapshot(self) -> AbstractContextManager[None]:
+        """One consistent read of every table (an export)."""
+        ...
+    def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]: ...
+    def bulk(self) -> AbstractContextManager[None]:
+        """One write transaction with the store's triggers set aside, and restored exactly
+        before it commits (an import); any error rolls all of it back."""
+        ...
+    def is_empty(self) -> bool:
+        """No task, no journal row, no fact but the store's identity."""
+        ...
+    def insert(self, table: str, row: dict[str, Any]) -> None: ...
+    def drop_identity(self) -> None:
+        """Remove the new store's identity (the export brings its own)."""
+        ...
+    def chain_all(self) -> None: ...
+    def derive_queue(self) -> None:
+        """Migration 5's rows for tasks made before the queue (:data:`QUEUE_BACKFILL`)."""
+        ...
 
 
-def export_lines(conn: apsw.Connection) -> Iterator[str]:
-    """The store as JSON Lines, read in one snapshot."""
-    version = conn.execute("PRAGMA user_version").get
-    conn.execute("BEGIN")
-    try:
+class SqliteTables:
+    """:class:`Tables` of an SQLite store, through an apsw connection."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+        self._triggers: list[tuple[str, str]] = []
+
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").get)
+
+    def columns(self, table: str) -> list[str]:
+        return [str(r[1]) for r in self.conn.execute(f"PRAGMA table_info({table})")]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT")
+
+    def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]:
+        return self.conn.execute(f"SELECT {', '.join(names)} FROM {table} ORDER BY {order}")
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            triggers = list(conn.execute(
+                "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' ORDER BY rowid"))
+            for name, _ in triggers:
+                conn.execute(f'DROP TRIGGER "{name}"')
+            yield
+            for _, sql in triggers:  # exactly as they were: the schema is unchanged
+                conn.execute(sql)
+        except apsw.Error as exc:
+            conn.execute("ROLLBACK")
+            raise InvalidInput("invalid_export", f"the export does not fit this store: {exc}",
+                               field="file") from None
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def is_empty(self) -> bool:
+        return not self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM tasks) OR EXISTS (SELECT 1 FROM journal)"
+            " OR EXISTS (SELECT 1 FROM meta WHERE key IS NOT 'store_id')").get
+
+    def insert(self, table: str, row: dict[str, Any]) -> None:
+        names = ", ".join(row)
+        marks = ", ".join("?" * len(row))
+        self.conn.execute(f"INSERT INTO {table}({names}) VALUES ({marks})", tuple(row.values()))
+
+    def drop_identity(self) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key = ?", (IDENTITY,))
+
+    def chain_all(self) -> None:
+        chain_all(self.conn)
+
+    def derive_queue(self) -> None:
+        self.conn.execute(QUEUE_BACKFILL).fetchall()
+
+
+def _tables(store: apsw.Connection | Tables) -> Tables:
+    return SqliteTables(store) if isinstance(store, apsw.Connection) else store
+
+
+def export_lines(store: apsw.Connection | Tables) -> Iterator[str]:
+    """The store as JSON Lines, read in one snapshot (an apsw connection is an SQLite
+    store's)."""
+    tables = _tables(store)
+    version = tables.schema_version()
+    with tables.snapshot():
         yield json.dumps({"format": FORMAT, "version": FORMAT_VERSION,
                           "schema_version": version}, sort_keys=True)
         for table in TABLES:
-            names = _columns(conn, table)
+            names = tables.columns(table)
             if not names:  # a store of a schema from before this table
                 continue
-            for values in conn.execute(
-                    f"SELECT {', '.join(names)} FROM {table} ORDER BY {KEYS[table]}"):
+            for values in tables.rows(table, names, KEYS[table]):
                 row = dict(zip(names, values, strict=True))
                 yield json.dumps({"table": table, "row": row}, sort_keys=True,
                                  ensure_ascii=False)
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")
 
 
-def export(conn: apsw.Connection, out: TextIO) -> int:
+def export(store: apsw.Connection | Tables, out: TextIO) -> int:
     """Write the store to ``out``; returns how many rows were written."""
     lines = 0
-    for line in export_lines(conn):
+    for line in export_lines(store):
         out.write(line + "\n")
         lines += 1
     return lines - 1  # the header is no row
@@ -123,12 +215,14 @@ def _parse(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, item
 
 
-def import_lines(conn: apsw.Connection, lines: Iterable[str]) -> int:
-    """Read an export into the empty store behind ``conn``; returns the rows imported.
+def import_lines(store: apsw.Connection | Tables, lines: Iterable[str]) -> int:
+    """Read an export into the empty store (an apsw connection is an SQLite store's);
+    returns the rows imported.
 
     Refused, with nothing written: a store that has a task or a journal row, a file that is
     no hivelite export, a newer export format or a newer schema than this store's.
     """
+    tables = _tables(store)
     rows = _parse(lines)
     first = next(rows, None)
     if first is None or first[1].get("format") != FORMAT:
@@ -139,22 +233,16 @@ def import_lines(conn: apsw.Connection, lines: Iterable[str]) -> int:
         raise InvalidInput("newer_export", f"export format {header.get('version')!r} is newer"
                            f" than this hivelite reads ({FORMAT_VERSION}); upgrade hivelite",
                            field="version")
-    schema = conn.execute("PRAGMA user_version").get
+    schema = tables.schema_version()
     if not isinstance(header.get("schema_version"), int) or header["schema_version"] > schema:
         raise InvalidInput("newer_export", f"the export comes from schema"
                            f" {header.get('schema_version')!r}, newer than this store's"
                            f" ({schema}); upgrade hivelite", field="schema_version")
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if conn.execute("SELECT EXISTS (SELECT 1 FROM tasks) OR EXISTS (SELECT 1 FROM journal)"
-                        " OR EXISTS (SELECT 1 FROM meta WHERE key IS NOT 'store_id')").get:
+    with tables.bulk():
+        if not tables.is_empty():
             raise StoreError("store_not_empty", "import goes into a new, empty store; this"
                              " one has tasks, journal rows or an owner")
-        triggers = list(conn.execute(
-            "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' ORDER BY rowid"))
-        for name, _ in triggers:
-            conn.execute(f'DROP TRIGGER "{name}"')
-        columns = {table: set(_columns(conn, table)) for table in TABLES}
+        columns = {table: set(tables.columns(table)) for table in TABLES}
         count = 0
         for number, item in rows:
             table, row = item.get("table"), item.get("row")
@@ -163,23 +251,11 @@ def import_lines(conn: apsw.Connection, lines: Iterable[str]) -> int:
                 raise InvalidInput("invalid_export", f"line {number} is not a row of a"
                                    " hivelite table", field=f"line {number}")
             if table == "meta" and row.get("key") == IDENTITY:  # the exported store's
-                conn.execute("DELETE FROM meta WHERE key = ?", (IDENTITY,))
-            names = ", ".join(row)
-            marks = ", ".join("?" * len(row))
-            conn.execute(f"INSERT INTO {table}({names}) VALUES ({marks})", tuple(row.values()))
+                tables.drop_identity()
+            tables.insert(str(table), row)
             count += 1
         if header["schema_version"] < CHAIN_SINCE:  # an export from before the chain
-            chain_all(conn)
+            tables.chain_all()
         if header["schema_version"] < QUEUE_SINCE:  # before the queue: derive its rows
-            conn.execute(QUEUE_BACKFILL).fetchall()
-        for _, sql in triggers:  # exactly as they were: the schema is unchanged
-            conn.execute(sql)
-    except apsw.Error as exc:
-        conn.execute("ROLLBACK")
-        raise InvalidInput("invalid_export", f"the export does not fit this store: {exc}",
-                           field="file") from None
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+            tables.derive_queue()
     return count

@@ -68,7 +68,7 @@ _TARGETS: weakref.WeakKeyDictionary[Any, Targets] = weakref.WeakKeyDictionary()
 
 def read_targets(hive: Any) -> Targets:
     """The store's targets from ``[notify]`` and the environment (env wins), checked."""
-    where = f"{settings_path(Path(hive.path))}: [{SECTION}]"
+    where = f"{settings_path(hive.path) or '$HIVELITE_CONFIG'}: [{SECTION}]"
     table = hive.settings(SECTION)
     unknown = sorted(set(table) - set(KNOWN_KEYS))
     if unknown:
@@ -114,7 +114,8 @@ def read_targets(hive: Any) -> Targets:
                                       f" not {value!r}")
         timeout = float(value)
 
-    path = _event_file(file_text, Path(hive.path), where_file) if file_text else None
+    beside = Path(hive.path) if hive.path is not None else Path.cwd() / "store"
+    path = _event_file(file_text, beside, where_file) if file_text else None
     return Targets(file=path, command=command, timeout=timeout)
 
 
@@ -168,7 +169,8 @@ def event_for(task: Task, move: Move, actor: str, hive: Any,
         "project": task.project,
         "requester": task.requester,
         "assignee": task.assignee,
-        "store": str(Path(hive.path).absolute()),  # a relative --db names no store
+        "store": (str(Path(hive.path).absolute()) if hive.path is not None  # relative: no
+                  else hive.store.location),                                # store named
     }
 
 

@@ -97,7 +97,7 @@ def policy_path(hive: Any) -> Path | None:
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env)
-    settings_file = settings_path(Path(hive.path))
+    settings_file = settings_path(hive.path) or Path("$HIVELITE_CONFIG")
     try:
         table = hive.settings(SECTION)
     except hivelite.InvalidInput as exc:

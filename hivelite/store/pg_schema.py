@@ -1,0 +1,679 @@
+"""The schema on PostgreSQL: the same tables, indexes and rules as on SQLite, in PL/pgSQL.
+
+Generated from the same sources as the SQLite schema (``schema.py``): the protocol module
+(moves, states, priorities), the tables of refusals and kept keys, the lease length, the
+modes and rights. Every refusal raises the same ``code:reason`` text, so the same error
+classes come out whichever engine refused.
+
+Columns keep SQLite's types (``text`` and ``bigint``, JSON as text, times as RFC 3339
+text), so a row reads the same from either engine and an export of one imports into
+the other unchanged.
+
+What differs, and why:
+
+- PostgreSQL's ``CREATE TRIGGER … WHEN`` takes no subquery, so each rule is a trigger
+  function that checks its condition and raises. Triggers of one event fire in name
+  order; each name starts with its place (``hl10_``, ``hl20_``, …), which is the order
+  the rules are listed here.
+- A row-level ``DELETE`` trigger does not see ``TRUNCATE``: every kept table refuses it
+  with a statement-level trigger.
+- ``INSERT … ON CONFLICT DO UPDATE`` (PostgreSQL's upsert, SQLite's ``REPLACE``) is
+  refused before it can rewrite a row: a kept key's insert trigger refuses a key that
+  exists, and the conflict never arises.
+- The journal, the updates and the controls number their rows in a trigger (one more
+  than the last), under the store's write lock: no gaps, and commit order.
+- Every function runs with the store's own ``search_path`` (``SET search_path FROM
+  CURRENT``, fixed when the store is made): a session with another path, or a table of
+  the same name in another schema, never changes what a rule reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..protocol import PRIORITIES, TERMINAL, State, WaitingOn
+from .schema import (
+    KEPT_KEYS,
+    LEASE_MINUTES,
+    MODES,
+    PROPOSALS,
+    RIGHTS,
+    _in_list,
+    _quote,
+    insert_moves_sql,
+)
+
+SCHEMA = "hivelite"
+"""The PostgreSQL schema (namespace) that holds a store's tables in its database, unless
+its URL names another (``?schema=NAME``: several stores in one database)."""
+
+TERMINAL_SQL = _in_list(s.value for s in TERMINAL)
+LEASED = _in_list(s.value for s in (State.accepted, State.working))
+WITH_RESULT = _in_list(s.value for s in (State.verifying, State.approval, State.completed))
+WAITING_VALUES = _in_list(w.value for w in WaitingOn)
+
+RANK = ("(CASE priority " + " ".join(f"WHEN {_quote(p)} THEN {n}" for n, p in
+                                    enumerate(PRIORITIES[:-1]))
+        + f" ELSE {len(PRIORITIES) - 1} END)")
+"""A priority's rank (0 most pressing): the queue index and ``next`` sort by it."""
+READY = "state = 'routed' AND waits = 0 AND attempts < attempt_limit"
+
+
+def instance_key(column: str) -> str:
+    """An instance name compared as the caller's are (``schema.instance_key``)."""
+    return f"lower(rtrim(btrim({column}, ' '), '.'))"
+
+
+def _owner_of(agent: str) -> str:
+    """The owner half of an ``owner/agent`` name ('' when there is no ``/``)."""
+    return (f"(CASE WHEN strpos({agent}, '/') > 0"
+            f" THEN substr({agent}, 1, strpos({agent}, '/') - 1) ELSE '' END)")
+
+
+def _closed(row: str) -> str:
+    return f"(SELECT state FROM tasks WHERE number = {row}.task) IN {TERMINAL_SQL}"
+
+
+TABLES = """
+CREATE TABLE meta(
+    key text PRIMARY KEY,
+    value text NOT NULL
+);
+
+CREATE TABLE moves(
+    number bigint NOT NULL UNIQUE,
+    name text NOT NULL UNIQUE,
+    from_state text NOT NULL,
+    from_waiting text,
+    to_state text NOT NULL,
+    to_waiting text,
+    PRIMARY KEY (from_state, to_state)
+);
+
+CREATE TABLE tasks(
+    number bigint PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    state text NOT NULL,
+    waiting_on text,
+    project text NOT NULL,
+    requester text NOT NULL,
+    assignee text NOT NULL,
+    created_at text NOT NULL,
+    updated_at text NOT NULL,
+    lease_id text,
+    lease_token bigint NOT NULL DEFAULT 0,
+    lease_holder text,
+    lease_instance text,
+    lease_session text,
+    lease_expires text,
+    priority text NOT NULL DEFAULT 'normal',
+    labels text NOT NULL DEFAULT '[]',
+    fields_version bigint NOT NULL DEFAULT 1,
+    depends bigint NOT NULL DEFAULT 0,
+    actor text,
+    reason text,
+    detail text,
+    chain text,
+    waits bigint NOT NULL DEFAULT 0,
+    attempts bigint NOT NULL DEFAULT 0,
+    attempt_limit bigint NOT NULL DEFAULT 3
+);
+
+CREATE TABLE packets(
+    task bigint PRIMARY KEY REFERENCES tasks(number),
+    body text NOT NULL
+);
+
+CREATE TABLE checkpoints(
+    task bigint PRIMARY KEY REFERENCES tasks(number),
+    body text NOT NULL
+);
+
+CREATE TABLE results(
+    task bigint PRIMARY KEY REFERENCES tasks(number),
+    body text NOT NULL,
+    worker text NOT NULL,
+    instance text NOT NULL,
+    session text,
+    outcome text NOT NULL DEFAULT 'completed',
+    version bigint NOT NULL DEFAULT 1,
+    threshold bigint,
+    merge_commit text,
+    merged_by text
+);
+
+CREATE TABLE confirmations(
+    task bigint NOT NULL REFERENCES tasks(number),
+    version bigint NOT NULL,
+    reviewer text NOT NULL,
+    instance text NOT NULL,
+    session text,
+    verdict text NOT NULL,
+    reason text,
+    at text NOT NULL,
+    counted bigint NOT NULL,
+    why text,
+    PRIMARY KEY (task, version, reviewer)
+);
+
+CREATE TABLE updates(
+    seq bigint PRIMARY KEY,
+    task bigint NOT NULL REFERENCES tasks(number),
+    at text NOT NULL,
+    actor text NOT NULL,
+    summary text NOT NULL,
+    tokens bigint,
+    usd_micros bigint
+);
+CREATE INDEX updates_by_task ON updates(task, seq);
+
+CREATE INDEX tasks_live_leases ON tasks(lease_expires) WHERE lease_id IS NOT NULL;
+
+CREATE TABLE journal(
+    seq bigint PRIMARY KEY,
+    task bigint REFERENCES tasks(number),
+    at text NOT NULL,
+    actor text,
+    from_state text,
+    to_state text,
+    waiting_on text,
+    reason text,
+    detail text,
+    hash text
+);
+CREATE INDEX journal_by_task ON journal(task, seq);
+
+CREATE TABLE deps(
+    task bigint NOT NULL REFERENCES tasks(number),
+    on_task bigint NOT NULL REFERENCES tasks(number),
+    PRIMARY KEY (task, on_task)
+);
+CREATE INDEX deps_by_dependency ON deps(on_task);
+
+CREATE INDEX tasks_queue ON tasks(assignee, """ + RANK + """, number) WHERE """ + READY + """;
+
+CREATE TABLE requests(
+    caller text NOT NULL,
+    id text NOT NULL,
+    verb text NOT NULL,
+    digest text NOT NULL,
+    answer text NOT NULL,
+    at text NOT NULL,
+    PRIMARY KEY (caller, id)
+);
+CREATE INDEX requests_by_age ON requests(at);
+
+CREATE TABLE policy(
+    key text PRIMARY KEY,
+    value text NOT NULL,
+    at text NOT NULL,
+    by text NOT NULL
+);
+
+CREATE TABLE required_plugins(
+    name text PRIMARY KEY,
+    kind text NOT NULL,
+    digest text NOT NULL,
+    settings text NOT NULL,
+    at text NOT NULL,
+    by text NOT NULL
+);
+
+CREATE TABLE controls(
+    id bigint PRIMARY KEY,
+    kind text NOT NULL,
+    agent text,
+    instance text,
+    task bigint REFERENCES tasks(number),
+    at text NOT NULL,
+    by text NOT NULL,
+    reason text,
+    lifted_at text,
+    lifted_by text
+);
+CREATE INDEX controls_live ON controls(kind) WHERE lifted_at IS NULL;
+
+CREATE TABLE budgets(
+    agent text PRIMARY KEY,
+    tasks bigint,
+    tokens bigint,
+    usd_micros bigint,
+    at text NOT NULL,
+    by text NOT NULL
+);
+
+CREATE INDEX journal_claims ON journal(actor, at)
+WHERE from_state = 'routed' AND to_state = 'accepted';
+CREATE INDEX updates_usage ON updates(actor, at)
+WHERE tokens IS NOT NULL OR usd_micros IS NOT NULL;
+
+CREATE TABLE tokens(
+    id text PRIMARY KEY,
+    agent text,
+    instance text,
+    rights text NOT NULL,
+    hash text NOT NULL,
+    created_at text NOT NULL,
+    expires_at text,
+    revoked_at text,
+    by text NOT NULL
+);
+"""
+
+HELPERS = """
+-- JSON text as jsonb, or NULL when it is not JSON (SQLite's json_valid, then json_extract).
+CREATE FUNCTION hl_json(body text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE
+SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN body::jsonb;
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END $$;
+
+-- An RFC 3339 time as seconds since the epoch, or NULL when it is not one (julianday).
+CREATE FUNCTION hl_seconds(at text) RETURNS double precision LANGUAGE plpgsql IMMUTABLE
+SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN extract(epoch FROM at::timestamptz);
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END $$;
+"""
+
+TASK_BOARD = """
+CREATE VIEW task_board AS
+SELECT t.number, t.id, hl_json(p.body) ->> 'task' AS title,
+       t.state, t.waiting_on, t.assignee, t.requester, t.project, t.priority, t.labels,
+       t.lease_holder AS holder, t.lease_instance AS instance,
+       t.lease_expires AS claim_expires, t.created_at, t.updated_at
+FROM tasks t JOIN packets p ON p.task = t.number;
+"""
+
+
+class Rule:
+    """One trigger: when it fires, and the PL/pgSQL that decides (raising to refuse)."""
+
+    def __init__(self, name: str, timing: str, event: str, table: str, body: str,
+                 *, each: str = "ROW") -> None:
+        self.name, self.timing, self.event, self.table = name, timing, event, table
+        self.body, self.each = body, each
+
+
+def _refuse(message: str, when: str | None = None) -> str:
+    raise_ = f"RAISE EXCEPTION '{message}';"
+    return raise_ if when is None else f"IF {when} THEN\n        {raise_}\n    END IF;"
+
+
+def _cases(*pairs: tuple[str, str]) -> str:
+    """``IF a THEN raise ELSIF b THEN raise … END IF``: the first rule broken is named."""
+    parts = []
+    for n, (when, message) in enumerate(pairs):
+        parts.append(f"{'IF' if n == 0 else 'ELSIF'} {when} THEN\n"
+                     f"        RAISE EXCEPTION '{message}';")
+    return "\n    ".join(parts) + "\n    END IF;"
+
+
+def rules() -> list[Rule]:
+    """Every trigger of the store, in the order they fire within one event."""
+    shortest, longest = (m * 60 for m in LEASE_MINUTES)
+    mode = "coalesce((SELECT value FROM policy WHERE key = 'mode'), 'personal')"
+    live = "SELECT 1 FROM controls WHERE lifted_at IS NULL"
+    reviewer_owner = _owner_of("NEW.reviewer")
+    out: list[Rule] = []
+
+    def add(name: str, timing: str, event: str, table: str, body: str,
+            each: str = "ROW") -> None:
+        out.append(Rule(name, timing, event, table, body, each=each))
+
+    # -- the protocol's fixed tables and kept rows ------------------------------------
+    for event in ("INSERT", "UPDATE", "DELETE"):
+        add(f"moves_fixed_{event.lower()}", "BEFORE", event, "moves",
+            _refuse("forbidden_right:protocol_fixed"))
+    add("moves_fixed_truncate", "BEFORE", "TRUNCATE", "moves",
+        _refuse("forbidden_right:protocol_fixed"), each="STATEMENT")
+    for table, match in KEPT_KEYS:
+        if table == "journal":
+            continue  # the journal numbers its rows first (below), then checks its key
+        add(f"{table}_keys_kept", "BEFORE", "INSERT", table, _refuse(
+            "forbidden_right:rows_are_kept", f"EXISTS (SELECT 1 FROM {table} WHERE {match})"))
+    for table in ("deps", "controls", "tokens"):
+        add(f"{table}_keys_kept", "BEFORE", "INSERT", table, _refuse(
+            "forbidden_right:rows_are_kept",
+            {"deps": "EXISTS (SELECT 1 FROM deps WHERE task = NEW.task"
+                     " AND on_task = NEW.on_task)",
+             "controls": "EXISTS (SELECT 1 FROM controls WHERE id = NEW.id)",
+             "tokens": "EXISTS (SELECT 1 FROM tokens WHERE id = NEW.id)"}[table]))
+    kept_messages = {
+        "tasks": "forbidden_right:tasks_are_kept", "packets": "forbidden_right:packet_fixed",
+        "results": "forbidden_right:results_are_kept",
+        "checkpoints": "forbidden_right:checkpoints_are_kept",
+        "confirmations": "forbidden_right:append_only", "updates": "forbidden_right:append_only",
+        "journal": "forbidden_right:append_only", "deps": "forbidden_right:append_only",
+        "meta": "forbidden_right:owner_fixed", "controls": "forbidden_right:controls_kept",
+        "tokens": "forbidden_right:tokens_kept", "policy": "forbidden_right:append_only",
+        "budgets": "forbidden_right:append_only",
+        "required_plugins": "forbidden_right:append_only",
+    }
+    for table, message in kept_messages.items():
+        add(f"{table}_no_truncate", "BEFORE", "TRUNCATE", table, _refuse(message),
+            each="STATEMENT")
+    add("task_delete", "BEFORE", "DELETE", "tasks", _refuse("forbidden_right:tasks_are_kept"))
+    for event in ("UPDATE", "DELETE"):
+        add(f"packets_fixed_{event.lower()}", "BEFORE", event, "packets",
+            _refuse("forbidden_right:packet_fixed"))
+    add("results_kept", "BEFORE", "DELETE", "results", _refuse("forbidden_right:results_are_kept"))
+    for table in ("confirmations", "updates", "journal", "deps"):
+        for event in ("UPDATE", "DELETE"):
+            add(f"{table}_no_{event.lower()}", "BEFORE", event, table,
+                _refuse("forbidden_right:append_only"))
+    add("checkpoints_no_delete", "BEFORE", "DELETE", "checkpoints",
+        _refuse("forbidden_right:checkpoints_are_kept"))
+    add("checkpoints_fixed", "BEFORE", "UPDATE", "checkpoints", _cases(
+        (_closed("OLD"), "invalid_state:task_closed"),
+        ("NEW.task IS DISTINCT FROM OLD.task", "forbidden_right:rows_are_kept")))
+    add("checkpoints_insert", "BEFORE", "INSERT", "checkpoints",
+        _refuse("invalid_state:task_closed", _closed("NEW")))
+    add("meta_fixed", "BEFORE", "UPDATE", "meta", _cases(
+        ("OLD.key = 'owner' OR NEW.key IS DISTINCT FROM OLD.key", "forbidden_right:owner_fixed"),
+        ("OLD.key = 'store_id'", "forbidden_right:identity_fixed")))
+    add("meta_kept", "BEFORE", "DELETE", "meta", _refuse("forbidden_right:owner_fixed"))
+
+    # -- tasks: insert, update, moves, leases, fields -----------------------------------
+    add("task_insert", "BEFORE", "INSERT", "tasks", _refuse(
+        "invalid_state:insert_not_requested",
+        f"NEW.state IS DISTINCT FROM {_quote(State.requested.value)}"
+        " OR NEW.waiting_on IS NOT NULL OR NEW.lease_id IS NOT NULL"))
+    add("task_update", "BEFORE", "UPDATE", "tasks", _cases(
+        (f"OLD.state IN {TERMINAL_SQL}", "invalid_state:task_closed"),
+        ("NEW.number IS DISTINCT FROM OLD.number OR NEW.id IS DISTINCT FROM OLD.id"
+         " OR NEW.created_at IS DISTINCT FROM OLD.created_at"
+         " OR NEW.requester IS DISTINCT FROM OLD.requester"
+         " OR NEW.assignee IS DISTINCT FROM OLD.assignee"
+         " OR NEW.project IS DISTINCT FROM OLD.project", "invalid_input:immutable_field"),
+        ("(NEW.state = 'waiting') = (NEW.waiting_on IS NULL)"
+         f" OR (NEW.waiting_on IS NOT NULL AND NEW.waiting_on NOT IN {WAITING_VALUES})",
+         "invalid_state:waiting_on_mismatch"),
+        ("NEW.lease_token < OLD.lease_token OR (NEW.lease_id IS NOT NULL"
+         " AND NEW.lease_id IS DISTINCT FROM OLD.lease_id"
+         " AND NEW.lease_token <= OLD.lease_token)", "invalid_state:fencing_token"),
+        (f"NEW.lease_id IS NOT NULL AND NEW.state NOT IN {LEASED}",
+         "invalid_state:claim_outlives_state"),
+        (f"NEW.lease_id IS NULL AND NEW.state IN {LEASED}", "invalid_state:claim_missing"),
+        (f"NEW.state IS DISTINCT FROM OLD.state AND NEW.state IN {WITH_RESULT}"
+         " AND NOT EXISTS (SELECT 1 FROM results WHERE task = NEW.number)",
+         "invalid_state:result_missing")))
+    # The rules below fire, as on SQLite, when their columns are SET (changed or not).
+    add("task_move", "BEFORE", "UPDATE OF state, waiting_on", "tasks", _refuse(
+        "invalid_state:no_such_move",
+        f"OLD.state NOT IN {TERMINAL_SQL}"
+        " AND (NEW.state = 'waiting') = (NEW.waiting_on IS NOT NULL)"
+        f" AND (NEW.waiting_on IS NULL OR NEW.waiting_on IN {WAITING_VALUES})"
+        " AND NOT EXISTS (SELECT 1 FROM moves m"
+        " WHERE m.from_state = OLD.state AND m.to_state = NEW.state"
+        " AND (m.from_waiting IS NULL"
+        " OR strpos(m.from_waiting, '|' || OLD.waiting_on || '|') > 0)"
+        " AND (m.to_waiting IS NULL"
+        " OR strpos(m.to_waiting, '|' || NEW.waiting_on || '|') > 0))"))
+    add("task_completion_decided", "BEFORE", "UPDATE OF state", "tasks", _refuse(
+        "forbidden_right:not_decided",
+        "NEW.state = 'completed' AND OLD.state IN ('approval', 'verifying')"
+        " AND EXISTS (SELECT 1 FROM results WHERE task = NEW.number) AND NOT ("
+        "(OLD.state = 'approval' AND ("
+        "NEW.actor IS NOT DISTINCT FROM (SELECT value FROM meta WHERE key = 'owner')"
+        " OR (SELECT count(*) FROM confirmations c JOIN results r ON r.task = c.task"
+        " WHERE c.task = NEW.number AND c.version = r.version AND c.verdict = 'accept'"
+        " AND c.counted <> 0) >= (SELECT coalesce(threshold, 1) FROM results"
+        " WHERE task = NEW.number)))"
+        " OR (OLD.state = 'verifying' AND EXISTS (SELECT 1 FROM results"
+        " WHERE task = NEW.number AND threshold = 0 AND outcome = 'completed')))"))
+    add("task_lease_taken", "BEFORE", "UPDATE OF lease_id, lease_token, lease_holder,"
+        " lease_instance, lease_session, lease_expires", "tasks", _refuse(
+            "forbidden_right:lease_by_claim_only",
+            f"OLD.state NOT IN {TERMINAL_SQL} AND NEW.state IN {LEASED}"
+            " AND NEW.lease_id IS NOT NULL AND NEW.lease_token > OLD.lease_token"
+            " - (CASE WHEN NEW.lease_id IS NOT DISTINCT FROM OLD.lease_id THEN 1 ELSE 0 END)"
+            " AND (NEW.state IS NOT DISTINCT FROM OLD.state OR EXISTS (SELECT 1 FROM moves"
+            " WHERE from_state = OLD.state AND to_state = NEW.state)) AND ("
+            "NEW.lease_id IS DISTINCT FROM OLD.lease_id"
+            " OR NEW.lease_token IS DISTINCT FROM OLD.lease_token"
+            " OR NEW.lease_holder IS DISTINCT FROM OLD.lease_holder"
+            " OR NEW.lease_instance IS DISTINCT FROM OLD.lease_instance"
+            " OR NEW.lease_session IS DISTINCT FROM OLD.lease_session) AND NOT ("
+            "((OLD.state = 'routed' AND NEW.state = 'accepted')"
+            " OR (OLD.state = 'waiting' AND NEW.state = 'working'))"
+            " AND OLD.lease_id IS NULL AND NEW.lease_holder IS NOT DISTINCT FROM NEW.assignee"
+            " AND NEW.lease_instance IS NOT NULL AND NEW.lease_token = OLD.lease_token + 1)"))
+    add("task_lease_length", "BEFORE", "UPDATE OF lease_expires", "tasks", _refuse(
+        "invalid_input:lease_length",
+        f"OLD.state NOT IN {TERMINAL_SQL} AND NEW.lease_expires IS NOT NULL"
+        " AND NOT ((hl_seconds(NEW.lease_expires) - hl_seconds(NEW.updated_at))"
+        f" BETWEEN {shortest} - 0.001 AND {longest} + 0.001)"))
+    add("task_claim_ready", "BEFORE", "UPDATE OF state", "tasks", _cases(
+        ("OLD.state = 'routed' AND NEW.state = 'accepted' AND EXISTS (SELECT 1 FROM deps d"
+         " JOIN tasks o ON o.number = d.on_task WHERE d.task = NEW.number"
+         " AND o.state IS DISTINCT FROM 'completed')", "invalid_state:blocked"),
+        ("OLD.state = 'routed' AND NEW.state = 'accepted'"
+         " AND NEW.attempts >= NEW.attempt_limit", "invalid_state:attempts_exhausted")))
+    add("task_fields", "BEFORE", "UPDATE OF priority, labels, fields_version, attempts,"
+        " attempt_limit", "tasks", f"IF OLD.state NOT IN {TERMINAL_SQL} THEN\n    " + _cases(
+            (f"NEW.priority NOT IN {_in_list(PRIORITIES)}", "invalid_input:invalid_priority"),
+            ("(NEW.priority IS DISTINCT FROM OLD.priority"
+             " OR NEW.labels IS DISTINCT FROM OLD.labels"
+             " OR NEW.attempt_limit IS DISTINCT FROM OLD.attempt_limit"
+             " OR NEW.fields_version IS DISTINCT FROM OLD.fields_version)"
+             " AND NEW.fields_version IS DISTINCT FROM OLD.fields_version + 1",
+             "invalid_state:stale_base"),
+            ("NEW.attempts < OLD.attempts", "forbidden_right:attempts_only_grow"))
+        + "\n    END IF;")
+    add("task_lease_controlled", "BEFORE", "UPDATE OF lease_id", "tasks",
+        "IF NEW.lease_id IS NOT NULL AND NEW.lease_id IS DISTINCT FROM OLD.lease_id THEN\n"
+        "    " + _cases(
+            (f"EXISTS ({live} AND kind = 'stop' AND (agent IS NOT DISTINCT FROM"
+             " NEW.lease_holder OR instance IS NOT DISTINCT FROM"
+             f" {instance_key('NEW.lease_instance')} OR (agent IS NULL AND instance IS NULL)))",
+             "forbidden_right:vetoed"),
+            (f"EXISTS ({live} AND kind = 'hold' AND (agent IS NOT DISTINCT FROM"
+             " NEW.lease_holder OR instance IS NOT DISTINCT FROM"
+             f" {instance_key('NEW.lease_instance')}))", "forbidden_right:held"),
+            (f"EXISTS ({live} AND kind = 'veto' AND agent IS NOT DISTINCT FROM"
+             " NEW.lease_holder AND task IS NOT DISTINCT FROM NEW.number)",
+             "forbidden_right:vetoed"))
+        + "\n    END IF;")
+    add("task_created", "AFTER", "INSERT", "tasks", """INSERT INTO journal(task, at, actor,
+        from_state, to_state, waiting_on, reason, detail, hash)
+    VALUES (NEW.number, NEW.created_at, NEW.actor, NULL, NEW.state, NULL, NEW.reason,
+            NEW.detail, NEW.chain);""")
+    add("task_journal", "AFTER", "UPDATE OF state", "tasks", """INSERT INTO journal(task, at,
+        actor, from_state, to_state, waiting_on, reason, detail, hash)
+    VALUES (NEW.number, NEW.updated_at, NEW.actor, OLD.state, NEW.state, NEW.waiting_on,
+            NEW.reason, NEW.detail, NEW.chain);""")
+    add("task_unblocks", "AFTER", "UPDATE OF state", "tasks", f"""IF NEW.state = 'completed' THEN
+        UPDATE tasks SET waits = waits - 1
+        WHERE number IN (SELECT task FROM deps WHERE on_task = NEW.number)
+          AND state NOT IN {TERMINAL_SQL};
+    END IF;""")
+    add("task_attempt_failed", "AFTER", "UPDATE OF state", "tasks", """IF OLD.state = 'verifying'
+        AND NEW.state = 'routed' AND hl_json(NEW.detail) ->> 'outcome' = 'failed' THEN
+        UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
+    END IF;""")
+
+    # -- side tables -------------------------------------------------------------------
+    add("deps_with_task", "BEFORE", "INSERT", "deps", _refuse(
+        "invalid_input:dependency_fixed",
+        "(SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'requested'"
+        " OR NEW.task <= NEW.on_task"))
+    add("results_insert", "BEFORE", "INSERT", "results", _cases(
+        (_closed("NEW"), "invalid_state:task_closed"),
+        ("NOT EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task"
+         " AND state IN ('accepted', 'working')"
+         " AND lease_holder IS NOT DISTINCT FROM NEW.worker"
+         " AND lease_instance IS NOT DISTINCT FROM NEW.instance)",
+         "forbidden_right:result_by_holder_only")))
+    add("results_update", "BEFORE", "UPDATE", "results", _cases(
+        (f"(SELECT state FROM tasks WHERE number = OLD.task) IN {TERMINAL_SQL}"
+         " AND NOT (OLD.merge_commit IS NULL AND NEW.merge_commit IS NOT NULL"
+         " AND NEW.task IS NOT DISTINCT FROM OLD.task AND NEW.body IS NOT DISTINCT FROM OLD.body"
+         " AND NEW.version IS NOT DISTINCT FROM OLD.version"
+         " AND NEW.worker IS NOT DISTINCT FROM OLD.worker"
+         " AND NEW.instance IS NOT DISTINCT FROM OLD.instance"
+         " AND NEW.session IS NOT DISTINCT FROM OLD.session"
+         " AND NEW.outcome IS NOT DISTINCT FROM OLD.outcome"
+         " AND NEW.threshold IS NOT DISTINCT FROM OLD.threshold)", "invalid_state:task_closed"),
+        (f"(SELECT state FROM tasks WHERE number = OLD.task) NOT IN {TERMINAL_SQL} AND ("
+         "NEW.task IS DISTINCT FROM OLD.task"
+         " OR ((NEW.worker IS DISTINCT FROM OLD.worker"
+         " OR NEW.instance IS DISTINCT FROM OLD.instance"
+         " OR NEW.session IS DISTINCT FROM OLD.session"
+         " OR NEW.outcome IS DISTINCT FROM OLD.outcome"
+         " OR NEW.threshold IS DISTINCT FROM OLD.threshold)"
+         " AND NOT (NEW.version > OLD.version AND EXISTS (SELECT 1 FROM tasks"
+         " WHERE number = NEW.task AND state IN ('accepted', 'working')"
+         " AND lease_holder IS NOT DISTINCT FROM NEW.worker"
+         " AND lease_instance IS NOT DISTINCT FROM NEW.instance)))"
+         " OR (NEW.merge_commit IS NOT NULL AND NEW.merge_commit IS DISTINCT FROM"
+         " OLD.merge_commit AND (SELECT state FROM tasks WHERE number = NEW.task)"
+         " IS DISTINCT FROM 'completed'))", "forbidden_right:result_fixed"),
+        ("NEW.body IS DISTINCT FROM OLD.body AND NEW.version <= OLD.version",
+         "invalid_state:result_version")))
+    add("confirmations_insert", "BEFORE", "INSERT", "confirmations", _cases(
+        ("(SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'approval'",
+         "invalid_state:not_submitted"),
+        ("NEW.version IS DISTINCT FROM (SELECT version FROM results WHERE task = NEW.task)"
+         " OR (NEW.counted <> 0 AND ("
+         "EXISTS (SELECT 1 FROM results WHERE task = NEW.task AND (worker = NEW.reviewer"
+         f" OR {instance_key('instance')} = {instance_key('NEW.instance')}))"
+         f" OR CASE {mode}"
+         f" WHEN 'team' THEN {reviewer_owner} = (SELECT {_owner_of('worker')} FROM results"
+         " WHERE task = NEW.task)"
+         " OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task"
+         " AND c.version = NEW.version AND c.counted <> 0"
+         f" AND {_owner_of('c.reviewer')} = {reviewer_owner})"
+         f" ELSE {reviewer_owner} IS DISTINCT FROM (SELECT value FROM meta WHERE key = 'owner')"
+         " OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task"
+         " AND c.version = NEW.version AND c.counted <> 0"
+         f" AND {instance_key('c.instance')} = {instance_key('NEW.instance')})"
+         " END))", "invalid_state:reviewer_not_independent"),
+        ("(NEW.counted <> 0 AND NEW.why IS NOT NULL) OR (NEW.counted = 0 AND NEW.why IS NULL)",
+         "invalid_input:uncounted_needs_why")))
+    add("updates_insert", "BEFORE", "INSERT", "updates", """IF """ + _closed("NEW") + """ THEN
+        RAISE EXCEPTION 'invalid_state:task_closed';
+    END IF;
+    IF NEW.seq IS NULL THEN
+        NEW.seq := (SELECT coalesce(max(seq), 0) + 1 FROM updates);
+    END IF;""")
+    add("journal_insert", "BEFORE", "INSERT", "journal", """IF NEW.seq IS NULL THEN
+        NEW.seq := (SELECT coalesce(max(seq), 0) + 1 FROM journal);
+    ELSIF EXISTS (SELECT 1 FROM journal WHERE seq = NEW.seq) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    IF NEW.task IS NOT NULL AND (
+        NEW.to_state IS DISTINCT FROM (SELECT state FROM tasks WHERE number = NEW.task)
+        OR (NEW.from_state IS DISTINCT FROM NEW.to_state
+            AND NOT (NEW.from_state IS NULL AND NEW.to_state = 'requested')
+            AND NOT EXISTS (SELECT 1 FROM moves m WHERE m.from_state = NEW.from_state
+                                                   AND m.to_state = NEW.to_state))) THEN
+        RAISE EXCEPTION 'forbidden_right:journal_forged';
+    END IF;""")
+
+    # -- the owner's authority -----------------------------------------------------------
+    add("policy_values", "BEFORE", "INSERT", "policy", _refuse(
+        "invalid_input:invalid_policy",
+        f"NOT ((NEW.key = 'mode' AND NEW.value IN {_in_list(MODES)})"
+        f" OR (NEW.key = 'proposals' AND NEW.value IN {_in_list(PROPOSALS)})"
+        " OR (NEW.key = 'timezone' AND length(NEW.value) BETWEEN 1 AND 64)"
+        " OR ((NEW.key = 'threshold' OR (NEW.key ~ '^threshold:.' AND length(NEW.key) <= 80))"
+        " AND NEW.value ~ '^[0-9]{1,4}$' AND NEW.value::integer <= 1000))"))
+    add("policy_no_update", "BEFORE", "UPDATE", "policy", _refuse("forbidden_right:append_only"))
+    add("required_plugins_no_update", "BEFORE", "UPDATE", "required_plugins",
+        _refuse("forbidden_right:append_only"))
+    add("required_plugins_kind", "BEFORE", "INSERT", "required_plugins", _refuse(
+        "invalid_input:invalid_requirement",
+        "NEW.kind NOT IN ('entry_point', 'file', 'given') OR hl_json(NEW.settings) IS NULL"))
+    add("controls_scope", "BEFORE", "INSERT", "controls", """IF NEW.id IS NULL THEN
+        NEW.id := (SELECT coalesce(max(id), 0) + 1 FROM controls);
+    END IF;
+    """ + _refuse(
+        "invalid_input:invalid_control",
+        "NEW.lifted_at IS NOT NULL OR NEW.lifted_by IS NOT NULL"
+        f" OR NEW.instance IS DISTINCT FROM {instance_key('NEW.instance')} OR NOT ("
+        "(NEW.kind = 'hold' AND NEW.task IS NULL AND (NEW.agent IS NULL) <> (NEW.instance IS NULL))"
+        " OR (NEW.kind = 'veto' AND NEW.task IS NOT NULL AND NEW.agent IS NOT NULL"
+        " AND NEW.instance IS NULL)"
+        " OR (NEW.kind = 'stop' AND NEW.task IS NULL"
+        " AND (NEW.agent IS NULL OR NEW.instance IS NULL)))"))
+    add("controls_lifted_once", "BEFORE", "UPDATE", "controls", _refuse(
+        "forbidden_right:controls_kept",
+        "OLD.lifted_at IS NOT NULL OR NEW.lifted_at IS NULL OR NEW.lifted_by IS NULL"
+        " OR NEW.id IS DISTINCT FROM OLD.id OR NEW.kind IS DISTINCT FROM OLD.kind"
+        " OR NEW.agent IS DISTINCT FROM OLD.agent OR NEW.instance IS DISTINCT FROM OLD.instance"
+        " OR NEW.task IS DISTINCT FROM OLD.task OR NEW.at IS DISTINCT FROM OLD.at"
+        " OR NEW.\"by\" IS DISTINCT FROM OLD.\"by\" OR NEW.reason IS DISTINCT FROM OLD.reason"))
+    add("controls_kept", "BEFORE", "DELETE", "controls", _refuse("forbidden_right:controls_kept"))
+    add("budgets_values", "BEFORE", "INSERT", "budgets", _refuse(
+        "invalid_input:invalid_budget",
+        "NEW.tasks < 0 OR NEW.tokens < 0 OR NEW.usd_micros < 0"))
+    add("budgets_no_update", "BEFORE", "UPDATE", "budgets", _refuse("forbidden_right:append_only"))
+    add("tokens_shape", "BEFORE", "INSERT", "tokens", _refuse(
+        "invalid_input:invalid_token",
+        "NEW.revoked_at IS NOT NULL OR length(NEW.hash) <> 64 OR NEW.hash ~ '[^0-9a-f]'"
+        " OR NOT ((NEW.agent IS NULL AND NEW.instance IS NULL AND NEW.rights = 'owner')"
+        " OR (NEW.agent IS NOT NULL AND NEW.instance IS NOT NULL AND NEW.rights <> ''"
+        f" AND NEW.instance = {instance_key('NEW.instance')}"
+        f" AND string_to_array(NEW.rights, ',') <@ ARRAY{list(RIGHTS)}::text[]))"))
+    add("tokens_revoked_once", "BEFORE", "UPDATE", "tokens", _refuse(
+        "forbidden_right:tokens_kept",
+        "OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL OR NEW.id IS DISTINCT FROM OLD.id"
+        " OR NEW.agent IS DISTINCT FROM OLD.agent OR NEW.instance IS DISTINCT FROM OLD.instance"
+        " OR NEW.rights IS DISTINCT FROM OLD.rights OR NEW.hash IS DISTINCT FROM OLD.hash"
+        " OR NEW.created_at IS DISTINCT FROM OLD.created_at"
+        " OR NEW.expires_at IS DISTINCT FROM OLD.expires_at"
+        " OR NEW.\"by\" IS DISTINCT FROM OLD.\"by\""))
+    add("tokens_kept", "BEFORE", "DELETE", "tokens", _refuse("forbidden_right:tokens_kept"))
+    return _in_firing_order(out)
+
+
+SQLITE_FIRES_FIRST = ("task_lease_controlled", "task_fields", "task_claim_ready",
+                      "task_lease_length", "task_lease_taken", "task_completion_decided",
+                      "task_move", "task_update")
+"""The rules on updating a task in the order SQLite runs them (the newest trigger first),
+so that an update breaking two rules is refused for the same one on both engines."""
+
+
+def _in_firing_order(items: list[Rule]) -> list[Rule]:
+    """``items`` with the task-update rules moved into :data:`SQLITE_FIRES_FIRST`'s order,
+    where the first of them stood."""
+    named = {r.name: r for r in items if r.name in SQLITE_FIRES_FIRST}
+    first = next(n for n, r in enumerate(items) if r.name in named)
+    rest = [r for r in items if r.name not in named]
+    return rest[:first] + [named[name] for name in SQLITE_FIRES_FIRST] + rest[first:]
+
+
+def trigger_sql(items: Iterable[Rule]) -> str:
+    """Each rule as a trigger function and its trigger, named ``hl<place>_<name>``."""
+    parts = []
+    for place, rule in enumerate(items, start=1):
+        name = f"hl{place:03d}_{rule.name}"
+        returns = ("RETURN NULL;" if rule.each == "STATEMENT"
+                   else "RETURN OLD;" if rule.event == "DELETE" else "RETURN NEW;")
+        parts.append(
+            f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql"
+            " SET search_path FROM CURRENT AS $$\nBEGIN\n"
+            f"    {rule.body}\n    {returns}\nEND $$;\n"
+            f"CREATE TRIGGER {name} {rule.timing} {rule.event} ON {rule.table}"
+            f" FOR EACH {rule.each} EXECUTE FUNCTION {name}();\n")
+    return "\n".join(parts)
+
+
+def target_sql() -> str:
+    """The whole schema on PostgreSQL, moves included (run inside schema ``hivelite``).
+
+    The moves are inserted before the triggers exist (the ``moves`` table refuses every
+    change once they do)."""
+    return (TABLES + HELPERS + TASK_BOARD + insert_moves_sql() + IDENTITY
+            + trigger_sql(rules()))
+
+
+IDENTITY = ("INSERT INTO meta(key, value)"
+            " VALUES ('store_id', replace(gen_random_uuid()::text, '-', ''));\n")
+"""The store's identity: 32 random hex digits, as on SQLite (the journal chain starts
+from it)."""

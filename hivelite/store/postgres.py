@@ -1,0 +1,847 @@
+"""The PostgreSQL store: the store contract on a PostgreSQL database (psycopg 3).
+
+A store is a schema of one database, named by a URL: ``postgresql://user@host/dbname``
+(schema ``hivelite``), or ``…/dbname?schema=NAME`` for one of several stores in a
+database. Its tables and rules are SQLite's, in PL/pgSQL
+(``pg_schema``), built by frozen migrations.
+
+**One writer at a time.** A write transaction first takes the store's advisory lock,
+as an SQLite write takes the file: the journal is one hash chain, each row's time is
+read under that lock, and rows are numbered in commit order, so every reader of the
+journal (the outbox, ``doctor``) sees it grow only at its end. Inside a write, the rows
+it changes are taken with ``SELECT … FOR UPDATE`` (``next``: ``SKIP LOCKED``), so a
+writer that bypasses hivelite never changes them under it. Readers never wait: a read
+is a ``REPEATABLE READ`` snapshot.
+
+**Time is passed in**: no statement reads the server's clock.
+
+**Threads**: each thread has its own connection, made on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, NoReturn
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.pq import TransactionStatus
+
+from ..errors import HiveliteError, InvalidInput, StoreBusy, StoreError, from_trigger
+from .chain import CONTENT, broken_links, link
+from .columns import (
+    JOURNAL,
+    SELECT_TASK,
+    TASK_COLUMNS,
+    TOKEN,
+    VIEW,
+    VIEW_UPDATES,
+    dump,
+    journal_row,
+    usage_sum,
+)
+from .pg_migrations import MIGRATIONS, SCHEMA_VERSION
+from .pg_schema import RANK, READY, SCHEMA, instance_key
+from .rows import (
+    Bodies,
+    BudgetRow,
+    ConfirmationRow,
+    ControlRow,
+    Dependency,
+    Expiry,
+    JournalRow,
+    ListFilter,
+    NewTask,
+    RequestRow,
+    RequiredPlugin,
+    ResultMeta,
+    Spend,
+    TaskRow,
+    TokenRow,
+    UpdateRow,
+    ViewRow,
+    task_key,
+)
+from .urls import is_url, shown
+
+SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def write_lock(schema: str) -> int:
+    """The advisory lock a write of the store in ``schema`` holds (advisory locks are per
+    database; two stores in one database lock apart)."""
+    digest = hashlib.sha256(f"hivelite:{schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """The connection URL libpq reads, and the store's schema (``?schema=NAME``, else
+    ``hivelite``)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    named = [v for k, v in query if k == "schema"]
+    schema = named[-1] if named else SCHEMA
+    if not SCHEMA_NAME.fullmatch(schema):
+        raise StoreError("invalid_schema", f"schema={schema!r} in {shown(url)} is not a"
+                         " schema name (lowercase letters, digits and _, at most 63)")
+    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    return urlunsplit(parts._replace(query=rest)), schema
+CONNECT_TIMEOUT_S = 10
+DatabaseError = psycopg.Error
+"""PostgreSQL's own failures that no hivelite error stands for."""
+
+
+def _lost(exc: BaseException, where: str) -> StoreBusy:
+    """A connection that failed or went away: the write did not happen, or is unknown."""
+    return StoreBusy("connection_lost", f"the connection to {where} failed ({exc}); nothing"
+                     " was written, or the write's outcome is unknown: try again (a verb"
+                     " given a request id answers a retry with its first answer)")
+
+
+def _failure(exc: psycopg.Error, where: str) -> HiveliteError | None:
+    """What a PostgreSQL failure means for this store, if hivelite has a word for it."""
+    mapped = from_trigger(exc) if isinstance(exc, pg_errors.RaiseException) else None
+    if mapped is not None:
+        return mapped
+    if isinstance(exc, psycopg.OperationalError | pg_errors.AdminShutdown):
+        return _lost(exc, where)
+    if isinstance(exc, pg_errors.LockNotAvailable | pg_errors.DeadlockDetected
+                  | pg_errors.SerializationFailure):
+        return StoreBusy("busy", f"{where} is busy ({exc}); try again")
+    return None
+
+
+def _reraise(failure: HiveliteError | None, exc: BaseException) -> NoReturn:
+    if failure is None:
+        raise exc
+    raise failure from exc
+
+
+class PostgresTx:
+    """One transaction (or snapshot) on one connection: the contract's reads and writes."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def _one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self.conn.execute(sql, args).fetchone()
+
+    def _all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, args).fetchall()
+
+    def _value(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        row = self._one(sql, args)
+        return None if row is None else row[0]
+
+    def _link(self, *content: Any) -> str:
+        """The hash of the journal row about to be written (under the write lock)."""
+        row = self._one("SELECT hash FROM journal ORDER BY seq DESC LIMIT 1")
+        before = (row[0] or "") if row is not None else (self.meta("store_id") or "")
+        return link(before, content)
+
+    # -- reading -------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        value = self._value("SELECT value FROM meta WHERE key = %s", (key,))
+        return None if value is None else str(value)
+
+    def task(self, ref: str | int) -> TaskRow | None:
+        where, key = task_key(ref)
+        if where is None:
+            return None
+        row = self._one(f"{SELECT_TASK} WHERE {where} = %s", (key,))
+        return TaskRow(*row) if row else None
+
+    def bodies(self, number: int) -> Bodies:
+        row = self._one(
+            "SELECT p.body, r.body, c.body FROM packets p"
+            " LEFT JOIN results r ON r.task = p.task"
+            " LEFT JOIN checkpoints c ON c.task = p.task WHERE p.task = %s", (number,))
+        if row is None:
+            raise LookupError(f"task {number} has no packet")
+        return Bodies(row[0], row[1], row[2])
+
+    def dependencies(self, number: int) -> list[Dependency]:
+        return [Dependency(*r) for r in self._all(
+            "SELECT t.number, t.id, t.state FROM deps d JOIN tasks t ON t.number = d.on_task"
+            " WHERE d.task = %s ORDER BY d.on_task", (number,))]
+
+    def numbers_of(self, refs: Sequence[str]) -> dict[str, tuple[int, str]]:
+        found: dict[str, tuple[int, str]] = {}
+        for ref in refs:
+            row = self._one("SELECT number, id FROM tasks WHERE id = %s", (ref,))
+            if row is None and ref.isascii() and ref.isdigit() and len(ref) <= 18:
+                row = self._one("SELECT number, id FROM tasks WHERE number = %s", (int(ref),))
+            if row is not None:
+                found[ref] = (int(row[0]), str(row[1]))
+        return found
+
+    def next_ready(self, assignee: str, *, project: str | None = None,
+                   label: str | None = None, skip: Sequence[int] = ()) -> TaskRow | None:
+        clauses = [f"assignee = %s AND {READY}"]
+        args: list[object] = [assignee]
+        if skip:
+            clauses.append("number <> ALL(%s)")
+            args.append(list(skip))
+        if project is not None:
+            clauses.append("project = %s")
+            args.append(project)
+        if label is not None:
+            clauses.append("hl_json(labels) @> jsonb_build_array(%s::text)")
+            args.append(label)
+        # SKIP LOCKED: a task another writer holds is passed over, never waited for
+        row = self._one(
+            f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY assignee, {RANK}, number"
+            " LIMIT 1 FOR UPDATE SKIP LOCKED", args)
+        return TaskRow(*row) if row else None
+
+    def overdue(self, at: str) -> list[TaskRow]:
+        return [TaskRow(*r) for r in self._all(
+            f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= %s ORDER BY number",
+            (at,))]
+
+    def result_meta(self, number: int) -> ResultMeta | None:
+        row = self._one(
+            "SELECT worker, instance, session, outcome, version, threshold, merge_commit,"
+            " merged_by FROM results WHERE task = %s", (number,))
+        return ResultMeta(*row) if row else None
+
+    def confirmations(self, number: int, version: int) -> list[ConfirmationRow]:
+        return [ConfirmationRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7])
+                for r in self._all(
+                    "SELECT reviewer, instance, session, verdict, reason, at, counted, why"
+                    " FROM confirmations WHERE task = %s AND version = %s"
+                    " ORDER BY at, reviewer COLLATE \"C\"", (number, version))]
+
+    def views(self, where: ListFilter, *, after: int | None, limit: int) -> list[ViewRow]:
+        clauses: list[str] = []
+        args: list[Any] = []
+        if where.ready:
+            clauses.append(READY)
+        if where.blocked:
+            clauses.append("t.waits > 0 AND t.state NOT IN ('cancelled', 'completed',"
+                           " 'rejected')")
+        for label in where.labels:
+            clauses.append("hl_json(t.labels) @> jsonb_build_array(%s::text)")
+            args.append(label)
+        for column, values in (("priority", where.priorities), ("state", where.states)):
+            if values:
+                clauses.append(f"t.{column} = ANY(%s)")
+                args.append(list(values))
+        for column, value in (("assignee", where.assignee), ("requester", where.requester),
+                              ("project", where.project)):
+            if value is not None:
+                clauses.append(f"t.{column} = %s")
+                args.append(value)
+        if where.sort == "age":
+            if after is not None:
+                clauses.append("t.number > %s")
+                args.append(max(after, 0))
+            page = "ORDER BY t.number LIMIT %s"
+            args.append(limit)
+        else:  # the cursor counts the rows already shown
+            order = (f"ORDER BY {RANK}, t.number" if where.sort == "priority"
+                     else "ORDER BY t.updated_at DESC, t.number DESC")
+            page = f"{order} LIMIT %s OFFSET %s"
+            args.extend((limit, max(after or 0, 0)))
+        filtered = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        numbers = [int(r[0]) for r in self._all(
+            f"SELECT t.number FROM tasks t{filtered} {page}", args)]
+        if not numbers:
+            return []
+        found = {v.task.number: v for v in self._views("t.number = ANY(%s)", (numbers,))}
+        return [found[n] for n in numbers if n in found]
+
+    def view(self, ref: str | int) -> ViewRow | None:
+        where, key = task_key(ref)
+        if where is None:
+            return None
+        rows = self._views(f"t.{where} = %s", (key,))
+        return rows[0] if rows else None
+
+    def _views(self, where: str, args: Sequence[Any]) -> list[ViewRow]:
+        """Tasks with their bodies, current verdicts, last updates and usage totals."""
+        sql = "SELECT " + VIEW.format(columns=", ".join(f"t.{c}" for c in TASK_COLUMNS))
+        out = []
+        n = len(TASK_COLUMNS)
+        for values in self._all(sql + " WHERE " + where, args):
+            task = TaskRow(*values[:n])
+            meta = ResultMeta(*values[n + 3:n + 11]) if values[n + 1] is not None else None
+            verdicts = self.confirmations(task.number, meta.version) if meta else []
+            recent = [UpdateRow(*u) for u in self._all(
+                "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = %s"
+                " ORDER BY seq DESC LIMIT %s", (task.number, VIEW_UPDATES + 1))]
+            if len(recent) <= VIEW_UPDATES:
+                tokens, usd = usage_sum((u.tokens, u.usd_micros) for u in recent)
+            else:
+                recent = recent[:VIEW_UPDATES]
+                total = self._one("SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0)"
+                                  " FROM updates WHERE task = %s", (task.number,)) or (0, 0)
+                tokens, usd = int(total[0]), int(total[1])
+            needs = tuple(self.dependencies(task.number)) if task.depends else ()
+            out.append(ViewRow(task, Bodies(values[n], values[n + 1], values[n + 2]), meta,
+                               verdicts, recent, tokens, usd, needs, values[n + 11]))
+        return out
+
+    def journal(self, number: int | None = None) -> list[JournalRow]:
+        if number is None:
+            return [journal_row(v) for v in self._all(JOURNAL + " ORDER BY j.seq")]
+        return [journal_row(v) for v in self._all(
+            JOURNAL + " WHERE j.task = %s ORDER BY j.seq", (number,))]
+
+    def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
+        bound = (1 << 63) - 1 if upto is None else upto
+        return [journal_row(v) for v in self._all(
+            JOURNAL + " WHERE j.seq > %s AND j.seq <= %s ORDER BY j.seq", (seq, bound))]
+
+    def last_seq(self) -> int:
+        return int(self._value("SELECT coalesce(max(seq), 0) FROM journal"))
+
+    def request(self, caller: str, request_id: str) -> RequestRow | None:
+        row = self._one("SELECT caller, id, verb, digest, answer, at FROM requests"
+                        " WHERE caller = %s AND id = %s", (caller, request_id))
+        return RequestRow(*row) if row else None
+
+    def last_expiry(self, number: int) -> Expiry | None:
+        row = self._one(
+            "SELECT hl_json(detail) ->> 'expired_at', hl_json(detail) ->> 'fencing_token'"
+            " FROM journal WHERE task = %s AND actor = 'clock' AND reason = 'expired'"
+            " ORDER BY seq DESC LIMIT 1", (number,))
+        return Expiry(str(row[0]), int(row[1])) if row and row[1] is not None else None
+
+    def journal_tail(self) -> str | None:
+        value = self._value("SELECT at FROM journal ORDER BY seq DESC LIMIT 1")
+        return None if value is None else str(value)
+
+    def policy(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self._all("SELECT key, value FROM policy")}
+
+    def required_plugins(self) -> list[RequiredPlugin]:
+        return [RequiredPlugin(*r) for r in self._all(
+            "SELECT name, kind, digest, settings, at, by FROM required_plugins"
+            " ORDER BY name COLLATE \"C\"")]
+
+    def controls(self, *, live: bool = True) -> list[ControlRow]:
+        where = " WHERE lifted_at IS NULL" if live else ""
+        return [ControlRow(*r) for r in self._all(
+            "SELECT id, kind, agent, instance, task, at, by, reason, lifted_at, lifted_by"
+            f" FROM controls{where} ORDER BY id")]
+
+    def budgets(self, agent: str | None = None) -> list[BudgetRow]:
+        sql = "SELECT agent, tasks, tokens, usd_micros, at, by FROM budgets"
+        if agent is None:
+            return [BudgetRow(*r) for r in self._all(sql + " ORDER BY agent COLLATE \"C\"")]
+        return [BudgetRow(*r) for r in self._all(sql + " WHERE agent = %s", (agent,))]
+
+    def spend(self, agent: str, start: str, end: str) -> Spend:
+        claims = int(self._value(
+            "SELECT count(*) FROM journal WHERE actor = %s AND at >= %s AND at < %s"
+            " AND from_state = 'routed' AND to_state = 'accepted'", (agent, start, end)))
+        tokens, usd = usage_sum(self._all(
+            "SELECT tokens, usd_micros FROM updates WHERE actor = %s AND at >= %s AND at < %s"
+            " AND (tokens IS NOT NULL OR usd_micros IS NOT NULL)", (agent, start, end)))
+        return Spend(claims, tokens, usd)
+
+    def state_counts(self) -> dict[str, int]:
+        return {str(state): int(n) for state, n in self._all(
+            "SELECT state, count(*) FROM tasks GROUP BY state")}
+
+    def token(self, token_id: str) -> TokenRow | None:
+        row = self._one(f"SELECT {TOKEN} FROM tokens WHERE id = %s", (token_id,))
+        return TokenRow(*row) if row else None
+
+    def tokens(self) -> list[TokenRow]:
+        return [TokenRow(*r) for r in self._all(
+            f"SELECT {TOKEN} FROM tokens ORDER BY created_at, id COLLATE \"C\"")]
+
+    # -- writing: the rows a write changes are taken first ---------------------
+
+    def lock_task(self, ref: str | int) -> TaskRow | None:
+        where, key = task_key(ref)
+        if where is None:
+            return None
+        row = self._one(f"{SELECT_TASK} WHERE {where} = %s FOR UPDATE", (key,))
+        return TaskRow(*row) if row else None
+
+    def lock_overdue(self, at: str) -> list[TaskRow]:
+        return [TaskRow(*r) for r in self._all(
+            f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= %s"
+            " ORDER BY number FOR UPDATE", (at,))]
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", (key, value))
+
+    def insert_task(self, task: NewTask, *, actor: str, reason: str | None) -> int:
+        number = int(self._value("SELECT coalesce(max(number), 0) + 1 FROM tasks"))
+        chain = self._link(number, task.at, actor, None, "requested", None, reason, None)
+        waits = 0
+        if task.depends_on:
+            waits = int(self._value(
+                "SELECT count(*) FROM tasks WHERE number = ANY(%s)"
+                " AND state IS DISTINCT FROM 'completed'", (list(task.depends_on),)))
+        self.conn.execute(
+            "INSERT INTO tasks(number, id, state, project, requester, assignee, created_at,"
+            " updated_at, priority, labels, depends, actor, reason, chain, waits,"
+            " attempt_limit) VALUES (%s, %s, 'requested', %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+            " %s, %s, %s, %s)",
+            (number, task.id, task.project, task.requester, task.assignee, task.at, task.at,
+             task.priority, task.labels, task.depends, actor, reason, chain, waits,
+             task.attempt_limit))
+        for on in sorted(set(task.depends_on)):
+            self.conn.execute("INSERT INTO deps(task, on_task) VALUES (%s, %s)", (number, on))
+        self.conn.execute("INSERT INTO packets(task, body) VALUES (%s, %s)",
+                          (number, task.packet))
+        return number
+
+    def move(self, number: int, from_state: str, to_state: str, *, at: str, actor: str,
+             reason: str | None, detail: dict[str, Any] | None = None,
+             waiting_on: str | None = None, end_lease: bool = False) -> None:
+        lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
+                 " lease_session = NULL, lease_expires = NULL") if end_lease else ""
+        text = dump(detail)
+        chain = self._link(number, at, actor, from_state, to_state, waiting_on, reason, text)
+        self.conn.execute(
+            "UPDATE tasks SET state = %s, waiting_on = %s, updated_at = %s, actor = %s,"
+            f" reason = %s, detail = %s, chain = %s{lease} WHERE number = %s",
+            (to_state, waiting_on, at, actor, reason, text, chain, number))
+
+    def start_lease(self, number: int, from_state: str, to_state: str, *, lease_id: str,
+                    token: int, holder: str, instance: str, session: str | None, expires: str,
+                    at: str, reason: str, detail: dict[str, Any]) -> None:
+        text = dump(detail)
+        chain = self._link(number, at, holder, from_state, to_state, None, reason, text)
+        self.conn.execute(
+            "UPDATE tasks SET state = %s, waiting_on = NULL, lease_id = %s, lease_token = %s,"
+            " lease_holder = %s, lease_instance = %s, lease_session = %s, lease_expires = %s,"
+            " updated_at = %s, actor = %s, reason = %s, detail = %s, chain = %s"
+            " WHERE number = %s",
+            (to_state, lease_id, token, holder, instance, session, expires, at, holder, reason,
+             text, chain, number))
+
+    def set_fields(self, number: int, *, priority: str, labels: str, attempt_limit: int,
+                   version: int) -> None:
+        self.conn.execute(
+            "UPDATE tasks SET priority = %s, labels = %s, attempt_limit = %s,"
+            " fields_version = %s WHERE number = %s",
+            (priority, labels, attempt_limit, version, number))
+
+    def extend_lease(self, number: int, expires: str, *, at: str) -> None:
+        self.conn.execute("UPDATE tasks SET lease_expires = %s, updated_at = %s"
+                          " WHERE number = %s", (expires, at, number))
+
+    def touch(self, number: int, at: str) -> None:
+        self.conn.execute("UPDATE tasks SET updated_at = %s WHERE number = %s", (at, number))
+
+    def set_checkpoint(self, number: int, body: str) -> None:
+        if self._one("UPDATE checkpoints SET body = %s WHERE task = %s RETURNING task",
+                     (body, number)) is None:
+            self.conn.execute("INSERT INTO checkpoints(task, body) VALUES (%s, %s)",
+                              (number, body))
+
+    def add_update(self, number: int, *, at: str, actor: str, summary: str,
+                   tokens: int | None, usd_micros: int | None) -> None:
+        self.conn.execute(
+            "INSERT INTO updates(task, at, actor, summary, tokens, usd_micros)"
+            " VALUES (%s, %s, %s, %s, %s, %s)", (number, at, actor, summary, tokens, usd_micros))
+
+    def put_result(self, number: int, body: str, *, worker: str, instance: str,
+                   session: str | None, outcome: str, threshold: int | None) -> int:
+        version = self._one(
+            "UPDATE results SET body = %s, worker = %s, instance = %s, session = %s,"
+            " outcome = %s, threshold = %s, version = version + 1, merge_commit = NULL,"
+            " merged_by = NULL WHERE task = %s RETURNING version",
+            (body, worker, instance, session, outcome, threshold, number))
+        if version is not None:
+            return int(version[0])
+        self.conn.execute(
+            "INSERT INTO results(task, body, worker, instance, session, outcome, threshold)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (number, body, worker, instance, session, outcome, threshold))
+        return 1
+
+    def amend_result(self, number: int, body: str) -> int:
+        return int(self._value("UPDATE results SET body = %s, version = version + 1"
+                               " WHERE task = %s RETURNING version", (body, number)))
+
+    def record_merge(self, number: int, commit: str, by: str) -> None:
+        self.conn.execute("UPDATE results SET merge_commit = %s, merged_by = %s"
+                          " WHERE task = %s", (commit, by, number))
+
+    def add_confirmation(self, number: int, version: int, row: ConfirmationRow) -> None:
+        self.conn.execute(
+            "INSERT INTO confirmations(task, version, reviewer, instance, session, verdict,"
+            " reason, at, counted, why) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (number, version, row.reviewer, row.instance, row.session, row.verdict, row.reason,
+             row.at, int(row.counted), row.why))
+
+    def save_request(self, row: RequestRow, *, prune_before: str) -> None:
+        self.conn.execute("DELETE FROM requests WHERE at < %s", (prune_before,))
+        self.conn.execute(
+            "INSERT INTO requests(caller, id, verb, digest, answer, at)"
+            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (caller, id) DO UPDATE SET"
+            " verb = excluded.verb, digest = excluded.digest, answer = excluded.answer,"
+            " at = excluded.at",
+            (row.caller, row.id, row.verb, row.digest, row.answer, row.at))
+
+    def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
+                     reason: str, detail: dict[str, Any] | None = None) -> None:
+        text = dump(detail)
+        chain = self._link(number, at, actor, state, state, None, reason, text)
+        self.conn.execute(
+            "INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail, hash)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (number, at, actor, state, state, reason, text, chain))
+
+    def set_policy(self, key: str, value: str | None, *, at: str, by: str) -> None:
+        self.conn.execute("DELETE FROM policy WHERE key = %s", (key,))
+        if value is not None:
+            self.conn.execute("INSERT INTO policy(key, value, at, by) VALUES (%s, %s, %s, %s)",
+                              (key, value, at, by))
+
+    def require_plugin(self, row: RequiredPlugin) -> None:
+        self.conn.execute("DELETE FROM required_plugins WHERE name = %s", (row.name,))
+        self.conn.execute(
+            "INSERT INTO required_plugins(name, kind, digest, settings, at, by)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            (row.name, row.kind, row.digest, row.settings, row.at, row.by))
+
+    def unrequire_plugin(self, name: str) -> bool:
+        return self._one("DELETE FROM required_plugins WHERE name = %s RETURNING name",
+                         (name,)) is not None
+
+    def add_control(self, row: ControlRow) -> int:
+        return int(self._value(
+            "INSERT INTO controls(kind, agent, instance, task, at, by, reason)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (row.kind, row.agent, row.instance, row.task, row.at, row.by, row.reason)))
+
+    def lift_control(self, control: int, *, at: str, by: str) -> None:
+        self.conn.execute("UPDATE controls SET lifted_at = %s, lifted_by = %s WHERE id = %s",
+                          (at, by, control))
+
+    def lock_leases(self, *, agent: str | None = None, instance: str | None = None,
+                    task: int | None = None) -> list[TaskRow]:
+        clauses, args = ["lease_id IS NOT NULL"], []
+        for clause, value in (("lease_holder = %s", agent),
+                              (f"{instance_key('lease_instance')} = %s", instance),
+                              ("number = %s", task)):
+            if value is not None:
+                clauses.append(clause)
+                args.append(value)
+        return [TaskRow(*r) for r in self._all(
+            f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY number FOR UPDATE", args)]
+
+    def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
+        self.conn.execute("DELETE FROM budgets WHERE agent = %s", (agent,))
+        if row is not None:
+            self.conn.execute(
+                "INSERT INTO budgets(agent, tasks, tokens, usd_micros, at, by)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                (row.agent, row.tasks, row.tokens, row.usd_micros, row.at, row.by))
+
+    def add_token(self, row: TokenRow) -> None:
+        self.conn.execute(
+            f"INSERT INTO tokens({TOKEN}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (row.id, row.agent, row.instance, row.rights, row.hash, row.created_at,
+             row.expires_at, row.revoked_at, row.by))
+
+    def revoke_token(self, token_id: str, at: str) -> None:
+        self.conn.execute("UPDATE tokens SET revoked_at = %s WHERE id = %s", (at, token_id))
+
+
+class PostgresTables:
+    """Raw access to the kept tables of a PostgreSQL store, for export and import
+    (``transfer.Tables``)."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+        self.conn = store.conn
+
+    def schema_version(self) -> int:
+        return self.store.schema_version
+
+    def columns(self, table: str) -> list[str]:
+        return [str(r[0]) for r in self.conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
+            " AND table_name = %s ORDER BY ordinal_position", (self.store.schema, table))]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        with self.store.read():
+            yield
+
+    def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]:
+        text = {str(r[0]) for r in self.conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
+            " AND table_name = %s AND data_type = 'text'", (self.store.schema, table))}
+        keys = ", ".join(f'{k} COLLATE "C"' if k in text else k  # byte order, as SQLite's
+                         for k in (part.strip() for part in order.split(",")))
+        return self.conn.execute(f"SELECT {', '.join(_quoted(n) for n in names)} FROM {table}"
+                                 f" ORDER BY {keys}")
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """The import's transaction, under the write lock; each table's own triggers are
+        disabled inside it (``ALTER TABLE … DISABLE TRIGGER USER``, transactional: a
+        rollback restores them) and enabled again before it commits."""
+        from .transfer import TABLES
+
+        store = self.store
+        try:
+            with store._transaction(self.conn):
+                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (store._write_lock,))
+                for table in TABLES:
+                    self.conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+                yield
+                for table in TABLES:
+                    self.conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+        except psycopg.Error as exc:
+            raise InvalidInput("invalid_export", f"the export does not fit this store:"
+                               f" {exc}", field="file") from None
+
+    def is_empty(self) -> bool:
+        found = self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM tasks) OR EXISTS (SELECT 1 FROM journal)"
+            " OR EXISTS (SELECT 1 FROM meta WHERE key <> 'store_id')").fetchone()
+        return found is not None and not found[0]
+
+    def insert(self, table: str, row: dict[str, Any]) -> None:
+        names = ", ".join(_quoted(n) for n in row)
+        marks = ", ".join(["%s"] * len(row))
+        self.conn.execute(f"INSERT INTO {table}({names}) VALUES ({marks})", tuple(row.values()))
+
+    def drop_identity(self) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key = 'store_id'")
+
+    def chain_all(self) -> None:
+        identity = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'"
+                                     ).fetchone()
+        before = identity[0] if identity else None
+        for seq, *content in self.conn.execute(
+                f"SELECT seq, {CONTENT} FROM journal ORDER BY seq").fetchall():
+            before = link(before, content)
+            self.conn.execute("UPDATE journal SET hash = %s WHERE seq = %s", (before, seq))
+
+    def derive_queue(self) -> None:
+        raise InvalidInput("old_export", "this export comes from before the work queue"
+                           " (schema 5): import it into an SQLite store first, then export"
+                           " that and import it here", field="schema_version")
+
+
+def _quoted(name: str) -> str:
+    """A column name as SQL (``by`` is a keyword on PostgreSQL)."""
+    return f'"{name}"' if name == "by" else name
+
+
+class PostgresStore:
+    """One hivelite store in a PostgreSQL database; a connection per thread."""
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        if not is_url(url):
+            raise StoreError("not_a_url", f"a PostgreSQL store is named by a URL"
+                             f" (postgresql://user@host/dbname), not {url!r}")
+        self.url = url
+        self._where = shown(url)
+        self._libpq, self.schema = split_url(url)
+        self._write_lock = write_lock(self.schema)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conns: weakref.WeakSet[_Conn] = weakref.WeakSet()
+        self._closed = False
+        self._created = False
+        conn = self.conn
+        version = self._version(conn)
+        if version is None:
+            if not create:
+                raise StoreError("no_store", f"no hivelite store in {self._where}; create it"
+                                 f" first: hivelite --db {self._where} init --owner NAME")
+            self._created = self._install(conn)
+        elif version > SCHEMA_VERSION:
+            raise StoreError("newer_schema", f"{self._where} has schema version {version},"
+                             f" newer than this hivelite understands ({SCHEMA_VERSION});"
+                             " upgrade hivelite. Left it untouched")
+        elif version < SCHEMA_VERSION:
+            self._upgrade(conn)
+
+    # -- the contract's properties --------------------------------------------
+
+    @property
+    def location(self) -> str:
+        return self._where
+
+    @property
+    def created(self) -> bool:
+        return self._created
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._version(self.conn) or 0)
+
+    def tables(self) -> PostgresTables:
+        """Raw access to the kept tables, for ``hivelite export`` and ``import``."""
+        return PostgresTables(self)
+
+    def chain_sound(self) -> bool:
+        """Whether every journal row follows from the one before it (the hash chain)."""
+        with self.read() as tx:
+            identity = tx.meta("store_id")
+            rows = tx._all(f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq")
+        return next(iter(broken_links(identity, rows)), None) is None
+
+    # -- connections -------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        try:
+            conn = psycopg.connect(self._libpq, autocommit=True,
+                                   connect_timeout=CONNECT_TIMEOUT_S, application_name="hivelite")
+        except psycopg.Error as exc:
+            raise StoreBusy("unreachable", f"cannot connect to {self._where}"
+                            f" ({str(exc).strip()}); nothing was written") from None
+        conn.execute(f"SET search_path = {self.schema}")
+        return conn
+
+    @property
+    def conn(self) -> psycopg.Connection[Any]:
+        """This thread's connection (made on the thread's first use, or again after the
+        last one was lost)."""
+        if self._closed:
+            raise StoreError("store_closed", f"the store {self._where} has been closed")
+        held: _Conn | None = getattr(self._local, "conn", None)
+        if held is None or held.conn.closed or held.conn.broken:
+            held = _Conn(self._connect())
+            weakref.finalize(held, _close_quietly, held.conn)
+            with self._lock:
+                self._conns.add(held)
+            self._local.conn = held
+        return held.conn
+
+    def _version(self, conn: psycopg.Connection[Any]) -> int | None:
+        """The store's schema version, or None when the database holds no store."""
+        try:
+            row = conn.execute(
+                "SELECT max(version) FROM schema_versions"
+                if self._installed(conn) else "SELECT NULL").fetchone()
+        except psycopg.Error as exc:
+            _reraise(_failure(exc, self._where), exc)
+        return None if row is None or row[0] is None else int(row[0])
+
+    def _installed(self, conn: psycopg.Connection[Any]) -> bool:
+        return conn.execute("SELECT to_regclass(%s) IS NOT NULL",
+                            (f"{self.schema}.schema_versions",)).fetchone() == (True,)
+
+    def _install(self, conn: psycopg.Connection[Any]) -> bool:
+        """Make the store's schema; False when another opener made it meanwhile."""
+        with self._transaction(conn):
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_lock,))
+            if self._installed(conn):
+                return False
+            conn.execute(f"CREATE SCHEMA {self.schema}")
+            conn.execute(f"SET LOCAL search_path = {self.schema}")  # pinned by each function
+            conn.execute("CREATE TABLE schema_versions(version bigint PRIMARY KEY,"
+                         " name text NOT NULL)")
+            for migration in MIGRATIONS:
+                self._apply(conn, migration.version, migration.name, migration.sql)
+        return True
+
+    def _upgrade(self, conn: psycopg.Connection[Any]) -> None:
+        with self._transaction(conn):
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_lock,))
+            current = self._version(conn) or 0
+            for migration in MIGRATIONS:
+                if migration.version > current:
+                    self._apply(conn, migration.version, migration.name, migration.sql)
+
+    @staticmethod
+    def _apply(conn: psycopg.Connection[Any], version: int, name: str, sql: str) -> None:
+        conn.execute(sql.encode("utf-8"))  # bytes: a script, no parameters
+        conn.execute("INSERT INTO schema_versions(version, name) VALUES (%s, %s)",
+                     (version, name))
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            held, self._conns = list(self._conns), weakref.WeakSet()
+        for item in held:
+            _close_quietly(item.conn)
+
+    def discard(self) -> None:
+        """Remove the store this opener has just made (its schema), then close."""
+        if self._created and not self._closed:
+            with suppress(psycopg.Error):
+                self.conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+        self.close()
+
+    # -- transactions --------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, conn: psycopg.Connection[Any],
+                     begin: str = "BEGIN") -> Iterator[psycopg.Connection[Any]]:
+        try:
+            conn.execute(begin)
+        except psycopg.Error as exc:
+            _reraise(_failure(exc, self._where), exc)
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            mapped = _failure(exc, self._where)
+            _rollback(conn)
+            _reraise(mapped, exc)
+        except BaseException:
+            _rollback(conn)
+            raise
+        else:
+            try:
+                conn.execute("COMMIT")
+            except psycopg.Error as exc:
+                mapped = _failure(exc, self._where)
+                _rollback(conn)
+                _reraise(mapped, exc)
+
+    @contextmanager
+    def write(self) -> Iterator[PostgresTx]:
+        """One transaction under the store's write lock: commit on success, roll back on
+        any error; a trigger's ``code:reason`` comes out as the matching hivelite error."""
+        conn = self.conn
+        with self._transaction(conn):
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_lock,))
+            yield PostgresTx(conn)
+
+    @contextmanager
+    def read(self) -> Iterator[PostgresTx]:
+        """A consistent snapshot for several reads (joins this thread's open write)."""
+        conn = self.conn
+        if conn.info.transaction_status != TransactionStatus.IDLE:
+            yield PostgresTx(conn)
+            return
+        with self._transaction(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"):
+            yield PostgresTx(conn)
+
+
+class _Conn:
+    """Holds one thread's connection; dropped with the thread's locals when it ends."""
+
+    __slots__ = ("__weakref__", "conn")
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+
+def _close_quietly(conn: psycopg.Connection[Any]) -> None:
+    with suppress(psycopg.Error):
+        conn.close()
+
+
+def _rollback(conn: psycopg.Connection[Any]) -> None:
+    if conn.closed or conn.broken:
+        return
+    with suppress(psycopg.Error):
+        if conn.info.transaction_status != TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")

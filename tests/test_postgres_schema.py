@@ -1,0 +1,76 @@
+"""The PostgreSQL schema: frozen, generated from the same sources as SQLite's, and built
+into a real server's database (issue 20, point 2)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from hivelite.protocol import MOVES
+from hivelite.store import pg_schema
+from hivelite.store.pg_migrations import FIRST, MIGRATIONS, SCHEMA_VERSION
+from hivelite.store.schema import REFUSALS, move_rows
+
+from . import pg
+
+RELEASED = {
+    9: "eeabc406abb76d6ef5c89c08149ad3ca1517b84d512cc287c1d14a6fb861ecde",
+}
+"""sha256 of every PostgreSQL migration released: never edited once shipped."""
+
+HEADER_LINES = 3
+
+
+def test_the_first_migration_is_the_generated_schema() -> None:
+    (first, *_) = MIGRATIONS
+    assert first.version == FIRST == 9
+    body = first.sql.split("\n", HEADER_LINES)[HEADER_LINES]
+    assert body == pg_schema.target_sql(), (
+        "pg_schema.py no longer generates the frozen migration 0009: a schema change is a"
+        " new migration (on both engines), never an edit of a released one")
+
+
+def test_released_migrations_are_never_edited() -> None:
+    for migration in MIGRATIONS:
+        digest = hashlib.sha256(migration.sql.encode("utf-8")).hexdigest()
+        assert RELEASED.get(migration.version) == digest, (
+            f"migration {migration.version} differs from what was released")
+
+
+def test_both_engines_are_at_the_same_contract_version() -> None:
+    from hivelite.store.migrations import SCHEMA_VERSION as SQLITE_VERSION
+
+    assert SCHEMA_VERSION == SQLITE_VERSION
+
+
+def test_every_move_and_every_refusal_comes_from_the_same_sources() -> None:
+    sql = pg_schema.target_sql()
+    for row in move_rows(MOVES):
+        assert f"({row[0]}, '{row[1]}'" in sql
+    missing = {message for _, _, _, message, _ in REFUSALS
+               if f"RAISE EXCEPTION '{message}'" not in sql}
+    assert missing == set(), f"refusals of the SQLite schema missing on PostgreSQL: {missing}"
+
+
+@pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
+def test_a_new_store_holds_the_moves_and_its_identity() -> None:
+    from hivelite.store.postgres import PostgresStore
+
+    schema = pg.new_schema()
+    store = PostgresStore(pg.store_url(schema))
+    try:
+        assert store.created and store.schema_version == SCHEMA_VERSION
+        with pg.connect() as conn:
+            moves = conn.execute(f"SELECT number, name, from_state, from_waiting, to_state,"
+                                 f" to_waiting FROM {schema}.moves ORDER BY number").fetchall()
+            identity = conn.execute(f"SELECT value FROM {schema}.meta"
+                                    " WHERE key = 'store_id'").fetchone()
+        assert moves == move_rows(MOVES)
+        assert identity is not None and len(identity[0]) == 32
+        again = PostgresStore(pg.store_url(schema))
+        assert not again.created  # opened, not made again
+        again.close()
+    finally:
+        store.close()
+        pg.drop(schema)

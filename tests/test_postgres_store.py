@@ -1,0 +1,215 @@
+"""The PostgreSQL store as its users reach it (issue 20): by URL from Python and the CLI,
+moved in and out with export and import, and when its connection goes away."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hivelite import Caller, Hive, ManualClock, StoreBusy, StoreError
+from hivelite.store.transfer import export_lines, import_lines
+
+from . import pg
+from .conftest import CODER, REVIEWER, START, own_task
+from .test_discovery import clean_env, hivelite_script
+
+pytestmark = pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
+
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+
+
+@pytest.fixture
+def schema() -> Iterator[str]:
+    name = pg.new_schema()
+    yield name
+    pg.drop(name)
+
+
+def busy_store(hive: Hive) -> None:
+    """A store with a little of everything: tasks in several states, a verdict, usage, a
+    checkpoint, a dependency, a control, a budget, a policy and a token."""
+    done = own_task(hive)
+    lease = hive.claim(CODER, done)
+    hive.checkpoint(CODER, done, lease_id=lease.lease_id, token=lease.fencing_token,
+                    progress="half way")
+    hive.update(CODER, done, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="tests written", tokens=1200, usd_micros=3400)
+    hive.submit(CODER, done, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+    hive.verify(REVIEWER, done, verdict="accept")
+    later = own_task(hive, packet={"task": "Ship the parser", "deliverable_type": "code",
+                                   "acceptance_criteria": ["released"],
+                                   "depends_on": [hive.get(done).task.id]})
+    hive.claim(CODER, later)
+    hive.set_policy(hive.as_owner(), "threshold", "2")
+    hive.hold(hive.as_owner(), agent="ana/tester")
+    hive.set_budget(hive.as_owner(), "ana/coder", tasks=20)
+    hive.add_token(hive.as_owner(), "ana/coder", instance="laptop")
+
+
+def test_an_export_moves_a_store_between_engines_unchanged(tmp_path: Path,
+                                                           schema: str) -> None:
+    """SQLite → PostgreSQL → SQLite: the three exports are the same lines."""
+    from hivelite.store import SqliteStore
+    from hivelite.store.postgres import PostgresStore
+
+    with Hive.open(tmp_path / "first.db", owner="ana", clock=ManualClock(START)) as hive:
+        busy_store(hive)
+        first = list(export_lines(hive.store.tables()))  # type: ignore[attr-defined]
+    assert len(first) >= 25
+    server = PostgresStore(pg.store_url(schema))
+    try:
+        assert import_lines(server.tables(), first) == len(first) - 1
+        assert server.chain_sound()
+        on_server = list(export_lines(server.tables()))
+    finally:
+        server.close()
+    assert on_server == first
+    back = SqliteStore(tmp_path / "back.db")
+    try:
+        import_lines(back.tables(), on_server)
+        assert list(export_lines(back.tables())) == first
+    finally:
+        back.close()
+    # and the moved store works: the claim made on SQLite is held on PostgreSQL
+    with Hive.open(pg.store_url(schema), clock=ManualClock(START)) as hive:
+        view = hive.get(2)
+        assert view.claim is not None and view.claim.holder == "ana/coder"
+        assert hive.lease(CODER, 2).fencing_token == 1
+
+
+def test_an_import_needs_an_empty_store_and_leaves_a_full_one_alone(schema: str) -> None:
+    with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+        own_task(hive)
+        lines = list(export_lines(hive.store.tables()))  # type: ignore[attr-defined]
+        before = pg.snapshot(schema)
+        with pytest.raises(StoreError) as err:
+            import_lines(hive.store.tables(), lines)  # type: ignore[attr-defined]
+        assert err.value.reason == "store_not_empty"
+        assert pg.snapshot(schema) == before
+
+
+def test_a_store_is_opened_by_its_url(schema: str) -> None:
+    url = pg.store_url(schema)
+    with pytest.raises(StoreError) as err:
+        Hive.open(url, create=False)
+    assert err.value.reason == "no_store" and "init --owner" in err.value.message
+    with Hive.open(url, owner="ana") as hive:
+        assert hive.store.location == url
+        number = own_task(hive)
+    with Hive.open(url) as hive:  # a second opener finds the same store
+        assert hive.owner == "ana" and hive.get(number).task.state.value == "routed"
+
+
+def test_a_password_never_shows(schema: str) -> None:
+    from hivelite.store.urls import shown
+
+    assert shown("postgresql://ana:s3cret@db.example.org:5433/hive") == (
+        "postgresql://ana@db.example.org:5433/hive")
+    with pytest.raises(StoreBusy) as err:
+        Hive.open("postgresql://ana:s3cret@127.0.0.1:1/hive", owner="ana")
+    assert err.value.reason == "unreachable"
+    assert "postgresql://ana@127.0.0.1:1/hive" in err.value.message
+    assert "s3cret" not in str(err.value)
+
+
+def test_a_schema_name_is_checked(schema: str) -> None:
+    with pytest.raises(StoreError) as err:
+        Hive.open(pg.url(pg.database(), "Robert'); DROP"), owner="ana")
+    assert err.value.reason == "invalid_schema"
+
+
+def test_a_lost_connection_is_a_clear_error_and_the_next_call_reconnects(
+        schema: str) -> None:
+    """The server ends the store's connection between two verbs: the next verb fails with
+    ``503 store_busy connection_lost`` and nothing written, and a retry (with the same
+    request id) reconnects and answers."""
+    with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+        number = own_task(hive)
+        with pg.connect() as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                          " WHERE application_name = 'hivelite' AND pid <> pg_backend_pid()"
+                          " AND datname = current_database()")
+        with pytest.raises(StoreBusy) as err:
+            hive.claim(CODER, number, request_id="claim-1")
+        assert err.value.reason == "connection_lost"
+        assert "request id" in err.value.message
+        lease = hive.claim(CODER, number, request_id="claim-1")
+        assert hive.claim(CODER, number, request_id="claim-1") == lease  # the first answer
+
+
+def test_the_cli_takes_a_url(schema: str, tmp_path: Path) -> None:
+    url = pg.store_url(schema)
+    env = clean_env(HIVELITE_DB=url)
+
+    def run(*args: str, code: int = 0) -> str:
+        proc = subprocess.run([str(hivelite_script()), *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == code, proc.stderr
+        return proc.stdout + proc.stderr
+
+    assert f"store {url} ready (owner ana)" in run("init", "--owner", "ana")
+    run("handoff", "--requester", "ana/planner", "--assignee", "ana/coder", "--project", "p",
+        "--task", "Write the parser", "--accept", "tests pass")
+    assert "accepted by ana/coder" in run("next", "--agent", "ana/coder", "--instance", "l")
+    assert "Write the parser" in run("list")
+    assert "works on an SQLite store file" in run("backup", "x.db", code=2)
+    assert "works on an SQLite store file" in run("doctor", code=2)
+    exported = tmp_path / "out.jsonl"
+    run("export", "--out", str(exported))
+    copy = tmp_path / "copy.db"
+    assert "doctor: ok" in run("--db", str(copy), "import", str(exported))
+
+
+def test_without_the_extra_the_error_says_what_to_install(schema: str) -> None:
+    code = ("import sys; sys.modules['psycopg'] = None\n"
+            "from hivelite import Hive, InvalidInput\n"
+            "try:\n"
+            f"    Hive.open({pg.store_url(schema)!r}, owner='ana')\n"
+            "except InvalidInput as exc:\n"
+            "    print(exc.reason, exc.message)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "HIVELITE_LOAD_PLUGINS": ""})
+    assert out.stdout.startswith("postgres_missing"), out
+    assert "pip install 'hivelite[postgres]'" in out.stdout
+
+
+def test_two_stores_share_a_database_apart() -> None:
+    first, second = pg.new_schema(), pg.new_schema()
+    try:
+        with Hive.open(pg.store_url(first), owner="ana") as one, \
+                Hive.open(pg.store_url(second), owner="bob") as two:
+            own_task(one)
+            assert two.list().items == [] and two.owner == "bob"
+            assert Caller.owner("bob") == two.as_owner()
+    finally:
+        pg.drop(first)
+        pg.drop(second)
+
+
+
+def test_a_store_on_postgresql_is_served(schema: str, loopback_server: Any) -> None:
+    """``hivelite serve`` over a PostgreSQL store: an agent on another machine claims and
+    returns work through the HTTP client, as it would from a file."""
+    from hivelite.client import Client
+
+    with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+        number = own_task(hive)
+        vault = loopback_server.vaults.add(hive)
+        try:
+            token = hive.add_token(hive.as_owner(), "ana/coder", instance="laptop").token
+            client = Client(loopback_server.url, token)
+            lease = client.claim_next(client.caller)
+            assert lease.number == number
+            done = client.submit(client.caller, number, lease_id=lease.lease_id,
+                                 token=lease.fencing_token, summary="done", evidence=EVIDENCE)
+            assert done.state.value == "approval"
+            assert hive.get(number).task.state.value == "approval"
+        finally:
+            loopback_server.vaults.discard(vault)
