@@ -126,10 +126,13 @@ def _reraise(failure: HiveliteError | None, exc: BaseException) -> NoReturn:
 class PostgresTx:
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "tip")
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
+        self.tip: tuple[int, str] | None = None
+        """In a write: the journal's newest row (seq and hash) once read; each link this
+        write adds moves it on (the write lock keeps every other writer out meanwhile)."""
 
     def _one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         return self.conn.execute(sql, args).fetchone()
@@ -141,11 +144,21 @@ class PostgresTx:
         row = self._one(sql, args)
         return None if row is None else row[0]
 
+    def _tip(self) -> tuple[int, str]:
+        """The journal's newest row (seq and hash), or (0, the store's identity)."""
+        if self.tip is None:
+            row = self._one("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
+            self.tip = ((int(row[0]), row[1] or "") if row is not None
+                        else (0, self.meta("store_id") or ""))
+        return self.tip
+
     def _link(self, *content: Any) -> str:
-        """The hash of the journal row about to be written (under the write lock)."""
-        row = self._one("SELECT hash FROM journal ORDER BY seq DESC LIMIT 1")
-        before = (row[0] or "") if row is not None else (self.meta("store_id") or "")
-        return link(before, content)
+        """The hash of the journal row about to be written (under the write lock), which
+        becomes the chain's new tip: each link is one journal row."""
+        seq, before = self._tip()
+        after = link(before, content)
+        self.tip = (seq + 1, after)
+        return after
 
     # -- reading -------------------------------------------------------------
 
@@ -303,6 +316,8 @@ class PostgresTx:
             JOURNAL + " WHERE j.seq > %s AND j.seq <= %s ORDER BY j.seq", (seq, bound))]
 
     def last_seq(self) -> int:
+        if self.tip is not None:
+            return self.tip[0]
         return int(self._value("SELECT coalesce(max(seq), 0) FROM journal"))
 
     def request(self, caller: str, request_id: str) -> RequestRow | None:
