@@ -976,9 +976,9 @@ def import_(ctx: Context, source: Any) -> None:
       hivelite --db copy.db import work.jsonl
     """
     from .store.doctor import diagnose_file
+    from .store.engines import open_url
     from .store.sqlite import SqliteStore
     from .store.transfer import import_lines
-    from .store.urls import open_url
 
     store: Any = open_url(ctx.db) if ctx.on_server else SqliteStore(Path(ctx.db))
     try:

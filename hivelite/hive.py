@@ -23,8 +23,9 @@ from .policy import PolicyVerbs
 from .results import ResultVerbs
 from .settings import load_settings
 from .store import SqliteStore, Store
+from .store.engines import open_url
 from .store.sqlite import Synchronous
-from .store.urls import is_url, open_url
+from .store.urls import is_url
 from .tokens import TokenVerbs
 from .work import WorkLoop
 

@@ -1,4 +1,5 @@
-"""Which engine a store name means: a PostgreSQL URL, or else a file path.
+"""Store names that are URLs: a PostgreSQL store's, told apart from a file path, and shown
+without its password.
 
 Kept apart from the engines so that telling them apart imports neither (psycopg is an
 optional extra).
@@ -6,7 +7,6 @@ optional extra).
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -28,16 +28,3 @@ def shown(url: str) -> str:
         netloc += f":{parts.port}"
     return urlunsplit(parts._replace(netloc=netloc))
 
-
-def open_url(url: str, **options: Any) -> Any:
-    """The PostgreSQL store ``url`` names (``options``: ``PostgresStore``'s), or a clear
-    error when the extra that reaches PostgreSQL is not installed."""
-    from ..errors import InvalidInput
-
-    try:
-        from .postgres import PostgresStore
-    except ImportError as exc:
-        raise InvalidInput("postgres_missing", "a PostgreSQL store needs the postgres extra:"
-                           f" pip install 'hivelite[postgres]' ({exc.name} is missing)",
-                           field="path") from None
-    return PostgresStore(url, **options)
