@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -213,3 +214,57 @@ def test_a_store_on_postgresql_is_served(schema: str, loopback_server: Any) -> N
             assert hive.get(number).task.state.value == "approval"
         finally:
             loopback_server.vaults.discard(vault)
+
+
+def test_next_passes_over_a_task_another_session_holds(schema: str) -> None:
+    """``next`` takes its task ``FOR UPDATE SKIP LOCKED``: a task whose row another session
+    holds is passed over at once, never waited for."""
+    import threading
+
+    with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+        first, second = own_task(hive), own_task(hive)
+        with pg.connect() as other:
+            other.execute("BEGIN")
+            other.execute(f"SELECT number FROM {schema}.tasks WHERE number = %s FOR UPDATE",
+                          (first,))
+            got: list[int] = []
+            worker = threading.Thread(target=lambda: got.append(hive.claim_next(CODER).number))
+            worker.start()
+            worker.join(timeout=20)
+            blocked = worker.is_alive()
+            other.execute("ROLLBACK")
+            worker.join(timeout=20)
+        assert not blocked, "next waited for a task another session held"
+        assert got == [second]
+
+
+def test_serve_takes_a_url(schema: str) -> None:
+    """``hivelite serve postgresql://…``: the store is a vault like a file's."""
+    import json
+    import urllib.request
+
+    from .test_serve import free_port
+
+    url = pg.store_url(schema)
+    with Hive.open(url, owner="ana") as hive:
+        token = hive.add_token(hive.as_owner(), "ana/coder", instance="laptop").token
+    port = free_port()
+    server = subprocess.Popen([str(hivelite_script()), "serve", url, "--port", str(port)],
+                              env=clean_env(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/whoami",
+                                         headers={"Authorization": f"Bearer {token}"})
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(request, timeout=5) as answer:
+                    who = json.load(answer)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None
+                time.sleep(0.1)
+        assert (who["name"], who["instance"]) == ("ana/coder", "laptop")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

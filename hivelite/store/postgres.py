@@ -825,8 +825,8 @@ class PostgresStore:
         """One transaction under the store's write lock: commit on success, roll back on
         any error; a trigger's ``code:reason`` comes out as the matching hivelite error."""
         conn = self.conn
-        with self._transaction(conn):
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_lock,))
+        # one round trip: the transaction and its lock (a literal integer, no parameter)
+        with self._transaction(conn, f"BEGIN; SELECT pg_advisory_xact_lock({self._write_lock})"):
             yield PostgresTx(conn)
 
     @contextmanager
