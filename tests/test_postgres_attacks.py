@@ -207,3 +207,22 @@ def test_the_library_reports_a_raw_refusal_as_its_own_error() -> None:
             assert err.value.reason in ("vetoed", "stopped")
     finally:
         pg.drop(schema)
+
+
+def test_a_temporary_table_does_not_change_what_a_rule_reads(
+        store: tuple[Raw, dict[str, int]]) -> None:
+    """PostgreSQL looks in a session's temporary schema first unless told otherwise: a
+    temporary ``moves`` (or ``results``) table must not open a move the store refuses."""
+    raw, n = store
+    raw.conn.execute("CREATE TEMP TABLE moves AS SELECT * FROM moves")
+    raw.conn.execute("INSERT INTO pg_temp.moves VALUES (99, 'shortcut', 'routed', NULL,"
+                     " 'completed', NULL)")
+    raw.conn.execute("CREATE TEMP TABLE results AS SELECT * FROM results")
+    raw.conn.execute("INSERT INTO pg_temp.results(task, body, worker, instance, threshold)"
+                     " VALUES (%s, '{}', 'ana/coder', 'laptop', 0)", (n["routed"],))
+    try:
+        raw.refused("invalid_state:no_such_move",
+                    f"UPDATE {raw.schema}.tasks SET state = 'completed' WHERE number = %s",
+                    (n["routed"],))
+    finally:
+        raw.conn.execute("DROP TABLE pg_temp.moves, pg_temp.results")

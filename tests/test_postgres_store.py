@@ -268,3 +268,61 @@ def test_serve_takes_a_url(schema: str) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_a_write_that_cannot_get_the_lock_is_busy_and_leaves_the_connection_usable(
+        schema: str) -> None:
+    """Another session holds the store's write lock past the URL's ``lock_timeout``: the
+    write is ``503 store_busy busy``, nothing is written, and the next write (the lock
+    free again) goes through on the same connection."""
+    from hivelite.store.postgres import write_lock
+
+    url = pg.store_url(schema) + "&options=-c%20lock_timeout%3D200ms"
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as hive:
+        number = own_task(hive)
+        with pg.connect() as other:
+            other.execute("BEGIN")
+            other.execute("SELECT pg_advisory_xact_lock(%s)", (write_lock(schema),))
+            before = pg.snapshot(schema)
+            with pytest.raises(StoreBusy) as err:
+                hive.claim(CODER, number)
+            assert err.value.reason == "busy" and "lock timeout" in err.value.message
+            assert pg.snapshot(schema) == before
+            other.execute("ROLLBACK")
+        assert hive.claim(CODER, number).fencing_token == 1
+
+
+def test_what_a_store_url_may_name(schema: str) -> None:
+    from hivelite.store.urls import shown
+
+    assert shown("postgresql://u@h/db?password=secret&sslmode=require") == (
+        "postgresql://u@h/db?sslmode=require")
+    assert shown("postgresql://u:pw@h1:5432,h2:5433/db") == "postgresql://u@h1:5432,h2:5433/db"
+    for name in ("pg_toast", "Upper", "a-b"):
+        with pytest.raises(StoreError) as err:
+            Hive.open(pg.url(pg.database(), name), owner="ana")
+        assert err.value.reason == "invalid_schema", name
+    with pytest.raises(StoreError) as err:  # a schema that exists and is no store
+        Hive.open(pg.url(pg.database(), "public"), owner="ana")
+    assert err.value.reason == "schema_taken"
+    try:
+        with Hive.open(pg.url(pg.database(), "user"), owner="ana") as hive:  # a keyword
+            assert own_task(hive) == 1
+    finally:
+        pg.drop('"user"')
+
+
+def test_a_cursor_past_every_task_is_an_empty_page(schema: str) -> None:
+    with Hive.open(pg.store_url(schema), owner="ana") as hive:
+        own_task(hive)
+        for sort in ("age", "priority", "updated"):
+            assert hive.list(sort=sort, cursor=10**20).items == []
+
+
+def test_a_write_inside_a_read_is_refused(schema: str) -> None:
+    from hivelite.errors import UnexpectedError
+
+    with Hive.open(pg.store_url(schema), owner="ana") as hive, hive.store.read():
+        with pytest.raises(UnexpectedError) as err:
+            own_task(hive)
+        assert err.value.reason == "nested_write"

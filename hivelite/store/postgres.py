@@ -27,13 +27,22 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, NoReturn
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 
-from ..errors import HiveliteError, InvalidInput, StoreBusy, StoreError, from_trigger
+from ..errors import (
+    HiveliteError,
+    InvalidInput,
+    StoreBusy,
+    StoreError,
+    StoreFull,
+    StoreReadonly,
+    UnexpectedError,
+    from_trigger,
+)
 from .chain import CONTENT, broken_links, link
 from .columns import (
     JOURNAL,
@@ -87,12 +96,15 @@ def split_url(url: str) -> tuple[str, str]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     named = [v for k, v in query if k == "schema"]
     schema = named[-1] if named else SCHEMA
-    if not SCHEMA_NAME.fullmatch(schema):
+    if not SCHEMA_NAME.fullmatch(schema) or schema.startswith("pg_"):
         raise StoreError("invalid_schema", f"schema={schema!r} in {shown(url)} is not a"
-                         " schema name (lowercase letters, digits and _, at most 63)")
-    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+                         " schema name a store can have (lowercase letters, digits and _, at"
+                         " most 63, not starting pg_)")
+    rest = urlencode([(k, v) for k, v in query if k != "schema"], quote_via=quote)
     return urlunsplit(parts._replace(query=rest)), schema
 CONNECT_TIMEOUT_S = 10
+MAX_KEY = (1 << 63) - 1
+"""The largest bigint: a cursor beyond it names no task."""
 DatabaseError = psycopg.Error
 """PostgreSQL's own failures that no hivelite error stands for."""
 
@@ -105,15 +117,26 @@ def _lost(exc: BaseException, where: str) -> StoreBusy:
 
 
 def _failure(exc: psycopg.Error, where: str) -> HiveliteError | None:
-    """What a PostgreSQL failure means for this store, if hivelite has a word for it."""
+    """What a PostgreSQL failure means for this store, if hivelite has a word for it (the
+    specific kinds first: most of them are kinds of ``OperationalError`` too)."""
     mapped = from_trigger(exc) if isinstance(exc, pg_errors.RaiseException) else None
     if mapped is not None:
         return mapped
-    if isinstance(exc, psycopg.OperationalError | pg_errors.AdminShutdown):
-        return _lost(exc, where)
     if isinstance(exc, pg_errors.LockNotAvailable | pg_errors.DeadlockDetected
-                  | pg_errors.SerializationFailure):
-        return StoreBusy("busy", f"{where} is busy ({exc}); try again")
+                  | pg_errors.SerializationFailure | pg_errors.QueryCanceled):
+        return StoreBusy("busy", f"{where} is busy ({str(exc).strip()}); nothing was"
+                         " written. Try again")
+    if isinstance(exc, pg_errors.DiskFull):
+        return StoreFull("disk_full", f"the server of {where} is out of disk space"
+                         f" ({str(exc).strip()}); nothing was written")
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+        return StoreReadonly(f"{where} is read-only here (a standby server?):"
+                             f" {str(exc).strip()}; nothing was written")
+    if isinstance(exc, psycopg.DataError) and "NUL" in str(exc):
+        return InvalidInput("invalid_text", "PostgreSQL cannot keep text with a NUL"
+                            " character (\\x00) in it; nothing was written", field="text")
+    if isinstance(exc, psycopg.OperationalError):  # the connection failed or went away
+        return _lost(exc, where)
     return None
 
 
@@ -254,6 +277,8 @@ class PostgresTx:
             if value is not None:
                 clauses.append(f"t.{column} = %s")
                 args.append(value)
+        if after is not None and after >= MAX_KEY:
+            return []  # no task comes after it, and the server takes no larger integer
         if where.sort == "age":
             if after is not None:
                 clauses.append("t.number > %s")
@@ -720,7 +745,7 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise StoreBusy("unreachable", f"cannot connect to {self._where}"
                             f" ({str(exc).strip()}); nothing was written") from None
-        conn.execute(f"SET search_path = {self.schema}")
+        conn.execute(f'SET search_path = "{self.schema}", pg_temp')
         return conn
 
     @property
@@ -750,7 +775,7 @@ class PostgresStore:
 
     def _installed(self, conn: psycopg.Connection[Any]) -> bool:
         return conn.execute("SELECT to_regclass(%s) IS NOT NULL",
-                            (f"{self.schema}.schema_versions",)).fetchone() == (True,)
+                            (f'"{self.schema}".schema_versions',)).fetchone() == (True,)
 
     def _install(self, conn: psycopg.Connection[Any]) -> bool:
         """Make the store's schema; False when another opener made it meanwhile."""
@@ -758,8 +783,14 @@ class PostgresStore:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_lock,))
             if self._installed(conn):
                 return False
-            conn.execute(f"CREATE SCHEMA {self.schema}")
-            conn.execute(f"SET LOCAL search_path = {self.schema}")  # pinned by each function
+            if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
+                            (self.schema,)).fetchone() is not None:
+                raise StoreError("schema_taken", f"{self._where}: schema {self.schema} exists"
+                                 " and holds no hivelite store; name another (?schema=NAME)")
+            conn.execute(f'CREATE SCHEMA "{self.schema}"')
+            # each rule function keeps this path (SET search_path FROM CURRENT): the store's
+            # schema, and a session's temporary tables last, never first
+            conn.execute(f'SET LOCAL search_path = "{self.schema}", pg_temp')
             conn.execute("CREATE TABLE schema_versions(version bigint PRIMARY KEY,"
                          " name text NOT NULL)")
             for migration in MIGRATIONS:
@@ -791,7 +822,7 @@ class PostgresStore:
         """Remove the store this opener has just made (its schema), then close."""
         if self._created and not self._closed:
             with suppress(psycopg.Error):
-                self.conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+                self.conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
         self.close()
 
     # -- transactions --------------------------------------------------------
@@ -801,8 +832,10 @@ class PostgresStore:
                      begin: str = "BEGIN") -> Iterator[psycopg.Connection[Any]]:
         try:
             conn.execute(begin)
-        except psycopg.Error as exc:
-            _reraise(_failure(exc, self._where), exc)
+        except psycopg.Error as exc:  # the lock may have failed after BEGIN: end it too
+            mapped = _failure(exc, self._where)
+            _rollback(conn)
+            _reraise(mapped, exc)
         try:
             yield conn
         except psycopg.Error as exc:
@@ -825,6 +858,9 @@ class PostgresStore:
         """One transaction under the store's write lock: commit on success, roll back on
         any error; a trigger's ``code:reason`` comes out as the matching hivelite error."""
         conn = self.conn
+        if conn.info.transaction_status != TransactionStatus.IDLE:
+            raise UnexpectedError("nested_write", f"a write to {self._where} began inside"
+                                  " another read or write of this thread")
         # one round trip: the transaction and its lock (a literal integer, no parameter)
         with self._transaction(conn, f"BEGIN; SELECT pg_advisory_xact_lock({self._write_lock})"):
             yield PostgresTx(conn)
@@ -833,9 +869,10 @@ class PostgresStore:
     def read(self) -> Iterator[PostgresTx]:
         """A consistent snapshot for several reads (joins this thread's open write)."""
         conn = self.conn
-        if conn.info.transaction_status != TransactionStatus.IDLE:
+        if conn.info.transaction_status == TransactionStatus.INTRANS:
             yield PostgresTx(conn)
             return
+        _rollback(conn)  # a transaction an error left behind is over
         with self._transaction(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"):
             yield PostgresTx(conn)
 

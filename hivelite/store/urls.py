@@ -7,7 +7,7 @@ optional extra).
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -18,13 +18,21 @@ def is_url(name: object) -> bool:
 
 
 def shown(url: str) -> str:
-    """The URL without its password, for messages and ``location``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}@{parts.hostname or ''}" if parts.username else (
-        parts.hostname or "")
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL without its password (in the user part or the query), for messages and
+    ``location``; the rest as written."""
+    scheme, sep, rest = url.partition("://")
+    where, slash, tail = rest.partition("/")
+    if "@" in where:  # user:password@host[:port][,host2...]
+        user, _, hosts = where.rpartition("@")
+        where = f"{user.split(':', 1)[0]}@{hosts}"
+    path, mark, query = tail.partition("?")
+    if mark:
+        kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
+                if k not in SECRET_KEYS]
+        if len(kept) < len(parse_qsl(query, keep_blank_values=True)):
+            query = urlencode(kept, quote_via=quote)
+    return f"{scheme}{sep}{where}{slash}{path}{mark if query else ''}{query}"
 
+
+SECRET_KEYS = frozenset({"password", "sslpassword"})
+"""Query parameters of a libpq URL that hold a secret."""
