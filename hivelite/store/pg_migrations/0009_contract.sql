@@ -195,10 +195,19 @@ EXCEPTION WHEN others THEN
     RETURN NULL;
 END $$;
 
--- An RFC 3339 time as seconds since the epoch, or NULL when it is not one (julianday).
+-- An RFC 3339 time as seconds since the epoch, or NULL when it is not one, as SQLite's
+-- julianday reads it: a time without a zone is UTC, and words ('infinity') are no time.
 CREATE FUNCTION hl_seconds(at text) RETURNS double precision LANGUAGE plpgsql IMMUTABLE
 SET search_path FROM CURRENT AS $$
 BEGIN
+    IF at !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}' THEN
+        RETURN NULL;
+    END IF;
+    IF at ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' THEN
+        at := at || 'T00:00:00Z';
+    ELSIF at !~ '([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$' THEN
+        at := at || 'Z';
+    END IF;
     RETURN extract(epoch FROM at::timestamptz);
 EXCEPTION WHEN others THEN
     RETURN NULL;
@@ -234,361 +243,86 @@ INSERT INTO moves(number, name, from_state, from_waiting, to_state, to_waiting) 
     (21, 'cancel_accepted', 'accepted', NULL, 'cancelled', NULL),
     (22, 'cancel_working', 'working', NULL, 'cancelled', NULL);
 INSERT INTO meta(key, value) VALUES ('store_id', replace(gen_random_uuid()::text, '-', ''));
-CREATE FUNCTION hl001_moves_fixed_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl001_journal_number() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    RAISE EXCEPTION 'forbidden_right:protocol_fixed';
+    IF NEW.seq IS NULL THEN
+        NEW.seq := (SELECT coalesce(max(seq), 0) + 1 FROM journal);
+    END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl001_moves_fixed_insert BEFORE INSERT ON moves FOR EACH ROW EXECUTE FUNCTION hl001_moves_fixed_insert();
+CREATE TRIGGER hl001_journal_number BEFORE INSERT ON journal FOR EACH ROW EXECUTE FUNCTION hl001_journal_number();
 
-CREATE FUNCTION hl002_moves_fixed_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl002_updates_number() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    RAISE EXCEPTION 'forbidden_right:protocol_fixed';
+    IF NEW.seq IS NULL THEN
+        NEW.seq := (SELECT coalesce(max(seq), 0) + 1 FROM updates);
+    END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl002_moves_fixed_update BEFORE UPDATE ON moves FOR EACH ROW EXECUTE FUNCTION hl002_moves_fixed_update();
+CREATE TRIGGER hl002_updates_number BEFORE INSERT ON updates FOR EACH ROW EXECUTE FUNCTION hl002_updates_number();
 
-CREATE FUNCTION hl003_moves_fixed_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl003_controls_number() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    RAISE EXCEPTION 'forbidden_right:protocol_fixed';
+    IF NEW.id IS NULL THEN
+        NEW.id := (SELECT coalesce(max(id), 0) + 1 FROM controls);
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl003_controls_number BEFORE INSERT ON controls FOR EACH ROW EXECUTE FUNCTION hl003_controls_number();
+
+CREATE FUNCTION hl004_tokens_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:tokens_kept';
     RETURN OLD;
 END $$;
-CREATE TRIGGER hl003_moves_fixed_delete BEFORE DELETE ON moves FOR EACH ROW EXECUTE FUNCTION hl003_moves_fixed_delete();
+CREATE TRIGGER hl004_tokens_kept BEFORE DELETE ON tokens FOR EACH ROW EXECUTE FUNCTION hl004_tokens_kept();
 
-CREATE FUNCTION hl004_moves_fixed_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl005_tokens_revoked_once() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    RAISE EXCEPTION 'forbidden_right:protocol_fixed';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl004_moves_fixed_truncate BEFORE TRUNCATE ON moves FOR EACH STATEMENT EXECUTE FUNCTION hl004_moves_fixed_truncate();
-
-CREATE FUNCTION hl005_tasks_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM tasks WHERE number = NEW.number OR id = NEW.id) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    IF OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL OR NEW.id IS DISTINCT FROM OLD.id OR NEW.agent IS DISTINCT FROM OLD.agent OR NEW.instance IS DISTINCT FROM OLD.instance OR NEW.rights IS DISTINCT FROM OLD.rights OR NEW.hash IS DISTINCT FROM OLD.hash OR NEW.created_at IS DISTINCT FROM OLD.created_at OR NEW.expires_at IS DISTINCT FROM OLD.expires_at OR NEW."by" IS DISTINCT FROM OLD."by" THEN
+        RAISE EXCEPTION 'forbidden_right:tokens_kept';
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl005_tasks_keys_kept BEFORE INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION hl005_tasks_keys_kept();
+CREATE TRIGGER hl005_tokens_revoked_once BEFORE UPDATE ON tokens FOR EACH ROW EXECUTE FUNCTION hl005_tokens_revoked_once();
 
-CREATE FUNCTION hl006_packets_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM packets WHERE task = NEW.task) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl006_packets_keys_kept BEFORE INSERT ON packets FOR EACH ROW EXECUTE FUNCTION hl006_packets_keys_kept();
-
-CREATE FUNCTION hl007_checkpoints_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM checkpoints WHERE task = NEW.task) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl007_checkpoints_keys_kept BEFORE INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION hl007_checkpoints_keys_kept();
-
-CREATE FUNCTION hl008_results_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM results WHERE task = NEW.task) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl008_results_keys_kept BEFORE INSERT ON results FOR EACH ROW EXECUTE FUNCTION hl008_results_keys_kept();
-
-CREATE FUNCTION hl009_confirmations_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM confirmations WHERE task = NEW.task AND version = NEW.version AND reviewer = NEW.reviewer) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl009_confirmations_keys_kept BEFORE INSERT ON confirmations FOR EACH ROW EXECUTE FUNCTION hl009_confirmations_keys_kept();
-
-CREATE FUNCTION hl010_updates_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM updates WHERE seq = NEW.seq) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl010_updates_keys_kept BEFORE INSERT ON updates FOR EACH ROW EXECUTE FUNCTION hl010_updates_keys_kept();
-
-CREATE FUNCTION hl011_meta_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM meta WHERE key = NEW.key) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl011_meta_keys_kept BEFORE INSERT ON meta FOR EACH ROW EXECUTE FUNCTION hl011_meta_keys_kept();
-
-CREATE FUNCTION hl012_deps_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM deps WHERE task = NEW.task AND on_task = NEW.on_task) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl012_deps_keys_kept BEFORE INSERT ON deps FOR EACH ROW EXECUTE FUNCTION hl012_deps_keys_kept();
-
-CREATE FUNCTION hl013_controls_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM controls WHERE id = NEW.id) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl013_controls_keys_kept BEFORE INSERT ON controls FOR EACH ROW EXECUTE FUNCTION hl013_controls_keys_kept();
-
-CREATE FUNCTION hl014_tokens_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl006_tokens_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM tokens WHERE id = NEW.id) THEN
         RAISE EXCEPTION 'forbidden_right:rows_are_kept';
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl014_tokens_keys_kept BEFORE INSERT ON tokens FOR EACH ROW EXECUTE FUNCTION hl014_tokens_keys_kept();
+CREATE TRIGGER hl006_tokens_keys_kept BEFORE INSERT ON tokens FOR EACH ROW EXECUTE FUNCTION hl006_tokens_keys_kept();
 
-CREATE FUNCTION hl015_tasks_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl007_tokens_shape() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    RAISE EXCEPTION 'forbidden_right:tasks_are_kept';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl015_tasks_no_truncate BEFORE TRUNCATE ON tasks FOR EACH STATEMENT EXECUTE FUNCTION hl015_tasks_no_truncate();
-
-CREATE FUNCTION hl016_packets_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:packet_fixed';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl016_packets_no_truncate BEFORE TRUNCATE ON packets FOR EACH STATEMENT EXECUTE FUNCTION hl016_packets_no_truncate();
-
-CREATE FUNCTION hl017_results_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:results_are_kept';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl017_results_no_truncate BEFORE TRUNCATE ON results FOR EACH STATEMENT EXECUTE FUNCTION hl017_results_no_truncate();
-
-CREATE FUNCTION hl018_checkpoints_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:checkpoints_are_kept';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl018_checkpoints_no_truncate BEFORE TRUNCATE ON checkpoints FOR EACH STATEMENT EXECUTE FUNCTION hl018_checkpoints_no_truncate();
-
-CREATE FUNCTION hl019_confirmations_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl019_confirmations_no_truncate BEFORE TRUNCATE ON confirmations FOR EACH STATEMENT EXECUTE FUNCTION hl019_confirmations_no_truncate();
-
-CREATE FUNCTION hl020_updates_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl020_updates_no_truncate BEFORE TRUNCATE ON updates FOR EACH STATEMENT EXECUTE FUNCTION hl020_updates_no_truncate();
-
-CREATE FUNCTION hl021_journal_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl021_journal_no_truncate BEFORE TRUNCATE ON journal FOR EACH STATEMENT EXECUTE FUNCTION hl021_journal_no_truncate();
-
-CREATE FUNCTION hl022_deps_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl022_deps_no_truncate BEFORE TRUNCATE ON deps FOR EACH STATEMENT EXECUTE FUNCTION hl022_deps_no_truncate();
-
-CREATE FUNCTION hl023_meta_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:owner_fixed';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl023_meta_no_truncate BEFORE TRUNCATE ON meta FOR EACH STATEMENT EXECUTE FUNCTION hl023_meta_no_truncate();
-
-CREATE FUNCTION hl024_controls_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:controls_kept';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl024_controls_no_truncate BEFORE TRUNCATE ON controls FOR EACH STATEMENT EXECUTE FUNCTION hl024_controls_no_truncate();
-
-CREATE FUNCTION hl025_tokens_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:tokens_kept';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl025_tokens_no_truncate BEFORE TRUNCATE ON tokens FOR EACH STATEMENT EXECUTE FUNCTION hl025_tokens_no_truncate();
-
-CREATE FUNCTION hl026_policy_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl026_policy_no_truncate BEFORE TRUNCATE ON policy FOR EACH STATEMENT EXECUTE FUNCTION hl026_policy_no_truncate();
-
-CREATE FUNCTION hl027_budgets_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl027_budgets_no_truncate BEFORE TRUNCATE ON budgets FOR EACH STATEMENT EXECUTE FUNCTION hl027_budgets_no_truncate();
-
-CREATE FUNCTION hl028_required_plugins_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NULL;
-END $$;
-CREATE TRIGGER hl028_required_plugins_no_truncate BEFORE TRUNCATE ON required_plugins FOR EACH STATEMENT EXECUTE FUNCTION hl028_required_plugins_no_truncate();
-
-CREATE FUNCTION hl029_task_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:tasks_are_kept';
-    RETURN OLD;
-END $$;
-CREATE TRIGGER hl029_task_delete BEFORE DELETE ON tasks FOR EACH ROW EXECUTE FUNCTION hl029_task_delete();
-
-CREATE FUNCTION hl030_packets_fixed_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:packet_fixed';
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl030_packets_fixed_update BEFORE UPDATE ON packets FOR EACH ROW EXECUTE FUNCTION hl030_packets_fixed_update();
-
-CREATE FUNCTION hl031_packets_fixed_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:packet_fixed';
-    RETURN OLD;
-END $$;
-CREATE TRIGGER hl031_packets_fixed_delete BEFORE DELETE ON packets FOR EACH ROW EXECUTE FUNCTION hl031_packets_fixed_delete();
-
-CREATE FUNCTION hl032_results_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:results_are_kept';
-    RETURN OLD;
-END $$;
-CREATE TRIGGER hl032_results_kept BEFORE DELETE ON results FOR EACH ROW EXECUTE FUNCTION hl032_results_kept();
-
-CREATE FUNCTION hl033_confirmations_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl033_confirmations_no_update BEFORE UPDATE ON confirmations FOR EACH ROW EXECUTE FUNCTION hl033_confirmations_no_update();
-
-CREATE FUNCTION hl034_confirmations_no_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN OLD;
-END $$;
-CREATE TRIGGER hl034_confirmations_no_delete BEFORE DELETE ON confirmations FOR EACH ROW EXECUTE FUNCTION hl034_confirmations_no_delete();
-
-CREATE FUNCTION hl035_updates_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl035_updates_no_update BEFORE UPDATE ON updates FOR EACH ROW EXECUTE FUNCTION hl035_updates_no_update();
-
-CREATE FUNCTION hl036_updates_no_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN OLD;
-END $$;
-CREATE TRIGGER hl036_updates_no_delete BEFORE DELETE ON updates FOR EACH ROW EXECUTE FUNCTION hl036_updates_no_delete();
-
-CREATE FUNCTION hl037_journal_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl037_journal_no_update BEFORE UPDATE ON journal FOR EACH ROW EXECUTE FUNCTION hl037_journal_no_update();
-
-CREATE FUNCTION hl038_journal_no_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN OLD;
-END $$;
-CREATE TRIGGER hl038_journal_no_delete BEFORE DELETE ON journal FOR EACH ROW EXECUTE FUNCTION hl038_journal_no_delete();
-
-CREATE FUNCTION hl039_deps_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl039_deps_no_update BEFORE UPDATE ON deps FOR EACH ROW EXECUTE FUNCTION hl039_deps_no_update();
-
-CREATE FUNCTION hl040_deps_no_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN OLD;
-END $$;
-CREATE TRIGGER hl040_deps_no_delete BEFORE DELETE ON deps FOR EACH ROW EXECUTE FUNCTION hl040_deps_no_delete();
-
-CREATE FUNCTION hl041_checkpoints_no_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:checkpoints_are_kept';
-    RETURN OLD;
-END $$;
-CREATE TRIGGER hl041_checkpoints_no_delete BEFORE DELETE ON checkpoints FOR EACH ROW EXECUTE FUNCTION hl041_checkpoints_no_delete();
-
-CREATE FUNCTION hl042_checkpoints_fixed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF (SELECT state FROM tasks WHERE number = OLD.task) IN ('cancelled', 'completed', 'rejected') THEN
-        RAISE EXCEPTION 'invalid_state:task_closed';
-    ELSIF NEW.task IS DISTINCT FROM OLD.task THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    IF NEW.revoked_at IS NOT NULL OR length(NEW.hash) <> 64 OR NEW.hash ~ '[^0-9a-f]' OR NOT ((NEW.agent IS NULL AND NEW.instance IS NULL AND NEW.rights = 'owner') OR (NEW.agent IS NOT NULL AND NEW.instance IS NOT NULL AND NEW.rights <> '' AND NEW.instance = lower(rtrim(btrim(NEW.instance, ' '), '.')) AND string_to_array(NEW.rights, ',') <@ ARRAY['tasks.read', 'tasks.propose', 'tasks.work']::text[])) THEN
+        RAISE EXCEPTION 'invalid_input:invalid_token';
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl042_checkpoints_fixed BEFORE UPDATE ON checkpoints FOR EACH ROW EXECUTE FUNCTION hl042_checkpoints_fixed();
+CREATE TRIGGER hl007_tokens_shape BEFORE INSERT ON tokens FOR EACH ROW EXECUTE FUNCTION hl007_tokens_shape();
 
-CREATE FUNCTION hl043_checkpoints_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl008_confirmations_why() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF (SELECT state FROM tasks WHERE number = NEW.task) IN ('cancelled', 'completed', 'rejected') THEN
-        RAISE EXCEPTION 'invalid_state:task_closed';
+    IF (NEW.counted <> 0 AND NEW.why IS NOT NULL) OR (NEW.counted = 0 AND NEW.why IS NULL) THEN
+        RAISE EXCEPTION 'invalid_input:uncounted_needs_why';
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl043_checkpoints_insert BEFORE INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION hl043_checkpoints_insert();
+CREATE TRIGGER hl008_confirmations_why BEFORE INSERT ON confirmations FOR EACH ROW EXECUTE FUNCTION hl008_confirmations_why();
 
-CREATE FUNCTION hl044_meta_fixed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl009_confirmations_counted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF OLD.key = 'owner' OR NEW.key IS DISTINCT FROM OLD.key THEN
-        RAISE EXCEPTION 'forbidden_right:owner_fixed';
-    ELSIF OLD.key = 'store_id' THEN
-        RAISE EXCEPTION 'forbidden_right:identity_fixed';
+    IF (SELECT state FROM tasks WHERE number = NEW.task) IS NOT DISTINCT FROM 'approval' AND (NEW.version IS DISTINCT FROM (SELECT version FROM results WHERE task = NEW.task) OR (NEW.counted <> 0 AND (EXISTS (SELECT 1 FROM results WHERE task = NEW.task AND (worker = NEW.reviewer OR lower(rtrim(btrim(instance, ' '), '.')) = lower(rtrim(btrim(NEW.instance, ' '), '.')))) OR CASE coalesce((SELECT value FROM policy WHERE key = 'mode'), 'personal') WHEN 'team' THEN (CASE WHEN strpos(NEW.reviewer, '/') > 0 THEN substr(NEW.reviewer, 1, strpos(NEW.reviewer, '/') - 1) ELSE '' END) = (SELECT (CASE WHEN strpos(worker, '/') > 0 THEN substr(worker, 1, strpos(worker, '/') - 1) ELSE '' END) FROM results WHERE task = NEW.task) OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task AND c.version = NEW.version AND c.counted <> 0 AND (CASE WHEN strpos(c.reviewer, '/') > 0 THEN substr(c.reviewer, 1, strpos(c.reviewer, '/') - 1) ELSE '' END) = (CASE WHEN strpos(NEW.reviewer, '/') > 0 THEN substr(NEW.reviewer, 1, strpos(NEW.reviewer, '/') - 1) ELSE '' END)) ELSE (CASE WHEN strpos(NEW.reviewer, '/') > 0 THEN substr(NEW.reviewer, 1, strpos(NEW.reviewer, '/') - 1) ELSE '' END) IS DISTINCT FROM (SELECT value FROM meta WHERE key = 'owner') OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task AND c.version = NEW.version AND c.counted <> 0 AND lower(rtrim(btrim(c.instance, ' '), '.')) = lower(rtrim(btrim(NEW.instance, ' '), '.'))) END))) THEN
+        RAISE EXCEPTION 'invalid_state:reviewer_not_independent';
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl044_meta_fixed BEFORE UPDATE ON meta FOR EACH ROW EXECUTE FUNCTION hl044_meta_fixed();
+CREATE TRIGGER hl009_confirmations_counted BEFORE INSERT ON confirmations FOR EACH ROW EXECUTE FUNCTION hl009_confirmations_counted();
 
-CREATE FUNCTION hl045_meta_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:owner_fixed';
-    RETURN OLD;
-END $$;
-CREATE TRIGGER hl045_meta_kept BEFORE DELETE ON meta FOR EACH ROW EXECUTE FUNCTION hl045_meta_kept();
-
-CREATE FUNCTION hl046_task_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF NEW.state IS DISTINCT FROM 'requested' OR NEW.waiting_on IS NOT NULL OR NEW.lease_id IS NOT NULL THEN
-        RAISE EXCEPTION 'invalid_state:insert_not_requested';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl046_task_insert BEFORE INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION hl046_task_insert();
-
-CREATE FUNCTION hl047_task_lease_controlled() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl010_task_lease_controlled() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF NEW.lease_id IS NOT NULL AND NEW.lease_id IS DISTINCT FROM OLD.lease_id THEN
     IF EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL AND kind = 'stop' AND (agent IS NOT DISTINCT FROM NEW.lease_holder OR instance IS NOT DISTINCT FROM lower(rtrim(btrim(NEW.lease_instance, ' '), '.')) OR (agent IS NULL AND instance IS NULL))) THEN
@@ -601,9 +335,91 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl047_task_lease_controlled BEFORE UPDATE OF lease_id ON tasks FOR EACH ROW EXECUTE FUNCTION hl047_task_lease_controlled();
+CREATE TRIGGER hl010_task_lease_controlled BEFORE UPDATE OF lease_id ON tasks FOR EACH ROW EXECUTE FUNCTION hl010_task_lease_controlled();
 
-CREATE FUNCTION hl048_task_fields() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl011_budgets_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl011_budgets_no_update BEFORE UPDATE ON budgets FOR EACH ROW EXECUTE FUNCTION hl011_budgets_no_update();
+
+CREATE FUNCTION hl012_budgets_values() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NEW.tasks < 0 OR NEW.tokens < 0 OR NEW.usd_micros < 0 THEN
+        RAISE EXCEPTION 'invalid_input:invalid_budget';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl012_budgets_values BEFORE INSERT ON budgets FOR EACH ROW EXECUTE FUNCTION hl012_budgets_values();
+
+CREATE FUNCTION hl013_controls_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:controls_kept';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl013_controls_kept BEFORE DELETE ON controls FOR EACH ROW EXECUTE FUNCTION hl013_controls_kept();
+
+CREATE FUNCTION hl014_controls_lifted_once() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF OLD.lifted_at IS NOT NULL OR NEW.lifted_at IS NULL OR NEW.lifted_by IS NULL OR NEW.id IS DISTINCT FROM OLD.id OR NEW.kind IS DISTINCT FROM OLD.kind OR NEW.agent IS DISTINCT FROM OLD.agent OR NEW.instance IS DISTINCT FROM OLD.instance OR NEW.task IS DISTINCT FROM OLD.task OR NEW.at IS DISTINCT FROM OLD.at OR NEW."by" IS DISTINCT FROM OLD."by" OR NEW.reason IS DISTINCT FROM OLD.reason THEN
+        RAISE EXCEPTION 'forbidden_right:controls_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl014_controls_lifted_once BEFORE UPDATE ON controls FOR EACH ROW EXECUTE FUNCTION hl014_controls_lifted_once();
+
+CREATE FUNCTION hl015_controls_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM controls WHERE id = NEW.id) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl015_controls_keys_kept BEFORE INSERT ON controls FOR EACH ROW EXECUTE FUNCTION hl015_controls_keys_kept();
+
+CREATE FUNCTION hl016_controls_scope() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NEW.lifted_at IS NOT NULL OR NEW.lifted_by IS NOT NULL OR NEW.instance IS DISTINCT FROM lower(rtrim(btrim(NEW.instance, ' '), '.')) OR NOT ((NEW.kind = 'hold' AND NEW.task IS NULL AND (NEW.agent IS NULL) <> (NEW.instance IS NULL)) OR (NEW.kind = 'veto' AND NEW.task IS NOT NULL AND NEW.agent IS NOT NULL AND NEW.instance IS NULL) OR (NEW.kind = 'stop' AND NEW.task IS NULL AND (NEW.agent IS NULL OR NEW.instance IS NULL))) THEN
+        RAISE EXCEPTION 'invalid_input:invalid_control';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl016_controls_scope BEFORE INSERT ON controls FOR EACH ROW EXECUTE FUNCTION hl016_controls_scope();
+
+CREATE FUNCTION hl017_required_plugins_kind() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NEW.kind NOT IN ('entry_point', 'file', 'given') OR hl_json(NEW.settings) IS NULL THEN
+        RAISE EXCEPTION 'invalid_input:invalid_requirement';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl017_required_plugins_kind BEFORE INSERT ON required_plugins FOR EACH ROW EXECUTE FUNCTION hl017_required_plugins_kind();
+
+CREATE FUNCTION hl018_required_plugins_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl018_required_plugins_no_update BEFORE UPDATE ON required_plugins FOR EACH ROW EXECUTE FUNCTION hl018_required_plugins_no_update();
+
+CREATE FUNCTION hl019_policy_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl019_policy_no_update BEFORE UPDATE ON policy FOR EACH ROW EXECUTE FUNCTION hl019_policy_no_update();
+
+CREATE FUNCTION hl020_policy_values() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NOT ((NEW.key = 'mode' AND NEW.value IN ('personal', 'team')) OR (NEW.key = 'proposals' AND NEW.value IN ('gate', 'owner')) OR (NEW.key = 'timezone' AND length(NEW.value) BETWEEN 1 AND 64) OR ((NEW.key = 'threshold' OR (NEW.key ~ '^threshold:.' AND length(NEW.key) <= 80)) AND NEW.value ~ '^[0-9]{1,4}$' AND NEW.value::integer <= 1000)) THEN
+        RAISE EXCEPTION 'invalid_input:invalid_policy';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl020_policy_values BEFORE INSERT ON policy FOR EACH ROW EXECUTE FUNCTION hl020_policy_values();
+
+CREATE FUNCTION hl021_task_fields() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF OLD.state NOT IN ('cancelled', 'completed', 'rejected') THEN
     IF NEW.priority NOT IN ('high', 'low', 'normal', 'urgent') THEN
@@ -616,9 +432,9 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl048_task_fields BEFORE UPDATE OF priority, labels, fields_version, attempts, attempt_limit ON tasks FOR EACH ROW EXECUTE FUNCTION hl048_task_fields();
+CREATE TRIGGER hl021_task_fields BEFORE UPDATE OF priority, labels, fields_version, attempts, attempt_limit ON tasks FOR EACH ROW EXECUTE FUNCTION hl021_task_fields();
 
-CREATE FUNCTION hl049_task_claim_ready() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl022_task_claim_ready() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF OLD.state = 'routed' AND NEW.state = 'accepted' AND EXISTS (SELECT 1 FROM deps d JOIN tasks o ON o.number = d.on_task WHERE d.task = NEW.number AND o.state IS DISTINCT FROM 'completed') THEN
         RAISE EXCEPTION 'invalid_state:blocked';
@@ -627,45 +443,410 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl049_task_claim_ready BEFORE UPDATE OF state ON tasks FOR EACH ROW EXECUTE FUNCTION hl049_task_claim_ready();
+CREATE TRIGGER hl022_task_claim_ready BEFORE UPDATE OF state ON tasks FOR EACH ROW EXECUTE FUNCTION hl022_task_claim_ready();
 
-CREATE FUNCTION hl050_task_lease_length() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl023_task_attempt_failed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF OLD.state = 'verifying'
+        AND NEW.state = 'routed' AND hl_json(NEW.detail) ->> 'outcome' = 'failed' THEN
+        UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl023_task_attempt_failed AFTER UPDATE OF state ON tasks FOR EACH ROW EXECUTE FUNCTION hl023_task_attempt_failed();
+
+CREATE FUNCTION hl024_task_unblocks() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NEW.state = 'completed' THEN
+        UPDATE tasks SET waits = waits - 1
+        WHERE number IN (SELECT task FROM deps WHERE on_task = NEW.number)
+          AND state NOT IN ('cancelled', 'completed', 'rejected');
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl024_task_unblocks AFTER UPDATE OF state ON tasks FOR EACH ROW EXECUTE FUNCTION hl024_task_unblocks();
+
+CREATE FUNCTION hl025_deps_with_task() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF (SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'requested' OR NEW.task <= NEW.on_task THEN
+        RAISE EXCEPTION 'invalid_input:dependency_fixed';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl025_deps_with_task BEFORE INSERT ON deps FOR EACH ROW EXECUTE FUNCTION hl025_deps_with_task();
+
+CREATE FUNCTION hl026_deps_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM deps WHERE task = NEW.task AND on_task = NEW.on_task) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl026_deps_keys_kept BEFORE INSERT ON deps FOR EACH ROW EXECUTE FUNCTION hl026_deps_keys_kept();
+
+CREATE FUNCTION hl027_deps_fixed_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl027_deps_fixed_delete BEFORE DELETE ON deps FOR EACH ROW EXECUTE FUNCTION hl027_deps_fixed_delete();
+
+CREATE FUNCTION hl028_deps_fixed_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl028_deps_fixed_update BEFORE UPDATE ON deps FOR EACH ROW EXECUTE FUNCTION hl028_deps_fixed_update();
+
+CREATE FUNCTION hl029_journal_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl029_journal_no_update BEFORE UPDATE ON journal FOR EACH ROW EXECUTE FUNCTION hl029_journal_no_update();
+
+CREATE FUNCTION hl030_task_journal() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO journal(task, at,
+        actor, from_state, to_state, waiting_on, reason, detail, hash)
+    VALUES (NEW.number, NEW.updated_at, NEW.actor, OLD.state, NEW.state, NEW.waiting_on,
+            NEW.reason, NEW.detail, NEW.chain);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl030_task_journal AFTER UPDATE OF state ON tasks FOR EACH ROW EXECUTE FUNCTION hl030_task_journal();
+
+CREATE FUNCTION hl031_task_created() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO journal(task, at, actor,
+        from_state, to_state, waiting_on, reason, detail, hash)
+    VALUES (NEW.number, NEW.created_at, NEW.actor, NULL, NEW.state, NULL, NEW.reason,
+            NEW.detail, NEW.chain);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl031_task_created AFTER INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION hl031_task_created();
+
+CREATE FUNCTION hl032_meta_identity_fixed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF OLD.key = 'store_id' THEN
+        RAISE EXCEPTION 'forbidden_right:identity_fixed';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl032_meta_identity_fixed BEFORE UPDATE ON meta FOR EACH ROW EXECUTE FUNCTION hl032_meta_identity_fixed();
+
+CREATE FUNCTION hl033_checkpoints_fixed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NEW.task IS DISTINCT FROM OLD.task THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl033_checkpoints_fixed BEFORE UPDATE ON checkpoints FOR EACH ROW EXECUTE FUNCTION hl033_checkpoints_fixed();
+
+CREATE FUNCTION hl034_results_fixed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF (SELECT state FROM tasks WHERE number = OLD.task) NOT IN ('cancelled', 'completed', 'rejected') AND (NEW.task IS DISTINCT FROM OLD.task OR ((NEW.worker IS DISTINCT FROM OLD.worker OR NEW.instance IS DISTINCT FROM OLD.instance OR NEW.session IS DISTINCT FROM OLD.session OR NEW.outcome IS DISTINCT FROM OLD.outcome OR NEW.threshold IS DISTINCT FROM OLD.threshold) AND NOT (NEW.version > OLD.version AND EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task AND state IN ('accepted', 'working') AND lease_holder IS NOT DISTINCT FROM NEW.worker AND lease_instance IS NOT DISTINCT FROM NEW.instance))) OR (NEW.merge_commit IS NOT NULL AND NEW.merge_commit IS DISTINCT FROM OLD.merge_commit AND (SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'completed')) THEN
+        RAISE EXCEPTION 'forbidden_right:result_fixed';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl034_results_fixed BEFORE UPDATE ON results FOR EACH ROW EXECUTE FUNCTION hl034_results_fixed();
+
+CREATE FUNCTION hl035_results_from_holder() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF (SELECT state FROM tasks WHERE number = NEW.task) NOT IN ('cancelled', 'completed', 'rejected') AND NOT EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task AND state IN ('accepted', 'working') AND lease_holder IS NOT DISTINCT FROM NEW.worker AND lease_instance IS NOT DISTINCT FROM NEW.instance) THEN
+        RAISE EXCEPTION 'forbidden_right:result_by_holder_only';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl035_results_from_holder BEFORE INSERT ON results FOR EACH ROW EXECUTE FUNCTION hl035_results_from_holder();
+
+CREATE FUNCTION hl036_task_lease_length() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF OLD.state NOT IN ('cancelled', 'completed', 'rejected') AND NEW.lease_expires IS NOT NULL AND NOT ((hl_seconds(NEW.lease_expires) - hl_seconds(NEW.updated_at)) BETWEEN 300 - 0.001 AND 900 + 0.001) THEN
         RAISE EXCEPTION 'invalid_input:lease_length';
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl050_task_lease_length BEFORE UPDATE OF lease_expires ON tasks FOR EACH ROW EXECUTE FUNCTION hl050_task_lease_length();
+CREATE TRIGGER hl036_task_lease_length BEFORE UPDATE OF lease_expires ON tasks FOR EACH ROW EXECUTE FUNCTION hl036_task_lease_length();
 
-CREATE FUNCTION hl051_task_lease_taken() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl037_task_lease_taken() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF OLD.state NOT IN ('cancelled', 'completed', 'rejected') AND NEW.state IN ('accepted', 'working') AND NEW.lease_id IS NOT NULL AND NEW.lease_token > OLD.lease_token - (CASE WHEN NEW.lease_id IS NOT DISTINCT FROM OLD.lease_id THEN 1 ELSE 0 END) AND (NEW.state IS NOT DISTINCT FROM OLD.state OR EXISTS (SELECT 1 FROM moves WHERE from_state = OLD.state AND to_state = NEW.state)) AND (NEW.lease_id IS DISTINCT FROM OLD.lease_id OR NEW.lease_token IS DISTINCT FROM OLD.lease_token OR NEW.lease_holder IS DISTINCT FROM OLD.lease_holder OR NEW.lease_instance IS DISTINCT FROM OLD.lease_instance OR NEW.lease_session IS DISTINCT FROM OLD.lease_session) AND NOT (((OLD.state = 'routed' AND NEW.state = 'accepted') OR (OLD.state = 'waiting' AND NEW.state = 'working')) AND OLD.lease_id IS NULL AND NEW.lease_holder IS NOT DISTINCT FROM NEW.assignee AND NEW.lease_instance IS NOT NULL AND NEW.lease_token = OLD.lease_token + 1) THEN
         RAISE EXCEPTION 'forbidden_right:lease_by_claim_only';
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl051_task_lease_taken BEFORE UPDATE OF lease_id, lease_token, lease_holder, lease_instance, lease_session, lease_expires ON tasks FOR EACH ROW EXECUTE FUNCTION hl051_task_lease_taken();
+CREATE TRIGGER hl037_task_lease_taken BEFORE UPDATE OF lease_id, lease_token, lease_holder, lease_instance, lease_session, lease_expires ON tasks FOR EACH ROW EXECUTE FUNCTION hl037_task_lease_taken();
 
-CREATE FUNCTION hl052_task_completion_decided() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl038_task_completion_decided() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF NEW.state = 'completed' AND OLD.state IN ('approval', 'verifying') AND EXISTS (SELECT 1 FROM results WHERE task = NEW.number) AND NOT ((OLD.state = 'approval' AND (NEW.actor IS NOT DISTINCT FROM (SELECT value FROM meta WHERE key = 'owner') OR (SELECT count(*) FROM confirmations c JOIN results r ON r.task = c.task WHERE c.task = NEW.number AND c.version = r.version AND c.verdict = 'accept' AND c.counted <> 0) >= (SELECT coalesce(threshold, 1) FROM results WHERE task = NEW.number))) OR (OLD.state = 'verifying' AND EXISTS (SELECT 1 FROM results WHERE task = NEW.number AND threshold = 0 AND outcome = 'completed'))) THEN
         RAISE EXCEPTION 'forbidden_right:not_decided';
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl052_task_completion_decided BEFORE UPDATE OF state ON tasks FOR EACH ROW EXECUTE FUNCTION hl052_task_completion_decided();
+CREATE TRIGGER hl038_task_completion_decided BEFORE UPDATE OF state ON tasks FOR EACH ROW EXECUTE FUNCTION hl038_task_completion_decided();
 
-CREATE FUNCTION hl053_task_move() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl039_meta_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:owner_fixed';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl039_meta_kept BEFORE DELETE ON meta FOR EACH ROW EXECUTE FUNCTION hl039_meta_kept();
+
+CREATE FUNCTION hl040_meta_owner_fixed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF OLD.key = 'owner' OR NEW.key IS DISTINCT FROM OLD.key THEN
+        RAISE EXCEPTION 'forbidden_right:owner_fixed';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl040_meta_owner_fixed BEFORE UPDATE ON meta FOR EACH ROW EXECUTE FUNCTION hl040_meta_owner_fixed();
+
+CREATE FUNCTION hl041_meta_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM meta WHERE key = NEW.key) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl041_meta_keys_kept BEFORE INSERT ON meta FOR EACH ROW EXECUTE FUNCTION hl041_meta_keys_kept();
+
+CREATE FUNCTION hl042_journal_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM journal WHERE seq = NEW.seq) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl042_journal_keys_kept BEFORE INSERT ON journal FOR EACH ROW EXECUTE FUNCTION hl042_journal_keys_kept();
+
+CREATE FUNCTION hl043_updates_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM updates WHERE seq = NEW.seq) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl043_updates_keys_kept BEFORE INSERT ON updates FOR EACH ROW EXECUTE FUNCTION hl043_updates_keys_kept();
+
+CREATE FUNCTION hl044_confirmations_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM confirmations WHERE task = NEW.task AND version = NEW.version AND reviewer = NEW.reviewer) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl044_confirmations_keys_kept BEFORE INSERT ON confirmations FOR EACH ROW EXECUTE FUNCTION hl044_confirmations_keys_kept();
+
+CREATE FUNCTION hl045_results_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM results WHERE task = NEW.task) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl045_results_keys_kept BEFORE INSERT ON results FOR EACH ROW EXECUTE FUNCTION hl045_results_keys_kept();
+
+CREATE FUNCTION hl046_checkpoints_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM checkpoints WHERE task = NEW.task) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl046_checkpoints_keys_kept BEFORE INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION hl046_checkpoints_keys_kept();
+
+CREATE FUNCTION hl047_packets_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM packets WHERE task = NEW.task) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl047_packets_keys_kept BEFORE INSERT ON packets FOR EACH ROW EXECUTE FUNCTION hl047_packets_keys_kept();
+
+CREATE FUNCTION hl048_tasks_keys_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM tasks WHERE number = NEW.number OR id = NEW.id) THEN
+        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl048_tasks_keys_kept BEFORE INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION hl048_tasks_keys_kept();
+
+CREATE FUNCTION hl049_checkpoints_no_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:checkpoints_are_kept';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl049_checkpoints_no_delete BEFORE DELETE ON checkpoints FOR EACH ROW EXECUTE FUNCTION hl049_checkpoints_no_delete();
+
+CREATE FUNCTION hl050_checkpoints_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF (SELECT state FROM tasks WHERE number = OLD.task) IN ('cancelled', 'completed', 'rejected') THEN
+        RAISE EXCEPTION 'invalid_state:task_closed';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl050_checkpoints_update BEFORE UPDATE ON checkpoints FOR EACH ROW EXECUTE FUNCTION hl050_checkpoints_update();
+
+CREATE FUNCTION hl051_checkpoints_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF (SELECT state FROM tasks WHERE number = NEW.task) IN ('cancelled', 'completed', 'rejected') THEN
+        RAISE EXCEPTION 'invalid_state:task_closed';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl051_checkpoints_insert BEFORE INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION hl051_checkpoints_insert();
+
+CREATE FUNCTION hl052_journal_no_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl052_journal_no_delete BEFORE DELETE ON journal FOR EACH ROW EXECUTE FUNCTION hl052_journal_no_delete();
+
+CREATE FUNCTION hl053_updates_no_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl053_updates_no_delete BEFORE DELETE ON updates FOR EACH ROW EXECUTE FUNCTION hl053_updates_no_delete();
+
+CREATE FUNCTION hl054_updates_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl054_updates_no_update BEFORE UPDATE ON updates FOR EACH ROW EXECUTE FUNCTION hl054_updates_no_update();
+
+CREATE FUNCTION hl055_confirmations_no_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl055_confirmations_no_delete BEFORE DELETE ON confirmations FOR EACH ROW EXECUTE FUNCTION hl055_confirmations_no_delete();
+
+CREATE FUNCTION hl056_confirmations_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl056_confirmations_no_update BEFORE UPDATE ON confirmations FOR EACH ROW EXECUTE FUNCTION hl056_confirmations_no_update();
+
+CREATE FUNCTION hl057_updates_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF (SELECT state FROM tasks WHERE number = NEW.task) IN ('cancelled', 'completed', 'rejected') THEN
+        RAISE EXCEPTION 'invalid_state:task_closed';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl057_updates_insert BEFORE INSERT ON updates FOR EACH ROW EXECUTE FUNCTION hl057_updates_insert();
+
+CREATE FUNCTION hl058_confirmations_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF (SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'approval' THEN
+        RAISE EXCEPTION 'invalid_state:not_submitted';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl058_confirmations_insert BEFORE INSERT ON confirmations FOR EACH ROW EXECUTE FUNCTION hl058_confirmations_insert();
+
+CREATE FUNCTION hl059_results_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF (SELECT state FROM tasks WHERE number = NEW.task) IN ('cancelled', 'completed', 'rejected') THEN
+        RAISE EXCEPTION 'invalid_state:task_closed';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl059_results_insert BEFORE INSERT ON results FOR EACH ROW EXECUTE FUNCTION hl059_results_insert();
+
+CREATE FUNCTION hl060_results_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:results_are_kept';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl060_results_kept BEFORE DELETE ON results FOR EACH ROW EXECUTE FUNCTION hl060_results_kept();
+
+CREATE FUNCTION hl061_packets_fixed_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:packet_fixed';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl061_packets_fixed_delete BEFORE DELETE ON packets FOR EACH ROW EXECUTE FUNCTION hl061_packets_fixed_delete();
+
+CREATE FUNCTION hl062_packets_fixed_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:packet_fixed';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl062_packets_fixed_update BEFORE UPDATE ON packets FOR EACH ROW EXECUTE FUNCTION hl062_packets_fixed_update();
+
+CREATE FUNCTION hl063_task_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:tasks_are_kept';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl063_task_delete BEFORE DELETE ON tasks FOR EACH ROW EXECUTE FUNCTION hl063_task_delete();
+
+CREATE FUNCTION hl064_moves_fixed_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:protocol_fixed';
+    RETURN OLD;
+END $$;
+CREATE TRIGGER hl064_moves_fixed_delete BEFORE DELETE ON moves FOR EACH ROW EXECUTE FUNCTION hl064_moves_fixed_delete();
+
+CREATE FUNCTION hl065_moves_fixed_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:protocol_fixed';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl065_moves_fixed_update BEFORE UPDATE ON moves FOR EACH ROW EXECUTE FUNCTION hl065_moves_fixed_update();
+
+CREATE FUNCTION hl066_moves_fixed_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:protocol_fixed';
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl066_moves_fixed_insert BEFORE INSERT ON moves FOR EACH ROW EXECUTE FUNCTION hl066_moves_fixed_insert();
+
+CREATE FUNCTION hl067_journal_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NEW.task IS NOT NULL AND (
+        NEW.to_state IS DISTINCT FROM (SELECT state FROM tasks WHERE number = NEW.task)
+        OR (NEW.from_state IS DISTINCT FROM NEW.to_state
+            AND NOT (NEW.from_state IS NULL AND NEW.to_state = 'requested')
+            AND NOT EXISTS (SELECT 1 FROM moves m WHERE m.from_state = NEW.from_state
+                                                   AND m.to_state = NEW.to_state))) THEN
+        RAISE EXCEPTION 'forbidden_right:journal_forged';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl067_journal_insert BEFORE INSERT ON journal FOR EACH ROW EXECUTE FUNCTION hl067_journal_insert();
+
+CREATE FUNCTION hl068_results_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF (SELECT state FROM tasks WHERE number = OLD.task) IN ('cancelled', 'completed', 'rejected') AND NOT (OLD.merge_commit IS NULL AND NEW.merge_commit IS NOT NULL AND NEW.task IS NOT DISTINCT FROM OLD.task AND NEW.body IS NOT DISTINCT FROM OLD.body AND NEW.version IS NOT DISTINCT FROM OLD.version AND NEW.worker IS NOT DISTINCT FROM OLD.worker AND NEW.instance IS NOT DISTINCT FROM OLD.instance AND NEW.session IS NOT DISTINCT FROM OLD.session AND NEW.outcome IS NOT DISTINCT FROM OLD.outcome AND NEW.threshold IS NOT DISTINCT FROM OLD.threshold) THEN
+        RAISE EXCEPTION 'invalid_state:task_closed';
+    ELSIF NEW.body IS DISTINCT FROM OLD.body AND NEW.version <= OLD.version THEN
+        RAISE EXCEPTION 'invalid_state:result_version';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER hl068_results_update BEFORE UPDATE ON results FOR EACH ROW EXECUTE FUNCTION hl068_results_update();
+
+CREATE FUNCTION hl069_task_move() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF OLD.state NOT IN ('cancelled', 'completed', 'rejected') AND (NEW.state = 'waiting') = (NEW.waiting_on IS NOT NULL) AND (NEW.waiting_on IS NULL OR NEW.waiting_on IN ('agent', 'human', 'owner_approval')) AND NOT EXISTS (SELECT 1 FROM moves m WHERE m.from_state = OLD.state AND m.to_state = NEW.state AND (m.from_waiting IS NULL OR strpos(m.from_waiting, '|' || OLD.waiting_on || '|') > 0) AND (m.to_waiting IS NULL OR strpos(m.to_waiting, '|' || NEW.waiting_on || '|') > 0)) THEN
         RAISE EXCEPTION 'invalid_state:no_such_move';
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl053_task_move BEFORE UPDATE OF state, waiting_on ON tasks FOR EACH ROW EXECUTE FUNCTION hl053_task_move();
+CREATE TRIGGER hl069_task_move BEFORE UPDATE OF state, waiting_on ON tasks FOR EACH ROW EXECUTE FUNCTION hl069_task_move();
 
-CREATE FUNCTION hl054_task_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl070_task_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF OLD.state IN ('cancelled', 'completed', 'rejected') THEN
         RAISE EXCEPTION 'invalid_state:task_closed';
@@ -684,223 +865,118 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl054_task_update BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION hl054_task_update();
+CREATE TRIGGER hl070_task_update BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION hl070_task_update();
 
-CREATE FUNCTION hl055_task_created() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl071_task_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    INSERT INTO journal(task, at, actor,
-        from_state, to_state, waiting_on, reason, detail, hash)
-    VALUES (NEW.number, NEW.created_at, NEW.actor, NULL, NEW.state, NULL, NEW.reason,
-            NEW.detail, NEW.chain);
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl055_task_created AFTER INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION hl055_task_created();
-
-CREATE FUNCTION hl056_task_journal() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    INSERT INTO journal(task, at,
-        actor, from_state, to_state, waiting_on, reason, detail, hash)
-    VALUES (NEW.number, NEW.updated_at, NEW.actor, OLD.state, NEW.state, NEW.waiting_on,
-            NEW.reason, NEW.detail, NEW.chain);
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl056_task_journal AFTER UPDATE OF state ON tasks FOR EACH ROW EXECUTE FUNCTION hl056_task_journal();
-
-CREATE FUNCTION hl057_task_unblocks() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF NEW.state = 'completed' THEN
-        UPDATE tasks SET waits = waits - 1
-        WHERE number IN (SELECT task FROM deps WHERE on_task = NEW.number)
-          AND state NOT IN ('cancelled', 'completed', 'rejected');
+    IF NEW.state IS DISTINCT FROM 'requested' OR NEW.waiting_on IS NOT NULL OR NEW.lease_id IS NOT NULL THEN
+        RAISE EXCEPTION 'invalid_state:insert_not_requested';
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER hl057_task_unblocks AFTER UPDATE OF state ON tasks FOR EACH ROW EXECUTE FUNCTION hl057_task_unblocks();
+CREATE TRIGGER hl071_task_insert BEFORE INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION hl071_task_insert();
 
-CREATE FUNCTION hl058_task_attempt_failed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl072_moves_fixed_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF OLD.state = 'verifying'
-        AND NEW.state = 'routed' AND hl_json(NEW.detail) ->> 'outcome' = 'failed' THEN
-        UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
-    END IF;
-    RETURN NEW;
+    RAISE EXCEPTION 'forbidden_right:protocol_fixed';
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl058_task_attempt_failed AFTER UPDATE OF state ON tasks FOR EACH ROW EXECUTE FUNCTION hl058_task_attempt_failed();
+CREATE TRIGGER hl072_moves_fixed_truncate BEFORE TRUNCATE ON moves FOR EACH STATEMENT EXECUTE FUNCTION hl072_moves_fixed_truncate();
 
-CREATE FUNCTION hl059_deps_with_task() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl073_tasks_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF (SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'requested' OR NEW.task <= NEW.on_task THEN
-        RAISE EXCEPTION 'invalid_input:dependency_fixed';
-    END IF;
-    RETURN NEW;
+    RAISE EXCEPTION 'forbidden_right:tasks_are_kept';
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl059_deps_with_task BEFORE INSERT ON deps FOR EACH ROW EXECUTE FUNCTION hl059_deps_with_task();
+CREATE TRIGGER hl073_tasks_no_truncate BEFORE TRUNCATE ON tasks FOR EACH STATEMENT EXECUTE FUNCTION hl073_tasks_no_truncate();
 
-CREATE FUNCTION hl060_results_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl074_packets_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF (SELECT state FROM tasks WHERE number = NEW.task) IN ('cancelled', 'completed', 'rejected') THEN
-        RAISE EXCEPTION 'invalid_state:task_closed';
-    ELSIF NOT EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task AND state IN ('accepted', 'working') AND lease_holder IS NOT DISTINCT FROM NEW.worker AND lease_instance IS NOT DISTINCT FROM NEW.instance) THEN
-        RAISE EXCEPTION 'forbidden_right:result_by_holder_only';
-    END IF;
-    RETURN NEW;
+    RAISE EXCEPTION 'forbidden_right:packet_fixed';
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl060_results_insert BEFORE INSERT ON results FOR EACH ROW EXECUTE FUNCTION hl060_results_insert();
+CREATE TRIGGER hl074_packets_no_truncate BEFORE TRUNCATE ON packets FOR EACH STATEMENT EXECUTE FUNCTION hl074_packets_no_truncate();
 
-CREATE FUNCTION hl061_results_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl075_results_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF (SELECT state FROM tasks WHERE number = OLD.task) IN ('cancelled', 'completed', 'rejected') AND NOT (OLD.merge_commit IS NULL AND NEW.merge_commit IS NOT NULL AND NEW.task IS NOT DISTINCT FROM OLD.task AND NEW.body IS NOT DISTINCT FROM OLD.body AND NEW.version IS NOT DISTINCT FROM OLD.version AND NEW.worker IS NOT DISTINCT FROM OLD.worker AND NEW.instance IS NOT DISTINCT FROM OLD.instance AND NEW.session IS NOT DISTINCT FROM OLD.session AND NEW.outcome IS NOT DISTINCT FROM OLD.outcome AND NEW.threshold IS NOT DISTINCT FROM OLD.threshold) THEN
-        RAISE EXCEPTION 'invalid_state:task_closed';
-    ELSIF (SELECT state FROM tasks WHERE number = OLD.task) NOT IN ('cancelled', 'completed', 'rejected') AND (NEW.task IS DISTINCT FROM OLD.task OR ((NEW.worker IS DISTINCT FROM OLD.worker OR NEW.instance IS DISTINCT FROM OLD.instance OR NEW.session IS DISTINCT FROM OLD.session OR NEW.outcome IS DISTINCT FROM OLD.outcome OR NEW.threshold IS DISTINCT FROM OLD.threshold) AND NOT (NEW.version > OLD.version AND EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task AND state IN ('accepted', 'working') AND lease_holder IS NOT DISTINCT FROM NEW.worker AND lease_instance IS NOT DISTINCT FROM NEW.instance))) OR (NEW.merge_commit IS NOT NULL AND NEW.merge_commit IS DISTINCT FROM OLD.merge_commit AND (SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'completed')) THEN
-        RAISE EXCEPTION 'forbidden_right:result_fixed';
-    ELSIF NEW.body IS DISTINCT FROM OLD.body AND NEW.version <= OLD.version THEN
-        RAISE EXCEPTION 'invalid_state:result_version';
-    END IF;
-    RETURN NEW;
+    RAISE EXCEPTION 'forbidden_right:results_are_kept';
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl061_results_update BEFORE UPDATE ON results FOR EACH ROW EXECUTE FUNCTION hl061_results_update();
+CREATE TRIGGER hl075_results_no_truncate BEFORE TRUNCATE ON results FOR EACH STATEMENT EXECUTE FUNCTION hl075_results_no_truncate();
 
-CREATE FUNCTION hl062_confirmations_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl076_checkpoints_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF (SELECT state FROM tasks WHERE number = NEW.task) IS DISTINCT FROM 'approval' THEN
-        RAISE EXCEPTION 'invalid_state:not_submitted';
-    ELSIF NEW.version IS DISTINCT FROM (SELECT version FROM results WHERE task = NEW.task) OR (NEW.counted <> 0 AND (EXISTS (SELECT 1 FROM results WHERE task = NEW.task AND (worker = NEW.reviewer OR lower(rtrim(btrim(instance, ' '), '.')) = lower(rtrim(btrim(NEW.instance, ' '), '.')))) OR CASE coalesce((SELECT value FROM policy WHERE key = 'mode'), 'personal') WHEN 'team' THEN (CASE WHEN strpos(NEW.reviewer, '/') > 0 THEN substr(NEW.reviewer, 1, strpos(NEW.reviewer, '/') - 1) ELSE '' END) = (SELECT (CASE WHEN strpos(worker, '/') > 0 THEN substr(worker, 1, strpos(worker, '/') - 1) ELSE '' END) FROM results WHERE task = NEW.task) OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task AND c.version = NEW.version AND c.counted <> 0 AND (CASE WHEN strpos(c.reviewer, '/') > 0 THEN substr(c.reviewer, 1, strpos(c.reviewer, '/') - 1) ELSE '' END) = (CASE WHEN strpos(NEW.reviewer, '/') > 0 THEN substr(NEW.reviewer, 1, strpos(NEW.reviewer, '/') - 1) ELSE '' END)) ELSE (CASE WHEN strpos(NEW.reviewer, '/') > 0 THEN substr(NEW.reviewer, 1, strpos(NEW.reviewer, '/') - 1) ELSE '' END) IS DISTINCT FROM (SELECT value FROM meta WHERE key = 'owner') OR EXISTS (SELECT 1 FROM confirmations c WHERE c.task = NEW.task AND c.version = NEW.version AND c.counted <> 0 AND lower(rtrim(btrim(c.instance, ' '), '.')) = lower(rtrim(btrim(NEW.instance, ' '), '.'))) END)) THEN
-        RAISE EXCEPTION 'invalid_state:reviewer_not_independent';
-    ELSIF (NEW.counted <> 0 AND NEW.why IS NOT NULL) OR (NEW.counted = 0 AND NEW.why IS NULL) THEN
-        RAISE EXCEPTION 'invalid_input:uncounted_needs_why';
-    END IF;
-    RETURN NEW;
+    RAISE EXCEPTION 'forbidden_right:checkpoints_are_kept';
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl062_confirmations_insert BEFORE INSERT ON confirmations FOR EACH ROW EXECUTE FUNCTION hl062_confirmations_insert();
+CREATE TRIGGER hl076_checkpoints_no_truncate BEFORE TRUNCATE ON checkpoints FOR EACH STATEMENT EXECUTE FUNCTION hl076_checkpoints_no_truncate();
 
-CREATE FUNCTION hl063_updates_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF (SELECT state FROM tasks WHERE number = NEW.task) IN ('cancelled', 'completed', 'rejected') THEN
-        RAISE EXCEPTION 'invalid_state:task_closed';
-    END IF;
-    IF NEW.seq IS NULL THEN
-        NEW.seq := (SELECT coalesce(max(seq), 0) + 1 FROM updates);
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl063_updates_insert BEFORE INSERT ON updates FOR EACH ROW EXECUTE FUNCTION hl063_updates_insert();
-
-CREATE FUNCTION hl064_journal_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF NEW.seq IS NULL THEN
-        NEW.seq := (SELECT coalesce(max(seq), 0) + 1 FROM journal);
-    ELSIF EXISTS (SELECT 1 FROM journal WHERE seq = NEW.seq) THEN
-        RAISE EXCEPTION 'forbidden_right:rows_are_kept';
-    END IF;
-    IF NEW.task IS NOT NULL AND (
-        NEW.to_state IS DISTINCT FROM (SELECT state FROM tasks WHERE number = NEW.task)
-        OR (NEW.from_state IS DISTINCT FROM NEW.to_state
-            AND NOT (NEW.from_state IS NULL AND NEW.to_state = 'requested')
-            AND NOT EXISTS (SELECT 1 FROM moves m WHERE m.from_state = NEW.from_state
-                                                   AND m.to_state = NEW.to_state))) THEN
-        RAISE EXCEPTION 'forbidden_right:journal_forged';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl064_journal_insert BEFORE INSERT ON journal FOR EACH ROW EXECUTE FUNCTION hl064_journal_insert();
-
-CREATE FUNCTION hl065_policy_values() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF NOT ((NEW.key = 'mode' AND NEW.value IN ('personal', 'team')) OR (NEW.key = 'proposals' AND NEW.value IN ('gate', 'owner')) OR (NEW.key = 'timezone' AND length(NEW.value) BETWEEN 1 AND 64) OR ((NEW.key = 'threshold' OR (NEW.key ~ '^threshold:.' AND length(NEW.key) <= 80)) AND NEW.value ~ '^[0-9]{1,4}$' AND NEW.value::integer <= 1000)) THEN
-        RAISE EXCEPTION 'invalid_input:invalid_policy';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl065_policy_values BEFORE INSERT ON policy FOR EACH ROW EXECUTE FUNCTION hl065_policy_values();
-
-CREATE FUNCTION hl066_policy_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl077_confirmations_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NEW;
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl066_policy_no_update BEFORE UPDATE ON policy FOR EACH ROW EXECUTE FUNCTION hl066_policy_no_update();
+CREATE TRIGGER hl077_confirmations_no_truncate BEFORE TRUNCATE ON confirmations FOR EACH STATEMENT EXECUTE FUNCTION hl077_confirmations_no_truncate();
 
-CREATE FUNCTION hl067_required_plugins_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl078_updates_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NEW;
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl067_required_plugins_no_update BEFORE UPDATE ON required_plugins FOR EACH ROW EXECUTE FUNCTION hl067_required_plugins_no_update();
+CREATE TRIGGER hl078_updates_no_truncate BEFORE TRUNCATE ON updates FOR EACH STATEMENT EXECUTE FUNCTION hl078_updates_no_truncate();
 
-CREATE FUNCTION hl068_required_plugins_kind() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl079_journal_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF NEW.kind NOT IN ('entry_point', 'file', 'given') OR hl_json(NEW.settings) IS NULL THEN
-        RAISE EXCEPTION 'invalid_input:invalid_requirement';
-    END IF;
-    RETURN NEW;
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl068_required_plugins_kind BEFORE INSERT ON required_plugins FOR EACH ROW EXECUTE FUNCTION hl068_required_plugins_kind();
+CREATE TRIGGER hl079_journal_no_truncate BEFORE TRUNCATE ON journal FOR EACH STATEMENT EXECUTE FUNCTION hl079_journal_no_truncate();
 
-CREATE FUNCTION hl069_controls_scope() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl080_deps_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF NEW.id IS NULL THEN
-        NEW.id := (SELECT coalesce(max(id), 0) + 1 FROM controls);
-    END IF;
-    IF NEW.lifted_at IS NOT NULL OR NEW.lifted_by IS NOT NULL OR NEW.instance IS DISTINCT FROM lower(rtrim(btrim(NEW.instance, ' '), '.')) OR NOT ((NEW.kind = 'hold' AND NEW.task IS NULL AND (NEW.agent IS NULL) <> (NEW.instance IS NULL)) OR (NEW.kind = 'veto' AND NEW.task IS NOT NULL AND NEW.agent IS NOT NULL AND NEW.instance IS NULL) OR (NEW.kind = 'stop' AND NEW.task IS NULL AND (NEW.agent IS NULL OR NEW.instance IS NULL))) THEN
-        RAISE EXCEPTION 'invalid_input:invalid_control';
-    END IF;
-    RETURN NEW;
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl069_controls_scope BEFORE INSERT ON controls FOR EACH ROW EXECUTE FUNCTION hl069_controls_scope();
+CREATE TRIGGER hl080_deps_no_truncate BEFORE TRUNCATE ON deps FOR EACH STATEMENT EXECUTE FUNCTION hl080_deps_no_truncate();
 
-CREATE FUNCTION hl070_controls_lifted_once() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl081_meta_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF OLD.lifted_at IS NOT NULL OR NEW.lifted_at IS NULL OR NEW.lifted_by IS NULL OR NEW.id IS DISTINCT FROM OLD.id OR NEW.kind IS DISTINCT FROM OLD.kind OR NEW.agent IS DISTINCT FROM OLD.agent OR NEW.instance IS DISTINCT FROM OLD.instance OR NEW.task IS DISTINCT FROM OLD.task OR NEW.at IS DISTINCT FROM OLD.at OR NEW."by" IS DISTINCT FROM OLD."by" OR NEW.reason IS DISTINCT FROM OLD.reason THEN
-        RAISE EXCEPTION 'forbidden_right:controls_kept';
-    END IF;
-    RETURN NEW;
+    RAISE EXCEPTION 'forbidden_right:owner_fixed';
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl070_controls_lifted_once BEFORE UPDATE ON controls FOR EACH ROW EXECUTE FUNCTION hl070_controls_lifted_once();
+CREATE TRIGGER hl081_meta_no_truncate BEFORE TRUNCATE ON meta FOR EACH STATEMENT EXECUTE FUNCTION hl081_meta_no_truncate();
 
-CREATE FUNCTION hl071_controls_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl082_controls_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     RAISE EXCEPTION 'forbidden_right:controls_kept';
-    RETURN OLD;
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl071_controls_kept BEFORE DELETE ON controls FOR EACH ROW EXECUTE FUNCTION hl071_controls_kept();
+CREATE TRIGGER hl082_controls_no_truncate BEFORE TRUNCATE ON controls FOR EACH STATEMENT EXECUTE FUNCTION hl082_controls_no_truncate();
 
-CREATE FUNCTION hl072_budgets_values() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF NEW.tasks < 0 OR NEW.tokens < 0 OR NEW.usd_micros < 0 THEN
-        RAISE EXCEPTION 'invalid_input:invalid_budget';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl072_budgets_values BEFORE INSERT ON budgets FOR EACH ROW EXECUTE FUNCTION hl072_budgets_values();
-
-CREATE FUNCTION hl073_budgets_no_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    RAISE EXCEPTION 'forbidden_right:append_only';
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl073_budgets_no_update BEFORE UPDATE ON budgets FOR EACH ROW EXECUTE FUNCTION hl073_budgets_no_update();
-
-CREATE FUNCTION hl074_tokens_shape() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF NEW.revoked_at IS NOT NULL OR length(NEW.hash) <> 64 OR NEW.hash ~ '[^0-9a-f]' OR NOT ((NEW.agent IS NULL AND NEW.instance IS NULL AND NEW.rights = 'owner') OR (NEW.agent IS NOT NULL AND NEW.instance IS NOT NULL AND NEW.rights <> '' AND NEW.instance = lower(rtrim(btrim(NEW.instance, ' '), '.')) AND string_to_array(NEW.rights, ',') <@ ARRAY['tasks.read', 'tasks.propose', 'tasks.work']::text[])) THEN
-        RAISE EXCEPTION 'invalid_input:invalid_token';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl074_tokens_shape BEFORE INSERT ON tokens FOR EACH ROW EXECUTE FUNCTION hl074_tokens_shape();
-
-CREATE FUNCTION hl075_tokens_revoked_once() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL OR NEW.id IS DISTINCT FROM OLD.id OR NEW.agent IS DISTINCT FROM OLD.agent OR NEW.instance IS DISTINCT FROM OLD.instance OR NEW.rights IS DISTINCT FROM OLD.rights OR NEW.hash IS DISTINCT FROM OLD.hash OR NEW.created_at IS DISTINCT FROM OLD.created_at OR NEW.expires_at IS DISTINCT FROM OLD.expires_at OR NEW."by" IS DISTINCT FROM OLD."by" THEN
-        RAISE EXCEPTION 'forbidden_right:tokens_kept';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER hl075_tokens_revoked_once BEFORE UPDATE ON tokens FOR EACH ROW EXECUTE FUNCTION hl075_tokens_revoked_once();
-
-CREATE FUNCTION hl076_tokens_kept() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION hl083_tokens_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     RAISE EXCEPTION 'forbidden_right:tokens_kept';
-    RETURN OLD;
+    RETURN NULL;
 END $$;
-CREATE TRIGGER hl076_tokens_kept BEFORE DELETE ON tokens FOR EACH ROW EXECUTE FUNCTION hl076_tokens_kept();
+CREATE TRIGGER hl083_tokens_no_truncate BEFORE TRUNCATE ON tokens FOR EACH STATEMENT EXECUTE FUNCTION hl083_tokens_no_truncate();
+
+CREATE FUNCTION hl084_policy_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NULL;
+END $$;
+CREATE TRIGGER hl084_policy_no_truncate BEFORE TRUNCATE ON policy FOR EACH STATEMENT EXECUTE FUNCTION hl084_policy_no_truncate();
+
+CREATE FUNCTION hl085_budgets_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NULL;
+END $$;
+CREATE TRIGGER hl085_budgets_no_truncate BEFORE TRUNCATE ON budgets FOR EACH STATEMENT EXECUTE FUNCTION hl085_budgets_no_truncate();
+
+CREATE FUNCTION hl086_required_plugins_no_truncate() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION 'forbidden_right:append_only';
+    RETURN NULL;
+END $$;
+CREATE TRIGGER hl086_required_plugins_no_truncate BEFORE TRUNCATE ON required_plugins FOR EACH STATEMENT EXECUTE FUNCTION hl086_required_plugins_no_truncate();
