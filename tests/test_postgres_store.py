@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hivelite import Caller, Hive, ManualClock, StoreBusy, StoreError
+from hivelite import Caller, Hive, InvalidInput, ManualClock, StoreBusy, StoreError
 from hivelite.store.transfer import export_lines, import_lines
 
 from . import pg
@@ -326,3 +326,19 @@ def test_a_write_inside_a_read_is_refused(schema: str) -> None:
         with pytest.raises(UnexpectedError) as err:
             own_task(hive)
         assert err.value.reason == "nested_write"
+
+
+def test_a_nul_character_names_no_task_and_is_no_text(schema: str) -> None:
+    """No id holds a NUL, on either engine; text with one is refused by PostgreSQL with a
+    clear error (SQLite keeps it), and nothing is written."""
+    from hivelite import NotFound
+
+    with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+        number = own_task(hive)
+        with pytest.raises(NotFound):
+            hive.get("01M8\x00")
+        before = pg.snapshot(schema)
+        with pytest.raises(InvalidInput) as err:
+            hive.cancel(hive.as_owner(), number, reason="not\x00needed")
+        assert err.value.reason in ("invalid_text", "invalid_reason"), err.value
+        assert pg.snapshot(schema) == before

@@ -140,6 +140,13 @@ def _failure(exc: psycopg.Error, where: str) -> HiveliteError | None:
     return None
 
 
+def _task_key(ref: str | int) -> tuple[str | None, str | int]:
+    """``rows.task_key``, and no task for an id with a NUL in it (as on SQLite, where no id
+    has one; PostgreSQL refuses such text outright)."""
+    where, key = task_key(ref)
+    return (None, key) if isinstance(key, str) and "\x00" in key else (where, key)
+
+
 def _reraise(failure: HiveliteError | None, exc: BaseException) -> NoReturn:
     if failure is None:
         raise exc
@@ -190,7 +197,7 @@ class PostgresTx:
         return None if value is None else str(value)
 
     def task(self, ref: str | int) -> TaskRow | None:
-        where, key = task_key(ref)
+        where, key = _task_key(ref)
         if where is None:
             return None
         row = self._one(f"{SELECT_TASK} WHERE {where} = %s", (key,))
@@ -213,6 +220,8 @@ class PostgresTx:
     def numbers_of(self, refs: Sequence[str]) -> dict[str, tuple[int, str]]:
         found: dict[str, tuple[int, str]] = {}
         for ref in refs:
+            if "\x00" in ref:  # no id holds one (and PostgreSQL takes no NUL in text)
+                continue
             row = self._one("SELECT number, id FROM tasks WHERE id = %s", (ref,))
             if row is None and ref.isascii() and ref.isdigit() and len(ref) <= 18:
                 row = self._one("SELECT number, id FROM tasks WHERE number = %s", (int(ref),))
@@ -299,7 +308,7 @@ class PostgresTx:
         return [found[n] for n in numbers if n in found]
 
     def view(self, ref: str | int) -> ViewRow | None:
-        where, key = task_key(ref)
+        where, key = _task_key(ref)
         if where is None:
             return None
         rows = self._views(f"t.{where} = %s", (key,))
@@ -405,7 +414,7 @@ class PostgresTx:
     # -- writing: the rows a write changes are taken first ---------------------
 
     def lock_task(self, ref: str | int) -> TaskRow | None:
-        where, key = task_key(ref)
+        where, key = _task_key(ref)
         if where is None:
             return None
         row = self._one(f"{SELECT_TASK} WHERE {where} = %s FOR UPDATE", (key,))

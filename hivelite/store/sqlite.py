@@ -274,7 +274,8 @@ class SqliteTx:
     def overdue(self, at: str) -> list[TaskRow]:
         # reads the partial index of live leases, not the table
         return [TaskRow(*r) for r in self.conn.execute(
-            f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= ?", (at,))]
+            f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= ? ORDER BY number",
+            (at,))]
 
     def _leases_from(self, at: str) -> str:
         """When the first live lease still running at ``at`` expires (:data:`NO_LEASE`:
