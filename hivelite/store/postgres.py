@@ -250,8 +250,8 @@ class PostgresTx:
 
     def overdue(self, at: str) -> list[TaskRow]:
         return [TaskRow(*r) for r in self._all(
-            f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= %s ORDER BY number",
-            (at,))]
+            f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= %s"
+            " ORDER BY lease_expires COLLATE \"C\", number", (at,))]
 
     def result_meta(self, number: int) -> ResultMeta | None:
         row = self._one(
@@ -423,7 +423,7 @@ class PostgresTx:
     def lock_overdue(self, at: str) -> list[TaskRow]:
         return [TaskRow(*r) for r in self._all(
             f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= %s"
-            " ORDER BY number FOR UPDATE", (at,))]
+            " ORDER BY lease_expires COLLATE \"C\", number FOR UPDATE", (at,))]
 
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", (key, value))
