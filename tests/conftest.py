@@ -98,7 +98,7 @@ def make_store(backend: str, db_path: Path) -> Iterator[MakeStore]:
 
             key = path or db_path
             if key not in databases:
-                databases[key] = pg.new_schema()
+                databases[key] = pg.reused_schema()
             store = PostgresStore(pg.store_url(databases[key]),
                                   **{k: v for k, v in options.items() if k == "create"})
         made.append(store)
@@ -108,7 +108,7 @@ def make_store(backend: str, db_path: Path) -> Iterator[MakeStore]:
     for store in made:
         store.close()
     for name in databases.values():
-        pg.drop(name)
+        pg.give_back(name)
 
 
 @pytest.fixture
