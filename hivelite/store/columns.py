@@ -10,7 +10,16 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .rows import JournalRow
+from .rows import (
+    Bodies,
+    ConfirmationRow,
+    Dependency,
+    JournalRow,
+    ResultMeta,
+    TaskRow,
+    UpdateRow,
+    ViewRow,
+)
 
 VIEW_UPDATES = 20
 """Updates a task view carries, newest first."""
@@ -62,3 +71,45 @@ def journal_row(values: Sequence[Any]) -> JournalRow:
     return JournalRow(seq=seq, task=task_id, number=number, at=at, actor=actor,
                       from_state=from_state, to_state=to_state, waiting_on=waiting_on,
                       move=move, reason=reason, detail=json.loads(detail) if detail else None)
+
+
+class ViewRows:
+    """Task views built from rows of :data:`VIEW`, the same on every engine; an engine
+    gives the queries (``_recent_updates``, ``_usage_total``, ``confirmations``,
+    ``dependencies``)."""
+
+    __slots__ = ()
+
+    def confirmations(self, number: int, version: int) -> list[ConfirmationRow]:
+        raise NotImplementedError
+
+    def dependencies(self, number: int) -> list[Dependency]:
+        raise NotImplementedError
+
+    def _recent_updates(self, number: int, limit: int) -> list[UpdateRow]:
+        """A task's ``limit`` newest updates, newest first."""
+        raise NotImplementedError
+
+    def _usage_total(self, number: int) -> tuple[int, int]:
+        """A task's usage over all its updates."""
+        raise NotImplementedError
+
+    def _view_rows(self, rows: Iterable[Sequence[Any]]) -> list[ViewRow]:
+        """Each row of :data:`VIEW` with its current verdicts, last updates, usage totals
+        and dependencies."""
+        out = []
+        n = len(TASK_COLUMNS)
+        for values in rows:
+            task = TaskRow(*values[:n])
+            meta = ResultMeta(*values[n + 3:n + 11]) if values[n + 1] is not None else None
+            verdicts = self.confirmations(task.number, meta.version) if meta else []
+            recent = self._recent_updates(task.number, VIEW_UPDATES + 1)
+            if len(recent) <= VIEW_UPDATES:  # all of them: sum here rather than ask again
+                tokens, usd = usage_sum((u.tokens, u.usd_micros) for u in recent)
+            else:
+                recent = recent[:VIEW_UPDATES]
+                tokens, usd = self._usage_total(task.number)
+            needs = tuple(self.dependencies(task.number)) if task.depends else ()
+            out.append(ViewRow(task, Bodies(values[n], values[n + 1], values[n + 2]), meta,
+                               verdicts, recent, tokens, usd, needs, values[n + 11]))
+        return out

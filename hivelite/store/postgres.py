@@ -50,7 +50,7 @@ from .columns import (
     TASK_COLUMNS,
     TOKEN,
     VIEW,
-    VIEW_UPDATES,
+    ViewRows,
     dump,
     journal_row,
     usage_sum,
@@ -153,7 +153,7 @@ def _reraise(failure: HiveliteError | None, exc: BaseException) -> NoReturn:
     raise failure from exc
 
 
-class PostgresTx:
+class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
     __slots__ = ("conn", "tip")
@@ -317,26 +317,18 @@ class PostgresTx:
     def _views(self, where: str, args: Sequence[Any]) -> list[ViewRow]:
         """Tasks with their bodies, current verdicts, last updates and usage totals."""
         sql = "SELECT " + VIEW.format(columns=", ".join(f"t.{c}" for c in TASK_COLUMNS))
-        out = []
-        n = len(TASK_COLUMNS)
-        for values in self._all(sql + " WHERE " + where, args):
-            task = TaskRow(*values[:n])
-            meta = ResultMeta(*values[n + 3:n + 11]) if values[n + 1] is not None else None
-            verdicts = self.confirmations(task.number, meta.version) if meta else []
-            recent = [UpdateRow(*u) for u in self._all(
-                "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = %s"
-                " ORDER BY seq DESC LIMIT %s", (task.number, VIEW_UPDATES + 1))]
-            if len(recent) <= VIEW_UPDATES:
-                tokens, usd = usage_sum((u.tokens, u.usd_micros) for u in recent)
-            else:
-                recent = recent[:VIEW_UPDATES]
-                total = self._one("SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0)"
-                                  " FROM updates WHERE task = %s", (task.number,)) or (0, 0)
-                tokens, usd = int(total[0]), int(total[1])
-            needs = tuple(self.dependencies(task.number)) if task.depends else ()
-            out.append(ViewRow(task, Bodies(values[n], values[n + 1], values[n + 2]), meta,
-                               verdicts, recent, tokens, usd, needs, values[n + 11]))
-        return out
+        return self._view_rows(self._all(sql + " WHERE " + where, args))
+
+    def _recent_updates(self, number: int, limit: int) -> list[UpdateRow]:
+        return [UpdateRow(*u) for u in self._all(
+            "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = %s"
+            " ORDER BY seq DESC LIMIT %s", (number, limit))]
+
+    def _usage_total(self, number: int) -> tuple[int, int]:
+        """A task's usage over all its updates (PostgreSQL sums bigints exactly)."""
+        total = self._one("SELECT coalesce(sum(tokens), 0), coalesce(sum(usd_micros), 0)"
+                          " FROM updates WHERE task = %s", (number,)) or (0, 0)
+        return int(total[0]), int(total[1])
 
     def journal(self, number: int | None = None) -> list[JournalRow]:
         if number is None:

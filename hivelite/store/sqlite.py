@@ -41,7 +41,7 @@ from .columns import (
     TASK_COLUMNS,
     TOKEN,
     VIEW,
-    VIEW_UPDATES,
+    ViewRows,
     dump,
     journal_row,
     usage_sum,
@@ -178,7 +178,7 @@ def _sqlite_failure(exc: apsw.Error, path: Path, conn: apsw.Connection | None = 
     return None
 
 
-class SqliteTx:
+class SqliteTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
     __slots__ = ("conn", "known")
@@ -415,24 +415,12 @@ class SqliteTx:
         sql = "SELECT " + VIEW.format(columns=", ".join(f"t.{c}" for c in TASK_COLUMNS))
         if where:
             sql += " WHERE " + where
-        out = []
-        n = len(TASK_COLUMNS)
-        for values in list(self.conn.execute(sql, tuple(args))):
-            task = TaskRow(*values[:n])
-            meta = ResultMeta(*values[n + 3:n + 11]) if values[n + 1] is not None else None
-            verdicts = self.confirmations(task.number, meta.version) if meta else []
-            recent = [UpdateRow(*u) for u in self.conn.execute(
-                "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = ?"
-                " ORDER BY seq DESC LIMIT ?", (task.number, VIEW_UPDATES + 1))]
-            if len(recent) <= VIEW_UPDATES:  # all of them: sum here rather than ask again
-                tokens, usd = usage_sum((u.tokens, u.usd_micros) for u in recent)
-            else:
-                recent = recent[:VIEW_UPDATES]
-                tokens, usd = self._usage_total(task.number)
-            needs = tuple(self.dependencies(task.number)) if task.depends else ()
-            out.append(ViewRow(task, Bodies(values[n], values[n + 1], values[n + 2]), meta,
-                               verdicts, recent, tokens, usd, needs, values[n + 11]))
-        return out
+        return self._view_rows(list(self.conn.execute(sql, tuple(args))))
+
+    def _recent_updates(self, number: int, limit: int) -> list[UpdateRow]:
+        return [UpdateRow(*u) for u in self.conn.execute(
+            "SELECT at, actor, summary, tokens, usd_micros FROM updates WHERE task = ?"
+            " ORDER BY seq DESC LIMIT ?", (number, limit))]
 
     def _usage_total(self, number: int) -> tuple[int, int]:
         """A task's usage over all its updates: SQLite's sum, or (when it overflows 64 bits,
