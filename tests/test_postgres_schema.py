@@ -91,3 +91,49 @@ def test_rules_run_in_sqlites_order() -> None:
     made = pg_schema.sqlite_triggers()
     ran = [r.name for r in pg_schema.rules() if r.name in made]
     assert ran == sorted(ran, key=lambda name: -made.index(name))
+
+
+@pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
+def test_every_table_has_the_same_columns_on_both_engines() -> None:
+    """The PostgreSQL tables are written out beside SQLite's: the same tables, the same
+    columns in the same order, the same NOT NULLs, defaults and primary keys."""
+    import apsw
+
+    from hivelite.store.migrations import MIGRATIONS
+    from hivelite.store.postgres import PostgresStore
+
+    conn = apsw.Connection(":memory:")
+    for migration in MIGRATIONS:
+        migration.apply(conn)
+    sqlite: dict[str, list[tuple[object, ...]]] = {}
+    for (table,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'"):
+        sqlite[table] = [(name, kind.lower().replace("integer", "bigint"), bool(notnull),
+                          None if default is None else str(default).strip("'"), pk > 0)
+                         for _, name, kind, notnull, default, pk in conn.execute(
+                             f"PRAGMA table_info({table})")]
+    conn.close()
+    schema = pg.new_schema()
+    PostgresStore(pg.store_url(schema)).close()
+    try:
+        with pg.connect() as server:
+            keys = {(t, c) for t, c in server.execute(
+                "SELECT k.table_name, k.column_name FROM information_schema.key_column_usage k"
+                " JOIN information_schema.table_constraints c USING (constraint_name,"
+                " table_schema) WHERE c.constraint_type = 'PRIMARY KEY'"
+                " AND k.table_schema = %s", (schema,))}
+            found: dict[str, list[tuple[object, ...]]] = {}
+            for table, name, kind, nullable, default in server.execute(
+                    "SELECT table_name, column_name, data_type, is_nullable, column_default"
+                    " FROM information_schema.columns WHERE table_schema = %s"
+                    " ORDER BY table_name, ordinal_position", (schema,)):
+                if table in ("schema_versions", "task_board"):
+                    continue
+                found.setdefault(table, []).append(
+                    (name, kind, nullable == "NO" or (table, name) in keys,
+                     None if default is None else default.split("::")[0].strip("'"),
+                     (table, name) in keys))
+    finally:
+        pg.drop(schema)
+    for table, columns in sqlite.items():  # SQLite's primary keys say nothing of NOT NULL
+        sqlite[table] = [(n, k, notnull or pk, d, pk) for n, k, notnull, d, pk in columns]
+    assert found == sqlite
