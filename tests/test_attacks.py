@@ -19,24 +19,31 @@ from .conftest import CODER, OWNER, REVIEWER, START, own_task
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 
 
+def attacked(hive: Hive) -> dict[str, int]:
+    """The tasks the attacks aim at, made by the library: a completed one, one in approval
+    (the verdict completes only the first), a claimed one."""
+    numbers: dict[str, int] = {}
+    for name in ("completed", "approval"):
+        number = own_task(hive)
+        lease = hive.claim(CODER, number)
+        hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+        numbers[name] = number
+    hive.verify(REVIEWER, numbers["completed"], verdict="accept")
+    numbers["claimed"] = own_task(hive)
+    hive.claim(CODER, numbers["claimed"])
+    assert hive.get(numbers["completed"]).task.state is State.completed
+    assert hive.get(numbers["approval"]).task.state is State.approval
+    return numbers
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[tuple[apsw.Connection, dict[str, int]]]:
     """A store the library made: a completed task, one in approval (the verdict completes
     only the first), a claimed one."""
     path = tmp_path / "attacked.db"
-    numbers: dict[str, int] = {}
     with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
-        for name in ("completed", "approval"):
-            number = own_task(hive)
-            lease = hive.claim(CODER, number)
-            hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
-                        summary="done", evidence=EVIDENCE)
-            numbers[name] = number
-        hive.verify(REVIEWER, numbers["completed"], verdict="accept")
-        numbers["claimed"] = own_task(hive)
-        hive.claim(CODER, numbers["claimed"])
-        assert hive.get(numbers["completed"]).task.state is State.completed
-        assert hive.get(numbers["approval"]).task.state is State.approval
+        numbers = attacked(hive)
     conn = rawsql.connect(path)
     assert conn.execute("PRAGMA recursive_triggers").get == 0  # a plain connection
     yield conn, numbers

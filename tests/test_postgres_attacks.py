@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from hivelite import Caller, Hive, ManualClock, State
+from hivelite import Caller, Hive, ManualClock
 
 from . import pg
 from .conftest import CODER, REVIEWER, START, own_task
+from .test_attacks import attacked
 
 pytestmark = pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
 
@@ -54,20 +55,9 @@ class Raw:
 def store() -> Iterator[tuple[Raw, dict[str, int]]]:
     """A store the library made: a completed task, one in approval, a claimed one."""
     schema = pg.new_schema()
-    numbers: dict[str, int] = {}
     with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
-        for name in ("completed", "approval"):
-            number = own_task(hive)
-            lease = hive.claim(CODER, number)
-            hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
-                        summary="done", evidence=EVIDENCE)
-            numbers[name] = number
-        hive.verify(REVIEWER, numbers["completed"], verdict="accept")
-        numbers["claimed"] = own_task(hive)
-        hive.claim(CODER, numbers["claimed"])
+        numbers = attacked(hive)
         numbers["routed"] = own_task(hive)
-        assert hive.get(numbers["completed"]).task.state is State.completed
-        assert hive.get(numbers["approval"]).task.state is State.approval
     raw = Raw(schema)
     yield raw, numbers
     raw.conn.close()
