@@ -1118,17 +1118,33 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
+    except click.UsageError as exc:
+        if _bare(exc):  # a group without its verb: its help, as --help prints it (click 8.1)
+            click.echo(exc.ctx.get_help(), color=exc.ctx.color)  # type: ignore[union-attr]
+            sys.exit(0)
+        _usage(exc, as_json)
     except click.ClickException as exc:
-        if as_json:
-            click.echo(json.dumps({"error": {"status": 400, "code": "usage", "reason": "usage",
-                                             "message": exc.format_message()}}, indent=2))
-        _show(exc)
-        sys.exit(EXIT_USAGE)
+        _usage(exc, as_json)
     except Exception as exc:
         if not isinstance(exc, _unforeseen()):
             raise
         # a file that cannot be read, a failure of SQLite the store did not foresee, ...
         _fail(UnexpectedError("unexpected", f"{type(exc).__name__}: {exc}"), as_json)
+
+
+def _bare(exc: click.UsageError) -> bool:
+    """Whether ``exc`` is click's way (8.2 and later) of saying a group was run without a
+    verb; click 8.1 printed the help and exited instead."""
+    kind = getattr(click.exceptions, "NoArgsIsHelpError", None)
+    return kind is not None and isinstance(exc, kind) and exc.ctx is not None
+
+
+def _usage(exc: click.ClickException, as_json: bool) -> NoReturn:
+    if as_json:
+        click.echo(json.dumps({"error": {"status": 400, "code": "usage", "reason": "usage",
+                                         "message": exc.format_message()}}, indent=2))
+    _show(exc)
+    sys.exit(EXIT_USAGE)
 
 
 def _unforeseen() -> tuple[type[BaseException], ...]:
