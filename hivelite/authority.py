@@ -29,6 +29,7 @@ from .models import (
     normal_instance,
     scope_of,
 )
+from .protocol import Mode
 from .store import (
     BudgetRow,
     ConfirmationRow,
@@ -38,13 +39,14 @@ from .store import (
     TaskRow,
 )
 from .store.schema import MODES, PROPOSALS
+from .verbs import in_mode
 
 _PROJECT = TypeAdapter(Slug, config=DEFERRED)
-CLAIMING = frozenset({"claim", "resume", "next"})
+CLAIMING = in_mode(Mode.claiming)
 """Verbs that take a lease: a hold refuses them, a budget used up refuses them."""
-HOLDER = frozenset({"renew", "release", "checkpoint", "update", "pause", "submit"})
+HOLDER = in_mode(Mode.holder)
 """Verbs a holder writes under its lease: a hold or a veto refuses them."""
-AUTHORITY = frozenset({"hold", "veto", "stop", "lift", "budget", "policy", "token"})
+AUTHORITY = in_mode(Mode.authority)
 """The owner's own controls: never refused for a missing plugin (they ask none), so the
 owner can always stop an agent or mend the policy."""
 MAX_THRESHOLD = 1000

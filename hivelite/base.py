@@ -64,6 +64,7 @@ from .retries import KEEP, PENDING, Pending, dump_answer, idempotent, load_answe
 from .settings import settings_path
 from .store import ListFilter, Reader, RequestRow, Store, TaskRow
 from .unit import Unit
+from .verbs import mode_of
 from .views import PacketCache, task_of, view_of
 
 log = logging.getLogger("hivelite")
@@ -170,6 +171,7 @@ class HiveBase:
         Every write verb starts here, so a write from inside a hook is refused before the
         verb asks any hook of its own."""
         refuse_write_in_hook(verb)
+        mode_of(verb)  # a verb the table does not know would be admitted by no rule
         checked = require_caller(caller, verb)
         require_right(checked, verb)
         if checked.is_owner and checked.name != self.owner:

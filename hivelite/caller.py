@@ -95,20 +95,12 @@ class Caller:
         return f"{text} (named by {self.origin})" if self.origin else text
 
 
-VERB_RIGHTS: dict[str, str] = {
-    "hand off": "tasks.propose", "set fields": "tasks.propose",
-    **{verb: "tasks.work" for verb in (
-        "claim", "resume", "next", "renew", "release", "checkpoint", "update", "pause",
-        "submit", "verify", "amend", "expire")},
-}
-"""The right a token needs for each write verb an agent may use (seed 004's lease rights);
-reading needs ``tasks.read``."""
-
-
 def require_right(caller: Caller, verb: str) -> None:
     """``403 forbidden_right not_permitted`` when the token that proved ``caller`` does not
-    carry the right ``verb`` needs."""
-    needed = VERB_RIGHTS.get(verb)
+    carry the right the verb table says ``verb`` needs."""
+    from .verbs import right_of  # the table reads the models this module's callers use
+
+    needed = right_of(verb)
     if caller.rights is not None and needed is not None and needed not in caller.rights:
         raise ForbiddenRight("not_permitted", f"{verb} needs the right {needed}; the token"
                              f" of {caller} carries {', '.join(sorted(caller.rights)) or 'none'}",

@@ -20,12 +20,11 @@ from .clock import format_ts
 from .errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
 from .ids import new_lease_id
 from .models import DEFERRED, Checkpoint, ClaimReceipt, NextClaim, Receipt, UpdateSummary
-from .protocol import State, WaitingOn
+from .protocol import DEFAULT_LEASE_MINUTES, MAX_LEASE_MINUTES, MIN_LEASE_MINUTES, State, WaitingOn
 from .retries import idempotent, idempotent_as
 from .store import TaskRow
 from .unit import Unit
 
-MIN_LEASE_MINUTES, DEFAULT_LEASE_MINUTES, MAX_LEASE_MINUTES = 5, 10, 15
 MAX_USAGE = {"tokens": 10**12, "usd_micros": 10**12}
 """The most one write may report of each: a million times a large model's context, a
 million dollars. Far below 2^63, so no task's total can overflow SQLite's integers."""

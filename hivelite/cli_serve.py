@@ -107,6 +107,6 @@ def mcp_stdio(ctx: Context, token: str, session: str | None) -> None:
                      create=False)
     try:
         caller = hive.authenticate(token, session=session).caller
-        build_mcp(lambda: (hive, caller)).run()
+        build_mcp(lambda: (hive, caller), caller.kind).run()
     finally:
         hive.close()

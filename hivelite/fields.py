@@ -57,7 +57,7 @@ class FieldVerbs(HiveBase):
         ``add_labels``/``remove_labels`` edit it; at most 10, each ``^[a-z0-9-]{1,32}$``.
         The version grows by one and the change is journaled.
         """
-        caller = self._caller(caller, "set fields")
+        caller = self._caller(caller, "fields")
         version = _version(base_version)
         if priority is not None and priority not in PRIORITIES:
             raise InvalidInput("invalid_priority", f"priority is one of"
@@ -114,7 +114,7 @@ class FieldVerbs(HiveBase):
             unit.event(after, "fields", changed)
             return unit.receipt(after)
 
-        return self._write(caller, "set fields", body)
+        return self._write(caller, "fields", body)
 
 
 __all__ = ["FieldVerbs"]

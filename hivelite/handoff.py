@@ -91,7 +91,7 @@ class HandoffVerbs(HiveBase):
         # up other writers. The duplicate-id and dependency checks are made again under the
         # lock, where the task is inserted and moved by the gate's decision in one
         # transaction.
-        caller = self._caller(caller, "hand off")
+        caller = self._caller(caller, "handoff")
         req = self._request(caller, request if request is not None else fields)
         limit = self.max_attempts()
         asked = self.clock()  # the gate's; the stored times are read under the lock
@@ -110,7 +110,7 @@ class HandoffVerbs(HiveBase):
                 return earlier
             return self._insert(unit, caller, handed, gated, limit)
 
-        return self._write(caller, "hand off", body)
+        return self._write(caller, "handoff", body)
 
     def handoff_many(self, caller: Caller,
                      requests: Iterable[HandoffRequest | Mapping[str, Any]]) -> list[Receipt]:
@@ -123,7 +123,7 @@ class HandoffVerbs(HiveBase):
         the write lock here, so a long batch holds other writers for its length. A retry of
         a batch whose tasks name their ``id`` answers with the tasks the first one made.
         """
-        caller = self._caller(caller, "hand off")
+        caller = self._caller(caller, "handoff")
         limit = self.max_attempts()
 
         def body(unit: Unit) -> list[Receipt]:
@@ -141,7 +141,7 @@ class HandoffVerbs(HiveBase):
                                    field="requests")
             return receipts
 
-        return self._write(caller, "hand off", body)
+        return self._write(caller, "handoff", body)
 
     def _request(self, caller: Caller, given: HandoffRequest | Mapping[str, Any]
                  ) -> HandoffRequest:

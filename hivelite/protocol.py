@@ -37,6 +37,8 @@ class WaitingOn(StrEnum):
 PRIORITIES: tuple[str, ...] = ("urgent", "high", "normal", "low")
 """A task's priority, most pressing first: the order ``next`` takes ready tasks in (then
 the oldest first). The store ranks them by their place here."""
+MIN_LEASE_MINUTES, DEFAULT_LEASE_MINUTES, MAX_LEASE_MINUTES = 5, 10, 15
+"""How long a claim's lease lasts (seed 004): 5 to 15 minutes, 10 unless asked."""
 SORTS: tuple[str, ...] = ("age", "priority", "updated")
 """The orders a listing takes: oldest first, most pressing first, most recently changed."""
 
@@ -52,6 +54,52 @@ class Actor(StrEnum):
     guard = "guard"
     verifier = "verifier"
     threshold = "threshold"
+
+
+class Right(StrEnum):
+    """What a token may do: seed 004's three rights, and the owner's, which is all of them."""
+
+    read = "tasks.read"
+    propose = "tasks.propose"
+    work = "tasks.work"
+    owner = "owner"
+
+
+TOKEN_RIGHTS: tuple[Right, ...] = (Right.read, Right.propose, Right.work)
+"""The rights an agent's token may carry (an owner token carries ``owner``)."""
+
+
+class Who(StrEnum):
+    """Who may call a verb: the face offers it to them, the verb refuses anyone else."""
+
+    anyone = "anyone"
+    """The owner or any agent whose token carries the right (reading)."""
+    agent = "agent"
+    """Any agent: a handoff of its own, an independent verdict."""
+    assignee = "assignee"
+    """The agent the task is assigned to (claiming it)."""
+    holder = "holder"
+    """The agent holding the live claim, on the instance it claimed from."""
+    submitter = "submitter"
+    """The agent that returned the result."""
+    owner = "owner"
+    """The store's owner."""
+
+
+class Mode(StrEnum):
+    """How the one write path admits a verb, before its body runs."""
+
+    read = "read"
+    """Writes nothing."""
+    write = "write"
+    """A write: a stopped agent is refused, the store's required plugins must be loaded."""
+    claiming = "claiming"
+    """Takes a lease: also refused while its agent is held, or its daily budget is used."""
+    holder = "holder"
+    """Writes under a lease: also refused while its agent is held."""
+    authority = "authority"
+    """The owner's own controls: never refused for a missing plugin (they ask none), so
+    the owner can always stop an agent or mend the policy."""
 
 
 TERMINAL: frozenset[State] = frozenset({State.completed, State.rejected, State.cancelled})

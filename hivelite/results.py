@@ -234,7 +234,8 @@ class ResultVerbs(HiveBase):
 
     def _owner_decision(self, caller: Caller, ref: str | int, target: State, verb: str,
                         reason: str | None) -> Receipt:
-        caller = self._caller(caller, verb)
+        name = verb.replace(" ", "_")  # the verb table's name; the journal keeps the words
+        caller = self._caller(caller, name)
         who = require_owner(caller, self.owner, verb)
         reason = guard.reason_fits(reason, required=target is State.routed)
 
@@ -245,7 +246,7 @@ class ResultVerbs(HiveBase):
                             detail={"decided_by": "person"})
             return unit.receipt(row)
 
-        return self._write(caller, verb, body)
+        return self._write(caller, name, body)
 
     @idempotent
     def sign_off(self, caller: Caller, ref: str | int, *,

@@ -47,7 +47,7 @@ def test_the_tools_in_memory_act_as_the_tokens_agent(tmp_path: Path) -> None:
     async def flow() -> None:
         async with Client(build_mcp(lambda: (hive, coder.caller))) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(tools) == set(TOOLS)
+            assert set(tools) == set(TOOLS["agent"])
             schema = tools["claim"].input_schema["properties"]["minutes"]
             assert (schema["minimum"], schema["maximum"]) == (5, 15)
             assert tools["submit_result"].input_schema["properties"]["evidence"]["minItems"] == 1
@@ -66,7 +66,7 @@ def test_the_tools_in_memory_act_as_the_tokens_agent(tmp_path: Path) -> None:
             assert done["state"] == "approval"
             assert "forbidden_right/self_verify" in refusal(
                 await client.call_tool("verify", {"number": n}))
-            mine = answer(await client.call_tool("list_tasks", {}))
+            mine = answer(await client.call_tool("list_tasks", {"mine": True}))
             assert [t["number"] for t in mine["items"]] == [n]
         async with Client(build_mcp(lambda: (hive, reviewer.caller))) as client:
             assert answer(await client.call_tool("verify", {"number": n}))["state"] == (

@@ -42,7 +42,7 @@ from .bodies import read_body
 from .hosts import LOOPBACK
 from .mcp_tools import build_mcp
 from .openapi import openapi_document
-from .routes import ROUTES, Route
+from .routes import ROUTES, Route, query_input
 from .vaults import Vaults
 
 log = logging.getLogger("hivelite.server")
@@ -91,21 +91,25 @@ def _ref(request: Request) -> int | str | None:
     return str(text)
 
 
-async def _body(request: Request, route: Route) -> Any:
+async def _input(request: Request, route: Route) -> Any:
+    """The verb's input: a read's from its query string, a write's from its JSON body,
+    validated by the verb's input model."""
+    model = route.verb.input
     if route.method == "GET":
-        return dict(request.query_params)
-    raw = await read_body(request)
+        data: Any = query_input(model, request.query_params,
+                                {k: request.query_params.getlist(k)
+                                 for k in request.query_params})
+    else:
+        raw = await read_body(request)
+        try:
+            data = json.loads(raw) if raw.strip() else {}
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
+            raise InvalidInput("invalid_json", "the request body is not JSON",
+                               field="body") from None
     try:
-        data = json.loads(raw) if raw.strip() else {}
-    except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
-        raise InvalidInput("invalid_json", "the request body is not JSON",
-                           field="body") from None
-    if route.body is None:
-        return data
-    try:
-        return route.body.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
-        raise invalid(exc, route.name) from None
+        raise invalid(exc, route.verb.name) from None
 
 
 def endpoint(route: Route, vaults: Vaults) -> Any:
@@ -122,9 +126,9 @@ def endpoint(route: Route, vaults: Vaults) -> Any:
                 raise ForbiddenRight("not_permitted", f"{route.name} needs the right"
                                      f" {route.right}; this token carries"
                                      f" {', '.join(sorted(auth.rights))}", right=route.right)
-            body = await _body(request, route)
-            answer = await run_in_threadpool(route.call, hive, auth.caller, number, body,
-                                             request.headers.get(REQUEST_ID_HEADER))
+            given = await _input(request, route)
+            answer = await run_in_threadpool(route.verb.call, hive, auth.caller, number,
+                                             given, request.headers.get(REQUEST_ID_HEADER))
             return JSONResponse(plain(answer))
         except HiveliteError as error:
             return error_response(error, number)
@@ -176,18 +180,23 @@ def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = (),
     routes.append(StarletteRoute("/openapi.json", openapi, methods=["GET"]))
     routes.append(StarletteRoute("/v1/whoami", whoami, methods=["GET"]))
     routes.extend(Board(vaults, on_loopback=board_on_loopback).routes())
-    mcp_server = build_mcp(_mcp_identity)
-    mcp_app = mcp_server.streamable_http_app(
-        stateless_http=True, json_response=True,
-        transport_security=transport_security(allowed_hosts))
-    for route in mcp_app.routes:  # /mcp, behind the token gate
-        if isinstance(route, StarletteRoute):
-            routes.append(StarletteRoute(route.path, TokenGate(route.app, vaults),
-                                         methods=route.methods))
+    servers = {kind: build_mcp(_mcp_identity, kind) for kind in ("agent", "owner")}
+    served: dict[str, dict[str, StarletteRoute]] = {}
+    for kind, mcp_server in servers.items():  # an agent's tools, and the owner's
+        mcp_app = mcp_server.streamable_http_app(
+            stateless_http=True, json_response=True,
+            transport_security=transport_security(allowed_hosts))
+        served[kind] = {r.path: r for r in mcp_app.routes if isinstance(r, StarletteRoute)}
+    for path, route in served["agent"].items():  # /mcp, behind the token gate
+        routes.append(StarletteRoute(path, TokenGate(
+            {kind: paths[path].app for kind, paths in served.items()}, vaults),
+            methods=route.methods))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with mcp_server.session_manager.run():
+        async with contextlib.AsyncExitStack() as stack:
+            for mcp_server in servers.values():
+                await stack.enter_async_context(mcp_server.session_manager.run())
             yield
 
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -205,10 +214,11 @@ def _mcp_identity() -> tuple[Hive, Caller]:
 
 class TokenGate:
     """In front of ``/mcp``: the request's token decides the vault and the caller every tool
-    of that request acts as (``401`` without a good one), as on every other route."""
+    of that request acts as (``401`` without a good one), as on every other route, and
+    whose tools it sees: an agent's, or the owner's."""
 
-    def __init__(self, app: Any, vaults: Vaults) -> None:
-        self.app = app
+    def __init__(self, apps: dict[str, Any], vaults: Vaults) -> None:
+        self.apps = apps
         self.vaults = vaults
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -222,7 +232,7 @@ class TokenGate:
             return
         token = _MCP_CALLER.set((self.vaults[vault_id], auth.caller))
         try:
-            await self.app(scope, receive, send)
+            await self.apps[auth.caller.kind](scope, receive, send)
         finally:
             _MCP_CALLER.reset(token)
 

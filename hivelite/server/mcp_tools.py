@@ -1,160 +1,184 @@
-"""The MCP tools: an agent's verbs for any MCP-speaking agent (the ``mcp`` SDK's server).
+"""The MCP face: the verb table's tools for any MCP-speaking agent (the ``mcp`` SDK's server).
 
-Each tool calls the ``Hive`` as the caller a token proved, never as anyone a tool's
-arguments name; a refusal comes back as an MCP tool error reading
-``code/reason: message``, so the model sees why and what to do. Input schemas come from
-the tools' typed parameters, which use the library's own models and limits.
+The tools are registered in one loop over the verb table: a tool's name, description and
+input schema are its verb's, its answer is the verb's answer in full (every task object
+keeps its null keys, so it validates against seed 000's schema). An agent's token gets
+the agent's verbs, an owner's token the owner's. Each call acts as the caller the token
+proved, never as anyone a tool's arguments name; a refusal comes back as an MCP tool error
+reading ``code/reason: message (task N)``, so the model sees why and what to do. What is
+MCP's own: the instructions that teach the loop, a prompt to work the queue, and each
+task as a resource.
 """
 
 from __future__ import annotations
 
+import inspect
+import json
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+from mcp.server.mcpserver.tools.base import Tool
+from pydantic import BaseModel, ValidationError
 
+from .. import __version__
+from ..base import invalid
 from ..caller import Caller
-from ..claims import DEFAULT_LEASE_MINUTES, MAX_LEASE_MINUTES, MIN_LEASE_MINUTES
-from ..errors import HiveliteError
+from ..errors import HiveliteError, InvalidInput
 from ..hive import Hive
-from ..models import Evidence
+from ..protocol import Who
+from ..verbs import VERBS, Verb
 
-Who = Callable[[], tuple[Hive, Caller]]
+Where = Callable[[], tuple[Hive, Caller]]
 """Where a tool call runs: the store and the caller the token proved."""
-T = TypeVar("T")
+Kind = Literal["agent", "owner"]
 
-Number = Annotated[int, Field(ge=1, description="The task's number.")]
-Minutes = Annotated[int, Field(ge=MIN_LEASE_MINUTES, le=MAX_LEASE_MINUTES,
-                               description="How long the lease lasts.")]
-LeaseId = Annotated[str, Field(description="The claim's lease id (from claim or next_task).")]
-Token = Annotated[int, Field(ge=1, description="The claim's fencing token.")]
+NUMBER = {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}],
+          "description": "The task's number (or its id).", "examples": [3]}
+AGENT_INSTRUCTIONS = """\
+hivelite keeps tasks, their claims and their results. Your token says who you are.
 
-TOOLS = ("list_tasks", "show_task", "next_task", "claim", "my_lease", "renew", "release",
-         "checkpoint", "update", "pause", "submit_result", "verify", "history")
-"""The tools every hivelite MCP server offers."""
+Working a task:
+1. next_task claims your most pressing ready task and answers its claim: lease_id,
+   fencing_token and expires_at. Keep lease_id and fencing_token: every write on the task
+   needs both. (claim takes one task by number; list_tasks with mine=true, ready=true
+   shows what you could take.)
+2. Keep the lease alive: renew before expires_at (a lease lasts 5-15 minutes). A lease
+   that ran out is refused as stale_claim: the task is routed again, and claim takes it
+   back with a new token.
+3. Report: checkpoint records where the work stands (the first one starts the work);
+   update sends one line of progress with the tokens and money used.
+4. Stuck on a question? pause (on human or agent) asks it in reason; your claim ends.
+   When history shows the answer, resume takes the task back.
+5. Finish: submit_result with a summary and 1-20 pieces of evidence. Or release to give
+   the task back.
+
+Reviewing: list_tasks with state=["approval"] and mine=false shows results awaiting a
+verdict. verify accepts one, or rejects it with a reason. Your verdict counts only if you
+are independent of the result: not its worker, and not on the machine (instance) that
+claimed it.
+
+Filing work: handoff files a task for another agent (you are its requester)."""
+OWNER_INSTRUCTIONS = """\
+hivelite keeps tasks, their claims and their results; this token is the store's owner.
+
+list_tasks with state=["waiting"] shows handoffs the gate held for you: approve or deny
+each. state=["approval"] shows results awaiting a decision: sign_off or decline (with a
+reason). cancel withdraws an open task; release ends an agent's claim; handoff files work;
+show_task and history say where a task stands and why."""
 
 
-def _plain(value: Any) -> Any:
+def offers(verb: Verb, kind: Kind) -> bool:
+    """Whether a token of ``kind`` sees ``verb``: the owner's verbs for the owner, the
+    agents' for an agent."""
+    if kind == "owner":
+        return Who.owner in verb.who or Who.anyone in verb.who
+    return any(w is not Who.owner for w in verb.who)
+
+
+def plain(value: Any) -> Any:
+    """An answer as JSON: every key kept (a task object validates against the seed)."""
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", exclude_none=True)
+        return value.model_dump(mode="json")
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
-def build_mcp(who: Who) -> MCPServer:
-    """An MCP server whose tools act through ``who()`` (the store and the token's caller)."""
-    server = MCPServer(
-        "hivelite", instructions="Tasks, claims and results: take work with next_task, report"
-        " with checkpoint and update, return it with submit_result (with evidence). Every"
-        " write under a claim carries its lease_id and fencing token.")
+def _refusal(error: HiveliteError) -> ToolError:
+    number = error.extra.get("number")
+    where = f" (task {number})" if number is not None else ""
+    return ToolError(f"{error.code}/{error.reason}: {error.message}{where}")
 
-    def run(call: Callable[[Hive, Caller], T]) -> Any:
+
+def _schema(verb: Verb) -> dict[str, Any]:
+    """The tool's input schema: the task's number, then the verb's input model's."""
+    schema = verb.input.model_json_schema()
+    schema.pop("title", None)
+    schema.pop("description", None)
+    if verb.on_task:
+        schema["properties"] = {"number": NUMBER, **schema.get("properties", {})}
+        schema["required"] = ["number", *schema.get("required", [])]
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _tool(verb: Verb, who: Where) -> Tool:
+    """One verb as a tool. Its arguments pass to the verb's input model as sent, so a bad
+    one is refused in the verb's own words, as on every face."""
+    fields = (["number"] if verb.on_task else []) + list(verb.input.model_fields)
+
+    def call(**arguments: Any) -> Any:
+        given = {k: v for k, v in arguments.items() if v is not None}
         hive, caller = who()
+        ref = given.pop("number", None)
         try:
-            return _plain(call(hive, caller))
+            if verb.on_task and ref is None:
+                raise InvalidInput("number_required", f"{verb.tool} needs the task's"
+                                   " number", field="number")
+            try:
+                parsed = verb.input.model_validate(given)
+            except ValidationError as exc:
+                raise invalid(exc, verb.name) from None
+            answer = verb.call(hive, caller, ref, parsed)
         except HiveliteError as error:
-            raise ToolError(f"{error.code}/{error.reason}: {error.message}") from None
+            raise _refusal(error.about(ref)) from None
+        if verb.many:
+            return {"entries": plain(list(answer))}
+        return plain(answer)
 
-    @server.tool()
-    def list_tasks(state: list[str] | None = None, mine: bool = True, ready: bool = False,
-                   limit: Annotated[int, Field(ge=1, le=500)] = 50,
-                   after: int | None = None) -> Any:
-        """Tasks, oldest first: by default the calling agent's own (mine=false for all);
-        ready=true keeps only those it could claim now."""
-        return run(lambda h, c: h.list(state=state or None, ready=ready, limit=limit,
-                                       cursor=after, assignee=c.name if mine else None))
+    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                           annotation=Any) for name in fields],
+        return_annotation=Any)
+    call.__name__ = str(verb.tool)
+    tool = Tool.from_function(call, name=verb.tool, description=_words(verb))
+    return tool.model_copy(update={"parameters": _schema(verb)})
 
-    @server.tool()
-    def show_task(number: Number) -> Any:
-        """One task: the packet, its state, the claim, the result and verdicts."""
-        return run(lambda h, c: h.get(number))
 
-    @server.tool()
-    def next_task(minutes: Minutes = DEFAULT_LEASE_MINUTES, project: str | None = None,
-                  label: str | None = None) -> Any:
-        """Claim the best ready task assigned to you: the claim (lease id, fencing token,
-        expiry) and the task."""
-        return run(lambda h, c: h.claim_next(c, minutes=minutes, project=project,
-                                             label=label))
+def _words(verb: Verb) -> str:
+    refusals = ", ".join(verb.refusals)
+    return f"{verb.summary} {verb.description}\nMay refuse with: {refusals}."
 
-    @server.tool()
-    def claim(number: Number, minutes: Minutes = DEFAULT_LEASE_MINUTES) -> Any:
-        """Claim one routed task assigned to you, under a lease with a fencing token."""
-        return run(lambda h, c: h.claim(c, number, minutes=minutes))
 
-    @server.tool()
-    def my_lease(number: Number) -> Any:
-        """Your live claim on a task again (lease id, fencing token, expiry), if you hold
-        it from this instance: for when the claim's answer is no longer at hand."""
-        return run(lambda h, c: h.lease(c, number))
+def build_mcp(who: Where, kind: Kind = "agent") -> MCPServer:
+    """An MCP server whose tools act through ``who()`` (the store and the token's caller):
+    an agent's tools, or with ``kind="owner"`` the owner's."""
+    tools = [_tool(verb, who) for verb in VERBS if verb.tool and offers(verb, kind)]
+    server = MCPServer(
+        "hivelite", version=__version__, tools=tools,
+        instructions=OWNER_INSTRUCTIONS if kind == "owner" else AGENT_INSTRUCTIONS)
 
-    @server.tool()
-    def renew(number: Number, lease_id: LeaseId, token: Token,
-              minutes: Minutes = DEFAULT_LEASE_MINUTES) -> Any:
-        """Extend your live claim before it runs out."""
-        return run(lambda h, c: h.renew(c, number, lease_id=lease_id, token=token,
-                                        minutes=minutes))
+    @server.prompt(name="work_the_queue", description="Work your ready tasks one by one:"
+                   " claim, report, submit with evidence, until the queue is empty.")
+    def work_the_queue(project: str | None = None) -> str:
+        scope = f" in project {project}" if project else ""
+        return (f"Work my hivelite queue{scope}. Repeat: call next_task"
+                f"{' with project=' + json.dumps(project) if project else ''}; if it says"
+                " not_found/queue_empty, stop and say so. Otherwise read the task's packet"
+                " (task, acceptance_criteria), do the work, checkpoint as you go, renew the"
+                " lease before expires_at, and submit_result with evidence that shows each"
+                " acceptance criterion met. If you need an answer, pause and say what you"
+                " asked.")
 
-    @server.tool()
-    def release(number: Number, lease_id: LeaseId, token: Token,
-                reason: str | None = None) -> Any:
-        """Give the task back (it is routed again)."""
-        return run(lambda h, c: h.release(c, number, lease_id=lease_id, token=token,
-                                          reason=reason))
-
-    @server.tool()
-    def checkpoint(number: Number, lease_id: LeaseId, token: Token, progress: str,
-                   next_steps: list[str] | None = None,
-                   open_questions: list[str] | None = None) -> Any:
-        """Record where the work stands (the first one starts the work)."""
-        return run(lambda h, c: h.checkpoint(c, number, lease_id=lease_id, token=token,
-                                             progress=progress, next_steps=next_steps,
-                                             open_questions=open_questions))
-
-    @server.tool()
-    def update(number: Number, lease_id: LeaseId, token: Token,
-               summary: Annotated[str, Field(max_length=300)], tokens: int | None = None,
-               usd_micros: int | None = None) -> Any:
-        """One line of progress (never a prompt), with optional usage."""
-        return run(lambda h, c: h.update(c, number, lease_id=lease_id, token=token,
-                                         summary=summary, tokens=tokens,
-                                         usd_micros=usd_micros))
-
-    @server.tool()
-    def pause(number: Number, lease_id: LeaseId, token: Token,
-              on: Literal["human", "agent"], reason: str) -> Any:
-        """Wait for an outside answer; the claim ends (resume by claiming again)."""
-        return run(lambda h, c: h.pause(c, number, lease_id=lease_id, token=token, on=on,
-                                        reason=reason))
-
-    @server.tool()
-    def submit_result(number: Number, lease_id: LeaseId, token: Token, summary: str,
-                      evidence: Annotated[list[Evidence], Field(min_length=1, max_length=20)],
-                      outcome: Literal["completed", "failed"] = "completed",
-                      tokens: int | None = None, usd_micros: int | None = None) -> Any:
-        """Return the result with evidence; the claim ends and the task is judged."""
-        return run(lambda h, c: h.submit(c, number, lease_id=lease_id, token=token,
-                                         summary=summary, evidence=evidence,
-                                         outcome=outcome, tokens=tokens,
-                                         usd_micros=usd_micros))
-
-    @server.tool()
-    def verify(number: Number, verdict: Literal["accept", "reject"] = "accept",
-               reason: str | None = None) -> Any:
-        """Your independent verdict on another agent's submitted result (a reject needs a
-        reason)."""
-        return run(lambda h, c: h.verify(c, number, verdict=verdict, reason=reason))
-
-    @server.tool()
-    def history(number: Number) -> Any:
-        """The task's journal: every move, who made it and why (``entries``, oldest
-        first)."""
-        return {"entries": run(lambda h, c: h.history(number))}
+    @server.resource("hivelite://tasks/{number}", name="task", mime_type="application/json",
+                     description="One task: the seed object with its claim, result and"
+                     " verdicts.")
+    def task(number: str) -> str:
+        hive, _ = who()
+        ref: str | int = int(number) if number.isdigit() else number
+        try:
+            return json.dumps(plain(hive.get(ref)))
+        except HiveliteError as error:
+            raise _refusal(error.about(ref)) from None
 
     return server
 
 
-__all__ = ["TOOLS", "build_mcp"]
+TOOLS: dict[Kind, tuple[str, ...]] = {
+    kind: tuple(str(v.tool) for v in VERBS if v.tool and offers(v, kind))
+    for kind in ("agent", "owner")}
+"""The tools a hivelite MCP server offers each kind of token."""
+
+__all__ = ["TOOLS", "build_mcp", "offers", "plain"]

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from ..errors import ERROR_CLASSES
-from .routes import LIST_ANSWERS, ROUTES
+from .routes import ROUTES
 
 REF = "#/components/schemas/{model}"
 ERROR = {"type": "object", "required": ["error"], "properties": {"error": {
@@ -39,11 +39,11 @@ def openapi_document() -> dict[str, Any]:
     """The whole document (OpenAPI 3.1), built once per process."""
     models: list[type[BaseModel]] = []
     for route in ROUTES:
-        for model in (route.body, route.answer, LIST_ANSWERS.get(route.name)):
+        for model in (route.body, route.query, route.verb.answer):
             if model is not None and model not in models:
                 models.append(model)
     modes: list[tuple[type[BaseModel], JsonSchemaMode]] = [
-        (m, "validation" if any(r.body is m for r in ROUTES) else "serialization")
+        (m, "validation" if any(m in (r.body, r.query) for r in ROUTES) else "serialization")
         for m in models]
     found, top = models_json_schema(modes, ref_template=REF)
     refs: dict[tuple[type[BaseModel], str], dict[str, Any]] = {
@@ -53,12 +53,15 @@ def openapi_document() -> dict[str, Any]:
     schemas["Error"] = ERROR
     paths: dict[str, dict[str, Any]] = {}
     for route in ROUTES:
-        mode = "validation" if route.body is not None else "serialization"
+        verb = route.verb
         operation: dict[str, Any] = {
             "operationId": route.name, "summary": route.summary,
+            "description": verb.description,
             "tags": ["seed 004" if route.seed else "hivelite"],
             "security": [{"token": []}],
             "x-hivelite-right": route.right,
+            "x-hivelite-verb": verb.name,
+            "x-hivelite-refusals": list(verb.refusals),
             "parameters": [{"name": "vault_id", "in": "path", "required": True,
                             "schema": {"type": "string"}}],
             "responses": {"default": {"description": "an error", "content": {
@@ -69,16 +72,23 @@ def openapi_document() -> dict[str, Any]:
                 "name": "number", "in": "path", "required": True,
                 "description": "The task's number, or its id.",
                 "schema": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string"}]}})
+        if route.query is not None:
+            name = route.query.__name__
+            query = schemas.get(name) or refs[(route.query, "validation")]
+            for field, schema in query.get("properties", {}).items():
+                operation["parameters"].append({
+                    "name": field, "in": "query", "required": False,
+                    "description": schema.get("description", ""), "schema": schema,
+                    **({"explode": False, "style": "form"}
+                       if field in ("state", "priority", "labels") else {})})
         if route.body is not None:
             operation["requestBody"] = {"required": True, "content": {"application/json": {
-                "schema": refs[(route.body, mode)]}}}
-        answer = route.answer or LIST_ANSWERS.get(route.name)
-        if answer is not None:
-            schema = refs[(answer, "serialization")]
-            if route.answer is None:
-                schema = {"type": "array", "items": schema}
-            operation["responses"]["200"] = {"description": "the answer", "content": {
-                "application/json": {"schema": schema}}}
+                "schema": refs[(route.body, "validation")]}}}
+        schema = refs[(verb.answer, "serialization")]
+        if verb.many:
+            schema = {"type": "array", "items": schema}
+        operation["responses"]["200"] = {"description": "the answer", "content": {
+            "application/json": {"schema": schema}}}
         path = "/v1/vaults/{vault_id}/tasks" + route.path
         paths.setdefault(path, {})[route.method.lower()] = operation
     return {

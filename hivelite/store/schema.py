@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..protocol import MOVES, PRIORITIES, TERMINAL, Move, State, WaitingOn
+from ..protocol import MOVES, PRIORITIES, TERMINAL, TOKEN_RIGHTS, Move, State, WaitingOn
 
 
 def _quote(value: str) -> str:
@@ -741,7 +741,7 @@ BEGIN SELECT RAISE(ABORT, 'invalid_input:uncounted_needs_why'); END;
 """
 
 
-RIGHTS = ("tasks.read", "tasks.propose", "tasks.work")
+RIGHTS = tuple(r.value for r in TOKEN_RIGHTS)
 """Seed 004's lease rights an agent's token carries (an owner token carries ``owner``)."""
 
 TOKENS = f"""
