@@ -251,20 +251,16 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
     if cursor is not None and not 0 <= cursor <= MAX_NUMBER:
         raise click.BadParameter(f"{cursor} is not a task number (0 to {MAX_NUMBER})",
                                  param_hint="--after")
-    if ctx.url is not None:  # the server's list route filters less
-        local = [name for name, value in (
-            ("--assignee", assignee), ("--requester", requester), ("--project", project),
-            ("--label", labels), ("--blocked", blocked), ("--sort", sort != "age")) if value]
-        if local:
-            raise click.UsageError(f"{', '.join(local)} is not served over --url; the"
-                                   " server's list takes --state, --priority, --ready,"
-                                   " --limit and --after")
+    if ctx.url is not None:
         from .client import Client
 
         with ctx.open() as served:
             assert isinstance(served, Client)
-            page = served.list(state=list(states) or None, priority=",".join(priorities)
-                               or None, ready=ready, limit=limit, cursor=cursor)
+            page = served.list(state=list(states) or None, assignee=assignee,
+                               requester=requester, project=project, ready=ready,
+                               blocked=blocked, labels=labels,
+                               priority=list(priorities) or None, sort=sort, limit=limit,
+                               cursor=cursor)
             ctx.emit(page, lambda: render.task_table(page.items, served.clock(),
                                                      page.next_cursor, width=fits(),
                                                      colour=coloured()))

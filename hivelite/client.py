@@ -20,6 +20,8 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
+from pydantic import BaseModel
+
 from .caller import Caller, require_caller
 from .clock import Clock, system_clock
 from .errors import (
@@ -39,13 +41,13 @@ from .models import (
     HandoffRequest,
     History,
     Identity,
-    JournalEntry,
     NextClaim,
     Page,
     Receipt,
     TaskView,
 )
 from .retries import request_id as checked_request_id
+from .verbs import BY_NAME
 from .work import WorkLoop
 
 _REF = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
@@ -68,11 +70,6 @@ def error_from(status: int, document: object) -> HiveliteError:
         return PluginError(str(extra.get("plugin", "?")), str(extra.get("hook", "?")), message)
     kind = ERROR_CLASSES.get(code) or OTHER_ERRORS.get(code) or UnexpectedError
     return kind(reason, message, **extra)
-
-
-def _evidence(items: Sequence[Evidence | Mapping[str, Any]]) -> builtins.list[dict[str, Any]]:
-    return [e.model_dump(exclude_none=True) if isinstance(e, Evidence) else dict(e)
-            for e in items]
 
 
 class Client(WorkLoop):
@@ -206,81 +203,97 @@ class Client(WorkLoop):
             raise NotFound("no_such_task", f"no task {ref!r} in this vault")
         return f"{self._tasks}/{quote(text, safe='')}"
 
+    # -- the verbs: one call path, from the verb table -------------------------------
+
+    def _verb(self, name: str, caller: Caller | None, ref: str | int | None,
+              request_id: str | None = None, **fields: Any) -> Any:
+        """Call the verb ``name`` as its row says HTTP serves it: the task in the path, a
+        read's input in the query, a write's in the body; its answer as its model."""
+        verb = BY_NAME[name]
+        assert verb.http is not None, f"{name} is not served over HTTP"
+        session = (self._as(caller, verb.words, ref, request_id) if verb.by_caller
+                   else self._session)
+        path = self._tasks + verb.http.path.replace(
+            "/{number}", "" if ref is None else self._task(ref)[len(self._tasks):])
+        given = {k: _jsonable(v) for k, v in fields.items()}
+        if verb.http.method == "GET":
+            query = {k: ",".join(v) if isinstance(v, list) else _query(v)
+                     for k, v in given.items() if v not in (None, [], False)}
+            document = self._call("GET", path, query=query or None, session=session)
+        else:
+            document = self._call(verb.http.method, path, given, request_id=request_id,
+                                  session=session)
+        if verb.many:
+            return [verb.answer.model_validate(item) for item in document]
+        return verb.answer.model_validate(document)
+
     # -- reading -----------------------------------------------------------------
 
     def get(self, ref: str | int) -> TaskView:
         """One task by number: the full view."""
-        return TaskView.model_validate(self._call("GET", self._task(ref)))
+        view: TaskView = self._verb("show", None, ref)
+        return view
 
     def list(self, *, state: str | Sequence[str] | None = None, mine: bool = False,
-             role: str = "assignee", priority: str | None = None, ready: bool = False,
+             role: str = "assignee", assignee: str | None = None,
+             requester: str | None = None, project: str | None = None, ready: bool = False,
+             blocked: bool = False, labels: Sequence[str] = (),
+             priority: str | Sequence[str] | None = None, sort: str = "age",
              limit: int = 50, cursor: int | None = None) -> Page:
-        """Tasks, filtered as the seed's list route filters them."""
-        query = {"state": state if isinstance(state, str) or state is None else ",".join(state),
-                 "mine": "true" if mine else None, "role": role, "priority": priority,
-                 "ready": "true" if ready else None, "limit": limit, "after": cursor}
-        return Page.model_validate(self._call("GET", self._tasks, query=query))
+        """Tasks, filtered and sorted as :meth:`Hive.list` filters them; ``mine`` keeps the
+        token's agent's own (as assignee, or with ``role="requester"`` as requester)."""
+        page: Page = self._verb(
+            "list", None, None, state=_many(state), mine=mine, role=role, assignee=assignee,
+            requester=requester, project=project, ready=ready, blocked=blocked,
+            labels=_many(labels), priority=_many(priority), sort=sort, limit=limit,
+            cursor=cursor)
+        return page
 
     def history(self, ref: str | int) -> History:
-        return History(JournalEntry.model_validate(e)
-                       for e in self._call("GET", self._task(ref) + "/history"))
+        return History(self._verb("history", None, ref))
 
     def lease(self, caller: Caller | None, ref: str | int) -> ClaimReceipt:
         """The live claim again, for its holder alone: the token's agent on its instance."""
-        session = self._as(caller, "see the lease of", ref, None)
-        return ClaimReceipt.model_validate(self._call("GET", self._task(ref) + "/claim",
-                                                      session=session))
+        lease: ClaimReceipt = self._verb("lease", caller, ref)
+        return lease
 
     # -- writing -----------------------------------------------------------------
 
     def handoff(self, caller: Caller | None, request: HandoffRequest | None = None, *,
                 request_id: str | None = None, **fields: Any) -> Receipt:
-        session = self._as(caller, "hand off", None, request_id)
-        body = (request.model_dump(mode="json", exclude_none=True) if request is not None
-                else HandoffRequest.model_validate(fields).model_dump(mode="json",
-                                                                      exclude_none=True))
-        return Receipt.model_validate(self._call("POST", self._tasks, body,
-                                                 request_id=request_id, session=session))
+        body = (request if request is not None else HandoffRequest.model_validate(fields))
+        receipt: Receipt = self._verb("handoff", caller, None, request_id,
+                                      **body.model_dump(mode="json", exclude_none=True))
+        return receipt
 
     def claim(self, caller: Caller | None, ref: str | int, *, minutes: int = 10,
               request_id: str | None = None) -> ClaimReceipt:
-        session = self._as(caller, "claim", ref, request_id)
-        return ClaimReceipt.model_validate(self._call(
-            "POST", self._task(ref) + "/claim", {"minutes": minutes},
-            request_id=request_id, session=session))
+        lease: ClaimReceipt = self._verb("claim", caller, ref, request_id, minutes=minutes)
+        return lease
 
     def claim_next(self, caller: Caller | None, *, minutes: int = 10,
                    project: str | None = None, label: str | None = None,
                    request_id: str | None = None) -> NextClaim:
-        session = self._as(caller, "claim next", None, request_id)
-        return NextClaim.model_validate(self._call(
-            "POST", self._tasks + "/next", {"minutes": minutes, "project": project,
-                                            "label": label},
-            request_id=request_id, session=session))
+        claimed: NextClaim = self._verb("next", caller, None, request_id, minutes=minutes,
+                                        project=project, label=label)
+        return claimed
 
     def resume(self, caller: Caller | None, ref: str | int, *, minutes: int = 10,
                request_id: str | None = None) -> ClaimReceipt:
-        session = self._as(caller, "resume", ref, request_id)
-        return ClaimReceipt.model_validate(self._call(
-            "POST", self._task(ref) + "/resume", {"minutes": minutes},
-            request_id=request_id, session=session))
+        lease: ClaimReceipt = self._verb("resume", caller, ref, request_id, minutes=minutes)
+        return lease
 
     def renew(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
               minutes: int = 10, request_id: str | None = None) -> ClaimReceipt:
-        session = self._as(caller, "renew", ref, request_id)
-        return ClaimReceipt.model_validate(self._call(
-            "POST", self._task(ref) + "/claim/renew",
-            {"lease_id": lease_id, "token": token, "minutes": minutes},
-            request_id=request_id, session=session))
+        lease: ClaimReceipt = self._verb("renew", caller, ref, request_id, lease_id=lease_id,
+                                         token=token, minutes=minutes)
+        return lease
 
     def release(self, caller: Caller | None, ref: str | int, *, lease_id: str | None = None,
                 token: int | None = None, reason: str | None = None,
                 request_id: str | None = None) -> Receipt:
-        session = self._as(caller, "release", ref, request_id)
-        return Receipt.model_validate(self._call(
-            "POST", self._task(ref) + "/release",
-            {"lease_id": lease_id, "token": token, "reason": reason},
-            request_id=request_id, session=session))
+        return self._receipt("release", caller, ref, request_id, lease_id=lease_id,
+                             token=token, reason=reason)
 
     def checkpoint(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
                    progress: str, decisions: builtins.list[str] | None = None,
@@ -288,30 +301,22 @@ class Client(WorkLoop):
                    next_steps: builtins.list[str] | None = None,
                    open_questions: builtins.list[str] | None = None,
                    request_id: str | None = None) -> Receipt:
-        session = self._as(caller, "checkpoint", ref, request_id)
-        return Receipt.model_validate(self._call(
-            "POST", self._task(ref) + "/checkpoint",
-            {"lease_id": lease_id, "token": token, "progress": progress,
-             "decisions": decisions or [], "files_touched": files_touched or [],
-             "next_steps": next_steps or [], "open_questions": open_questions or []},
-            request_id=request_id, session=session))
+        return self._receipt("checkpoint", caller, ref, request_id, lease_id=lease_id,
+                             token=token, progress=progress, decisions=decisions or [],
+                             files_touched=files_touched or [], next_steps=next_steps or [],
+                             open_questions=open_questions or [])
 
     def update(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
                summary: str, tokens: int | None = None, usd_micros: int | None = None,
                request_id: str | None = None) -> Receipt:
-        session = self._as(caller, "update", ref, request_id)
-        return Receipt.model_validate(self._call(
-            "POST", self._task(ref) + "/updates",
-            {"lease_id": lease_id, "token": token, "summary": summary, "tokens": tokens,
-             "usd_micros": usd_micros}, request_id=request_id, session=session))
+        return self._receipt("update", caller, ref, request_id, lease_id=lease_id,
+                             token=token, summary=summary, tokens=tokens,
+                             usd_micros=usd_micros)
 
     def pause(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
               on: str, reason: str, request_id: str | None = None) -> Receipt:
-        session = self._as(caller, "pause", ref, request_id)
-        return Receipt.model_validate(self._call(
-            "POST", self._task(ref) + "/pause",
-            {"lease_id": lease_id, "token": token, "on": on, "reason": reason},
-            request_id=request_id, session=session))
+        return self._receipt("pause", caller, ref, request_id, lease_id=lease_id, token=token,
+                             on=on, reason=reason)
 
     def submit(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
                summary: str, evidence: Sequence[Evidence | Mapping[str, Any]],
@@ -319,70 +324,80 @@ class Client(WorkLoop):
                outcome: Literal["completed", "failed"] = "completed",
                tokens: int | None = None, usd_micros: int | None = None,
                request_id: str | None = None) -> Receipt:
-        session = self._as(caller, "submit", ref, request_id)
-        return Receipt.model_validate(self._call(
-            "POST", self._task(ref) + "/result",
-            {"lease_id": lease_id, "token": token, "summary": summary,
-             "evidence": _evidence(evidence), "provenance": provenance, "outcome": outcome,
-             "tokens": tokens, "usd_micros": usd_micros}, request_id=request_id, session=session))
+        return self._receipt("submit", caller, ref, request_id, lease_id=lease_id,
+                             token=token, summary=summary, evidence=evidence,
+                             provenance=provenance, outcome=outcome, tokens=tokens,
+                             usd_micros=usd_micros)
 
     def verify(self, caller: Caller | None, ref: str | int, *,
                verdict: Literal["accept", "reject"] = "accept",
                reason: str | None = None, request_id: str | None = None) -> Receipt:
-        session = self._as(caller, "verify", ref, request_id)
-        return Receipt.model_validate(self._call(
-            "POST", self._task(ref) + "/verify", {"verdict": verdict, "reason": reason},
-            request_id=request_id, session=session))
+        return self._receipt("verify", caller, ref, request_id, verdict=verdict,
+                             reason=reason)
 
     def set_fields(self, caller: Caller | None, ref: str | int, *, base_version: int,
                    priority: str | None = None, labels: Sequence[str] | None = None,
                    add_labels: Sequence[str] = (), remove_labels: Sequence[str] = (),
                    max_attempts: int | None = None,
                    request_id: str | None = None) -> Receipt:
-        session = self._as(caller, "set fields", ref, request_id)
-        return Receipt.model_validate(self._call(
-            "PATCH", self._task(ref),
-            {"base_version": base_version, "priority": priority,
-             "labels": builtins.list(labels) if labels is not None else None,
-             "add_labels": builtins.list(add_labels),
-             "remove_labels": builtins.list(remove_labels), "max_attempts": max_attempts},
-            request_id=request_id, session=session))
+        return self._receipt("fields", caller, ref, request_id, base_version=base_version,
+                             priority=priority, labels=labels, add_labels=add_labels,
+                             remove_labels=remove_labels, max_attempts=max_attempts)
 
     def amend(self, caller: Caller | None, ref: str | int, *, summary: str | None = None,
               evidence: Sequence[Evidence | Mapping[str, Any]] | None = None,
               merge_commit: str | None = None, request_id: str | None = None) -> Receipt:
-        session = self._as(caller, "amend", ref, request_id)
-        return Receipt.model_validate(self._call(
-            "POST", self._task(ref) + "/amend",
-            {"summary": summary, "evidence": _evidence(evidence) if evidence is not None
-             else None, "merge_commit": merge_commit}, request_id=request_id, session=session))
-
-    def _decide(self, verb: str, caller: Caller | None, ref: str | int, reason: str | None,
-                request_id: str | None) -> Receipt:
-        session = self._as(caller, verb, ref, request_id)
-        return Receipt.model_validate(self._call(
-            "POST", self._task(ref) + "/" + verb.replace("_", "-"), {"reason": reason},
-            request_id=request_id, session=session))
+        return self._receipt("amend", caller, ref, request_id, summary=summary,
+                             evidence=evidence, merge_commit=merge_commit)
 
     def approve(self, caller: Caller | None, ref: str | int, *, reason: str | None = None,
                 request_id: str | None = None) -> Receipt:
-        return self._decide("approve", caller, ref, reason, request_id)
+        return self._receipt("approve", caller, ref, request_id, reason=reason)
 
     def deny(self, caller: Caller | None, ref: str | int, *, reason: str | None = None,
              request_id: str | None = None) -> Receipt:
-        return self._decide("deny", caller, ref, reason, request_id)
+        return self._receipt("deny", caller, ref, request_id, reason=reason)
 
     def cancel(self, caller: Caller | None, ref: str | int, *, reason: str | None = None,
                request_id: str | None = None) -> Receipt:
-        return self._decide("cancel", caller, ref, reason, request_id)
+        return self._receipt("cancel", caller, ref, request_id, reason=reason)
 
     def sign_off(self, caller: Caller | None, ref: str | int, *, reason: str | None = None,
                  request_id: str | None = None) -> Receipt:
-        return self._decide("sign_off", caller, ref, reason, request_id)
+        return self._receipt("sign_off", caller, ref, request_id, reason=reason)
 
     def decline(self, caller: Caller | None, ref: str | int, *, reason: str,
                 request_id: str | None = None) -> Receipt:
-        return self._decide("decline", caller, ref, reason, request_id)
+        return self._receipt("decline", caller, ref, request_id, reason=reason)
+
+    def _receipt(self, name: str, caller: Caller | None, ref: str | int,
+                 request_id: str | None, **fields: Any) -> Receipt:
+        receipt: Receipt = self._verb(name, caller, ref, request_id, **fields)
+        return receipt
+
+
+def _jsonable(value: Any) -> Any:
+    """A method's argument as the request sends it: models as their JSON, sequences as
+    lists (what is not JSON is the server's to refuse)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, Mapping):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, tuple | builtins.list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _many(value: str | Sequence[str] | None) -> builtins.list[str] | None:
+    """A filter's values as a list: ``"routed,working"`` or ``["routed"]``."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else builtins.list(value)
+    return [v for v in items if v] or None
+
+
+def _query(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 __all__ = ["Client", "error_from"]

@@ -433,13 +433,26 @@ class ExpiredClaim(_Model):
 class HandoffRequest(_Strict):
     """Everything a handoff needs; the web layer can take this body as it is."""
 
-    requester: AgentName
-    assignee: AgentName
-    project: Slug
-    packet: Packet
-    id: TaskId | None = None
-    priority: Priority = "normal"
-    labels: Annotated[list[Label], Field(max_length=10)] = []
+    requester: Annotated[AgentName, Field(
+        description="owner/agent handing the work over (an agent hands off as itself).",
+        examples=["ana/planner"])]
+    assignee: Annotated[AgentName, Field(description="owner/agent who will do it.",
+                                         examples=["ana/coder"])]
+    project: Annotated[Slug, Field(description="The project the task belongs to.",
+                                   examples=["shop"])]
+    packet: Annotated[Packet, Field(
+        description="What to do: task (5-500 characters), deliverable_type,"
+        " acceptance_criteria (at least one), and optionally context, files, depends_on.",
+        examples=[{"task": "Fix the login bug", "deliverable_type": "code",
+                   "acceptance_criteria": ["tests pass"]}])]
+    id: Annotated[TaskId | None, Field(
+        description="The task's id, when the caller chooses it (else one is made).",
+        examples=["login-bug"])] = None
+    priority: Annotated[Priority, Field(description="low, normal, high or urgent.",
+                                        examples=["high"])] = "normal"
+    labels: Annotated[list[Label], Field(max_length=10, description="Up to 10 labels, each"
+                                         " 1-32 of a-z, 0-9 and -.",
+                                         examples=[["backend"]])] = []
 
 
 class GateDecision(_Model):

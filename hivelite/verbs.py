@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .errors import InvalidInput
+from .errors import ForbiddenRight, InvalidInput
 from .inputs import (
     AmendInput,
     CheckpointInput,
@@ -108,7 +108,15 @@ class Verb:
 
     def call(self, face: Any, caller: Caller, ref: str | int | None, given: Any,
              request_id: str | None = None) -> Any:
-        """Run the verb on ``face`` (a ``Hive``) as ``caller``, with its validated input."""
+        """Run the verb on ``face`` (a ``Hive``) as ``caller``, with its validated input;
+        ``403 forbidden_right not_permitted`` first when the token that proved ``caller``
+        lacks the verb's right (reads included), whatever face it came through."""
+        if caller is not None and caller.rights is not None and (
+                self.right.value not in caller.rights):
+            raise ForbiddenRight("not_permitted", f"{self.name} needs the right"
+                                 f" {self.right.value}; the token of {caller} carries"
+                                 f" {', '.join(sorted(caller.rights)) or 'none'}",
+                                 right=self.right.value)
         if self.run is not None:
             return self.run(face, caller, ref, given, request_id)
         keywords = {name: getattr(given, name) for name in type(given).model_fields}
@@ -162,8 +170,8 @@ VERBS: tuple[Verb, ...] = (
          "Read one task whole: its packet (what to do, the acceptance criteria), its state,"
          " the live claim's holder and expiry, the result, its evidence and verdicts.",
          (Who.anyone,), READ, Mode.read, Nothing, TaskView, ("not_found/no_such_task",),
-         method="get", idempotent=False, by_caller=False, http=Http("GET", "/{number}", "show_task", seed=True),
-         tool="show_task"),
+         method="get", idempotent=False, by_caller=False,
+         http=Http("GET", "/{number}", "show_task", seed=True), tool="show_task"),
     Verb("history", "The task's journal, oldest first: every move, who made it and why.",
          "Every move of one task with its actor, time and reason; what an agent reads to"
          " learn why a task came back to it (a decline's or a reject's reason).",
@@ -177,7 +185,8 @@ VERBS: tuple[Verb, ...] = (
          " claimed from, gets it.",
          (Who.holder,), WORK, Mode.read, Nothing, ClaimReceipt,
          ("invalid_state/no_claim", "forbidden_right/not_permitted", "not_found/no_such_task"),
-         idempotent=False, http=Http("GET", "/{number}/claim", "lease"), tool="my_lease"),
+         idempotent=False, http=Http("GET", "/{number}/claim", "lease"), tool="my_lease",
+         words="see the lease of"),
     Verb("handoff", "Hand work off (propose a task); the owner's gate decides.",
          "File a task for an agent: requester (yourself, for an agent), assignee, project"
          " and the packet (task, deliverable_type, acceptance_criteria). The owner's gate"
@@ -186,7 +195,7 @@ VERBS: tuple[Verb, ...] = (
          ("forbidden_right/not_permitted", "forbidden_right/not_requester",
           "invalid_input/invalid_handoff", "invalid_input/duplicate_id"),
          on_task=False, run=_handoff, http=Http("POST", "", "propose", seed=True),
-         tool="handoff"),
+         tool="handoff", words="hand off"),
     Verb("claim", "Claim a routed task under a lease with a fencing token.",
          "Take one routed task assigned to you. The answer carries lease_id and"
          " fencing_token: keep both, every later write on the task needs them, and renew"
@@ -205,7 +214,7 @@ VERBS: tuple[Verb, ...] = (
          (Who.assignee,), WORK, Mode.claiming, NextInput, NextClaim,
          ("not_found/queue_empty", "forbidden_right/held", "rate_limited/daily_budget"),
          on_task=False, method="claim_next", http=Http("POST", "/next", "next_task"),
-         tool="next_task"),
+         tool="next_task", words="claim next"),
     Verb("resume", "Claim a paused task again, once its answer arrived (a new token).",
          "A task you paused waits in state waiting (on human or agent). Once the answer is"
          " in (history shows it), resume takes it back under a new lease: working again,"
@@ -268,10 +277,10 @@ VERBS: tuple[Verb, ...] = (
          " its attempt limit (the owner). base_version is the task's fields_version as"
          " last read: a change made since is stale_base, so read again and retry.",
          (Who.owner, Who.agent), PROPOSE, Mode.write, FieldsInput, Receipt,
-         ("invalid_state/stale_base", "invalid_state/task_closed",
+         ("invalid_state/stale_base", "invalid_state/task_closed", "invalid_input/no_fields",
           "forbidden_right/not_permitted", "not_found/no_such_task"),
          method="set_fields", http=Http("PATCH", "/{number}", "set_fields", seed=True),
-         tool="set_fields"),
+         tool="set_fields", words="set fields"),
     Verb("amend", "Correct a result awaiting a decision, or record a merge.",
          "As the result's submitter: correct its summary or evidence while it awaits a"
          " decision (the confirmations given are dismissed: new evidence needs fresh eyes),"

@@ -20,21 +20,23 @@ import uvicorn
 
 from hivelite import Caller, Hive
 from hivelite.client import Client
+from hivelite.inputs import ListInput
 from hivelite.models import JournalEntry
+from hivelite.protocol import Mode
 from hivelite.server.app import create_app
 from hivelite.server.vaults import Vaults
+from hivelite.verbs import VERBS
 
 from .test_serve import free_port
 
-THROUGH_CLIENT = frozenset({
-    "handoff", "claim", "claim_next", "resume", "renew", "release", "checkpoint", "update",
-    "pause", "submit", "verify", "set_fields", "amend", "approve", "deny", "cancel",
-    "sign_off", "decline", "lease"})
-"""The verbs that take a caller and go over HTTP as that caller."""
-READS = frozenset({"get", "history"})
+THROUGH_CLIENT = frozenset(v.method for v in VERBS
+                           if (v.by_caller and v.on_task) or v.mode is not Mode.read)
+"""The verbs that take a caller and go over HTTP as that caller (the verb table's)."""
+READS = frozenset(v.method for v in VERBS
+                  if not v.by_caller and v.on_task and v.http is not None)
 """Reads that go over HTTP with the owner's token."""
-LIST_ARGS = frozenset({"state", "priority", "ready", "limit", "cursor"})
-"""What the served list route filters by; a list asking for more reads the file."""
+LIST_ARGS = frozenset(ListInput.model_fields) - {"mine", "role"}
+"""What the served list route filters by (all a ``Hive``'s list does)."""
 ON_FILE = frozenset({
     "hold", "veto", "stop", "lift", "controls", "set_budget", "clear_budget", "budgets",
     "set_policy", "policy", "expire", "as_owner", "store", "owner", "clock", "plugins",

@@ -1,0 +1,313 @@
+"""Face parity, generated from the verb table: for every verb, each face that serves it has
+it with the same inputs, refuses a token without its right, refuses a bad call with the
+same reason and task number, and answers task objects that validate against seed 000's
+schema. The faces: the ``Hive`` (the file), HTTP (a real uvicorn server on a loopback
+port, through :class:`hivelite.client.Client` and through its routes), and MCP (the SDK's
+own client over the server's ``/mcp``)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from jsonschema import Draft202012Validator, FormatChecker
+
+pytest.importorskip("mcp")
+
+from mcp import Client as McpClient
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from pydantic import BaseModel
+
+from hivelite import Caller, Hive, ManualClock
+from hivelite.client import Client
+from hivelite.errors import HiveliteError
+from hivelite.protocol import Right
+from hivelite.server.mcp_tools import TOOLS, offers
+from hivelite.server.openapi import openapi_document
+from hivelite.verbs import VERBS, Verb
+
+from .conftest import CODER, OWNER, START, own_task
+from .served import LoopbackServer
+
+SCHEMA = json.loads(resources.files("hivelite").joinpath("data/task.schema.json")
+                    .read_text(encoding="utf-8"))
+TASK_OBJECT = Draft202012Validator(SCHEMA, format_checker=FormatChecker())
+SERVED = [v for v in VERBS if v.http is not None]
+ON_TASK = [v for v in SERVED if v.on_task and not v.reads]
+PREFIX = "/v1/vaults/{vault_id}/tasks"
+EXTRA = {"list": {"mine", "role"}}
+"""Inputs a face that knows its caller adds (a ``Hive``'s list names the agent itself)."""
+
+
+def fields(verb: Verb) -> set[str]:
+    return set(verb.input.model_fields)
+
+
+def example(verb: Verb) -> dict[str, Any]:
+    """A call of ``verb`` from its input model's own examples: each required field takes
+    its first example (the examples are data, so they are held to being valid)."""
+    given: dict[str, Any] = {}
+    for name, info in verb.input.model_fields.items():
+        if not info.is_required():
+            continue
+        examples = info.examples or next(
+            (m.json_schema.get("examples") for m in info.metadata
+             if hasattr(m, "json_schema") and m.json_schema), None)
+        assert examples, f"{verb.name}.{name} has no example"
+        given[name] = examples[0]
+    return given
+
+
+def keywords(method: Any) -> set[str]:
+    params = inspect.signature(method).parameters.values()
+    return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY} - {
+        "request_id"}
+
+
+# -- the same inputs on every face ------------------------------------------------------
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+def test_every_face_takes_the_verbs_inputs(verb: Verb) -> None:
+    mine = fields(verb)
+    if verb.name != "handoff":  # a handoff's fields come whole (a request, or **fields)
+        assert keywords(getattr(Hive, verb.method)) == mine - EXTRA.get(verb.name, set())
+        assert keywords(getattr(Client, verb.method)) == mine
+    if verb.http is not None:
+        operation = openapi_document()["paths"][PREFIX + verb.http.path][
+            verb.http.method.lower()]
+        assert operation["x-hivelite-right"] == verb.right.value
+        assert operation["x-hivelite-verb"] == verb.name
+        if verb.http.method == "GET":
+            taken = {p["name"] for p in operation["parameters"] if p["in"] == "query"}
+        else:
+            ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+            body = openapi_document()["components"]["schemas"][ref.rsplit("/", 1)[1]]
+            taken = set(body["properties"])
+        assert taken == mine
+    for kind in ("agent", "owner"):
+        assert (verb.tool in TOOLS[kind]) == (verb.tool is not None and offers(verb, kind))
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+def test_every_input_is_described_with_an_example(verb: Verb) -> None:
+    schema = verb.input.model_json_schema()
+    for name, prop in schema["properties"].items():
+        described = prop.get("description") or prop.get("$ref")
+        assert described, f"{verb.name}.{name} has no description"
+    example(verb)  # every required field has an example
+    assert verb.summary and verb.description and verb.refusals
+
+
+def test_every_verb_an_agent_uses_is_an_mcp_tool() -> None:
+    """resume, handoff, fields and amend were missing: a task paused over MCP was lost."""
+    for name in ("resume", "handoff", "set_fields", "amend", "history", "my_lease", "verify",
+                 "release", "renew"):
+        assert name in TOOLS["agent"]
+    for name in ("approve", "deny", "cancel", "sign_off", "decline"):
+        assert name in TOOLS["owner"] and name not in TOOLS["agent"]
+
+
+# -- rights, refusals and task objects on the served faces -----------------------------
+
+
+@dataclass
+class Faces:
+    hive: Hive
+    server: LoopbackServer
+    vault: str
+    tokens: dict[str, str]
+    n: int
+    """A cancelled task: every write on it is refused."""
+    routed: int
+
+    def url(self, path: str) -> str:
+        return f"{self.server.url}/v1/vaults/{self.vault}/tasks{path}"
+
+    def http(self, verb: Verb, who: str, ref: int, body: dict[str, Any]) -> httpx.Response:
+        assert verb.http is not None
+        path = verb.http.path.replace("{number}", str(ref))
+        headers = {"Authorization": f"Bearer {self.tokens[who]}"}
+        if verb.http.method == "GET":
+            return httpx.get(self.url(path), params=body, headers=headers, timeout=30)
+        return httpx.request(verb.http.method, self.url(path), json=body, headers=headers,
+                             timeout=30)
+
+    def mcp(self, who: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """Each call's result, through the SDK's client over ``/mcp``."""
+        got: list[Any] = []
+
+        async def flow() -> None:
+            client = create_mcp_http_client(headers={
+                "Authorization": f"Bearer {self.tokens[who]}"})
+            async with McpClient(streamable_http_client(self.server.url + "/mcp",
+                                                        http_client=client)) as mcp:
+                for tool, arguments in calls:
+                    got.append(await mcp.call_tool(tool, arguments))
+
+        anyio.run(flow)
+        return got
+
+
+@pytest.fixture(scope="module")
+def faces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Faces]:
+    folder = tmp_path_factory.mktemp("parity")
+    hive = Hive.open(folder / "s.db", owner="ana", clock=ManualClock(START))
+    server = LoopbackServer()
+    vault = server.vaults.add(hive)
+    add = hive.add_token
+    tokens = {
+        "owner": add(OWNER).token,
+        "coder": add(OWNER, "ana/coder", instance="laptop").token,
+        "reader": add(OWNER, "ana/coder", instance="laptop", rights=["tasks.read"]).token,
+        "worker": add(OWNER, "ana/coder", instance="laptop", rights=["tasks.work"]).token,
+    }
+    n = own_task(hive)
+    hive.cancel(OWNER, n, reason="parity")
+    routed = own_task(hive)
+    try:
+        yield Faces(hive, server, vault, tokens, n, routed)
+    finally:
+        server.vaults.discard(vault)
+        server.stop()
+        hive.close()
+
+
+def lacking(verb: Verb) -> str:
+    """A token without the verb's right: an agent's for the owner's verbs, else one that
+    carries another right only."""
+    return {Right.owner: "coder", Right.read: "worker"}.get(verb.right, "reader")
+
+
+@pytest.mark.slow
+def test_a_token_without_the_right_is_refused_on_every_route(faces: Faces) -> None:
+    """Read routes included: removing a route's check fails this test."""
+    for verb in SERVED:
+        response = faces.http(verb, lacking(verb), faces.routed, example(verb))
+        assert response.status_code == 403, (verb.name, response.text)
+        error = response.json()["error"]
+        assert (error["code"], error["reason"]) == ("forbidden_right", "not_permitted"), (
+            verb.name)
+        assert verb.right.value in error["message"]
+    calls = [(str(v.tool), {**({"number": faces.routed} if v.on_task else {}), **example(v)})
+             for v in SERVED if v.tool in TOOLS["agent"] and v.right is not Right.read]
+    for (tool, _), result in zip(calls, faces.mcp("reader", calls), strict=True):
+        assert result.is_error, tool
+        assert refused(result).startswith("forbidden_right/not_permitted:"), tool
+    assert faces.hive.get(faces.routed).task.state == "routed"
+
+
+def refused(result: Any) -> str:
+    """A tool error's text, after the SDK's ``Error executing tool NAME:``."""
+    assert result.is_error, result.content
+    text: str = result.content[0].text
+    return re.sub(r"^Error executing tool \w+: ", "", text)
+
+
+def who_for(verb: Verb) -> tuple[str, Caller]:
+    return ("owner", OWNER) if verb.right is Right.owner else ("coder", CODER)
+
+
+def refusal_on_file(faces: Faces, verb: Verb) -> tuple[str, str, int | None]:
+    _, caller = who_for(verb)
+    given = verb.input.model_validate(example(verb))
+    with pytest.raises(HiveliteError) as raised:
+        verb.call(faces.hive, caller, faces.n, given)
+    error = raised.value
+    return error.code, error.reason, error.extra.get("number")
+
+
+@pytest.mark.slow
+def test_a_refusal_has_the_same_reason_and_task_on_every_face(faces: Faces) -> None:
+    """Every write on a cancelled task, on the file, over HTTP (the client and the route)
+    and over MCP: the same code, reason and task number, and one the row declares."""
+    before = faces.hive.history(faces.n)
+    for who in ("owner", "coder"):
+        verbs = [v for v in ON_TASK if who_for(v)[0] == who]
+        tools = [v for v in verbs if v.tool is not None and offers(v, "owner" if who ==
+                                                                       "owner" else "agent")]
+        results = dict(zip([v.name for v in tools], faces.mcp(who, [
+            (str(v.tool), {"number": faces.n, **example(v)}) for v in tools]), strict=True))
+        client = Client(faces.server.url, faces.tokens[who])
+        for verb in verbs:
+            code, reason, number = refusal_on_file(faces, verb)
+            assert f"{code}/{reason}" in verb.refusals, (verb.name, reason)
+            assert number == faces.n, verb.name
+            error = faces.http(verb, who, faces.n, example(verb)).json()["error"]
+            assert (error["code"], error["reason"], error.get("number")) == (
+                code, reason, number), verb.name
+            with pytest.raises(HiveliteError) as raised:
+                verb.call(client, None, faces.n, verb.input.model_validate(example(verb)))
+            assert (raised.value.code, raised.value.reason) == (code, reason), verb.name
+            if verb.name in results:
+                text = refused(results[verb.name])
+                assert text.startswith(f"{code}/{reason}:"), (verb.name, text)
+                assert re.search(rf"\(task {number}\)$", text), (verb.name, text)
+        client.close()
+    assert faces.hive.history(faces.n) == before  # nothing was written
+
+
+def task_objects(answer: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(answer, dict):
+        if {"id", "state", "packet", "requester"} <= set(answer):
+            yield answer
+        for value in answer.values():
+            yield from task_objects(value)
+    elif isinstance(answer, list):
+        for value in answer:
+            yield from task_objects(value)
+
+
+@pytest.mark.slow
+def test_every_task_object_validates_against_the_seed_on_every_face(faces: Faces) -> None:
+    """MCP once dropped null keys, so no task object it sent validated."""
+    n = own_task(faces.hive)
+    results = faces.mcp("coder", [("show_task", {"number": n}), ("list_tasks", {}),
+                                  ("next_task", {"project": "demo"})])
+    answers = [json.loads(r.content[0].text) for r in results]
+    assert all(not r.is_error for r in results), answers
+    client = Client(faces.server.url, faces.tokens["coder"])
+    answers += [faces.http(v, "coder", n, {}).json() for v in SERVED
+                if v.name in ("show", "list")]
+    answers += [client.get(n).model_dump(mode="json"),
+                client.list().model_dump(mode="json")]
+    client.close()
+    seen = [task for answer in answers for task in task_objects(answer)]
+    assert len(seen) >= 6
+    for task in seen:
+        errors = sorted(e.message for e in TASK_OBJECT.iter_errors(task))
+        assert not errors, (task["id"], errors)
+
+
+def test_adding_a_verb_is_its_row_and_its_run(tmp_path: Any) -> None:
+    """A new verb needs a row and a ``run``, nothing else: here ``touch``, which records an
+    event on a task, becomes an MCP tool and a route of a server built with it."""
+    from hivelite.inputs import Nothing
+    from hivelite.models import Receipt
+    from hivelite.protocol import Mode, Who
+
+    def touch(hive: Hive, caller: Caller, ref: Any, given: BaseModel,
+              request_id: str | None) -> Receipt:
+        def body(unit: Any) -> Receipt:
+            row = unit.task(ref)
+            unit.event(row, "touched", {})
+            receipt: Receipt = unit.receipt(row)
+            return receipt
+        result: Receipt = hive._write(caller, "expire", body)
+        return result
+
+    verb = Verb("touch", "Touch a task.", "Record that the task was looked at.",
+                (Who.anyone,), Right.read, Mode.write, Nothing, Receipt,
+                ("not_found/no_such_task",), run=touch, tool="touch")
+    with Hive.open(tmp_path / "s.db", owner="ana") as hive:
+        n = own_task(hive)
+        assert verb.call(hive, OWNER, n, Nothing()).number == n
+        assert hive.history(n)[-1].reason == "touched"
