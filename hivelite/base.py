@@ -367,8 +367,11 @@ class HiveBase:
             ended = unit.tx.last_expiry(row.number)
             if ended is None or ended.token != token:
                 raise
+            again = ("it is routed again: claim it to take it back, with a new lease and"
+                     " token" if row.state == State.routed.value else f"it is {row.state} now")
             raise InvalidState("stale_claim", f"the claim with token {token} on task"
-                               f" {row.number} expired at {ended.expired_at}") from None
+                               f" {row.number} expired at {ended.expired_at}; {again}"
+                               ) from None
 
     # -- reading -------------------------------------------------------------
 

@@ -80,16 +80,18 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
 
 @click.command(name="mcp")
 @click.option("--token", envvar="HIVELITE_TOKEN", required=True,
-              help="The agent's token ($HIVELITE_TOKEN); required.")
+              help="The agent's (or the owner's) token ($HIVELITE_TOKEN); required.")
 @click.option("--session", envvar="HIVELITE_SESSION", help="The session acting"
               " ($HIVELITE_SESSION).")
 @pass_context
 def mcp_stdio(ctx: Context, token: str, session: str | None) -> None:
-    """Speak MCP on stdin and stdout, as the agent a token proves.
+    """Speak MCP on stdin and stdout, as the caller a token proves.
 
     For an MCP-speaking agent on this machine: its client starts this command. The tools
-    act as the token's agent on the token's instance, with the token's rights, never as
-    the owner (docs/serve.md has a client configuration).
+    act as the token's agent on the token's instance, with the token's rights (an owner's
+    token gets the owner's tools instead; docs/serve.md has a client configuration).
+    While the agent is connected, its leases taken here are renewed at half their length
+    with their own token; when it disconnects, they run out.
 
     \b
     Example:
@@ -107,6 +109,14 @@ def mcp_stdio(ctx: Context, token: str, session: str | None) -> None:
                      create=False)
     try:
         caller = hive.authenticate(token, session=session).caller
-        build_mcp(lambda: (hive, caller), caller.kind).run()
+        from .server.keeper import LeaseKeeper
+
+        keeper = LeaseKeeper(hive, caller)  # its agent's leases, while it is connected
+        server = build_mcp(lambda: (hive, caller), caller.kind, on_answer=keeper.track)
+        keeper.start()
+        try:
+            server.run()
+        finally:
+            keeper.stop()
     finally:
         hive.close()

@@ -106,7 +106,9 @@ def holder(row: TaskRow, lease_id: str, token: int, agent: str | None, at: str,
             f"lease {lease_id} with token {token} is not task {row.number}'s current claim",
         )
     if row.lease_expires is not None and row.lease_expires <= at:
-        raise InvalidState("stale_claim", f"lease {lease_id} expired at {row.lease_expires}")
+        raise InvalidState("stale_claim", f"lease {lease_id} expired at {row.lease_expires};"
+                           " it returns to routed at the next write: claim the task to take"
+                           " it back, with a new lease and token")
     if agent is not None and agent != row.lease_holder:
         raise ForbiddenRight("not_permitted", f"the claim on task {row.number} is"
                              f" {row.lease_holder}'s, not {agent}'s")

@@ -272,7 +272,9 @@ def test_a_released_claim_is_not_said_to_have_expired(
 
     error = refused(db_path, InvalidState, "stale_claim", lambda: hive.update(
         CODER, n, lease_id=first.lease_id, token=1, summary="still here"))
-    assert error.message == f"the claim with token 1 on task {n} expired at {at(10)}"
+    assert error.message == (f"the claim with token 1 on task {n} expired at {at(10)}; it is"
+                             " routed again: claim it to take it back, with a new lease and"
+                             " token")
 
 
 def test_a_claim_that_ran_out_is_told_its_own_expiry(hive: Hive, clock: ManualClock,
@@ -287,7 +289,9 @@ def test_a_claim_that_ran_out_is_told_its_own_expiry(hive: Hive, clock: ManualCl
     clock.advance(minutes=10)
     error = refused(db_path, InvalidState, "stale_claim", lambda: hive.update(
         CODER, n, lease_id=second.lease_id, token=2, summary="late"))
-    assert error.message == f"the claim with token 2 on task {n} expired at {at(13)}"
+    assert error.message == (f"the claim with token 2 on task {n} expired at {at(13)}; it is"
+                             " routed again: claim it to take it back, with a new lease and"
+                             " token")
     error = refused(db_path, InvalidState, "stale_claim", lambda: hive.update(
         CODER, n, lease_id=first.lease_id, token=1, summary="later"))
     assert "expired" not in error.message

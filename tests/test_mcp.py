@@ -19,7 +19,7 @@ from mcp import Client, StdioServerParameters
 from hivelite import Hive, ManualClock
 from hivelite.server.mcp_tools import TOOLS, build_mcp
 
-from .conftest import OWNER, START, own_task
+from .conftest import CODER, OWNER, START, own_task
 from .test_cli_e2e import hivelite_command
 from .test_serve import TASK, Server, server  # noqa: F401 - the served store, a fixture
 
@@ -185,3 +185,96 @@ def test_mcp_answers_only_the_hosts_it_is_meant_for(
             response = client.post("/mcp", headers=headers, json={
                 "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
         assert (response.status_code == 200) == served, (response.status_code, response.text)
+
+
+def test_the_stdio_keeper_renews_its_agents_leases_and_never_crosses_a_token(
+        tmp_path: Path) -> None:
+    """While its agent is connected, ``hivelite mcp`` renews the leases the agent took
+    through it at half their length, with their own lease id and token; a lease that ended
+    is forgotten, and the task's next claim (a new token) is never renewed by it."""
+    from hivelite.server.keeper import LeaseKeeper
+
+    clock = ManualClock(START)
+    hive = Hive.open(tmp_path / "s.db", owner="ana", clock=clock)
+    coder = hive.authenticate(hive.add_token(OWNER, "ana/coder", instance="laptop").token)
+    first, second = own_task(hive), own_task(hive)
+    keeper = LeaseKeeper(hive, coder.caller)
+
+    async def flow() -> None:
+        async with Client(build_mcp(lambda: (hive, coder.caller),
+                                    on_answer=keeper.track)) as client:
+            answer(await client.call_tool("claim", {"number": first}))
+            answer(await client.call_tool("claim", {"number": second, "minutes": 6}))
+
+    anyio.run(flow)
+    assert keeper.tick() == []  # nothing is half way yet
+    clock.advance(minutes=4)
+    assert keeper.tick() == [second]  # 6-minute lease, 2 left
+    lease = hive.lease(CODER, second)
+    assert (lease.fencing_token, lease.expires_at) == (1, "2026-12-02T09:10:00.000Z")
+    clock.advance(minutes=2)
+    assert sorted(keeper.tick()) == [first]
+    # the agent gives `second` back and claims it again outside this connection
+    hive.release(CODER, second, lease_id=lease.lease_id, token=1)
+    again = hive.claim(CODER, second)
+    clock.advance(minutes=6)
+    assert keeper.tick() == [first]  # the released lease is refused and forgotten
+    assert second not in keeper.kept
+    assert hive.lease(CODER, second).expires_at == again.expires_at  # token 2 untouched
+    hive.close()
+
+
+def test_an_agent_finishes_the_flows_with_the_tools_alone(tmp_path: Path) -> None:
+    """Through the SDK's client: pause on a question, resume, submit; file a follow-up task;
+    review another agent's result found by listing what awaits a verdict. Task objects keep
+    their null keys; the compact listing is a small part of the full one."""
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    from .test_parity import SCHEMA
+
+    seed = Draft202012Validator(SCHEMA, format_checker=FormatChecker())
+    hive = Hive.open(tmp_path / "s.db", owner="ana", clock=ManualClock(START))
+    coder = hive.authenticate(hive.add_token(OWNER, "ana/coder", instance="laptop").token)
+    reviewer = hive.authenticate(hive.add_token(OWNER, "ana/reviewer",
+                                                instance="desktop").token)
+    n = own_task(hive)
+
+    async def work() -> int:
+        async with Client(build_mcp(lambda: (hive, coder.caller))) as client:
+            claimed = answer(await client.call_tool("next_task", {}))
+            assert not list(seed.iter_errors(claimed["task"]["task"]))
+            fence = {"number": n, "lease_id": claimed["lease_id"],
+                     "token": claimed["fencing_token"]}
+            answer(await client.call_tool("checkpoint", {**fence, "progress": "started"}))
+            paused = answer(await client.call_tool("pause", {
+                **fence, "on": "human", "reason": "which database should it use?"}))
+            assert paused["state"] == "waiting"
+            resumed = answer(await client.call_tool("resume", {"number": n}))
+            assert resumed["state"] == "working" and resumed["fencing_token"] == 2
+            fence = {"number": n, "lease_id": resumed["lease_id"], "token": 2}
+            done = answer(await client.call_tool("submit_result", {
+                **fence, "summary": "fixed", "evidence": EVIDENCE}))
+            assert done["state"] == "approval"
+            follow = answer(await client.call_tool("handoff", {
+                "requester": "ana/coder", "assignee": "ana/reviewer", "project": "demo",
+                "packet": {"task": "Review the login fix", "deliverable_type": "answer",
+                           "acceptance_criteria": ["a verdict"]}}))
+            assert follow["state"] == "routed"
+            return int(follow["number"])
+
+    async def review(follow: int) -> None:
+        async with Client(build_mcp(lambda: (hive, reviewer.caller))) as client:
+            waiting = answer(await client.call_tool("list_tasks", {"state": ["approval"]}))
+            assert [t["number"] for t in waiting["items"]] == [n]
+            full = answer(await client.call_tool("list_tasks", {"compact": False}))
+            short = answer(await client.call_tool("list_tasks", {}))
+            assert len(json.dumps(short)) * 3 < len(json.dumps(full))
+            for view in full["items"]:
+                assert not list(seed.iter_errors(view["task"]))
+            verdict = answer(await client.call_tool("verify", {"number": n}))
+            assert verdict["state"] == "completed"
+            assert answer(await client.call_tool("show_task", {"number": follow}))[
+                "task"]["requester"] == "ana/coder"
+
+    anyio.run(review, anyio.run(work))
+    hive.close()

@@ -107,6 +107,35 @@ def test_every_input_is_described_with_an_example(verb: Verb) -> None:
     assert verb.summary and verb.description and verb.refusals
 
 
+MCP_EXTRA = {"list": {"compact"}}
+"""What the MCP face adds to an input: a compact listing for a model's context."""
+
+
+@pytest.mark.slow
+def test_every_tool_takes_its_verbs_inputs_and_words(faces: Faces) -> None:
+    """The tools as the SDK's client lists them, for an agent's token and the owner's."""
+    for who, kind in (("coder", "agent"), ("owner", "owner")):
+        async def listed(who: str = who) -> dict[str, Any]:
+            client = create_mcp_http_client(headers={
+                "Authorization": f"Bearer {faces.tokens[who]}"})
+            async with McpClient(streamable_http_client(faces.server.url + "/mcp",
+                                                        http_client=client)) as mcp:
+                return {t.name: t for t in (await mcp.list_tools()).tools}
+
+        tools = anyio.run(listed)
+        assert set(tools) == set(TOOLS[kind])
+        for verb in VERBS:
+            if verb.tool not in tools:
+                continue
+            tool = tools[verb.tool]
+            expected = fields(verb) | MCP_EXTRA.get(verb.name, set()) | (
+                {"number"} if verb.on_task else set())
+            assert set(tool.input_schema["properties"]) == expected, verb.name
+            assert verb.summary in (tool.description or ""), verb.name
+            for name, prop in tool.input_schema["properties"].items():
+                assert prop.get("description") or prop.get("$ref"), (verb.name, name)
+
+
 def test_every_verb_an_agent_uses_is_an_mcp_tool() -> None:
     """resume, handoff, fields and amend were missing: a task paused over MCP was lost."""
     for name in ("resume", "handoff", "set_fields", "amend", "history", "my_lease", "verify",
@@ -270,7 +299,8 @@ def task_objects(answer: Any) -> Iterator[dict[str, Any]]:
 def test_every_task_object_validates_against_the_seed_on_every_face(faces: Faces) -> None:
     """MCP once dropped null keys, so no task object it sent validated."""
     n = own_task(faces.hive)
-    results = faces.mcp("coder", [("show_task", {"number": n}), ("list_tasks", {}),
+    results = faces.mcp("coder", [("show_task", {"number": n}),
+                                  ("list_tasks", {"compact": False}),
                                   ("next_task", {"project": "demo"})])
     answers = [json.loads(r.content[0].text) for r in results]
     assert all(not r.is_error for r in results), answers

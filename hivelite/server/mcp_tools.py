@@ -27,7 +27,9 @@ from ..base import invalid
 from ..caller import Caller
 from ..errors import HiveliteError, InvalidInput
 from ..hive import Hive
+from ..models import Page
 from ..protocol import Who
+from ..terminal import clip
 from ..verbs import VERBS, Verb
 
 Where = Callable[[], tuple[Hive, Caller]]
@@ -92,8 +94,19 @@ def _refusal(error: HiveliteError) -> ToolError:
     return ToolError(f"{error.code}/{error.reason}: {error.message}{where}")
 
 
+COMPACT = {"type": "boolean", "default": True, "description": "One short row a task"
+           " (number, title, state, who, priority, labels, the claim's holder and expiry)"
+           " instead of the whole task: false for every field.", "examples": [True]}
+LIST_PAGE = 20
+"""A listing's page over MCP, unless asked for more: a model's context is the medium's
+budget."""
+TITLE = 80
+"""How much of a task's text a compact row keeps."""
+
+
 def _schema(verb: Verb) -> dict[str, Any]:
-    """The tool's input schema: the task's number, then the verb's input model's."""
+    """The tool's input schema: the task's number, then the verb's input model's (and,
+    for the listing, MCP's own compact mode and smaller page)."""
     schema = verb.input.model_json_schema()
     schema.pop("title", None)
     schema.pop("description", None)
@@ -101,10 +114,33 @@ def _schema(verb: Verb) -> dict[str, Any]:
         schema["properties"] = {"number": NUMBER, **schema.get("properties", {})}
         schema["required"] = ["number", *schema.get("required", [])]
     schema.setdefault("properties", {})
+    if verb.name == "list":
+        schema["properties"]["compact"] = COMPACT
+        schema["properties"]["limit"] = {**schema["properties"]["limit"],
+                                         "default": LIST_PAGE}
     return schema
 
 
-def _tool(verb: Verb, who: Where) -> Tool:
+def compact(page: Page) -> dict[str, Any]:
+    """A page as short rows: what an agent needs to pick a task, about a tenth of each."""
+    rows = []
+    for view in page.items:
+        claim = view.claim
+        rows.append({
+            "number": view.number, "id": view.task.id,
+            "title": clip(view.task.packet.task, TITLE), "state": view.task.state.value,
+            "waiting_on": view.task.waiting_on.value if view.task.waiting_on else None,
+            "project": view.task.project, "requester": view.task.requester,
+            "assignee": view.task.assignee, "priority": view.priority,
+            "labels": view.labels,
+            "holder": claim.holder if claim is not None and not claim.expired else None,
+            "expires_at": claim.expires_at if claim is not None and not claim.expired
+            else None, "updated_at": view.task.updated_at})
+    return {"items": rows, "next_cursor": page.next_cursor,
+            "damaged": [d.model_dump(mode="json") for d in page.damaged]}
+
+
+def _tool(verb: Verb, who: Where, on_answer: Callable[[object], None] | None) -> Tool:
     """One verb as a tool. Its arguments pass to the verb's input model as sent, so a bad
     one is refused in the verb's own words, as on every face."""
     fields = (["number"] if verb.on_task else []) + list(verb.input.model_fields)
@@ -113,6 +149,9 @@ def _tool(verb: Verb, who: Where) -> Tool:
         given = {k: v for k, v in arguments.items() if v is not None}
         hive, caller = who()
         ref = given.pop("number", None)
+        short = given.pop("compact", True) is not False
+        if verb.name == "list":
+            given.setdefault("limit", LIST_PAGE)
         try:
             if verb.on_task and ref is None:
                 raise InvalidInput("number_required", f"{verb.tool} needs the task's"
@@ -124,13 +163,18 @@ def _tool(verb: Verb, who: Where) -> Tool:
             answer = verb.call(hive, caller, ref, parsed)
         except HiveliteError as error:
             raise _refusal(error.about(ref)) from None
+        if on_answer is not None:
+            on_answer(answer)
         if verb.many:
             return {"entries": plain(list(answer))}
+        if isinstance(answer, Page) and short:
+            return compact(answer)
         return plain(answer)
 
+    names = [*fields, "compact"] if verb.name == "list" else fields
     call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                           annotation=Any) for name in fields],
+                           annotation=Any) for name in names],
         return_annotation=Any)
     call.__name__ = str(verb.tool)
     tool = Tool.from_function(call, name=verb.tool, description=_words(verb))
@@ -142,10 +186,13 @@ def _words(verb: Verb) -> str:
     return f"{verb.summary} {verb.description}\nMay refuse with: {refusals}."
 
 
-def build_mcp(who: Where, kind: Kind = "agent") -> MCPServer:
+def build_mcp(who: Where, kind: Kind = "agent", *,
+              on_answer: Callable[[object], None] | None = None) -> MCPServer:
     """An MCP server whose tools act through ``who()`` (the store and the token's caller):
-    an agent's tools, or with ``kind="owner"`` the owner's."""
-    tools = [_tool(verb, who) for verb in VERBS if verb.tool and offers(verb, kind)]
+    an agent's tools, or with ``kind="owner"`` the owner's; ``on_answer`` sees each answer
+    (the stdio server's lease keeper notes the claims)."""
+    tools = [_tool(verb, who, on_answer) for verb in VERBS
+             if verb.tool and offers(verb, kind)]
     server = MCPServer(
         "hivelite", version=__version__, tools=tools,
         instructions=OWNER_INSTRUCTIONS if kind == "owner" else AGENT_INSTRUCTIONS)
