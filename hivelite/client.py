@@ -218,7 +218,8 @@ class Client(WorkLoop):
         given = {k: _jsonable(v) for k, v in fields.items()}
         if verb.http.method == "GET":
             query = {k: ",".join(v) if isinstance(v, list) else _query(v)
-                     for k, v in given.items() if v not in (None, [], False)}
+                     for k, v in given.items() if v is not None and v is not False
+                     and v != []}
             document = self._call("GET", path, query=query or None, session=session)
         else:
             document = self._call(verb.http.method, path, given, request_id=request_id,

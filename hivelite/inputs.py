@@ -265,10 +265,16 @@ class DecisionInput(Input):
 
 
 class DeclineInput(Input):
-    """The owner sends a result back: the reason is required."""
+    """The owner sends a result back: the reason is required (the verb says so when it is
+    missing, as it says on every face)."""
 
-    reason: Annotated[str, about("Why the result goes back (at most 500 characters).",
-                                 "the summary does not match the diff")]
+    model_config = ConfigDict(extra="forbid", defer_build=True,
+                              json_schema_extra={"required": ["reason"]})
+
+    reason: Annotated[Any, schema(
+        {"type": "string", "minLength": 1, "maxLength": 500},
+        "Why the result goes back (at most 500 characters).",
+        "the summary does not match the diff")] = None
 
 
 __all__ = ["AmendInput", "CheckpointInput", "ClaimInput", "DecisionInput", "DeclineInput",

@@ -55,8 +55,9 @@ def example(verb: Verb) -> dict[str, Any]:
     """A call of ``verb`` from its input model's own examples: each required field takes
     its first example (the examples are data, so they are held to being valid)."""
     given: dict[str, Any] = {}
+    required = set(verb.input.model_json_schema().get("required", []))
     for name, info in verb.input.model_fields.items():
-        if not info.is_required():
+        if not info.is_required() and name not in required:
             continue
         examples = info.examples or next(
             (m.json_schema.get("examples") for m in info.metadata

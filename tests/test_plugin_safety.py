@@ -66,7 +66,7 @@ class Scene:
 
 # What a hook tries, each a different write verb (Scene -> the write).
 WRITES: dict[str, Callable[[Hive, Scene], object]] = {
-    "hand off": lambda hive, s: hive.handoff(
+    "handoff": lambda hive, s: hive.handoff(
         OWNER, requester="ana/planner", assignee="ana/coder", project="demo",
         packet=packet(task="Smuggled in by a hook")),
     "claim": lambda hive, s: hive.claim(CODER, s.spare),
@@ -265,7 +265,7 @@ def test_a_write_at_start_up_refuses_to_open(open_hive: OpenHive, db_path: Path)
     meddler.action = lambda h: own_task(h)
     with pytest.raises(PluginError) as err:
         open_hive(plugins=[meddler])
-    assert_refused(err.value, "Meddler", "hivelite_startup", "hand off")
+    assert_refused(err.value, "Meddler", "hivelite_startup", "handoff")
     with Hive.open(db_path, owner="ana") as hive:
         assert hive.journal() == []
 
