@@ -511,7 +511,7 @@ class HiveBase:
             return
         with self.store.read() as reader:
             overdue = reader.overdue(format_ts(self.clock()))
-        if overdue and getattr(self.store, "tampered", None) is None:  # else: reads only
+        if overdue and self.store.tampered is None:  # else: reads only
             self.expired_on_open = self._run(None, _reopened)
 
 

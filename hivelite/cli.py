@@ -860,10 +860,7 @@ for command in (*COMMANDS, serve, mcp_stdio):  # the owner's controls, budgets, 
 
 def _tables(hive: Hive) -> Any:
     """The store's kept tables, raw, for export (each engine's own access)."""
-    tables = getattr(hive.store, "tables", None)
-    if tables is None:  # pragma: no cover - a store of another kind, given to Hive.open
-        raise UnexpectedError("unexpected", "this store cannot be exported")
-    return tables()
+    return hive.store.tables()
 
 
 def _sqlite(hive: Hive) -> SqliteStore:

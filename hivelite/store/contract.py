@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .transfer import Tables
 
 from .rows import (
     Bodies,
@@ -205,6 +208,12 @@ class Store(Protocol):
         ...
     @property
     def schema_version(self) -> int: ...
+    tampered: str | None
+    """Why the store's schema is not the one its migrations built (writes are refused
+    then), or None."""
+    def tables(self) -> Tables:
+        """Raw access to the kept tables, for ``hivelite export`` and ``import``."""
+        ...
     def read(self) -> AbstractContextManager[Reader]: ...
     def write(self) -> AbstractContextManager[Writer]: ...
     def close(self) -> None: ...

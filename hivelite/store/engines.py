@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidInput
+from .contract import Store
 
 
-def open_url(url: str, **options: Any) -> Any:
+def open_url(url: str, **options: Any) -> Store:
     """The PostgreSQL store ``url`` names (``options``: ``PostgresStore``'s), or a clear
     error when the extra that reaches PostgreSQL is not installed."""
     try:

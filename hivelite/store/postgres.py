@@ -698,6 +698,8 @@ class PostgresStore:
         self._conns: weakref.WeakSet[_Conn] = weakref.WeakSet()
         self._closed = False
         self._created = False
+        self.tampered: str | None = None
+        """Never set here: the server's rules are checked on the server (docs/postgres.md)."""
         conn = self.conn
         version = self._version(conn)
         if version is None:

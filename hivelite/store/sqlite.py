@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import apsw
 
@@ -71,6 +71,9 @@ from .rows import (
     task_key,
 )
 from .schema import RANK, READY, instance_key
+
+if TYPE_CHECKING:
+    from .transfer import SqliteTables
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
@@ -845,7 +848,7 @@ class SqliteStore:
     def schema_version(self) -> int:
         return int(self.conn.execute("PRAGMA user_version").get)
 
-    def tables(self) -> Any:
+    def tables(self) -> SqliteTables:
         """Raw access to the kept tables, for ``hivelite export`` and ``import``
         (``transfer.SqliteTables``)."""
         from .transfer import SqliteTables
