@@ -39,16 +39,8 @@ from .store import (
     TaskRow,
 )
 from .store.schema import MODES, PROPOSALS
-from .verbs import in_mode
 
 _PROJECT = TypeAdapter(Slug, config=DEFERRED)
-CLAIMING = in_mode(Mode.claiming)
-"""Verbs that take a lease: a hold refuses them, a budget used up refuses them."""
-HOLDER = in_mode(Mode.holder)
-"""Verbs a holder writes under its lease: a hold or a veto refuses them."""
-AUTHORITY = in_mode(Mode.authority)
-"""The owner's own controls: never refused for a missing plugin (they ask none), so the
-owner can always stop an agent or mend the policy."""
 MAX_THRESHOLD = 1000
 DEFAULT_ZONE = "UTC"
 """Where a day begins when the owner set no time zone."""
@@ -175,7 +167,7 @@ def _lift_hint(row: ControlRow) -> str:
     return f"the owner lifts it with: hivelite lift {row.id}"
 
 
-def admit_controls(controls: Iterable[ControlRow], caller: Caller, verb: str) -> None:
+def admit_controls(controls: Iterable[ControlRow], caller: Caller, mode: Mode) -> None:
     """Refuse a write the owner's controls forbid: anything from a stopped agent or
     instance (``vetoed``); a claim or holder write from a held one (``held``)."""
     if caller.is_owner:
@@ -186,7 +178,7 @@ def admit_controls(controls: Iterable[ControlRow], caller: Caller, verb: str) ->
             raise ForbiddenRight("vetoed", f"{caller} is stopped by the owner (control"
                                  f" {row.id}, {row.at}{_why(row)}): every write of {scope(row)}"
                                  f" is refused; {_lift_hint(row)}", control=row.id)
-    if verb in CLAIMING or verb in HOLDER:
+    if mode in (Mode.claiming, Mode.holder):
         for row in rows:
             raise ForbiddenRight("held", f"{caller} is held by the owner (control {row.id},"
                                  f" {row.at}{_why(row)}): {scope(row)} takes no claim and"

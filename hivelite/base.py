@@ -23,8 +23,6 @@ from pydantic import ValidationError
 
 from . import guard
 from .authority import (
-    AUTHORITY,
-    CLAIMING,
     USAGE_LIMITS,
     Loaded,
     admit_controls,
@@ -59,12 +57,12 @@ from .models import (
     TaskView,
 )
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
-from .protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, State
+from .protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, State
 from .retries import KEEP, PENDING, Pending, dump_answer, idempotent, load_answer
 from .settings import settings_path
 from .store import ListFilter, Reader, RequestRow, Store, TaskRow
 from .unit import Unit
-from .verbs import mode_of
+from .verbs import BY_NAME, Verb, mode_of, right_of
 from .views import PacketCache, task_of, view_of
 
 log = logging.getLogger("hivelite")
@@ -165,25 +163,30 @@ class HiveBase:
 
     # -- the one write path ----------------------------------------------------
 
-    def _caller(self, caller: object, verb: str) -> Caller:
-        """The caller, checked against this store: an owner caller must be its owner.
+    def _caller(self, caller: object, verb: str | Verb) -> Caller:
+        """The caller, checked against this store: an owner caller must be its owner, a
+        token's caller must carry the verb's right.
 
         Every write verb starts here, so a write from inside a hook is refused before the
         verb asks any hook of its own."""
-        refuse_write_in_hook(verb)
-        mode_of(verb)  # a verb the table does not know would be admitted by no rule
-        checked = require_caller(caller, verb)
-        require_right(checked, verb)
+        name = verb.name if isinstance(verb, Verb) else verb
+        refuse_write_in_hook(name)
+        checked = require_caller(caller, name)
+        require_right(checked, name, verb.right if isinstance(verb, Verb) else right_of(name))
         if checked.is_owner and checked.name != self.owner:
             raise ForbiddenRight("not_owner", f"this store belongs to {self.owner!r};"
                                  f" {checked.name!r} is not its owner")
         return checked
 
-    def _write(self, caller: Caller, verb: str, body: Callable[[Unit], T]) -> T:
-        """Run one write verb: check the caller, then :meth:`_run` its body."""
-        return self._run(self._caller(caller, verb), body, verb)
+    def _write(self, caller: Caller, verb: str | Verb, body: Callable[[Unit], T]) -> T:
+        """Run one write verb (a row of the verb table, or its name): check the caller,
+        then :meth:`_run` its body, admitted as the row's mode says (a name no row has is
+        a programming error, never a write admitted by no rule)."""
+        name, mode = (verb.name, verb.mode) if isinstance(verb, Verb) else (verb, mode_of(verb))
+        return self._run(self._caller(caller, verb), body, name, mode)
 
-    def _run(self, caller: Caller | None, body: Callable[[Unit], T], verb: str = "write") -> T:
+    def _run(self, caller: Caller | None, body: Callable[[Unit], T], verb: str = "write",
+             mode: Mode = Mode.write) -> T:
         """One transaction: the time under the lock, the expiry sweep, the admission checks,
         the verb's body; after the commit, the moves it journaled are announced.
 
@@ -198,7 +201,7 @@ class HiveBase:
         pending = PENDING.get() if caller is not None else None
         with self.store.write() as tx:
             unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0,
-                        verb=verb)
+                        verb=verb, mode=mode)
             self._sweep(unit)
             self._admit(unit)
             if pending is not None and caller is not None:  # a retry raced its first call
@@ -254,12 +257,12 @@ class HiveBase:
             return
         if not caller.is_owner:  # the owner's word first: a stop is named as a stop
             unit.controls = unit.tx.controls()
-            admit_controls(unit.controls, caller, unit.verb)
-        if unit.verb not in AUTHORITY:
+            admit_controls(unit.controls, caller, unit.mode)
+        if unit.mode is not Mode.authority:
             refusal = binding_refusal(unit.tx.required_plugins(), self._loaded())
             if refusal is not None:
                 raise refusal
-        if not caller.is_owner and unit.verb in CLAIMING:
+        if not caller.is_owner and unit.mode is Mode.claiming:
             self._charge(unit)
 
     def _controlled(self, reader: Reader, agent: Caller, verb: str, row: TaskRow) -> None:
@@ -267,7 +270,7 @@ class HiveBase:
         checks its fence early (submit): a control that ended the lease is named as such,
         not as a stale claim. The write path asks again under the lock."""
         live = reader.controls()
-        admit_controls(live, agent, verb)
+        admit_controls(live, agent, mode_of(verb))
         veto = vetoed(live, agent.name, row.number)
         if veto is not None:
             raise refuse_veto(veto, agent.name, row.number)
@@ -372,6 +375,17 @@ class HiveBase:
             raise InvalidState("stale_claim", f"the claim with token {token} on task"
                                f" {row.number} expired at {ended.expired_at}; {again}"
                                ) from None
+
+    def call(self, verb: Verb | str, caller: Caller | None, ref: str | int | None = None,
+             request_id: str | None = None, **fields: Any) -> Any:
+        """Any verb of the verb table, by its row or its name, with its input's fields:
+        what every face calls (the typed methods are this, one verb each)."""
+        row = BY_NAME[verb] if isinstance(verb, str) else verb
+        try:
+            given = row.input.model_validate(fields)
+        except ValidationError as exc:
+            raise invalid(exc, row.name) from None
+        return row.call(self, caller, ref, given, request_id)  # type: ignore[arg-type]
 
     # -- reading -------------------------------------------------------------
 

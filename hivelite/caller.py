@@ -15,6 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .errors import ForbiddenRight, InvalidInput
 from .models import DEFERRED, AgentName, InstanceName, Slug, normal_instance
+from .protocol import Right
 
 _AGENT = TypeAdapter(AgentName, config=DEFERRED)
 _INSTANCE = TypeAdapter(InstanceName, config=DEFERRED)
@@ -95,16 +96,14 @@ class Caller:
         return f"{text} (named by {self.origin})" if self.origin else text
 
 
-def require_right(caller: Caller, verb: str) -> None:
+def require_right(caller: Caller, verb: str, needed: Right | None) -> None:
     """``403 forbidden_right not_permitted`` when the token that proved ``caller`` does not
-    carry the right the verb table says ``verb`` needs."""
-    from .verbs import right_of  # the table reads the models this module's callers use
-
-    needed = right_of(verb)
-    if caller.rights is not None and needed is not None and needed not in caller.rights:
-        raise ForbiddenRight("not_permitted", f"{verb} needs the right {needed}; the token"
-                             f" of {caller} carries {', '.join(sorted(caller.rights)) or 'none'}",
-                             right=needed)
+    carry the right ``verb`` needs (the verb table's)."""
+    if caller.rights is not None and needed is not None and needed.value not in caller.rights:
+        raise ForbiddenRight("not_permitted", f"{verb} needs the right {needed.value}; the"
+                             f" token of {caller} carries"
+                             f" {', '.join(sorted(caller.rights)) or 'none'}",
+                             right=needed.value)
 
 
 def require_caller(caller: object, verb: str) -> Caller:

@@ -47,7 +47,7 @@ from .models import (
     TaskView,
 )
 from .retries import request_id as checked_request_id
-from .verbs import BY_NAME
+from .verbs import BY_NAME, Verb
 from .work import WorkLoop
 
 _REF = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
@@ -205,12 +205,15 @@ class Client(WorkLoop):
 
     # -- the verbs: one call path, from the verb table -------------------------------
 
-    def _verb(self, name: str, caller: Caller | None, ref: str | int | None,
-              request_id: str | None = None, **fields: Any) -> Any:
-        """Call the verb ``name`` as its row says HTTP serves it: the task in the path, a
-        read's input in the query, a write's in the body; its answer as its model."""
-        verb = BY_NAME[name]
-        assert verb.http is not None, f"{name} is not served over HTTP"
+    def call(self, verb: Verb | str, caller: Caller | None, ref: str | int | None = None,
+             request_id: str | None = None, **fields: Any) -> Any:
+        """Call a verb of the table (a row, or its name) as its row says HTTP serves it:
+        the task in the path, a read's input in the query, a write's in the body; its
+        answer as its model. The typed methods below are this, one verb each."""
+        verb = BY_NAME[verb] if isinstance(verb, str) else verb
+        if verb.http is None:
+            raise InvalidInput("not_served", f"{verb.name} is not served over HTTP",
+                               field="verb")
         session = (self._as(caller, verb.words, ref, request_id) if verb.by_caller
                    else self._session)
         path = self._tasks + verb.http.path.replace(
@@ -232,7 +235,7 @@ class Client(WorkLoop):
 
     def get(self, ref: str | int) -> TaskView:
         """One task by number: the full view."""
-        view: TaskView = self._verb("show", None, ref)
+        view: TaskView = self.call("show", None, ref)
         return view
 
     def list(self, *, state: str | Sequence[str] | None = None, mine: bool = False,
@@ -243,7 +246,7 @@ class Client(WorkLoop):
              limit: int = 50, cursor: int | None = None) -> Page:
         """Tasks, filtered and sorted as :meth:`Hive.list` filters them; ``mine`` keeps the
         token's agent's own (as assignee, or with ``role="requester"`` as requester)."""
-        page: Page = self._verb(
+        page: Page = self.call(
             "list", None, None, state=_many(state), mine=mine, role=role, assignee=assignee,
             requester=requester, project=project, ready=ready, blocked=blocked,
             labels=_many(labels), priority=_many(priority), sort=sort, limit=limit,
@@ -251,11 +254,11 @@ class Client(WorkLoop):
         return page
 
     def history(self, ref: str | int) -> History:
-        return History(self._verb("history", None, ref))
+        return History(self.call("history", None, ref))
 
     def lease(self, caller: Caller | None, ref: str | int) -> ClaimReceipt:
         """The live claim again, for its holder alone: the token's agent on its instance."""
-        lease: ClaimReceipt = self._verb("lease", caller, ref)
+        lease: ClaimReceipt = self.call("lease", caller, ref)
         return lease
 
     # -- writing -----------------------------------------------------------------
@@ -263,30 +266,30 @@ class Client(WorkLoop):
     def handoff(self, caller: Caller | None, request: HandoffRequest | None = None, *,
                 request_id: str | None = None, **fields: Any) -> Receipt:
         body = (request if request is not None else HandoffRequest.model_validate(fields))
-        receipt: Receipt = self._verb("handoff", caller, None, request_id,
+        receipt: Receipt = self.call("handoff", caller, None, request_id,
                                       **body.model_dump(mode="json", exclude_none=True))
         return receipt
 
     def claim(self, caller: Caller | None, ref: str | int, *, minutes: int = 10,
               request_id: str | None = None) -> ClaimReceipt:
-        lease: ClaimReceipt = self._verb("claim", caller, ref, request_id, minutes=minutes)
+        lease: ClaimReceipt = self.call("claim", caller, ref, request_id, minutes=minutes)
         return lease
 
     def claim_next(self, caller: Caller | None, *, minutes: int = 10,
                    project: str | None = None, label: str | None = None,
                    request_id: str | None = None) -> NextClaim:
-        claimed: NextClaim = self._verb("next", caller, None, request_id, minutes=minutes,
+        claimed: NextClaim = self.call("next", caller, None, request_id, minutes=minutes,
                                         project=project, label=label)
         return claimed
 
     def resume(self, caller: Caller | None, ref: str | int, *, minutes: int = 10,
                request_id: str | None = None) -> ClaimReceipt:
-        lease: ClaimReceipt = self._verb("resume", caller, ref, request_id, minutes=minutes)
+        lease: ClaimReceipt = self.call("resume", caller, ref, request_id, minutes=minutes)
         return lease
 
     def renew(self, caller: Caller | None, ref: str | int, *, lease_id: str, token: int,
               minutes: int = 10, request_id: str | None = None) -> ClaimReceipt:
-        lease: ClaimReceipt = self._verb("renew", caller, ref, request_id, lease_id=lease_id,
+        lease: ClaimReceipt = self.call("renew", caller, ref, request_id, lease_id=lease_id,
                                          token=token, minutes=minutes)
         return lease
 
@@ -373,7 +376,7 @@ class Client(WorkLoop):
 
     def _receipt(self, name: str, caller: Caller | None, ref: str | int,
                  request_id: str | None, **fields: Any) -> Receipt:
-        receipt: Receipt = self._verb(name, caller, ref, request_id, **fields)
+        receipt: Receipt = self.call(name, caller, ref, request_id, **fields)
         return receipt
 
 

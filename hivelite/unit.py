@@ -17,7 +17,7 @@ from .authority import refuse_veto, store_policy, vetoed
 from .caller import Caller
 from .clock import format_ts
 from .models import ClaimReceipt, Receipt, StorePolicy
-from .protocol import State, WaitingOn
+from .protocol import Mode, State, WaitingOn
 from .store import ControlRow, TaskRow, Writer
 
 
@@ -38,6 +38,8 @@ class Unit:
     """Whether this write journaled a row for the task it answers about; the write path
     then fills the receipt's ``seq``."""
     verb: str = "write"
+    mode: Mode = Mode.write
+    """How the write path admits this write: its verb's mode (the verb table's)."""
     controls: list[ControlRow] = field(default_factory=list)
     """The owner's live controls, read for an agent's write (its vetoes are checked when
     it names a task)."""

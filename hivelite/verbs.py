@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
-from .errors import ForbiddenRight, InvalidInput
+from .caller import Caller, require_right
+from .errors import InvalidInput
 from .inputs import (
     AmendInput,
     CheckpointInput,
@@ -39,10 +40,7 @@ from .inputs import (
 from .models import ClaimReceipt, JournalEntry, NextClaim, Page, Receipt, TaskView
 from .protocol import Mode, Right, Who
 
-if TYPE_CHECKING:
-    from .caller import Caller
-
-Run = Callable[[Any, "Caller", "str | int | None", Any, "str | None"], Any]
+Run = Callable[[Any, Caller, str | int | None, Any, str | None], Any]
 """How a verb runs on a store: (the store's face, the caller, the task or None, the input,
 the request id) -> the answer."""
 
@@ -111,12 +109,8 @@ class Verb:
         """Run the verb on ``face`` (a ``Hive``) as ``caller``, with its validated input;
         ``403 forbidden_right not_permitted`` first when the token that proved ``caller``
         lacks the verb's right (reads included), whatever face it came through."""
-        if caller is not None and caller.rights is not None and (
-                self.right.value not in caller.rights):
-            raise ForbiddenRight("not_permitted", f"{self.name} needs the right"
-                                 f" {self.right.value}; the token of {caller} carries"
-                                 f" {', '.join(sorted(caller.rights)) or 'none'}",
-                                 right=self.right.value)
+        if isinstance(caller, Caller):  # a Client given None calls as its token's caller
+            require_right(caller, self.name, self.right)
         if self.run is not None:
             return self.run(face, caller, ref, given, request_id)
         keywords = {name: getattr(given, name) for name in type(given).model_fields}
@@ -351,11 +345,5 @@ def right_of(name: str) -> Right | None:
     return verb.right if verb is not None else FILE_VERBS[name][1]
 
 
-def in_mode(*modes: Mode) -> frozenset[str]:
-    """The verbs the write path admits in one of ``modes``."""
-    return frozenset([v.name for v in VERBS if v.mode in modes]
-                     + [n for n, (m, _) in FILE_VERBS.items() if m in modes])
-
-
-__all__ = ["BY_NAME", "FILE_VERBS", "VERBS", "Http", "Verb", "in_mode", "mode_of",
+__all__ = ["BY_NAME", "FILE_VERBS", "VERBS", "Http", "Verb", "mode_of",
            "right_of"]

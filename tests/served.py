@@ -49,8 +49,8 @@ own attributes. Anything else is an error, so no verb slips past the transport."
 class LoopbackServer:
     """One uvicorn server in a thread, serving whichever hives the tests add."""
 
-    def __init__(self) -> None:
-        self.app = create_app([])
+    def __init__(self, app: Any = None) -> None:
+        self.app = app if app is not None else create_app([])
         self.vaults: Vaults = self.app.state.vaults
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"

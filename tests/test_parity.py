@@ -29,10 +29,12 @@ from pydantic import BaseModel
 from hivelite import Caller, Hive, ManualClock
 from hivelite.client import Client
 from hivelite.errors import HiveliteError
-from hivelite.protocol import Right
-from hivelite.server.mcp_tools import TOOLS, offers
+from hivelite.inputs import Nothing
+from hivelite.models import Receipt
+from hivelite.protocol import Mode, Right, Who
+from hivelite.server.mcp_tools import TOOLS, build_mcp, offers
 from hivelite.server.openapi import openapi_document
-from hivelite.verbs import VERBS, Verb
+from hivelite.verbs import VERBS, Http, Verb
 
 from .conftest import CODER, OWNER, START, own_task
 from .served import LoopbackServer
@@ -318,27 +320,56 @@ def test_every_task_object_validates_against_the_seed_on_every_face(faces: Faces
         assert not errors, (task["id"], errors)
 
 
+def _touch(hive: Hive, caller: Caller, ref: Any, given: BaseModel,
+           request_id: str | None) -> Receipt:
+    """A small new verb: record that a task was looked at."""
+    def body(unit: Any) -> Receipt:
+        row = unit.task(ref)
+        unit.event(row, "touched", {"by": caller.name})
+        receipt: Receipt = unit.receipt(row)
+        return receipt
+    done: Receipt = hive._write(caller, TOUCH, body)
+    return done
+
+
+TOUCH = Verb("touch", "Note that a task was looked at.", "Record in the task's history"
+             " that the caller looked at it.", (Who.anyone,), Right.read, Mode.write,
+             Nothing, Receipt, ("not_found/no_such_task",), run=_touch, idempotent=False,
+             http=Http("POST", "/{number}/touch", "touch"), tool="touch")
+
+
+@pytest.mark.slow
 def test_adding_a_verb_is_its_row_and_its_run(tmp_path: Any) -> None:
-    """A new verb needs a row and a ``run``, nothing else: here ``touch``, which records an
-    event on a task, becomes an MCP tool and a route of a server built with it."""
-    from hivelite.inputs import Nothing
-    from hivelite.models import Receipt
-    from hivelite.protocol import Mode, Who
+    """A new verb needs its row and its ``run``, nothing else: ``touch`` is then a verb of
+    the ``Hive``, a route of a server and a tool of an MCP server built with the table it
+    is in, admitted by its row's mode and refused without its row's right."""
+    from hivelite.server.app import create_app
 
-    def touch(hive: Hive, caller: Caller, ref: Any, given: BaseModel,
-              request_id: str | None) -> Receipt:
-        def body(unit: Any) -> Receipt:
-            row = unit.task(ref)
-            unit.event(row, "touched", {})
-            receipt: Receipt = unit.receipt(row)
-            return receipt
-        result: Receipt = hive._write(caller, "expire", body)
-        return result
+    verbs = (*VERBS, TOUCH)
+    hive = Hive.open(tmp_path / "s.db", owner="ana")
+    n = own_task(hive)
+    assert hive.call(TOUCH, OWNER, n).number == n
+    server = LoopbackServer(create_app([], verbs=verbs))
+    try:
+        server.vaults.add(hive)
+        reader = hive.add_token(OWNER, "ana/coder", instance="laptop", rights=["tasks.read"])
+        worker = hive.add_token(OWNER, "ana/coder", instance="laptop", rights=["tasks.work"])
+        with Client(server.url, reader.token) as client:
+            assert client.call(TOUCH, None, n).number == n
+        with Client(server.url, worker.token) as client, pytest.raises(HiveliteError) as no:
+            client.call(TOUCH, None, n)
+        assert no.value.reason == "not_permitted"
+    finally:
+        server.stop()
+    coder = hive.authenticate(reader.token).caller
 
-    verb = Verb("touch", "Touch a task.", "Record that the task was looked at.",
-                (Who.anyone,), Right.read, Mode.write, Nothing, Receipt,
-                ("not_found/no_such_task",), run=touch, tool="touch")
-    with Hive.open(tmp_path / "s.db", owner="ana") as hive:
-        n = own_task(hive)
-        assert verb.call(hive, OWNER, n, Nothing()).number == n
-        assert hive.history(n)[-1].reason == "touched"
+    async def flow() -> None:
+        async with McpClient(build_mcp(lambda: (hive, coder), verbs=verbs)) as mcp:
+            assert "touch" in {t.name for t in (await mcp.list_tools()).tools}
+            result = await mcp.call_tool("touch", {"number": n})
+            assert json.loads(result.content[0].text)["number"] == n
+
+    anyio.run(flow)
+    assert [e.detail for e in hive.history(n) if e.reason == "touched"] == [
+        {"by": "ana"}, {"by": "ana/coder"}, {"by": "ana/coder"}]
+    hive.close()

@@ -37,12 +37,13 @@ from ..errors import (
 from ..hive import Hive
 from ..models import Identity
 from ..tokens import Authenticated
+from ..verbs import VERBS, Verb
 from .board import Board
 from .bodies import read_body
 from .hosts import LOOPBACK
 from .mcp_tools import build_mcp
 from .openapi import openapi_document
-from .routes import ROUTES, Route, query_input
+from .routes import Route, query_input, routes_of
 from .vaults import Vaults
 
 log = logging.getLogger("hivelite.server")
@@ -153,13 +154,14 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
 
 
 def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = (),
-               board_on_loopback: bool = False) -> Starlette:
+               board_on_loopback: bool = False, verbs: Sequence[Verb] = VERBS) -> Starlette:
     """The app serving ``hives``, each as the vault of its store id; ``/mcp`` answers only
     requests addressed to loopback or to one of ``allowed_hosts``; the board (``/``) needs
     an owner's sign-in, or with ``board_on_loopback`` only a request from this machine."""
     vaults = Vaults(hives)
     routes = [StarletteRoute(PREFIX + route.path, endpoint(route, vaults),
-                             methods=[route.method], name=route.name) for route in ROUTES]
+                             methods=[route.method], name=route.name)
+              for route in routes_of(verbs)]
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
@@ -180,7 +182,8 @@ def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = (),
     routes.append(StarletteRoute("/openapi.json", openapi, methods=["GET"]))
     routes.append(StarletteRoute("/v1/whoami", whoami, methods=["GET"]))
     routes.extend(Board(vaults, on_loopback=board_on_loopback).routes())
-    servers = {kind: build_mcp(_mcp_identity, kind) for kind in ("agent", "owner")}
+    servers = {kind: build_mcp(_mcp_identity, kind, verbs=verbs)
+               for kind in ("agent", "owner")}
     served: dict[str, dict[str, StarletteRoute]] = {}
     for kind, mcp_server in servers.items():  # an agent's tools, and the owner's
         mcp_app = mcp_server.streamable_http_app(

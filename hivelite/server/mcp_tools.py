@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from mcp.server import MCPServer
@@ -187,11 +187,12 @@ def _words(verb: Verb) -> str:
 
 
 def build_mcp(who: Where, kind: Kind = "agent", *,
-              on_answer: Callable[[object], None] | None = None) -> MCPServer:
+              on_answer: Callable[[object], None] | None = None,
+              verbs: Sequence[Verb] = VERBS) -> MCPServer:
     """An MCP server whose tools act through ``who()`` (the store and the token's caller):
     an agent's tools, or with ``kind="owner"`` the owner's; ``on_answer`` sees each answer
     (the stdio server's lease keeper notes the claims)."""
-    tools = [_tool(verb, who, on_answer) for verb in VERBS
+    tools = [_tool(verb, who, on_answer) for verb in verbs
              if verb.tool and offers(verb, kind)]
     server = MCPServer(
         "hivelite", version=__version__, tools=tools,

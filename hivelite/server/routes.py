@@ -9,7 +9,7 @@ documented without being served; its right, input, answer and words are its verb
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,9 +93,13 @@ def _integer(model: type[BaseModel], name: str) -> bool:
     return "integer" in kinds or field.annotation in (int, int | None)
 
 
-ROUTES: tuple[Route, ...] = tuple(
-    sorted((Route(verb, verb.http) for verb in VERBS if verb.http is not None),
-           key=lambda route: not route.seed))
-"""Every route the server serves, seed 004's first."""
+def routes_of(verbs: Sequence[Verb]) -> tuple[Route, ...]:
+    """The routes of ``verbs``' rows served over HTTP, seed 004's first."""
+    return tuple(sorted((Route(verb, verb.http) for verb in verbs if verb.http is not None),
+                        key=lambda route: not route.seed))
 
-__all__ = ["ROUTES", "Route", "query_input"]
+
+ROUTES: tuple[Route, ...] = routes_of(VERBS)
+"""Every route the server serves."""
+
+__all__ = ["ROUTES", "Route", "query_input", "routes_of"]
