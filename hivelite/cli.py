@@ -21,8 +21,6 @@ import click
 
 from . import __version__, diagrams
 from .cli_context import (
-    AS_AGENT,
-    AS_OWNER,
     Context,
     acting,
     caller_options,
@@ -32,6 +30,7 @@ from .cli_context import (
 )
 from .cli_owner import COMMANDS
 from .cli_serve import mcp_stdio, serve
+from .cli_verbs import VerbCommand
 from .errors import HiveliteError, InvalidInput, UnexpectedError
 from .jsontext import loads_bounded
 from .protocol import PRIORITIES, SORTS, State
@@ -304,42 +303,15 @@ def show(ctx: Context, ref: str, lease: bool, agent: str | None, instance: str |
         caller = ctx.caller(agent, instance, session, agent_verb=True)
         with ctx.open() as hive:
             held = hive.lease(acting(hive, caller), ref)
-            ctx.emit(held, lambda: _lease_text(held, hive.clock()))
+            ctx.emit(held, lambda: lease_text(held, hive.clock()))
         return
     with ctx.open() as hive:
         view = hive.get(ref)
         ctx.emit(view, lambda: render.task_block(view, hive.clock()))
 
 
-def _owner_verb(name: str, summary: str, example: str, *, reason_required: bool = False,
-                reason_help: str = "Why (at most 500 characters).") -> None:
-    """approve, deny, cancel, sign-off, decline: the owner's verbs on one task."""
-    method = name.replace("-", "_")
-
-    def run(ctx: Context, ref: str, reason: str | None, agent: str | None,
-            instance: str | None, session: str | None) -> None:
-        caller = ctx.caller(agent, instance, session)
-        with ctx.open() as hive:
-            ctx.show(hive, getattr(hive, method)(acting(hive, caller), ref,
-                                                   reason=reason, request_id=ctx.request_id))
-
-    run.__doc__ = (f"{summary}\n\n    {AS_OWNER}\n\n    \b\n    Example:\n"
-                   f"      {example}\n    ")
-    command = caller_options(agent_verb=False)(pass_context(run))
-    command = click.option("--reason", required=reason_required, help=reason_help)(command)
-    command = click.argument("ref")(command)
-    cli.command(name=name)(command)
-
-
-_owner_verb("approve", "The owner lets a held handoff go ahead.", "hivelite approve 2")
-_owner_verb("deny", "The owner refuses a held handoff.", 'hivelite deny 2 --reason "not now"')
-_owner_verb("cancel", "The owner withdraws an open task.",
-            'hivelite cancel 4 --reason "no longer needed"')
-_owner_verb("sign-off", "The owner accepts a result awaiting approval.", "hivelite sign-off 3",
-            reason_help="A note for the journal.")
-_owner_verb("decline", "The owner sends a result back to the assignee.",
-            'hivelite decline 3 --reason "missing tests"', reason_required=True,
-            reason_help="Why it goes back.")
+for _name in ("approve", "deny", "cancel", "sign_off", "decline"):  # the owner's decisions
+    cli.add_command(VerbCommand(_name))
 
 
 @cli.command()
@@ -393,7 +365,7 @@ def lease_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--lease", "lease_id", required=True, help="The claim's lease id.")(command)
 
 
-def _lease_text(lease: ClaimReceipt, now: datetime) -> str:
+def lease_text(lease: ClaimReceipt, now: datetime) -> str:
     from . import render
 
     return (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
@@ -405,26 +377,8 @@ MINUTES = click.option("--minutes", default=10, show_default=True, type=int,
                        help="Lease length, 5 to 15 minutes.")
 
 
-def _lease_verb(name: str, summary: str) -> None:
-    """``claim`` and ``resume``: the assignee takes a lease, and gets its id and token."""
-    def run(ctx: Context, ref: str, agent: str | None, instance: str | None,
-            session: str | None, minutes: int) -> None:
-        caller = ctx.agent(agent, instance, session)
-        with ctx.open() as hive:
-            lease = getattr(hive, name)(acting(hive, caller), ref, minutes=minutes,
-                                        request_id=ctx.request_id)
-            ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
-
-    run.__doc__ = (f"{summary}\n\n    {AS_AGENT}\n\n    \b\n    Example:\n"
-                   f"      hivelite {name} 3 --agent ana/coder --instance laptop\n    ")
-    command = pass_context(run)
-    for decorate in (MINUTES, caller_options(agent_verb=True), click.argument("ref")):
-        command = decorate(command)
-    cli.command(name=name)(command)
-
-
-_lease_verb("claim", "Take a routed task under a lease.")
-_lease_verb("resume", "Claim a paused task again (new token).")
+for _name in ("claim", "resume"):  # the assignee takes a lease, and gets its id and token
+    cli.add_command(VerbCommand(_name))
 
 
 @cli.command(name="next")
@@ -451,61 +405,16 @@ def next_(ctx: Context, minutes: int, project: str | None, label: str | None,
     with ctx.open() as hive:
         lease = hive.claim_next(acting(hive, caller), minutes=minutes, project=project, label=label,
                                 request_id=ctx.request_id)
-        ctx.emit(lease, lambda: _lease_text(lease, hive.clock())
+        ctx.emit(lease, lambda: lease_text(lease, hive.clock())
                  + "\n\n" + render.task_block(lease.task, hive.clock()))
 
 
-@cli.command()
-@click.argument("ref")
-@click.option("--base-version", type=int, required=True, help="The task's fields_version as"
-              " you last read it (show prints it).")
-@click.option("--priority", type=click.Choice(PRIORITIES), help="The new priority.")
-@click.option("--label", "labels", multiple=True, help="Add this label (repeat).")
-@click.option("--unlabel", "unlabels", multiple=True, help="Remove this label (repeat).")
-@click.option("--max-attempts", type=int, help="The owner only: failed outcomes allowed"
-              " before the task is no longer claimable (raising it re-opens the task).")
-@caller_options(agent_verb=False)
-@pass_context
-def fields(ctx: Context, ref: str, base_version: int, priority: str | None,
-           labels: Sequence[str], unlabels: Sequence[str], max_attempts: int | None,
-           agent: str | None, instance: str | None, session: str | None) -> None:
-    """Change a task's priority, labels or attempt limit.
-
-    Its requester, its assignee or the owner may; --base-version must be the task's current
-    fields_version, else exit 3 (invalid_state/stale_base) and nothing changes.
-
-    \b
-    Example:
-      hivelite fields 7 --priority urgent --label parser --base-version 1
-    """
-    caller = ctx.caller(agent, instance, session)
-    with ctx.open() as hive:
-        ctx.show(hive, hive.set_fields(acting(hive, caller), ref, base_version=base_version,
-                                       priority=priority, add_labels=labels,
-                                       remove_labels=unlabels, max_attempts=max_attempts,
-                                       request_id=ctx.request_id))
+cli.add_command(VerbCommand("fields", "Its requester, its assignee or the owner may;"
+                            " --base-version must be the task's current fields_version, else"
+                            " exit 3 (invalid_state/stale_base) and nothing changes."))
 
 
-@cli.command()
-@click.argument("ref")
-@lease_options
-@MINUTES
-@pass_context
-def renew(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
-          instance: str | None, session: str | None, minutes: int) -> None:
-    """Extend your claim; lease and token stay.
-
-    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
-
-    \b
-    Example:
-      hivelite renew 3 --lease L1 --token 2 --agent ana/coder --instance laptop
-    """
-    caller = ctx.agent(agent, instance, session)
-    with ctx.open() as hive:
-        lease = hive.renew(acting(hive, caller), ref, lease_id=lease_id, token=token,
-                           minutes=minutes, request_id=ctx.request_id)
-        ctx.emit(lease, lambda: _lease_text(lease, hive.clock()))
+cli.add_command(VerbCommand("renew"))
 
 
 @cli.command()
@@ -539,34 +448,7 @@ def release(ctx: Context, ref: str, lease_id: str | None, token: int | None,
                                     reason=reason, request_id=ctx.request_id))
 
 
-@cli.command()
-@click.argument("ref")
-@lease_options
-@click.option("--progress", required=True, help="Where the work stands.")
-@click.option("--decision", "decisions", multiple=True, help="A decision taken (repeat).")
-@click.option("--touched", "files_touched", multiple=True, help="A file touched (repeat).")
-@click.option("--next", "next_steps", multiple=True, help="A next step (repeat).")
-@click.option("--question", "open_questions", multiple=True, help="An open question (repeat).")
-@pass_context
-def checkpoint(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
-               instance: str | None, session: str | None, progress: str,
-               decisions: Sequence[str], files_touched: Sequence[str],
-               next_steps: Sequence[str], open_questions: Sequence[str]) -> None:
-    """Record where the work stands.
-
-    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
-
-    \b
-    Example:
-      hivelite checkpoint 3 --lease L1 --token 2 --progress "parser done"
-    """
-    caller = ctx.agent(agent, instance, session)
-    with ctx.open() as hive:
-        ctx.show(hive, hive.checkpoint(
-            acting(hive, caller), ref, lease_id=lease_id, token=token, progress=progress,
-            decisions=list(decisions), files_touched=list(files_touched),
-            next_steps=list(next_steps), open_questions=list(open_questions),
-            request_id=ctx.request_id))
+cli.add_command(VerbCommand("checkpoint"))
 
 
 USAGE = [
@@ -582,51 +464,8 @@ def usage_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-@cli.command()
-@click.argument("ref")
-@lease_options
-@click.option("--summary", required=True, help="One line, at most 300 characters.")
-@usage_options
-@pass_context
-def update(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
-           instance: str | None, session: str | None, summary: str, tokens: int | None,
-           usd_micros: int | None) -> None:
-    """Report one line of progress.
-
-    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
-
-    \b
-    Example:
-      hivelite update 3 --lease L1 --token 2 --summary "tests green"
-    """
-    caller = ctx.agent(agent, instance, session)
-    with ctx.open() as hive:
-        ctx.show(hive, hive.update(acting(hive, caller), ref, lease_id=lease_id, token=token,
-                                   summary=summary, tokens=tokens, usd_micros=usd_micros,
-                                   request_id=ctx.request_id))
-
-
-@cli.command()
-@click.argument("ref")
-@lease_options
-@click.option("--on", "on", required=True, type=click.Choice(["human", "agent"]),
-              help="Who the answer must come from.")
-@click.option("--reason", required=True, help="What you are waiting for.")
-@pass_context
-def pause(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
-          instance: str | None, session: str | None, on: str, reason: str) -> None:
-    """Wait for an outside answer; the claim ends.
-
-    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
-
-    \b
-    Example:
-      hivelite pause 3 --lease L1 --token 2 --on human --reason "which API?"
-    """
-    caller = ctx.agent(agent, instance, session)
-    with ctx.open() as hive:
-        ctx.show(hive, hive.pause(acting(hive, caller), ref, lease_id=lease_id, token=token, on=on,
-                                  reason=reason, request_id=ctx.request_id))
+for _name in ("update", "pause"):
+    cli.add_command(VerbCommand(_name))
 
 
 def load_json(handle: Any, option: str) -> Any:

@@ -11,36 +11,23 @@ a programming error, never a silently different set of checks.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from .caller import Caller, require_right
 from .errors import InvalidInput
-from .inputs import (
-    AmendInput,
-    CheckpointInput,
-    ClaimInput,
-    DecisionInput,
-    DeclineInput,
-    FieldsInput,
-    HandoffInput,
-    ListInput,
-    NextInput,
-    Nothing,
-    PauseInput,
-    ReleaseInput,
-    RenewInput,
-    SubmitInput,
-    UpdateInput,
-    VerifyInput,
-)
-from .models import ClaimReceipt, JournalEntry, NextClaim, Page, Receipt, TaskView
 from .protocol import Mode, Right, Who
 
-Run = Callable[[Any, Caller, str | int | None, Any, str | None], Any]
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from .caller import Caller
+    from .inputs import HandoffInput, ListInput
+    from .models import Page, Receipt
+
+Run = Callable[[Any, "Caller", "str | int | None", Any, "str | None"], Any]
 """How a verb runs on a store: (the store's face, the caller, the task or None, the input,
 the request id) -> the answer."""
 
@@ -70,8 +57,11 @@ class Verb:
     who: tuple[Who, ...]
     right: Right
     mode: Mode
-    input: type[BaseModel]
-    answer: type[BaseModel]
+    inputs: type[BaseModel] | str
+    """Its input model, or its name in ``hivelite.inputs`` (read when first used, so the
+    table costs a command-line start nothing)."""
+    answers: type[BaseModel] | str
+    """Its answer model, or its name in ``hivelite.models``."""
     refusals: tuple[str, ...]
     """The reasons it can refuse with (``code/reason``), beyond a bad input or caller."""
     on_task: bool = True
@@ -96,6 +86,16 @@ class Verb:
         object.__setattr__(self, "method", self.method or self.name)
         object.__setattr__(self, "words", self.words or self.name.replace("_", " "))
 
+    @cached_property
+    def input(self) -> type[BaseModel]:
+        """The input model."""
+        return _model(self.inputs, "hivelite.inputs")
+
+    @cached_property
+    def answer(self) -> type[BaseModel]:
+        """The answer model."""
+        return _model(self.answers, "hivelite.models")
+
     @property
     def cli(self) -> str:
         return self.name.replace("_", "-")
@@ -109,6 +109,8 @@ class Verb:
         """Run the verb on ``face`` (a ``Hive``) as ``caller``, with its validated input;
         ``403 forbidden_right not_permitted`` first when the token that proved ``caller``
         lacks the verb's right (reads included), whatever face it came through."""
+        from .caller import Caller, require_right
+
         if isinstance(caller, Caller):  # a Client given None calls as its token's caller
             require_right(caller, self.name, self.right)
         if self.run is not None:
@@ -118,6 +120,13 @@ class Verb:
             keywords["request_id"] = request_id
         arguments = ([caller] if self.by_caller else []) + ([ref] if self.on_task else [])
         return getattr(face, self.method)(*arguments, **keywords)
+
+
+def _model(model: type[BaseModel] | str, module: str) -> type[BaseModel]:
+    if isinstance(model, str):
+        found: type[BaseModel] = getattr(importlib.import_module(module), model)
+        return found
+    return model
 
 
 def _list(hive: Any, caller: Caller, ref: object, given: ListInput,
@@ -154,7 +163,7 @@ VERBS: tuple[Verb, ...] = (
          "Find tasks. mine=true keeps the calling agent's own; ready=true those it could"
          " claim now; state=['approval'] (with mine=false) those whose results await a"
          " verdict. Follow next_cursor for the next page.",
-         (Who.anyone,), READ, Mode.read, ListInput, Page,
+         (Who.anyone,), READ, Mode.read, "ListInput", "Page",
          ("invalid_input/invalid_state_filter", "invalid_input/invalid_sort",
           "invalid_input/invalid_priority", "invalid_input/invalid_limit",
           "invalid_input/invalid_role"),
@@ -163,13 +172,13 @@ VERBS: tuple[Verb, ...] = (
     Verb("show", "One task: the seed object with its claim, verdicts and usage.",
          "Read one task whole: its packet (what to do, the acceptance criteria), its state,"
          " the live claim's holder and expiry, the result, its evidence and verdicts.",
-         (Who.anyone,), READ, Mode.read, Nothing, TaskView, ("not_found/no_such_task",),
+         (Who.anyone,), READ, Mode.read, "Nothing", "TaskView", ("not_found/no_such_task",),
          method="get", idempotent=False, by_caller=False,
          http=Http("GET", "/{number}", "show_task", seed=True), tool="show_task"),
     Verb("history", "The task's journal, oldest first: every move, who made it and why.",
          "Every move of one task with its actor, time and reason; what an agent reads to"
          " learn why a task came back to it (a decline's or a reject's reason).",
-         (Who.anyone,), READ, Mode.read, Nothing, JournalEntry, ("not_found/no_such_task",),
+         (Who.anyone,), READ, Mode.read, "Nothing", "JournalEntry", ("not_found/no_such_task",),
          many=True, idempotent=False, by_caller=False,
          http=Http("GET", "/{number}/history", "history"),
          tool="history"),
@@ -177,7 +186,7 @@ VERBS: tuple[Verb, ...] = (
          "Your live claim on a task again (lease id, fencing token, expiry), when the"
          " claim's answer is no longer at hand. Only the holder, from the instance it"
          " claimed from, gets it.",
-         (Who.holder,), WORK, Mode.read, Nothing, ClaimReceipt,
+         (Who.holder,), WORK, Mode.read, "Nothing", "ClaimReceipt",
          ("invalid_state/no_claim", "forbidden_right/not_permitted", "not_found/no_such_task"),
          idempotent=False, http=Http("GET", "/{number}/claim", "lease"), tool="my_lease",
          words="see the lease of"),
@@ -185,7 +194,7 @@ VERBS: tuple[Verb, ...] = (
          "File a task for an agent: requester (yourself, for an agent), assignee, project"
          " and the packet (task, deliverable_type, acceptance_criteria). The owner's gate"
          " routes it, holds it for the owner, or refuses it; the receipt says which.",
-         (Who.owner, Who.agent), PROPOSE, Mode.write, HandoffInput, Receipt,
+         (Who.owner, Who.agent), PROPOSE, Mode.write, "HandoffInput", "Receipt",
          ("forbidden_right/not_permitted", "forbidden_right/not_requester",
           "invalid_input/invalid_handoff", "invalid_input/duplicate_id"),
          on_task=False, run=_handoff, http=Http("POST", "", "propose", seed=True),
@@ -194,7 +203,7 @@ VERBS: tuple[Verb, ...] = (
          "Take one routed task assigned to you. The answer carries lease_id and"
          " fencing_token: keep both, every later write on the task needs them, and renew"
          " before expires_at.",
-         (Who.assignee,), WORK, Mode.claiming, ClaimInput, ClaimReceipt,
+         (Who.assignee,), WORK, Mode.claiming, "ClaimInput", "ClaimReceipt",
          ("invalid_state/task_claimed", "invalid_state/task_not_open", "invalid_state/task_closed",
           "invalid_state/blocked",
           "invalid_state/attempts_exhausted", "forbidden_right/not_permitted",
@@ -205,15 +214,15 @@ VERBS: tuple[Verb, ...] = (
          "Find and claim your most pressing ready task in one step (the way to start"
          " work): the answer is the claim (lease_id, fencing_token, expires_at) and the"
          " task. not_found/queue_empty when nothing is ready.",
-         (Who.assignee,), WORK, Mode.claiming, NextInput, NextClaim,
+         (Who.assignee,), WORK, Mode.claiming, "NextInput", "NextClaim",
          ("not_found/queue_empty", "forbidden_right/held", "rate_limited/daily_budget"),
          on_task=False, method="claim_next", http=Http("POST", "/next", "next_task"),
          tool="next_task", words="claim next"),
-    Verb("resume", "Claim a paused task again, once its answer arrived (a new token).",
+    Verb("resume", "Claim a paused task again, with a new token.",
          "A task you paused waits in state waiting (on human or agent). Once the answer is"
          " in (history shows it), resume takes it back under a new lease: working again,"
          " with a new fencing token.",
-         (Who.assignee,), WORK, Mode.claiming, ClaimInput, ClaimReceipt,
+         (Who.assignee,), WORK, Mode.claiming, "ClaimInput", "ClaimReceipt",
          ("invalid_state/task_not_open", "invalid_state/task_claimed",
           "invalid_state/task_closed", "forbidden_right/not_permitted",
           "forbidden_right/held", "forbidden_right/vetoed", "rate_limited/daily_budget",
@@ -222,37 +231,37 @@ VERBS: tuple[Verb, ...] = (
     Verb("renew", "Extend the live claim; its lease id and token stay.",
          "Extend your live claim before expires_at (a lease lasts 5-15 minutes). A claim"
          " that ran out is gone: stale_claim says so, and claiming the task takes it back.",
-         (Who.holder,), WORK, Mode.holder, RenewInput, ClaimReceipt, FENCE,
+         (Who.holder,), WORK, Mode.holder, "RenewInput", "ClaimReceipt", FENCE,
          http=Http("POST", "/{number}/claim/renew", "renew", seed=True), tool="renew"),
     Verb("release", "Give the task back (it is routed again).",
          "Give up your claim (the task is routed again, for you or another attempt); the"
          " owner may release any claim without its lease.",
-         (Who.holder, Who.owner), WORK, Mode.holder, ReleaseInput, Receipt,
+         (Who.holder, Who.owner), WORK, Mode.holder, "ReleaseInput", "Receipt",
          (*FENCE, "invalid_state/not_claimed", "invalid_input/lease_required"),
          http=Http("POST", "/{number}/release", "release", seed=True), tool="release"),
     Verb("checkpoint", "Record where the work stands (the first one starts the work).",
          "Record where the work stands: progress, decisions, files touched, next steps,"
          " open questions. The first checkpoint moves an accepted task to working; the"
          " latest is kept for whoever takes the task next.",
-         (Who.holder,), WORK, Mode.holder, CheckpointInput, Receipt, FENCE,
+         (Who.holder,), WORK, Mode.holder, "CheckpointInput", "Receipt", FENCE,
          http=Http("POST", "/{number}/checkpoint", "checkpoint"), tool="checkpoint"),
     Verb("update", "One line of progress, with optional usage.",
          "One short line of progress (never a prompt), with the tokens and money this step"
          " used, counted against your daily budget.",
-         (Who.holder,), WORK, Mode.holder, UpdateInput, Receipt,
+         (Who.holder,), WORK, Mode.holder, "UpdateInput", "Receipt",
          (*FENCE, "rate_limited/daily_budget"),
          http=Http("POST", "/{number}/updates", "update", seed=True), tool="update"),
     Verb("pause", "Wait for an outside answer; the claim ends.",
          "Stop for an answer from a person (on=human) or another agent (on=agent): the"
          " task waits and your claim ends. Ask your question in reason; when the answer is"
          " in, resume the task (not claim).",
-         (Who.holder,), WORK, Mode.holder, PauseInput, Receipt, FENCE,
+         (Who.holder,), WORK, Mode.holder, "PauseInput", "Receipt", FENCE,
          http=Http("POST", "/{number}/pause", "pause"), tool="pause"),
     Verb("submit", "Return a result with evidence; the claim ends.",
          "Return the result: a summary and 1-20 pieces of evidence. The claim ends and the"
          " task is judged: completed, waiting for confirmations or the owner's sign-off"
          " (approval), or routed back when the evidence fails its checks.",
-         (Who.holder,), WORK, Mode.holder, SubmitInput, Receipt,
+         (Who.holder,), WORK, Mode.holder, "SubmitInput", "Receipt",
          (*FENCE, "invalid_input/invalid_summary", "invalid_input/evidence_refused",
           "rate_limited/daily_budget"),
          http=Http("POST", "/{number}/result", "submit_result", seed=True),
@@ -261,7 +270,7 @@ VERBS: tuple[Verb, ...] = (
          "As a reviewer: accept or reject a result awaiting a verdict (state approval). You"
          " must be independent of it: not its worker, and not on the instance that claimed"
          " it. A reject needs a reason and sends the task back to its assignee.",
-         (Who.agent,), WORK, Mode.write, VerifyInput, Receipt,
+         (Who.agent,), WORK, Mode.write, "VerifyInput", "Receipt",
          ("invalid_state/not_submitted", "invalid_state/reviewer_not_independent",
           "invalid_state/already_verified", "invalid_state/task_closed",
           "forbidden_right/self_verify", "forbidden_right/vetoed", "not_found/no_such_task"),
@@ -270,7 +279,7 @@ VERBS: tuple[Verb, ...] = (
          "Change a task's priority or labels (its requester, its assignee or the owner), or"
          " its attempt limit (the owner). base_version is the task's fields_version as"
          " last read: a change made since is stale_base, so read again and retry.",
-         (Who.owner, Who.agent), PROPOSE, Mode.write, FieldsInput, Receipt,
+         (Who.owner, Who.agent), PROPOSE, Mode.write, "FieldsInput", "Receipt",
          ("invalid_state/stale_base", "invalid_state/task_closed", "invalid_input/no_fields",
           "forbidden_right/not_permitted", "not_found/no_such_task"),
          method="set_fields", http=Http("PATCH", "/{number}", "set_fields", seed=True),
@@ -279,7 +288,7 @@ VERBS: tuple[Verb, ...] = (
          "As the result's submitter: correct its summary or evidence while it awaits a"
          " decision (the confirmations given are dismissed: new evidence needs fresh eyes),"
          " or record the commit a completed result was merged as.",
-         (Who.submitter, Who.owner), WORK, Mode.write, AmendInput, Receipt,
+         (Who.submitter, Who.owner), WORK, Mode.write, "AmendInput", "Receipt",
          ("invalid_state/not_amendable", "invalid_state/merge_recorded",
           "invalid_input/nothing_to_amend",
           "forbidden_right/not_submitter", "forbidden_right/not_merger",
@@ -288,30 +297,30 @@ VERBS: tuple[Verb, ...] = (
     Verb("approve", "The owner lets a held handoff go ahead.",
          "The owner's decision on a handoff the gate held (waiting on owner_approval): it"
          " is routed to its assignee.",
-         _OWNER, OWNER, Mode.write, DecisionInput, Receipt,
+         _OWNER, OWNER, Mode.write, "DecisionInput", "Receipt",
          ("invalid_state/not_awaiting_owner", "invalid_state/task_closed", *DECIDED),
          http=Http("POST", "/{number}/approve", "approve"), tool="approve"),
     Verb("deny", "The owner refuses a held handoff.",
          "The owner's decision on a handoff the gate held: it is rejected, for good.",
-         _OWNER, OWNER, Mode.write, DecisionInput, Receipt,
+         _OWNER, OWNER, Mode.write, "DecisionInput", "Receipt",
          ("invalid_state/not_awaiting_owner", "invalid_state/task_closed", *DECIDED),
          http=Http("POST", "/{number}/deny", "deny"), tool="deny"),
     Verb("cancel", "The owner withdraws an open task.",
          "The owner withdraws a task before its result is in (requested, waiting, routed,"
          " accepted or working): it is cancelled, for good, and a live claim ends.",
-         _OWNER, OWNER, Mode.write, DecisionInput, Receipt,
+         _OWNER, OWNER, Mode.write, "DecisionInput", "Receipt",
          ("invalid_state/task_closed", "invalid_state/not_cancellable", *DECIDED),
          http=Http("POST", "/{number}/cancel", "cancel"), tool="cancel"),
     Verb("sign_off", "The owner accepts a result awaiting approval.",
          "The owner's sign-off on a result awaiting a decision (state approval): it is"
          " completed, whatever confirmations it has.",
-         _OWNER, OWNER, Mode.write, DecisionInput, Receipt,
+         _OWNER, OWNER, Mode.write, "DecisionInput", "Receipt",
          ("invalid_state/not_submitted", "invalid_state/task_closed", *DECIDED),
          http=Http("POST", "/{number}/sign-off", "sign_off"), tool="sign_off"),
     Verb("decline", "The owner sends a result back to its assignee.",
          "The owner declines a result awaiting a decision: the task is routed back to its"
          " assignee, with the reason (required) in its history.",
-         _OWNER, OWNER, Mode.write, DeclineInput, Receipt,
+         _OWNER, OWNER, Mode.write, "DeclineInput", "Receipt",
          ("invalid_state/not_submitted", "invalid_state/task_closed", *DECIDED),
          http=Http("POST", "/{number}/decline", "decline"), tool="decline"),
 )

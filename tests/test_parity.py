@@ -27,6 +27,7 @@ from mcp.client.streamable_http import create_mcp_http_client, streamable_http_c
 from pydantic import BaseModel
 
 from hivelite import Caller, Hive, ManualClock
+from hivelite.cli_verbs import BESPOKE
 from hivelite.client import Client
 from hivelite.errors import HiveliteError
 from hivelite.inputs import Nothing
@@ -373,3 +374,72 @@ def test_adding_a_verb_is_its_row_and_its_run(tmp_path: Any) -> None:
     assert [e.detail for e in hive.history(n) if e.reason == "touched"] == [
         {"by": "ana"}, {"by": "ana/coder"}, {"by": "ana/coder"}]
     hive.close()
+
+
+# -- the CLI ------------------------------------------------------------------------------
+
+
+def cli_params(verb: Verb) -> set[str]:
+    from hivelite.cli import cli
+    from hivelite.cli_verbs import COMMAND_OF
+
+    command = cli.commands[COMMAND_OF.get(verb.name, verb.cli)]
+    return {p.name for p in command.params if p.name}
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+def test_every_verb_is_a_command_taking_its_inputs(verb: Verb) -> None:
+    names = BESPOKE.get(verb.name, {})
+    wanted = {names.get(f, f) for f in fields(verb) - EXTRA.get(verb.name, set())}
+    assert wanted <= cli_params(verb), (verb.name, wanted - cli_params(verb))
+
+
+def cli_args(verb: Verb, ref: int | None) -> list[str]:
+    """The command line of a generated command, from the row's examples."""
+    from hivelite.cli_verbs import option_name
+
+    args = [verb.cli] + ([str(ref)] if verb.on_task and ref is not None else [])
+    for name, value in example(verb).items():
+        for one in value if isinstance(value, list) else [value]:
+            args += [option_name(name), str(one)]
+    return args
+
+
+GENERATED = [v for v in VERBS if v.name not in BESPOKE]
+
+
+@pytest.mark.slow
+def test_the_cli_over_url_refuses_a_token_without_the_right_with_exit_4(
+        faces: Faces, capsys: pytest.CaptureFixture[str]) -> None:
+    from hivelite.cli import main
+
+    for verb in GENERATED:
+        argv = ["--url", faces.server.url, "--token", faces.tokens[lacking(verb)], "--json",
+                *cli_args(verb, faces.routed)]
+        with pytest.raises(SystemExit) as ended:
+            main(argv)
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert (ended.value.code, error["reason"]) == (4, "not_permitted"), verb.name
+
+
+@pytest.mark.slow
+def test_the_cli_refuses_as_every_face_does(faces: Faces,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """On the file and over --url: the same code, reason and task number as the verb."""
+    from hivelite.cli import main
+    from hivelite.errors import ERROR_CLASSES
+
+    for verb in [v for v in GENERATED if v.on_task]:
+        code, reason, number = refusal_on_file(faces, verb)
+        who, caller = who_for(verb)
+        agent = [] if caller.is_owner else ["--agent", caller.name, "--instance",
+                                            str(caller.instance)]
+        for where in (["--db", str(faces.hive.path)],
+                      ["--url", faces.server.url, "--token", faces.tokens[who]]):
+            extra = agent if where[0] == "--db" else []
+            with pytest.raises(SystemExit) as ended:
+                main([*where, "--json", *cli_args(verb, faces.n), *extra])
+            error = json.loads(capsys.readouterr().out)["error"]
+            assert (error["code"], error["reason"], error.get("number")) == (
+                code, reason, number), (verb.name, where[0])
+            assert ended.value.code == ERROR_CLASSES[code].exit_code, verb.name
