@@ -30,7 +30,7 @@ from .cli_context import (
 )
 from .cli_owner import COMMANDS
 from .cli_serve import mcp_stdio, serve
-from .cli_verbs import VerbCommand
+from .cli_verbs import ENVIRONMENT, EXPORT, VerbCommand, exports
 from .errors import HiveliteError, InvalidInput, UnexpectedError
 from .jsontext import loads_bounded
 from .protocol import PRIORITIES, SORTS, State
@@ -360,9 +360,11 @@ def history(ctx: Context, ref: str) -> None:
 def lease_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--lease and --token: the claim a holder writes under; the holder names itself."""
     command = caller_options(agent_verb=True)(command)
-    command = click.option("--token", type=int, required=True,
-                           help="The claim's fencing token.")(command)
-    return click.option("--lease", "lease_id", required=True, help="The claim's lease id.")(command)
+    command = click.option("--token", type=int, required=True, envvar=ENVIRONMENT["token"],
+                           help="The claim's fencing token ($HIVELITE_FENCING_TOKEN)."
+                           )(command)
+    return click.option("--lease", "lease_id", required=True, envvar=ENVIRONMENT["lease_id"],
+                        help="The claim's lease id ($HIVELITE_LEASE).")(command)
 
 
 def lease_text(lease: ClaimReceipt, now: datetime) -> str:
@@ -383,21 +385,24 @@ for _name in ("claim", "resume"):  # the assignee takes a lease, and gets its id
 
 @cli.command(name="next")
 @MINUTES
+@EXPORT
 @click.option("--project", help="Only a task of this project.")
 @click.option("--label", help="Only a task with this label.")
 @caller_options(agent_verb=True)
 @pass_context
-def next_(ctx: Context, minutes: int, project: str | None, label: str | None,
+def next_(ctx: Context, minutes: int, export: bool, project: str | None, label: str | None,
           agent: str | None, instance: str | None, session: str | None) -> None:
     """Claim your most pressing ready task in one step.
 
     The queue gives the agent's ready tasks (routed, dependencies completed, attempts left)
     most pressing priority first, then oldest; any number of workers may ask at once. Prints
-    the lease and the task. Nothing ready: exit 5 (not_found/queue_empty).
+    the lease and the task. Nothing ready: exit 5 (not_found/queue_empty). With --export,
+    the lease as shell assignments that the holder verbs then read:
 
     \b
     Example:
       hivelite next --agent ana/coder --instance laptop
+      eval "$(hivelite next --export)" && hivelite checkpoint "$HIVELITE_TASK" --progress go
     """
     from . import render
 
@@ -405,6 +410,9 @@ def next_(ctx: Context, minutes: int, project: str | None, label: str | None,
     with ctx.open() as hive:
         lease = hive.claim_next(acting(hive, caller), minutes=minutes, project=project, label=label,
                                 request_id=ctx.request_id)
+        if export and not ctx.as_json:
+            click.echo(exports(lease))
+            return
         ctx.emit(lease, lambda: lease_text(lease, hive.clock())
                  + "\n\n" + render.task_block(lease.task, hive.clock()))
 

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from .cli_context import AS_AGENT, AS_OWNER, Context, acting, caller_options, pass_context
-from .protocol import Who
+from .protocol import Mode, Who
 from .verbs import BY_NAME, Verb
 
 SPELLINGS: dict[str, str] = {
@@ -39,6 +39,10 @@ evidence as KIND:SUMMARY, --accept or --reject, a listing that fits the screen),
 the parameter that takes an input under another name (the rest keep the input's name)."""
 COMMAND_OF = {"lease": "show"}
 """Verbs the terminal offers inside another command (``show N --lease``)."""
+ENVIRONMENT: dict[str, str] = {"lease_id": "HIVELITE_LEASE", "token": "HIVELITE_FENCING_TOKEN"}
+"""Inputs a shell loop may leave to the environment: the claim it holds, as ``claim``,
+``resume`` and ``next`` print it with ``--export``. Never looked up by caller: a lease
+named nowhere is a usage error, and a stale one is refused by its fence."""
 EXAMPLE_REF = "3"
 """The task an example in the help names."""
 
@@ -74,6 +78,9 @@ def input_options(verb: Verb, *, skip: Iterable[str] = ()
             kind = schema.get("type")
             options: dict[str, Any] = {"help": schema.get("description", ""),
                                        "required": name in required}
+            if name in ENVIRONMENT and issubclass(verb.input, _fenced()):
+                options["envvar"] = ENVIRONMENT[name]
+                options["help"] += f" (${ENVIRONMENT[name]})"
             if kind == "array":
                 options["multiple"] = True
                 enum = schema.get("items", {}).get("enum")
@@ -92,6 +99,19 @@ def input_options(verb: Verb, *, skip: Iterable[str] = ()
             command = click.option(option_name(name), name, **options)(command)
         return command
     return decorate
+
+
+def _fenced() -> type:
+    from .inputs import Fenced
+
+    return Fenced
+
+
+def exports(lease: Any) -> str:
+    """A claim as shell assignments, for ``eval "$(hivelite next --export)"``."""
+    values = {"HIVELITE_TASK": lease.number, ENVIRONMENT["lease_id"]: lease.lease_id,
+              ENVIRONMENT["token"]: lease.fencing_token}
+    return "\n".join(f"export {k}={shlex.quote(str(v))}" for k, v in values.items())
 
 
 def given(verb: Verb, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -141,13 +161,21 @@ def help_text(verb: Verb, more: str = "") -> str:
             f"      {example(verb)}\n    ")
 
 
-def show_answer(ctx: Context, face: Any, answer: Any) -> None:
+EXPORT = click.option("--export", is_flag=True, help="Print the claim as shell assignments"
+                      " (HIVELITE_TASK, $HIVELITE_LEASE, $HIVELITE_FENCING_TOKEN) for"
+                      ' eval "$(...)": the holder verbs read the lease from them.')
+
+
+def show_answer(ctx: Context, face: Any, answer: Any, export: bool = False) -> None:
     """A person's view of a write's answer: a lease as its id, token and expiry; a receipt
     as the task as it now stands."""
     from .cli import lease_text
     from .models import ClaimReceipt, Receipt
 
     if isinstance(answer, ClaimReceipt):
+        if export and not ctx.as_json:
+            click.echo(exports(answer))
+            return
         ctx.emit(answer, lambda: lease_text(answer, face.clock()))
     elif isinstance(answer, Receipt):
         ctx.show(face, answer)
@@ -160,17 +188,20 @@ def verb_command(name: str, more: str = "") -> click.Command:
     verb = BY_NAME[name]
 
     def run(ctx: Context, ref: str | None = None, agent: str | None = None,
-            instance: str | None = None, session: str | None = None, **params: Any) -> None:
+            instance: str | None = None, session: str | None = None, export: bool = False,
+            **params: Any) -> None:
         caller = (ctx.caller(agent, instance, session) if by_owner(verb)
                   else ctx.agent(agent, instance, session))
         with ctx.open() as face:
             answer = face.call(verb, acting(face, caller), ref, ctx.request_id,
                                **given(verb, params))
-            show_answer(ctx, face, answer)
+            show_answer(ctx, face, answer, export)
 
     run.__doc__ = help_text(verb, more)
     command: Callable[..., Any] = pass_context(run)
     command = input_options(verb)(command)
+    if verb.answer.__name__ == "ClaimReceipt" and verb.mode is Mode.claiming:
+        command = EXPORT(command)
     command = caller_options(agent_verb=not by_owner(verb))(command)
     if verb.on_task:
         command = click.argument("ref")(command)

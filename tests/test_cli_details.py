@@ -109,3 +109,45 @@ def test_list_and_show_print_relative_times(store: Path, capsys: pytest.CaptureF
     assert code == 0 and "3m ago" in out
     code, out, _ = run(capsys, "--db", str(store), "show", str(number))
     assert code == 0 and "created    3m ago" in out
+
+
+def test_a_shell_loop_keeps_its_lease_in_the_environment(tmp_path: Path) -> None:
+    """``eval "$(hivelite next --export)"``, then the holder verbs with no lease typed: in a
+    real bash. A lease left in the environment for another task is refused by its fence
+    (stale_claim, exit 3), never swapped for the caller's other claim."""
+    import os
+    import subprocess
+
+    from .test_cli_e2e import hivelite_command
+
+    script = """
+set -e
+hivelite init --owner ana >/dev/null
+for t in "Fix the login bug" "Fix the logout bug"; do
+  hivelite handoff --requester ana/planner --assignee ana/coder --project site \\
+    --task "$t" --type code --accept "tests pass" >/dev/null
+done
+export HIVELITE_AGENT=ana/coder HIVELITE_INSTANCE=laptop
+eval "$(hivelite next --export)"
+first=$HIVELITE_TASK
+hivelite checkpoint "$HIVELITE_TASK" --progress started >/dev/null
+eval "$(hivelite next --export)"
+hivelite --json submit "$HIVELITE_TASK" --summary done --evidence "test_output:3 passed" \\
+  | grep -q '"state": "approval"'
+set +e
+hivelite update "$first" --summary late 2>err.txt
+echo "exit $? task $first"
+"""
+    bin_dir = str(Path(hivelite_command()[0]).parent)
+    env = {**os.environ, "HIVELITE_DB": str(tmp_path / "s.db"),
+           "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    for name in ("HIVELITE_AGENT", "HIVELITE_INSTANCE", "HIVELITE_LEASE",
+                 "HIVELITE_FENCING_TOKEN"):
+        env.pop(name, None)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "exit 3 task 1"
+    assert "stale_claim" in (tmp_path / "err.txt").read_text()
+    with Hive.open(tmp_path / "s.db") as hive:
+        assert [hive.get(n).task.state for n in (1, 2)] == ["working", "approval"]
