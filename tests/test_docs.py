@@ -101,3 +101,10 @@ def test_every_public_verb_is_in_api_md() -> None:
     verbs = [n for n, _ in inspect.getmembers(Hive, inspect.isfunction)
              if not n.startswith("_") and n not in ("open", "close", "settings")]
     assert verbs and all(f"### `{verb}`" in page for verb in verbs)
+
+
+def test_verbs_page_is_generated_from_the_verb_table() -> None:
+    from hivelite.verb_docs import verbs_page
+
+    assert (ROOT / "docs" / "verbs.md").read_text(encoding="utf-8") == verbs_page(), (
+        "docs/verbs.md drifted: python -m hivelite.verb_docs > docs/verbs.md")
