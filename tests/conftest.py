@@ -252,3 +252,29 @@ def held_task(hive: Hive, **overrides: Any) -> int:
                               "project": "demo", "packet": packet()}
     fields.update(overrides)
     return hive.handoff(GUEST, **fields).number
+
+
+LEFT_OUT = (
+    ("PostgreSQL", lambda: pg.available(),
+     "the contract suite's second engine and the PostgreSQL tests were not collected;"
+     ' include them with eval "$(.ci/postgres start)" (a throwaway server; .ci/postgres'
+     " stop removes it)"),
+    ("Chromium", lambda: shutil.which("chromium") is not None,
+     "the board's browser tests were skipped; include them with apt-get install chromium"),
+    ("sqlite3", lambda: shutil.which("sqlite3") is not None,
+     "the task_board view's shell tests were skipped; include them with apt-get install"
+     " sqlite3"),
+)
+"""What a run on this machine may leave out, and how to include it (.ci/run includes all,
+and fails instead of leaving any out)."""
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
+    """At the end of a run: what it left out for want of a server or a tool, and how to
+    include it, so a green run on a contributor's machine never passes for a whole one."""
+    missing = [(name, how) for name, present, how in LEFT_OUT if not present()]
+    if not missing:
+        return
+    terminalreporter.section("left out of this run")
+    for name, how in missing:
+        terminalreporter.write_line(f"{name}: {how}")
