@@ -36,6 +36,18 @@ os.environ["XDG_CACHE_HOME"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, True)
 atexit.register(pg.drop_database)
 
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile hivelite's bytecode once, as installing a package does (an editable install
+    does not, and with ``$PYTHONDONTWRITEBYTECODE`` nothing writes it): each of the run's
+    hundreds of ``hivelite`` processes then starts from the cache, as a user's does,
+    instead of compiling every module again."""
+    import compileall
+
+    import hivelite
+
+    compileall.compile_dir(Path(hivelite.__file__).parent, quiet=1)
+
 START = "2026-12-02T09:00:00.000Z"
 BACKENDS = ("sqlite", "postgres") if pg.available() else ("sqlite",)
 """The engines the contract suite runs on (PostgreSQL when a test server is named)."""
@@ -132,9 +144,18 @@ RAW_SQLITE = frozenset({"hive_raw", "raw", "db_path"})
 """Fixtures that reach an SQLite file itself: a test that asks for one runs on SQLite."""
 
 
+OVER_HTTP = frozenset({"test_claims", "test_retries", "test_results", "test_handoff",
+                       "test_independence", "test_defaults"})
+"""The contract modules that also run over HTTP: what crosses the transport (leases and
+their fences, idempotent retries, results' receipts and refusals, the handoff's body,
+instances as tokens carry them). The rest run on SQLite and PostgreSQL, and the parity
+suite (test_parity) holds every face to the same inputs, rights and refusals."""
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Tests marked ``contract`` that take ``hive`` run once per transport (``file_only``
-    ones once: they pass the ``Hive`` a caller no token stands for, such as ``None``), and
+    """Tests marked ``contract`` that take ``hive`` run once per transport when their module
+    is one of ``OVER_HTTP`` (``file_only`` ones once: they pass the ``Hive`` a caller no
+    token stands for, such as ``None``), else on the file alone; and
     once more on each other engine of ``BACKENDS`` (on the store itself: the transport
     does not depend on the engine)."""
     contract = any(metafunc.definition.iter_markers("contract"))
@@ -143,7 +164,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     own = set(inspect.signature(metafunc.function).parameters)
     sqlite_only = own & RAW_SQLITE or metafunc.definition.get_closest_marker("sqlite_only")
     engines = BACKENDS[:1] if sqlite_only else BACKENDS
-    only_file = any(metafunc.definition.iter_markers("file_only"))
+    only_file = (any(metafunc.definition.iter_markers("file_only"))
+                 or metafunc.module.__name__.rpartition(".")[2] not in OVER_HTTP)
     transports = TRANSPORTS[:1] if only_file else TRANSPORTS
     if "transport" in metafunc.fixturenames:
         combos = [("sqlite", t) for t in transports] + [(e, "file") for e in engines[1:]]

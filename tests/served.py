@@ -1,7 +1,8 @@
 """The contract suite's second transport: a test's ``Hive`` served by a real uvicorn
 server on a loopback port, its verbs called through :class:`hivelite.client.Client`.
 
-Tests marked ``contract`` run twice, once on the file and once here: the ``hive`` fixture
+Tests marked ``contract`` in the modules that cross the transport (``conftest.OVER_HTTP``)
+run twice, once on the file and once here: the ``hive`` fixture
 is then a :class:`ServedHive`, whose verbs go over HTTP with a token for each caller (the
 caller's own agent and instance, or the owner's), and whose other attributes (``store``,
 ``clock``, ``journal``, …) are the served ``Hive``'s, so a test still inspects the very

@@ -27,6 +27,7 @@ from hivelite import (
 
 from . import rawsql
 from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
+from .inproc import run_main
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 Verb = Callable[[Hive, Any, int], object]
@@ -195,10 +196,25 @@ def test_a_malformed_caller_cannot_be_made(make: Callable[[], Caller], error: st
 
 def cli(db: Path, *args: str,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI run in this process (``test_the_cli_as_a_process_acts_as_the_file_owner``
+    runs it as a process)."""
+    return run_main(["--db", str(db), *args],
+                    {"HIVELITE_NOW": START, "HIVELITE_LOAD_PLUGINS": "", **(env or {})})
+
+
+def test_the_cli_as_a_process_acts_as_the_file_owner(store: Path) -> None:
+    """The smoke test of the path above: a real ``python -m hivelite`` process."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
-    clean.update({"HIVELITE_NOW": START, "HIVELITE_LOAD_PLUGINS": ""}, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "hivelite", "--db", str(db), *args],
-                          capture_output=True, text=True, env=clean, timeout=60)
+    clean.update({"HIVELITE_NOW": START, "HIVELITE_LOAD_PLUGINS": ""})
+    done = subprocess.run([sys.executable, "-m", "hivelite", "--db", str(store), "--json",
+                           "sign-off", "1"], capture_output=True, text=True, env=clean,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["task"]["state"] == "completed"
+    agent = {**clean, "HIVELITE_AGENT": "ana/coder", "HIVELITE_INSTANCE": "laptop"}
+    done = subprocess.run([sys.executable, "-m", "hivelite", "--db", str(store), "approve",
+                           "2"], capture_output=True, text=True, env=agent, timeout=60)
+    assert done.returncode == 4 and "ana/coder" in done.stderr, done.stderr
 
 
 @pytest.fixture

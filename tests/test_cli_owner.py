@@ -18,6 +18,7 @@ import pytest
 
 from . import rawsql
 from .conftest import at
+from .inproc import run_main
 from .test_cli_e2e import hivelite_command
 
 TIMEOUT = 60
@@ -31,10 +32,13 @@ THRESHOLD_TWO = ("from hivelite import hookimpl\n\n\n@hookimpl\n"
 
 
 class Cli:
-    """Runs ``hivelite`` in a new process on one store, with a clean environment."""
+    """Runs ``hivelite`` on one store with a clean environment: in this process, or in a
+    new one when it loads plugins (installed or from a folder: what a process is for) or
+    with ``process=True``."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, process: bool = False) -> None:
         self.db = db
+        self.process = process
 
     def __call__(self, *args: str, t: float | str = 0, env: dict[str, str] | None = None,
                  plugins: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -42,6 +46,9 @@ class Cli:
         clean.update({"HIVELITE_DB": str(self.db), "HIVELITE_LOAD_PLUGINS": "",
                       "HIVELITE_NOW": t if isinstance(t, str) else at(t), **(env or {})})
         group = ("--plugins-dir", str(plugins)) if plugins is not None else ()
+        if not self.process and plugins is None and not clean["HIVELITE_LOAD_PLUGINS"]:
+            return run_main([*group, *args], {k: v for k, v in clean.items()
+                                              if k.startswith("HIVELITE_")}, self.db.parent)
         return subprocess.run([*hivelite_command(), *group, *args], capture_output=True,
                               text=True, timeout=TIMEOUT, env=clean, cwd=self.db.parent)
 

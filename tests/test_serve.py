@@ -24,6 +24,7 @@ import pytest
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 
+from .inproc import run_main  # noqa: E402
 from .test_cli_e2e import hivelite_command  # noqa: E402
 
 ROOT = Path(__file__).parent.parent
@@ -35,11 +36,11 @@ TASK = {"requester": "ana/planner", "assignee": "ana/coder", "project": "site",
 
 
 def hivelite(db: Path, *args: str, **env: str) -> Any:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
-    ran = subprocess.run([*hivelite_command(), "--db", str(db), "--json", *args],
-                         capture_output=True, text=True, timeout=60,
-                         env={**clean, "HIVELITE_LOAD_PLUGINS": "", "HIVELITE_NOW": START,
-                              **env}, check=True)
+    """The CLI's answer, run in this process (the served store's set-up; the server is a
+    real process, and the CLI against it a real one in its own test)."""
+    ran = run_main(["--db", str(db), "--json", *args],
+                   {"HIVELITE_LOAD_PLUGINS": "", "HIVELITE_NOW": START, **env})
+    assert ran.returncode == 0, (args, ran.stderr)
     return json.loads(ran.stdout)
 
 
