@@ -78,11 +78,16 @@ own connection); a closed one refuses with `StoreError store_closed`.
 
 
 def _signature(function: object) -> str:
-    """The signature as written in the source: no ``self``, annotations unquoted."""
-    text = str(inspect.signature(function))  # type: ignore[arg-type]
+    """The signature as written in the source: no ``self`` (a verb's store, when the verb
+    is a function a method names), annotations unquoted."""
+    signature = inspect.signature(function)  # type: ignore[arg-type]
+    first = next(iter(signature.parameters), None)
+    if first in ("self", "hive"):
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    text = str(signature)
     text = re.sub(r"(: |-> )'([^']*)'", r"\1\2", text)
     text = re.sub(r"<function (\w+) at 0x[0-9a-f]+>", r"\1", text)  # no addresses
-    return text.replace("(self, ", "(").replace("(self)", "()")
+    return text
 
 
 def _doc(obj: object) -> str:

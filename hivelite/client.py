@@ -48,7 +48,7 @@ from .models import (
 )
 from .retries import request_id as checked_request_id
 from .verbs import BY_NAME, Verb
-from .work import WorkLoop
+from .work import Body, WorkReport, work
 
 _REF = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 """What a task reference can look like: a number or an id (nothing that moves the path)."""
@@ -72,7 +72,7 @@ def error_from(status: int, document: object) -> HiveliteError:
     return kind(reason, message, **extra)
 
 
-class Client(WorkLoop):
+class Client:
     """One token's view of one vault on a ``hivelite serve``."""
 
     def __init__(self, url: str, token: str, *, session: str | None = None,
@@ -202,6 +202,14 @@ class Client(WorkLoop):
         if not _REF.fullmatch(text):
             raise NotFound("no_such_task", f"no task {ref!r} in this vault")
         return f"{self._tasks}/{quote(text, safe='')}"
+
+    def work(self, caller: Caller, body: Body, *, minutes: int = 10,
+             project: str | None = None, label: str | None = None, limit: int | None = None,
+             renew_every: float | None = None) -> WorkReport:
+        """Run ``body`` on this agent's ready tasks, one at a time, keeping each lease
+        alive while it runs, every call over HTTP: see :func:`hivelite.work.work`."""
+        return work(self, caller, body, minutes=minutes, project=project, label=label,
+                    limit=limit, renew_every=renew_every)
 
     # -- the verbs: one call path, from the verb table -------------------------------
 

@@ -11,23 +11,25 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from .budgets import BudgetVerbs
-from .claims import ClaimVerbs
+from . import budgets as _budgets
+from . import claims as _claims
+from . import controls as _controls
+from . import fields as _fields
+from . import handoff as _handoff
+from . import policy as _policy
+from . import results as _results
+from . import tokens as _tokens
+from .base import HiveBase
+from .caller import Caller
 from .clock import Clock, system_clock
-from .controls import ControlVerbs
 from .errors import InvalidInput
-from .fields import FieldVerbs
-from .handoff import HandoffVerbs
 from .plugins import call_each, get_plugin_manager
-from .policy import PolicyVerbs
-from .results import ResultVerbs
 from .settings import load_settings
 from .store import SqliteStore, Store
 from .store.engines import open_url
 from .store.sqlite import Synchronous
 from .store.urls import is_url
-from .tokens import TokenVerbs
-from .work import WorkLoop
+from .work import Body, WorkReport, work
 
 _OWNER_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -55,12 +57,65 @@ def _new_store_owner(owner: str | None) -> str:
                        field="owner")
 
 
-class Hive(HandoffVerbs, ClaimVerbs, ResultVerbs, FieldVerbs, ControlVerbs, BudgetVerbs,
-           PolicyVerbs, TokenVerbs, WorkLoop):
+class Hive(HiveBase):
     """One store, its owner and its plugins. Open with :meth:`open`; use as a context manager.
 
     One ``Hive`` may be shared by threads: each thread gets its own connection.
+
+    Each verb is a plain function of the module named for its stage (``handoff``,
+    ``claims``, ``results``, ...), which its row of the verb table names; here it is a
+    method, the function itself.
     """
+
+    # handing off, and the owner's word on a handoff
+    handoff = _handoff.handoff
+    handoff_many = _handoff.handoff_many
+    approve = _handoff.approve
+    deny = _handoff.deny
+    cancel = _handoff.cancel
+    max_attempts = _handoff.max_attempts
+    # working under a claim
+    claim = _claims.claim
+    claim_next = _claims.claim_next
+    resume = _claims.resume
+    lease = _claims.lease
+    renew = _claims.renew
+    release = _claims.release
+    checkpoint = _claims.checkpoint
+    update = _claims.update
+    pause = _claims.pause
+    # results, verdicts, the owner's sign-off
+    submit = _results.submit
+    verify = _results.verify
+    sign_off = _results.sign_off
+    decline = _results.decline
+    amend = _results.amend
+    set_fields = _fields.set_fields
+    # the owner's authority
+    hold = _controls.hold
+    veto = _controls.veto
+    stop = _controls.stop
+    lift = _controls.lift
+    controls = _controls.controls
+    set_budget = _budgets.set_budget
+    clear_budget = _budgets.clear_budget
+    budgets = _budgets.budgets
+    set_policy = _policy.set_policy
+    require_plugin = _policy.require_plugin
+    unrequire_plugin = _policy.unrequire_plugin
+    plugin_status = _policy.plugin_status
+    add_token = _tokens.add_token
+    tokens = _tokens.tokens
+    revoke_token = _tokens.revoke_token
+    authenticate = _tokens.authenticate
+
+    def work(self, caller: Caller, body: Body, *, minutes: int = 10,
+             project: str | None = None, label: str | None = None, limit: int | None = None,
+             renew_every: float | None = None) -> WorkReport:
+        """Run ``body`` on this agent's ready tasks, one at a time, keeping each lease
+        alive while it runs: see :func:`hivelite.work.work`."""
+        return work(self, caller, body, minutes=minutes, project=project, label=label,
+                    limit=limit, renew_every=renew_every)
 
     @classmethod
     def open(

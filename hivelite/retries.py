@@ -72,7 +72,8 @@ def _plain(value: Any) -> Any:
 def digest(verb: str, arguments: dict[str, Any]) -> str:
     """What makes two calls the same call: the verb and every argument but the caller and
     the request id (defaults filled in, so leaving one out equals giving it)."""
-    kept = {k: v for k, v in arguments.items() if k not in ("self", "caller", "request_id")}
+    kept = {k: v for k, v in arguments.items()
+            if k not in ("self", "hive", "caller", "request_id")}
     text = json.dumps([verb, kept], sort_keys=True, default=_plain, ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
@@ -96,8 +97,9 @@ def load_answer(text: str) -> Any:
 
 
 def idempotent(method: Callable[P, T]) -> Callable[P, T]:
-    """Make a write verb answer a retry (same ``request_id``, same arguments) with its
-    first answer. The verb declares ``request_id: str | None = None`` itself."""
+    """Make a write verb (a function of the store, then the caller) answer a retry (same
+    ``request_id``, same arguments) with its first answer. The verb declares
+    ``request_id: str | None = None`` itself."""
     return idempotent_as(method.__name__)(method)
 
 
@@ -130,7 +132,7 @@ def _idempotent(method: Callable[P, T], *, name: str) -> Callable[P, T]:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         pending = Pending(request_id(given), name, digest(name, dict(bound.arguments)))
-        hive = bound.arguments["self"]
+        hive = next(iter(bound.arguments.values()))  # the verb's store: its first argument
         answered = hive._replay(bound.arguments["caller"], pending)
         if answered is not None:  # before the verb's own checks: its first call changed them
             return answered  # type: ignore[no-any-return]

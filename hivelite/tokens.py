@@ -64,103 +64,100 @@ class Authenticated:
         return OWNER_RIGHT in self.rights or right in self.rights
 
 
-class TokenVerbs(HiveBase):
-    """add_token, tokens, revoke_token, authenticate."""
+def add_token(hive: HiveBase, caller: Caller, agent: str | None = None, *,
+              instance: str | None = None, rights: builtins.list[str] | None = None,
+              expires_at: str | datetime | None = None) -> IssuedToken:
+    """Issue a token for ``agent`` on ``instance`` (rights default to all three lease
+    rights), or with no agent the owner's own token. The secret is in the answer only:
+    the store keeps its hash. Journaled without it."""
+    checked = hive._caller(caller, "token")
+    who = require_owner(checked, hive.owner, "issue a token")
+    if agent is None:
+        if instance is not None or rights is not None:
+            raise InvalidInput("invalid_token", "an owner's token names no instance or"
+                               " rights: it carries the owner's", field="instance")
+        granted = [OWNER_RIGHT]
+        where = None
+    else:
+        agent = agent_name(agent)
+        if instance is None:
+            raise InvalidInput("instance_required", "a token binds an agent to one"
+                               " instance: name it", field="instance")
+        where = instance_name(instance)
+        granted = sorted(set(rights if rights is not None else RIGHTS))
+        unknown = [r for r in granted if r not in RIGHTS]
+        if unknown or not granted:
+            raise InvalidInput("invalid_rights", f"rights are some of {', '.join(RIGHTS)},"
+                               f" not {unknown or 'none'}", field="rights")
+    expires = None
+    if expires_at is not None:
+        expires = format_ts(expires_at if isinstance(expires_at, datetime)
+                            else parse_ts(expires_at))
+    token_id = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
 
-    def add_token(self, caller: Caller, agent: str | None = None, *,
-                  instance: str | None = None, rights: builtins.list[str] | None = None,
-                  expires_at: str | datetime | None = None) -> IssuedToken:
-        """Issue a token for ``agent`` on ``instance`` (rights default to all three lease
-        rights), or with no agent the owner's own token. The secret is in the answer only:
-        the store keeps its hash. Journaled without it."""
-        checked = self._caller(caller, "token")
-        who = require_owner(checked, self.owner, "issue a token")
-        if agent is None:
-            if instance is not None or rights is not None:
-                raise InvalidInput("invalid_token", "an owner's token names no instance or"
-                                   " rights: it carries the owner's", field="instance")
-            granted = [OWNER_RIGHT]
-            where = None
-        else:
-            agent = agent_name(agent)
-            if instance is None:
-                raise InvalidInput("instance_required", "a token binds an agent to one"
-                                   " instance: name it", field="instance")
-            where = instance_name(instance)
-            granted = sorted(set(rights if rights is not None else RIGHTS))
-            unknown = [r for r in granted if r not in RIGHTS]
-            if unknown or not granted:
-                raise InvalidInput("invalid_rights", f"rights are some of {', '.join(RIGHTS)},"
-                                   f" not {unknown or 'none'}", field="rights")
-        expires = None
-        if expires_at is not None:
-            expires = format_ts(expires_at if isinstance(expires_at, datetime)
-                                else parse_ts(expires_at))
-        token_id = secrets.token_hex(6)
-        secret = secrets.token_urlsafe(32)
+    def body(unit: Unit) -> IssuedToken:
+        if expires is not None and expires <= unit.at:
+            raise InvalidInput("invalid_expiry", f"the token would expire at {expires},"
+                               f" which is not after now ({unit.at})", field="expires_at")
+        row = TokenRow(token_id, agent, where, ",".join(granted), _hash(secret), unit.at,
+                       expires, None, who)
+        unit.tx.add_token(row)
+        unit.tx.record_event(None, at=unit.at, actor=who, state=None, reason="token add",
+                             detail={"token": token_id, "agent": agent,
+                                     "instance": where, "rights": granted,
+                                     "expires_at": expires})
+        view = token_view(row)
+        return IssuedToken(**view.model_dump(), token=f"{PREFIX}_{token_id}_{secret}")
 
-        def body(unit: Unit) -> IssuedToken:
-            if expires is not None and expires <= unit.at:
-                raise InvalidInput("invalid_expiry", f"the token would expire at {expires},"
-                                   f" which is not after now ({unit.at})", field="expires_at")
-            row = TokenRow(token_id, agent, where, ",".join(granted), _hash(secret), unit.at,
-                           expires, None, who)
-            unit.tx.add_token(row)
-            unit.tx.record_event(None, at=unit.at, actor=who, state=None, reason="token add",
-                                 detail={"token": token_id, "agent": agent,
-                                         "instance": where, "rights": granted,
-                                         "expires_at": expires})
-            view = token_view(row)
-            return IssuedToken(**view.model_dump(), token=f"{PREFIX}_{token_id}_{secret}")
+    return hive._write(checked, "token", body)
 
-        return self._write(checked, "token", body)
+def tokens(hive: HiveBase) -> builtins.list[TokenView]:
+    """Every token issued, oldest first, revoked ones included; never a secret."""
+    with hive.store.read() as reader:
+        return [token_view(r) for r in reader.tokens()]
 
-    def tokens(self) -> builtins.list[TokenView]:
-        """Every token issued, oldest first, revoked ones included; never a secret."""
-        with self.store.read() as reader:
-            return [token_view(r) for r in reader.tokens()]
+def revoke_token(hive: HiveBase, caller: Caller, token_id: str) -> TokenView:
+    """Revoke a token now: every later request with it is ``401``. Journaled."""
+    checked = hive._caller(caller, "token")
+    who = require_owner(checked, hive.owner, "revoke a token")
 
-    def revoke_token(self, caller: Caller, token_id: str) -> TokenView:
-        """Revoke a token now: every later request with it is ``401``. Journaled."""
-        checked = self._caller(caller, "token")
-        who = require_owner(checked, self.owner, "revoke a token")
+    def body(unit: Unit) -> TokenView:
+        row = unit.tx.token(token_id)
+        if row is None or row.revoked_at is not None:
+            raise NotFound("no_such_token", f"no live token {token_id!r}; hivelite token"
+                           " list shows them")
+        unit.tx.revoke_token(token_id, unit.at)
+        unit.tx.record_event(None, at=unit.at, actor=who, state=None,
+                             reason="token revoke", detail={"token": token_id})
+        return token_view(TokenRow(row.id, row.agent, row.instance, row.rights, row.hash,
+                                   row.created_at, row.expires_at, unit.at, row.by))
 
-        def body(unit: Unit) -> TokenView:
-            row = unit.tx.token(token_id)
-            if row is None or row.revoked_at is not None:
-                raise NotFound("no_such_token", f"no live token {token_id!r}; hivelite token"
-                               " list shows them")
-            unit.tx.revoke_token(token_id, unit.at)
-            unit.tx.record_event(None, at=unit.at, actor=who, state=None,
-                                 reason="token revoke", detail={"token": token_id})
-            return token_view(TokenRow(row.id, row.agent, row.instance, row.rights, row.hash,
-                                       row.created_at, row.expires_at, unit.at, row.by))
+    return hive._write(checked, "token", body)
 
-        return self._write(checked, "token", body)
-
-    def authenticate(self, token: object, *, session: str | None = None) -> Authenticated:
-        """The caller a token proves (``session`` as the request names it), or
-        ``401 unauthenticated``: unknown, revoked or expired tokens alike say only that."""
-        token_id, secret = parse_token(token)
-        with self.store.read() as reader:
-            row = reader.token(token_id)
-        now = format_ts(self.clock())
-        if row is None or not hmac.compare_digest(row.hash, _hash(secret)):
-            raise Unauthenticated("invalid_token", "unknown token")
-        if row.revoked_at is not None:
-            raise Unauthenticated("revoked_token", f"token {token_id} was revoked at"
-                                  f" {row.revoked_at}")
-        if row.expires_at is not None and row.expires_at <= now:
-            raise Unauthenticated("expired_token", f"token {token_id} expired at"
-                                  f" {row.expires_at}")
-        rights = frozenset(row.rights.split(","))
-        origin = f"token {token_id}"
-        if row.agent is None:
-            caller = Caller("owner", self.owner, origin=origin)
-        else:
-            caller = Caller.agent(row.agent, str(row.instance), session, origin=origin,
-                                  rights=rights)
-        return Authenticated(caller, token_id, rights)
+def authenticate(hive: HiveBase, token: object, *, session: str | None = None) -> Authenticated:
+    """The caller a token proves (``session`` as the request names it), or
+    ``401 unauthenticated``: unknown, revoked or expired tokens alike say only that."""
+    token_id, secret = parse_token(token)
+    with hive.store.read() as reader:
+        row = reader.token(token_id)
+    now = format_ts(hive.clock())
+    if row is None or not hmac.compare_digest(row.hash, _hash(secret)):
+        raise Unauthenticated("invalid_token", "unknown token")
+    if row.revoked_at is not None:
+        raise Unauthenticated("revoked_token", f"token {token_id} was revoked at"
+                              f" {row.revoked_at}")
+    if row.expires_at is not None and row.expires_at <= now:
+        raise Unauthenticated("expired_token", f"token {token_id} expired at"
+                              f" {row.expires_at}")
+    rights = frozenset(row.rights.split(","))
+    origin = f"token {token_id}"
+    if row.agent is None:
+        caller = Caller("owner", hive.owner, origin=origin)
+    else:
+        caller = Caller.agent(row.agent, str(row.instance), session, origin=origin,
+                              rights=rights)
+    return Authenticated(caller, token_id, rights)
 
 
-__all__ = ["Authenticated", "TokenVerbs", "parse_token"]
+__all__ = ["Authenticated", "add_token", "authenticate", "parse_token", "revoke_token", "tokens"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from .caller import Caller
 from .errors import HiveliteError, InvalidInput, NotFound
@@ -81,19 +81,6 @@ class _Keeper(threading.Thread):
     def stop(self) -> None:
         self._done.set()
         self.join()
-
-
-class WorkLoop:
-    """``work`` as a method, for the faces that have the verbs it uses (``Hive``,
-    ``Client``)."""
-
-    def work(self, caller: Caller, body: Body, *, minutes: int = 10,
-             project: str | None = None, label: str | None = None, limit: int | None = None,
-             renew_every: float | None = None) -> WorkReport:
-        """Run ``body`` on this agent's ready tasks, one at a time, keeping each lease
-        alive while it runs: see :func:`hivelite.work.work`."""
-        return work(cast(TaskFace, self), caller, body, minutes=minutes, project=project,
-                    label=label, limit=limit, renew_every=renew_every)
 
 
 def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
