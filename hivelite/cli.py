@@ -13,7 +13,6 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -30,7 +29,7 @@ from .cli_context import (
 )
 from .cli_owner import COMMANDS
 from .cli_serve import mcp_stdio, serve
-from .cli_verbs import ENVIRONMENT, EXPORT, VerbCommand, exports
+from .cli_verbs import ENVIRONMENT, EXPORT, VerbCommand, exports, lease_text
 from .errors import HiveliteError, InvalidInput, UnexpectedError
 from .jsontext import loads_bounded
 from .protocol import PRIORITIES, SORTS, State
@@ -38,7 +37,6 @@ from .terminal import coloured, fits, printable
 
 if TYPE_CHECKING:
     from .hive import Hive
-    from .models import ClaimReceipt
     from .store.sqlite import SqliteStore
 
 SERVED_VERBS = frozenset({
@@ -365,14 +363,6 @@ def lease_options(command: Callable[..., Any]) -> Callable[..., Any]:
                            )(command)
     return click.option("--lease", "lease_id", required=True, envvar=ENVIRONMENT["lease_id"],
                         help="The claim's lease id ($HIVELITE_LEASE).")(command)
-
-
-def lease_text(lease: ClaimReceipt, now: datetime) -> str:
-    from . import render
-
-    return (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
-            f"  lease_id       {lease.lease_id}\n  fencing_token  {lease.fencing_token}\n"
-            f"  expires_at     {lease.expires_at} ({render.ago(lease.expires_at, now)})")
 
 
 MINUTES = click.option("--minutes", default=10, show_default=True, type=int,

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .cli_context import AS_AGENT, AS_OWNER, Context, acting, caller_options, pass_context
 from .protocol import Mode, Who
 from .verbs import BY_NAME, Verb
+
+if TYPE_CHECKING:
+    from .models import ClaimReceipt
 
 SPELLINGS: dict[str, str] = {
     "lease_id": "--lease", "decisions": "--decision", "files_touched": "--touched",
@@ -161,6 +165,15 @@ def help_text(verb: Verb, more: str = "") -> str:
             f"      {example(verb)}\n    ")
 
 
+def lease_text(lease: ClaimReceipt, now: datetime) -> str:
+    """A claim for a person: its task, holder, lease id, token and expiry."""
+    from . import render
+
+    return (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
+            f"  lease_id       {lease.lease_id}\n  fencing_token  {lease.fencing_token}\n"
+            f"  expires_at     {lease.expires_at} ({render.ago(lease.expires_at, now)})")
+
+
 EXPORT = click.option("--export", is_flag=True, help="Print the claim as shell assignments"
                       " (HIVELITE_TASK, $HIVELITE_LEASE, $HIVELITE_FENCING_TOKEN) for"
                       ' eval "$(...)": the holder verbs read the lease from them.')
@@ -169,7 +182,6 @@ EXPORT = click.option("--export", is_flag=True, help="Print the claim as shell a
 def show_answer(ctx: Context, face: Any, answer: Any, export: bool = False) -> None:
     """A person's view of a write's answer: a lease as its id, token and expiry; a receipt
     as the task as it now stands."""
-    from .cli import lease_text
     from .models import ClaimReceipt, Receipt
 
     if isinstance(answer, ClaimReceipt):
