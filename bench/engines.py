@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hivelite import Caller, Hive, HiveliteError, NotFound
-from hivelite.protocol import PRIORITIES
+from hivelite.core.protocol import PRIORITIES
 
 from . import figures as figures_file
 from . import lib

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from hivelite import Caller, Hive, HiveliteError, ManualClock
-from hivelite.clock import parse_ts
+from hivelite.core.clock import parse_ts
 from hivelite.store.doctor import diagnose
 
 from .crashvfs import Cut, PowerCut

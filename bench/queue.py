@@ -37,7 +37,7 @@ from typing import Any
 import apsw
 
 from hivelite import Caller, Hive, HiveliteError, NotFound
-from hivelite.protocol import PRIORITIES
+from hivelite.core.protocol import PRIORITIES
 
 from . import figures as figures_file
 from . import lib

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tasks", type=int, default=800,
                         help="tasks per agent (enough that neither side runs out first)")
     args = parser.parse_args(argv)
-    from hivelite.client import Client
+    from hivelite.faces.client import Client
 
     with tempfile.TemporaryDirectory(prefix="hivelite-bench-serve-") as folder:
         http_db, local_db = Path(folder) / "http.db", Path(folder) / "local.db"

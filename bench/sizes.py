@@ -135,7 +135,7 @@ print(seen, time.perf_counter() - began, peak())
 
 EXPORT = PEAK + """
 import sys, time
-from hivelite.cli import main
+from hivelite.faces.cli.main import main
 began = time.perf_counter()
 sys.stdout = open("/dev/null", "w")
 try:

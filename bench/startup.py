@@ -48,7 +48,7 @@ def modules(command: list[str], env: dict[str, str]) -> int:
     """How many modules the call imports (the script's interpreter, with -X importtime)."""
     if Path(command[0]).name != "hivelite":
         return -1
-    code = "import sys; from hivelite.cli import main; sys.argv[0] = 'hivelite'; main()"
+    code = "import sys; from hivelite.faces.cli.main import main; sys.argv[0] = 'hivelite'; main()"
     ran = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *command[1:]],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          env=env, check=False)

@@ -11,9 +11,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .caller import Caller
-    from .clock import ManualClock
-    from .errors import (
+    from .core.caller import Caller
+    from .core.clock import ManualClock
+    from .core.errors import (
         ForbiddenRight,
         HiveliteError,
         InvalidInput,
@@ -27,9 +27,7 @@ if TYPE_CHECKING:
         StoreFull,
         StoreReadonly,
     )
-    from .hive import Hive
-    from .hookspecs import hookimpl
-    from .models import (
+    from .core.models import (
         Checkpoint,
         ClaimReceipt,
         DamagedRow,
@@ -46,53 +44,55 @@ if TYPE_CHECKING:
         Task,
         TaskView,
     )
-    from .protocol import MOVES, TERMINAL, State, WaitingOn
-    from .settings import PluginSettings, plugin_settings, read_toml, settings_path
-    from .work import WorkReport
+    from .core.protocol import MOVES, TERMINAL, State, WaitingOn
+    from .hive import Hive
+    from .verbs.hookspecs import hookimpl
+    from .verbs.settings import PluginSettings, plugin_settings, read_toml, settings_path
+    from .verbs.work import WorkReport
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "Caller": "hivelite.caller",
-    "ManualClock": "hivelite.clock",
-    "ForbiddenRight": "hivelite.errors",
-    "HiveliteError": "hivelite.errors",
-    "InvalidInput": "hivelite.errors",
-    "InvalidState": "hivelite.errors",
-    "NotFound": "hivelite.errors",
-    "PluginError": "hivelite.errors",
-    "RateLimited": "hivelite.errors",
-    "StoreBusy": "hivelite.errors",
-    "StoreCorrupt": "hivelite.errors",
-    "StoreError": "hivelite.errors",
-    "StoreFull": "hivelite.errors",
-    "StoreReadonly": "hivelite.errors",
+    "Caller": "hivelite.core.caller",
+    "ManualClock": "hivelite.core.clock",
+    "ForbiddenRight": "hivelite.core.errors",
+    "HiveliteError": "hivelite.core.errors",
+    "InvalidInput": "hivelite.core.errors",
+    "InvalidState": "hivelite.core.errors",
+    "NotFound": "hivelite.core.errors",
+    "PluginError": "hivelite.core.errors",
+    "RateLimited": "hivelite.core.errors",
+    "StoreBusy": "hivelite.core.errors",
+    "StoreCorrupt": "hivelite.core.errors",
+    "StoreError": "hivelite.core.errors",
+    "StoreFull": "hivelite.core.errors",
+    "StoreReadonly": "hivelite.core.errors",
     "Hive": "hivelite.hive",
-    "hookimpl": "hivelite.hookspecs",
-    "Checkpoint": "hivelite.models",
-    "ClaimReceipt": "hivelite.models",
-    "DamagedRow": "hivelite.models",
-    "Evidence": "hivelite.models",
-    "GateDecision": "hivelite.models",
-    "HandoffRequest": "hivelite.models",
-    "History": "hivelite.models",
-    "JournalEntry": "hivelite.models",
-    "WorkReport": "hivelite.work",
-    "NextClaim": "hivelite.models",
-    "Packet": "hivelite.models",
-    "Page": "hivelite.models",
-    "Receipt": "hivelite.models",
-    "Result": "hivelite.models",
-    "Task": "hivelite.models",
-    "TaskView": "hivelite.models",
-    "MOVES": "hivelite.protocol",
-    "State": "hivelite.protocol",
-    "TERMINAL": "hivelite.protocol",
-    "WaitingOn": "hivelite.protocol",
-    "PluginSettings": "hivelite.settings",
-    "plugin_settings": "hivelite.settings",
-    "read_toml": "hivelite.settings",
-    "settings_path": "hivelite.settings",
+    "hookimpl": "hivelite.verbs.hookspecs",
+    "Checkpoint": "hivelite.core.models",
+    "ClaimReceipt": "hivelite.core.models",
+    "DamagedRow": "hivelite.core.models",
+    "Evidence": "hivelite.core.models",
+    "GateDecision": "hivelite.core.models",
+    "HandoffRequest": "hivelite.core.models",
+    "History": "hivelite.core.models",
+    "JournalEntry": "hivelite.core.models",
+    "WorkReport": "hivelite.verbs.work",
+    "NextClaim": "hivelite.core.models",
+    "Packet": "hivelite.core.models",
+    "Page": "hivelite.core.models",
+    "Receipt": "hivelite.core.models",
+    "Result": "hivelite.core.models",
+    "Task": "hivelite.core.models",
+    "TaskView": "hivelite.core.models",
+    "MOVES": "hivelite.core.protocol",
+    "State": "hivelite.core.protocol",
+    "TERMINAL": "hivelite.core.protocol",
+    "WaitingOn": "hivelite.core.protocol",
+    "PluginSettings": "hivelite.verbs.settings",
+    "plugin_settings": "hivelite.verbs.settings",
+    "read_toml": "hivelite.verbs.settings",
+    "settings_path": "hivelite.verbs.settings",
 }
 """Where each public name lives."""
 

@@ -1,5 +1,5 @@
 """``python -m hivelite`` runs the command line."""
 
-from .cli import main
+from .faces.cli.main import main
 
 main()

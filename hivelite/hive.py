@@ -11,25 +11,25 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import budgets as _budgets
-from . import claims as _claims
-from . import controls as _controls
-from . import fields as _fields
-from . import handoff as _handoff
-from . import policy as _policy
-from . import results as _results
-from . import tokens as _tokens
-from .base import HiveBase
-from .caller import Caller
-from .clock import Clock, system_clock
-from .errors import InvalidInput
-from .plugins import call_each, get_plugin_manager
-from .settings import load_settings
+from .core.caller import Caller
+from .core.clock import Clock, system_clock
+from .core.errors import InvalidInput
 from .store import SqliteStore, Store
 from .store.engines import open_url
 from .store.sqlite import Synchronous
 from .store.urls import is_url
-from .work import Body, WorkReport, work
+from .verbs import budgets as _budgets
+from .verbs import claims as _claims
+from .verbs import controls as _controls
+from .verbs import fields as _fields
+from .verbs import handoff as _handoff
+from .verbs import policy as _policy
+from .verbs import results as _results
+from .verbs import tokens as _tokens
+from .verbs.base import HiveBase
+from .verbs.plugins import call_each, get_plugin_manager
+from .verbs.settings import load_settings
+from .verbs.work import Body, WorkReport, work
 
 _OWNER_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -113,7 +113,7 @@ class Hive(HiveBase):
              project: str | None = None, label: str | None = None, limit: int | None = None,
              renew_every: float | None = None) -> WorkReport:
         """Run ``body`` on this agent's ready tasks, one at a time, keeping each lease
-        alive while it runs: see :func:`hivelite.work.work`."""
+        alive while it runs: see :func:`hivelite.verbs.work.work`."""
         return work(self, caller, body, minutes=minutes, project=project, label=label,
                     limit=limit, renew_every=renew_every)
 

@@ -23,7 +23,7 @@ import apsw
 import pytest
 
 from hivelite import Caller, Hive, HiveliteError, ManualClock
-from hivelite.clock import format_ts, parse_ts
+from hivelite.core.clock import format_ts, parse_ts
 from hivelite.store import SqliteStore, Store
 
 from . import pg, rawsql
@@ -137,7 +137,7 @@ def open_hive(make_store: MakeStore, clock: ManualClock) -> OpenHive:
 
 TRANSPORTS = ("file", "http")
 """How a ``contract`` test reaches its store: the ``Hive`` itself, or ``hivelite serve``
-through ``hivelite.client.Client`` (``tests/served.py``)."""
+through ``hivelite.faces.client.Client`` (``tests/served.py``)."""
 
 
 RAW_SQLITE = frozenset({"hive_raw", "raw", "db_path"})

@@ -25,7 +25,7 @@ def run_main(args: Sequence[str], env: Mapping[str, str] | None = None,
              cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[str]:
     """What ``hivelite *args`` exits with and prints, run by ``cli.main`` here (in the
     folder ``cwd``, when given)."""
-    from hivelite.cli import main
+    from hivelite.faces.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     logger = logging.getLogger("hivelite")

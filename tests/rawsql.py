@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 import pytest
 
-from hivelite.protocol import State, WaitingOn
+from hivelite.core.protocol import State, WaitingOn
 
 RESULT = {
     "summary": "done",

@@ -1,5 +1,5 @@
 """The contract suite's second transport: a test's ``Hive`` served by a real uvicorn
-server on a loopback port, its verbs called through :class:`hivelite.client.Client`.
+server on a loopback port, its verbs called through :class:`hivelite.faces.client.Client`.
 
 Tests marked ``contract`` in the modules that cross the transport (``conftest.OVER_HTTP``)
 run twice, once on the file and once here: the ``hive`` fixture
@@ -20,13 +20,13 @@ from typing import Any
 import uvicorn
 
 from hivelite import Caller, Hive
-from hivelite.client import Client
-from hivelite.inputs import ListInput
-from hivelite.models import JournalEntry
-from hivelite.protocol import Mode
-from hivelite.server.app import create_app
-from hivelite.server.vaults import Vaults
-from hivelite.verbs import VERBS
+from hivelite.core.models import JournalEntry
+from hivelite.core.protocol import Mode
+from hivelite.faces.client import Client
+from hivelite.faces.server.app import create_app
+from hivelite.faces.server.vaults import Vaults
+from hivelite.verbs.inputs import ListInput
+from hivelite.verbs.table import VERBS
 
 from .test_serve import free_port
 

@@ -32,8 +32,7 @@ from typing import Any
 import pytest
 
 from hivelite import Hive, ManualClock, hookimpl
-from hivelite.claims import MAX_USAGE
-from hivelite.errors import (
+from hivelite.core.errors import (
     HiveliteError,
     InvalidInput,
     PluginError,
@@ -43,9 +42,10 @@ from hivelite.errors import (
     StoreFull,
     StoreReadonly,
 )
-from hivelite.jsontext import MAX_JSON_DEPTH, json_depth
-from hivelite.render import printable
+from hivelite.core.jsontext import MAX_JSON_DEPTH, json_depth
+from hivelite.faces.render import printable
 from hivelite.store import SqliteStore
+from hivelite.verbs.claims import MAX_USAGE
 
 from . import rawsql
 from .conftest import CODER, START, own_task
@@ -57,7 +57,7 @@ OWN = ("--requester", "ana/planner", "--assignee", "ana/coder", "--project", "si
 TASK = ("--task", "Fix the login bug", "--type", "code", "--accept", "tests pass")
 AGENT = ("--agent", "ana/coder", "--instance", "laptop")
 SHORT_BUSY = ("import hivelite.store.sqlite as s; s.BUSY_TIMEOUT_MS = 300;"
-              " from hivelite.cli import main; main()")
+              " from hivelite.faces.cli.main import main; main()")
 """The real CLI with a 0.3 s busy timeout instead of 10 s (``test_gaps`` times the 10 s)."""
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 

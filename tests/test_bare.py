@@ -35,7 +35,7 @@ def test_bare_hivelite_prints_its_help(tmp_path: Path) -> None:
 
 
 def test_a_bare_group_prints_its_help(capsys: pytest.CaptureFixture[str]) -> None:
-    from hivelite.cli import main
+    from hivelite.faces.cli.main import main
 
     with pytest.raises(SystemExit) as ended:
         main(["token"])
@@ -59,7 +59,7 @@ def test_bare_hivelite_on_the_lowest_click_allowed(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(target), *filter(None, [os.environ.get("PYTHONPATH")])])}
     done = subprocess.run(
-        [sys.executable, "-c", "import click, sys; from hivelite.cli import main;"
+        [sys.executable, "-c", "import click, sys; from hivelite.faces.cli.main import main;"
          " print(click.__version__, file=sys.stderr); main()"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
     assert done.stderr.strip() == LOWEST_CLICK

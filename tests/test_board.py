@@ -261,7 +261,7 @@ def test_open_on_loopback_is_not_open_to_a_rebound_name_or_a_proxy(
     ("10.0.0.1:8377", False), ("[::ffff:10.0.0.1]:80", False),
 ])
 def test_which_host_names_are_loopback(host: str, local: bool) -> None:
-    from hivelite.server.hosts import names_loopback
+    from hivelite.faces.server.hosts import names_loopback
 
     assert names_loopback(host) is local
 

@@ -26,8 +26,8 @@ from hivelite import (
     RateLimited,
     State,
 )
-from hivelite.clock import format_ts, parse_ts
-from hivelite.models import Budget
+from hivelite.core.clock import format_ts, parse_ts
+from hivelite.core.models import Budget
 
 from .conftest import CODER, GUEST, OWNER, REVIEWER, Snap, own_task, refused
 from .test_claims import EVIDENCE, fence

@@ -197,7 +197,7 @@ def test_every_move_of_a_batch_is_told_a_window_at_a_time(
         open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
     """Transition plugins hear each move once, in order, though the journal is read a
     window of rows at a time (here 3, so a batch spans several windows)."""
-    from hivelite import base
+    from hivelite.verbs import base
 
     monkeypatch.setattr(base, "NOTIFY_WINDOW", 3)
     heard = Heard()

@@ -34,7 +34,7 @@ from hivelite import (
     TaskView,
     WaitingOn,
 )
-from hivelite.models import ExpiredClaim
+from hivelite.core.models import ExpiredClaim
 
 from . import rawsql
 from .conftest import (

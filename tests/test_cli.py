@@ -2,7 +2,7 @@
 
 DESIGN §7 (``error: <code>/<reason>: <message>`` on stderr, one exit code per
 error class), §8 (``HIVELITE_NOW``, text limits), §11 (verbs, ``$HIVELITE_DB``,
-``--json`` prints exactly one JSON document). ``hivelite.cli.main`` is called
+``--json`` prints exactly one JSON document). ``hivelite.faces.cli.main.main`` is called
 directly, so its error -> exit code mapping runs; a refused call must leave every
 row of the store as it was (``rawsql.snapshot``). Who acts: an agent's verb names its
 agent and instance (``--agent``/``--instance`` or ``$HIVELITE_AGENT``/``$HIVELITE_INSTANCE``);
@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from hivelite import Hive, ManualClock
-from hivelite.cli import cli, main
+from hivelite.faces.cli.main import cli, main
 
 from . import rawsql
 from .conftest import CODER as CODER_AGENT
@@ -72,7 +72,8 @@ class Ran:
 
 
 class Runner:
-    """Calls ``hivelite.cli.main`` with ``--db`` and ``$HIVELITE_NOW`` set; catches its exit."""
+    """Calls ``hivelite.faces.cli.main.main`` with ``--db`` and ``$HIVELITE_NOW`` set;
+    catches its exit."""
 
     def __init__(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                  db: Path) -> None:

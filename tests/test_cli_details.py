@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hivelite import Hive
-from hivelite.cli import main
+from hivelite.faces.cli.main import main
 
 from .conftest import CODER, OWNER, own_task
 
@@ -88,8 +88,8 @@ def test_show_labels_an_earlier_attempt_and_history_keeps_the_whole_reason(
 def test_relative_times(seconds: float, text: str) -> None:
     from datetime import timedelta
 
-    from hivelite.clock import parse_ts
-    from hivelite.render import ago
+    from hivelite.core.clock import parse_ts
+    from hivelite.faces.render import ago
 
     stamp = "2026-12-02T09:00:00.000Z"
     assert ago(stamp, parse_ts(stamp) + timedelta(seconds=seconds)) == text
@@ -102,7 +102,7 @@ def test_list_and_show_print_relative_times(store: Path, capsys: pytest.CaptureF
         created = hive.get(number).task.created_at
     from datetime import timedelta
 
-    from hivelite.clock import format_ts, parse_ts
+    from hivelite.core.clock import format_ts, parse_ts
 
     monkeypatch.setenv("HIVELITE_NOW", format_ts(parse_ts(created) + timedelta(minutes=3)))
     code, out, _ = run(capsys, "--db", str(store), "list")

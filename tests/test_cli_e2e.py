@@ -38,7 +38,7 @@ def hivelite_command() -> list[str]:
     found = shutil.which("hivelite")
     if found:
         return [found]
-    return [sys.executable, "-c", "from hivelite.cli import main; main()"]
+    return [sys.executable, "-c", "from hivelite.faces.cli.main import main; main()"]
 
 
 snapshot = rawsql.snapshot_file

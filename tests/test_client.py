@@ -1,4 +1,4 @@
-"""``hivelite.client.Client`` (issue 17): the Hive verbs over HTTP against a real server,
+"""``hivelite.faces.client.Client`` (issue 17): the Hive verbs over HTTP against a real server,
 with the same answers and the same exception classes; a caller other than the token's is
 refused before anything is sent; every route has a client method."""
 
@@ -19,9 +19,9 @@ from hivelite import (
     NotFound,
     RateLimited,
 )
-from hivelite.client import Client
-from hivelite.errors import Unauthenticated
-from hivelite.models import ClaimReceipt, NextClaim, Page, Receipt, TaskView
+from hivelite.core.errors import Unauthenticated
+from hivelite.core.models import ClaimReceipt, NextClaim, Page, Receipt, TaskView
+from hivelite.faces.client import Client
 
 from .test_serve import EVIDENCE, TASK, Server, hivelite, server  # noqa: F401
 
@@ -155,7 +155,7 @@ def test_threads_share_one_client(server: Server) -> None:  # noqa: F811
 
 
 def test_every_route_has_a_client_method_with_the_hives_name() -> None:
-    from hivelite.server.routes import ROUTES
+    from hivelite.faces.server.routes import ROUTES
 
     names = {"list_tasks": "list", "show_task": "get", "propose": "handoff",
              "next_task": "claim_next", "submit_result": "submit"}

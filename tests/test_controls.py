@@ -28,8 +28,8 @@ from hivelite import (
     State,
     WaitingOn,
 )
-from hivelite.clock import format_ts
-from hivelite.models import Control, JournalEntry
+from hivelite.core.clock import format_ts
+from hivelite.core.models import Control, JournalEntry
 
 from . import rawsql
 from .conftest import (

@@ -28,8 +28,9 @@ from typing import Any
 import pytest
 
 import hivelite
-from hivelite import Hive, PluginError, State, installed
-from hivelite.plugins import call_each, get_plugin_manager
+from hivelite import Hive, PluginError, State
+from hivelite.verbs import installed
+from hivelite.verbs.plugins import call_each, get_plugin_manager
 
 from . import rawsql
 from .conftest import OWNER, OpenHive
@@ -591,7 +592,7 @@ def test_a_failing_notifier_does_not_silence_the_others(open_hive: OpenHive) -> 
     assert heard == [1]
 
 
-# -- the installed entry points, cached between calls (hivelite/installed.py) -------------
+# -- the installed entry points, cached between calls (hivelite/verbs/installed.py) -------------
 
 
 @pytest.fixture

@@ -13,14 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hivelite.cli import cli
-from hivelite.cli_docs import cli_page
+from hivelite.docs.cli import cli_page
+from hivelite.faces.cli.main import cli
 
 from .test_cli_e2e import hivelite_command
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_MD = ROOT / "docs" / "cli.md"
-REGENERATE = "docs/cli.md is out of date: run `python -m hivelite.cli_docs > docs/cli.md`"
+REGENERATE = "docs/cli.md is out of date: run `python -m hivelite.docs.cli > docs/cli.md`"
 TIMEOUT = 30
 
 
@@ -53,7 +53,7 @@ def readme_commands() -> tuple[str, str]:
 
 
 def test_cli_page_is_generated_from_the_commands() -> None:
-    generated = fresh([sys.executable, "-m", "hivelite.cli_docs"])
+    generated = fresh([sys.executable, "-m", "hivelite.docs.cli"])
     assert CLI_MD.read_text(encoding="utf-8") == generated, REGENERATE
     assert cli_page().startswith(generated.split("\n## hivelite\n")[0])
 
@@ -85,11 +85,11 @@ def test_readme_first_command_runs_the_demo() -> None:
 
 
 def test_api_page_is_generated_from_the_hive() -> None:
-    from hivelite.api_docs import api_page
+    from hivelite.docs.api import api_page
 
     committed = (Path(__file__).parent.parent / "docs" / "api.md").read_text()
     assert committed == api_page(), (
-        "docs/api.md drifted from Hive: run `python -m hivelite.api_docs > docs/api.md`")
+        "docs/api.md drifted from Hive: run `python -m hivelite.docs.api > docs/api.md`")
 
 
 def test_every_public_verb_is_in_api_md() -> None:
@@ -104,7 +104,7 @@ def test_every_public_verb_is_in_api_md() -> None:
 
 
 def test_verbs_page_is_generated_from_the_verb_table() -> None:
-    from hivelite.verb_docs import verbs_page
+    from hivelite.docs.verbs import verbs_page
 
     assert (ROOT / "docs" / "verbs.md").read_text(encoding="utf-8") == verbs_page(), (
-        "docs/verbs.md drifted: python -m hivelite.verb_docs > docs/verbs.md")
+        "docs/verbs.md drifted: python -m hivelite.docs.verbs > docs/verbs.md")

@@ -41,11 +41,11 @@ from hivelite import (
     ManualClock,
     State,
     StoreBusy,
-    render,
 )
-from hivelite.clock import format_ts
+from hivelite.core.clock import format_ts
+from hivelite.faces import render
+from hivelite.faces.terminal import printable
 from hivelite.store import sqlite as store_module
-from hivelite.terminal import printable
 
 from . import rawsql
 from .conftest import CODER, OWNER, START, at, own_task, packet

@@ -19,7 +19,7 @@ from hivelite import (
     StoreBusy,
     StoreError,
 )
-from hivelite.protocol import State
+from hivelite.core.protocol import State
 
 from . import rawsql
 from .conftest import CODER, OWNER, REVIEWER, OpenHive, own_task

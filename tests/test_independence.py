@@ -27,8 +27,8 @@ from hivelite import (
     State,
     WaitingOn,
 )
-from hivelite.authority import why_not_counted
 from hivelite.store import ConfirmationRow
+from hivelite.verbs.authority import why_not_counted
 
 from . import rawsql
 from .conftest import (

@@ -17,7 +17,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from hivelite import Hive, ManualClock
-from hivelite.server.mcp_tools import TOOLS, build_mcp
+from hivelite.faces.server.mcp_tools import TOOLS, build_mcp
 
 from .conftest import CODER, OWNER, START, own_task
 from .test_cli_e2e import hivelite_command
@@ -171,7 +171,7 @@ def test_mcp_answers_only_the_hosts_it_is_meant_for(
     is served once it is named with --allowed-host."""
     from starlette.testclient import TestClient
 
-    from hivelite.server.app import create_app
+    from hivelite.faces.server.app import create_app
 
     with Hive.open(tmp_path / "s.db", owner="ana") as hive:
         token = hive.add_token(OWNER, "ana/coder", instance="laptop").token
@@ -192,7 +192,7 @@ def test_the_stdio_keeper_renews_its_agents_leases_and_never_crosses_a_token(
     """While its agent is connected, ``hivelite mcp`` renews the leases the agent took
     through it at half their length, with their own lease id and token; a lease that ended
     is forgotten, and the task's next claim (a new token) is never renewed by it."""
-    from hivelite.server.keeper import LeaseKeeper
+    from hivelite.faces.server.keeper import LeaseKeeper
 
     clock = ManualClock(START)
     hive = Hive.open(tmp_path / "s.db", owner="ana", clock=clock)

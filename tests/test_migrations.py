@@ -15,7 +15,7 @@ import apsw
 import pytest
 
 from hivelite import Caller, Hive, ManualClock, State
-from hivelite.protocol import MOVES, Move
+from hivelite.core.protocol import MOVES, Move
 from hivelite.store import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from hivelite.store.doctor import diagnose
 from hivelite.store.schema import insert_moves_sql, target_sql
@@ -194,7 +194,7 @@ def test_a_store_from_before_the_owners_authority_upgrades_and_obeys_it(
     """A schema-6 store with claims, verdicts and usage gets migration 7: its old verdicts
     keep counting, its live lease can be stopped, a budget counts the day's claims it
     already had, and doctor finds it sound."""
-    from hivelite.errors import ForbiddenRight, RateLimited
+    from hivelite.core.errors import ForbiddenRight, RateLimited
 
     from .conftest import CODER, OWNER, REVIEWER, own_task
     from .downgrade import to_version

@@ -4,7 +4,7 @@ Three promises are checked here:
 
 - every task object the library hands out (and every one built directly from the
   models) validates against the shipped seed schema, with format checking on;
-- the Rust-engine patterns in ``hivelite.models`` accept exactly what the seed's
+- the Rust-engine patterns in ``hivelite.core.models`` accept exactly what the seed's
   look-ahead patterns accept (hypothesis compares them string by string);
 - bad input is refused as ``422 invalid_input`` naming the field, before anything
   reaches the journal.
@@ -36,8 +36,8 @@ from hivelite import (
     TaskView,
     WaitingOn,
 )
-from hivelite.models import AgentName, Slug, Timestamp
-from hivelite.wording import field_words
+from hivelite.core.models import AgentName, Slug, Timestamp
+from hivelite.core.wording import field_words
 
 from .conftest import GUEST, OWNER, START, OpenHive, held_task, own_task, packet
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hivelite import ClaimReceipt, History, Hive, Page, Receipt, TaskView
-from hivelite.notebook import TASK_COLUMNS
+from hivelite.core.notebook import TASK_COLUMNS
 
 from .conftest import CODER, OWNER, REVIEWER, own_task, packet
 

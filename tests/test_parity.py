@@ -2,7 +2,7 @@
 it with the same inputs, refuses a token without its right, refuses a bad call with the
 same reason and task number, and answers task objects that validate against seed 000's
 schema. The faces: the ``Hive`` (the file), HTTP (a real uvicorn server on a loopback
-port, through :class:`hivelite.client.Client` and through its routes), and MCP (the SDK's
+port, through :class:`hivelite.faces.client.Client` and through its routes), and MCP (the SDK's
 own client over the server's ``/mcp``)."""
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from mcp.client.streamable_http import create_mcp_http_client, streamable_http_c
 from pydantic import BaseModel
 
 from hivelite import Caller, Hive, ManualClock
-from hivelite.cli_verbs import BESPOKE
-from hivelite.client import Client
-from hivelite.errors import HiveliteError
-from hivelite.inputs import Nothing
-from hivelite.models import Receipt
-from hivelite.protocol import Mode, Right, Who
-from hivelite.server.mcp_tools import TOOLS, build_mcp, offers
-from hivelite.server.openapi import openapi_document
-from hivelite.verbs import VERBS, Http, Verb
+from hivelite.core.errors import HiveliteError
+from hivelite.core.models import Receipt
+from hivelite.core.protocol import Mode, Right, Who
+from hivelite.faces.cli.verbs import BESPOKE
+from hivelite.faces.client import Client
+from hivelite.faces.server.mcp_tools import TOOLS, build_mcp, offers
+from hivelite.faces.server.openapi import openapi_document
+from hivelite.verbs.inputs import Nothing
+from hivelite.verbs.table import VERBS, Http, Verb
 
 from .conftest import CODER, OWNER, START, own_task
 from .served import LoopbackServer
@@ -344,7 +344,7 @@ def test_adding_a_verb_is_its_row_and_its_run(tmp_path: Any) -> None:
     """A new verb needs its row and its ``run``, nothing else: ``touch`` is then a verb of
     the ``Hive``, a route of a server and a tool of an MCP server built with the table it
     is in, admitted by its row's mode and refused without its row's right."""
-    from hivelite.server.app import create_app
+    from hivelite.faces.server.app import create_app
 
     verbs = (*VERBS, TOUCH)
     hive = Hive.open(tmp_path / "s.db", owner="ana")
@@ -380,8 +380,8 @@ def test_adding_a_verb_is_its_row_and_its_run(tmp_path: Any) -> None:
 
 
 def cli_params(verb: Verb) -> set[str]:
-    from hivelite.cli import cli
-    from hivelite.cli_verbs import COMMAND_OF
+    from hivelite.faces.cli.main import cli
+    from hivelite.faces.cli.verbs import COMMAND_OF
 
     command = cli.commands[COMMAND_OF.get(verb.name, verb.cli)]
     return {p.name for p in command.params if p.name}
@@ -396,7 +396,7 @@ def test_every_verb_is_a_command_taking_its_inputs(verb: Verb) -> None:
 
 def cli_args(verb: Verb, ref: int | None) -> list[str]:
     """The command line of a generated command, from the row's examples."""
-    from hivelite.cli_verbs import option_name
+    from hivelite.faces.cli.verbs import option_name
 
     args = [verb.cli] + ([str(ref)] if verb.on_task and ref is not None else [])
     for name, value in example(verb).items():
@@ -411,7 +411,7 @@ GENERATED = [v for v in VERBS if v.name not in BESPOKE]
 @pytest.mark.slow
 def test_the_cli_over_url_refuses_a_token_without_the_right_with_exit_4(
         faces: Faces, capsys: pytest.CaptureFixture[str]) -> None:
-    from hivelite.cli import main
+    from hivelite.faces.cli.main import main
 
     for verb in GENERATED:
         argv = ["--url", faces.server.url, "--token", faces.tokens[lacking(verb)], "--json",
@@ -426,8 +426,8 @@ def test_the_cli_over_url_refuses_a_token_without_the_right_with_exit_4(
 def test_the_cli_refuses_as_every_face_does(faces: Faces,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """On the file and over --url: the same code, reason and task number as the verb."""
-    from hivelite.cli import main
-    from hivelite.errors import ERROR_CLASSES
+    from hivelite.core.errors import ERROR_CLASSES
+    from hivelite.faces.cli.main import main
 
     for verb in [v for v in GENERATED if v.on_task]:
         code, reason, number = refusal_on_file(faces, verb)

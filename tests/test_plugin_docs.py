@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from hivelite import Hive, hookspecs
-from hivelite.plugins import get_plugin_manager
+from hivelite import Hive
+from hivelite.verbs import hookspecs
+from hivelite.verbs.plugins import get_plugin_manager
 
 from .docblocks import blocks, normal
 from .test_discovery import clean_env, hivelite_script, write_distribution
@@ -109,7 +110,7 @@ def test_every_hook_is_in_the_docs(hook: str) -> None:
     text = doc_text()
     heading = re.search(rf"^#+ `?{hook}`?\s*$", text, re.M)
     assert heading or f"`{hook}`" in text, (
-        f"{hook} (hivelite/hookspecs.py) is not documented in docs/plugins.md")
+        f"{hook} (hivelite/verbs/hookspecs.py) is not documented in docs/plugins.md")
 
 
 def test_every_documented_hook_exists() -> None:

@@ -32,7 +32,7 @@ import pytest
 
 import hivelite
 from hivelite import Hive, InvalidInput, ManualClock, PluginError, State
-from hivelite.plugins import get_plugin_manager
+from hivelite.verbs.plugins import get_plugin_manager
 
 from . import rawsql
 from .conftest import (

@@ -37,7 +37,7 @@ from hivelite import (
     NotFound,
     State,
 )
-from hivelite.clock import format_ts
+from hivelite.core.clock import format_ts
 
 from . import rawsql
 from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, Snap, packet, refused

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from hivelite import Hive, ManualClock, hookimpl
-from hivelite.clock import format_ts
+from hivelite.core.clock import format_ts
 
 from . import pg
 

@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from hivelite.protocol import MOVES
+from hivelite.core.protocol import MOVES
 from hivelite.store import pg_schema
 from hivelite.store.pg_migrations import FIRST, MIGRATIONS, SCHEMA_VERSION
 from hivelite.store.schema import REFUSALS, move_rows

@@ -198,7 +198,7 @@ def test_two_stores_share_a_database_apart() -> None:
 def test_a_store_on_postgresql_is_served(schema: str, loopback_server: Any) -> None:
     """``hivelite serve`` over a PostgreSQL store: an agent on another machine claims and
     returns work through the HTTP client, as it would from a file."""
-    from hivelite.client import Client
+    from hivelite.faces.client import Client
 
     with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
         number = own_task(hive)
@@ -320,7 +320,7 @@ def test_a_cursor_past_every_task_is_an_empty_page(schema: str) -> None:
 
 
 def test_a_write_inside_a_read_is_refused(schema: str) -> None:
-    from hivelite.errors import UnexpectedError
+    from hivelite.core.errors import UnexpectedError
 
     with Hive.open(pg.store_url(schema), owner="ana") as hive, hive.store.read():
         with pytest.raises(UnexpectedError) as err:

@@ -15,9 +15,8 @@ import apsw
 import pytest
 
 from hivelite import InvalidState
-from hivelite.diagrams import protocol_page
-from hivelite.guard import check_move
-from hivelite.protocol import (
+from hivelite.core.diagrams import protocol_page
+from hivelite.core.protocol import (
     MOVES,
     MOVES_BY_PAIR,
     TERMINAL,
@@ -26,6 +25,7 @@ from hivelite.protocol import (
     find_move,
 )
 from hivelite.store import move_rows
+from hivelite.verbs.guard import check_move
 
 from . import rawsql
 
@@ -309,7 +309,7 @@ def test_protocol_page_is_current() -> None:
     committed = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
     assert committed == protocol_page(), (
         "docs/protocol.md differs from the protocol module; regenerate it with "
-        "`python -m hivelite.diagrams > docs/protocol.md`"
+        "`python -m hivelite.core.diagrams > docs/protocol.md`"
     )
 
 

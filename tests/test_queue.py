@@ -13,8 +13,8 @@ import apsw
 import pytest
 
 from hivelite import Caller, Hive, HiveliteError, InvalidState, ManualClock, NotFound, State
-from hivelite.clock import system_clock
-from hivelite.errors import ForbiddenRight, InvalidInput
+from hivelite.core.clock import system_clock
+from hivelite.core.errors import ForbiddenRight, InvalidInput
 from hivelite.store import SCHEMA_VERSION
 from hivelite.store.schema import RANK, READY
 

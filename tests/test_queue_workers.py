@@ -26,7 +26,7 @@ import apsw
 import pytest
 
 from hivelite import Caller, Hive, HiveliteError, JournalEntry, NotFound, State, hookimpl
-from hivelite.protocol import PRIORITIES
+from hivelite.core.protocol import PRIORITIES
 from hivelite.store.doctor import diagnose
 
 from . import pg, rawsql

@@ -53,7 +53,7 @@ def test_cli_list_ready(db_path, capsys) -> None:  # type: ignore[no-untyped-def
 
     import pytest
 
-    from hivelite.cli import main
+    from hivelite.faces.cli.main import main
 
     with Hive.open(db_path, owner="ana") as hive:
         first = own_task(hive)

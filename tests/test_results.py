@@ -22,9 +22,9 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 import hivelite
-import hivelite.base
-import hivelite.results
-import hivelite.views
+import hivelite.verbs.base
+import hivelite.verbs.results
+import hivelite.verbs.views
 from hivelite import (
     Caller,
     ClaimReceipt,
@@ -38,8 +38,8 @@ from hivelite import (
     State,
     TaskView,
 )
-from hivelite import default_threshold as builtin_threshold
-from hivelite.clock import format_ts
+from hivelite.core.clock import format_ts
+from hivelite.verbs import default_threshold as builtin_threshold
 
 from . import rawsql
 from .conftest import CODER, OWNER, PLANNER, REVIEWER, OpenHive, held_task, issued_by, own_task
@@ -78,8 +78,8 @@ def every_view_is_a_seed_task(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[
     """Every view the library builds (get, list) holds a seed task; so does every task it
     hands a plugin (submit, verify, amend, notifications). Yields the views built."""
     seen: list[TaskView] = []
-    original_view = hivelite.views.view_of
-    original_task = hivelite.views.task_of
+    original_view = hivelite.verbs.views.view_of
+    original_task = hivelite.verbs.views.task_of
 
     def checked_view(*args: Any, **kwargs: Any) -> TaskView:
         view = original_view(*args, **kwargs)
@@ -92,8 +92,8 @@ def every_view_is_a_seed_task(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[
         assert_seed_task(task)
         return task
 
-    monkeypatch.setattr(hivelite.base, "view_of", checked_view)
-    for module in (hivelite.base, hivelite.results):
+    monkeypatch.setattr(hivelite.verbs.base, "view_of", checked_view)
+    for module in (hivelite.verbs.base, hivelite.verbs.results):
         monkeypatch.setattr(module, "task_of", checked_task)
     yield seen
 

@@ -13,7 +13,7 @@ import apsw
 import pytest
 
 from hivelite import Caller, Hive, InvalidState, ManualClock, NotFound
-from hivelite.errors import InvalidInput
+from hivelite.core.errors import InvalidInput
 
 from .conftest import CODER, OWNER, REVIEWER, Snap, own_task, refused
 from .test_claims import EVIDENCE, fence

@@ -256,12 +256,12 @@ def test_over_budget_is_429_with_retry_after(server: Server) -> None:
 
 
 def test_the_served_openapi_is_the_committed_one_and_lists_every_route(server: Server) -> None:
-    from hivelite.server.routes import ROUTES
+    from hivelite.faces.server.routes import ROUTES
 
     served = httpx.get(server.url + "/openapi.json").json()
     committed = json.loads((ROOT / "docs" / "openapi.json").read_text())
     assert served == committed, (
-        "docs/openapi.json drifted: python -m hivelite.server.openapi > docs/openapi.json")
+        "docs/openapi.json drifted: python -m hivelite.faces.server.openapi > docs/openapi.json")
     operations = {op["operationId"] for path in served["paths"].values()
                   for op in path.values()}
     assert operations == {route.name for route in ROUTES}
@@ -274,7 +274,7 @@ def test_the_served_openapi_is_the_committed_one_and_lists_every_route(server: S
 def test_serve_without_the_extra_says_how_to_get_it(tmp_path: Path) -> None:
     """The core CLI does not need the server extra; serve names it when it is missing."""
     code = ("import sys; sys.modules['uvicorn'] = None;"
-            " from hivelite.cli import main; main()")
+            " from hivelite.faces.cli.main import main; main()")
     hivelite(tmp_path / "s.db", "init", "--owner", "ana")
     ran = subprocess.run([sys.executable, "-c", code, "--db", str(tmp_path / "s.db"),
                           "serve"], capture_output=True, text=True, timeout=60)

@@ -13,8 +13,8 @@ import pytest
 
 import hivelite
 
-HEAVY = ("pydantic", "apsw", "jsonschema", "pluggy", "hivelite.models", "hivelite.hive",
-         "hivelite.store", "hivelite.caller", "hivelite.render", "importlib.metadata")
+HEAVY = ("pydantic", "apsw", "jsonschema", "pluggy", "hivelite.core.models", "hivelite.hive",
+         "hivelite.store", "hivelite.core.caller", "hivelite.faces.render", "importlib.metadata")
 
 
 def loaded(code: str) -> list[str]:
@@ -35,17 +35,17 @@ def heavy_in(modules: list[str]) -> list[str]:
                                   ["list", "--help"], ["serve", "--help"],
                                   ["policy", "--help"]], ids=" ".join)
 def test_the_cli_s_light_calls_load_nothing_heavy(args: list[str]) -> None:
-    code = ("from hivelite.cli import main\n"
+    code = ("from hivelite.faces.cli.main import main\n"
             f"try:\n    main({args!r})\nexcept SystemExit:\n    pass")
     assert heavy_in(loaded(code)) == []
 
 
 def test_a_verb_on_a_store_loads_what_it_needs(tmp_path: object) -> None:
     """The check above can fail: a verb that opens a store does load the models."""
-    code = ("from hivelite.cli import main\n"
+    code = ("from hivelite.faces.cli.main import main\n"
             f"try:\n    main(['--db', {str(tmp_path) + '/s.db'!r}, 'init', '--owner', 'ana'])\n"
             "except SystemExit:\n    pass")
-    assert "hivelite.models" in heavy_in(loaded(code))
+    assert "hivelite.core.models" in heavy_in(loaded(code))
 
 
 def test_importing_hivelite_loads_no_name_until_it_is_used() -> None:

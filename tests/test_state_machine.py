@@ -67,8 +67,8 @@ from hivelite import (
     WaitingOn,
     hookimpl,
 )
-from hivelite.clock import format_ts
-from hivelite.protocol import MOVES_BY_PAIR, TERMINAL, find_move
+from hivelite.core.clock import format_ts
+from hivelite.core.protocol import MOVES_BY_PAIR, TERMINAL, find_move
 
 from . import rawsql
 from .conftest import START, packet

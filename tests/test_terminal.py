@@ -107,7 +107,8 @@ def test_completion_scripts(tmp_path: Path, shell: str, marker: str) -> None:
 def test_even_a_state_too_long_for_the_width_is_cut(store: Path) -> None:
     """The last resort: every column but the number, the state and the title gone, and
     a line still too long is cut, never wrapped. (Mutation caught: no final cut.)"""
-    from hivelite import Hive, render
+    from hivelite import Hive
+    from hivelite.faces import render
 
     with Hive.open(store) as hive:
         page = hive.list()

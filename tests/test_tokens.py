@@ -11,7 +11,7 @@ import apsw
 import pytest
 
 from hivelite import Caller, ForbiddenRight, Hive, InvalidInput, ManualClock, NotFound
-from hivelite.errors import Unauthenticated
+from hivelite.core.errors import Unauthenticated
 from hivelite.store.migrations import SCHEMA_VERSION
 
 from . import rawsql

@@ -13,8 +13,8 @@ from typing import Any
 import apsw
 import pytest
 
-from hivelite.errors import from_trigger
-from hivelite.protocol import TERMINAL, State, WaitingOn
+from hivelite.core.errors import from_trigger
+from hivelite.core.protocol import TERMINAL, State, WaitingOn
 
 from . import rawsql
 

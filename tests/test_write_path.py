@@ -26,7 +26,7 @@ from hivelite import (
     WaitingOn,
     hookimpl,
 )
-from hivelite.clock import format_ts
+from hivelite.core.clock import format_ts
 from hivelite.store.doctor import diagnose_file
 from hivelite.store.sqlite import SqliteTx
 
@@ -172,7 +172,7 @@ class Broken:
 def test_the_failure_list_is_bounded(open_hive: OpenHive) -> None:
     hive = open_hive(plugins=[Broken()])
     numbers = [own_task(hive) for _ in range(120)]  # one announced move each
-    assert len(hive.notify_failures) == hivelite.base.MAX_NOTIFY_FAILURES == 100
+    assert len(hive.notify_failures) == hivelite.verbs.base.MAX_NOTIFY_FAILURES == 100
     newest = hive.get(numbers[-1]).task.id
     assert newest in hive.notify_failures[-1].message
     assert all(hive.get(n).task.state is State.routed for n in numbers)
@@ -270,7 +270,7 @@ def test_sql_and_apsw_stay_inside_the_store_package() -> None:
 def test_only_the_write_path_opens_write_transactions() -> None:
     found = {name for name, text in sources(LIBRARY).items()
              if not name.startswith("store/") and "store.write(" in text}
-    assert found == {"base.py", "hive.py"}  # the unit of work; recording a new owner
+    assert found == {"verbs/base.py", "hive.py"}  # the unit of work; recording a new owner
 
 
 def test_a_threads_connection_ends_with_the_thread(hive: Hive) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import apsw
 
-from ..errors import StoreError
+from ..core.errors import StoreError
 from .chain import CONTENT, broken_links
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
 from .schema import instance_key

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 from .contract import Store
 
 

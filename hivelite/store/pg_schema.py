@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cache
 
-from ..protocol import PRIORITIES, TERMINAL, State, WaitingOn
+from ..core.protocol import PRIORITIES, TERMINAL, State, WaitingOn
 from .schema import (
     KEPT_KEYS,
     LEASE_MINUTES,

@@ -33,7 +33,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 
-from ..errors import (
+from ..core.errors import (
     HiveliteError,
     InvalidInput,
     StoreBusy,

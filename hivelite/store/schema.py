@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..protocol import MOVES, PRIORITIES, TERMINAL, TOKEN_RIGHTS, Move, State, WaitingOn
+from ..core.protocol import MOVES, PRIORITIES, TERMINAL, TOKEN_RIGHTS, Move, State, WaitingOn
 
 
 def _quote(value: str) -> str:

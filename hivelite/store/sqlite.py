@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import apsw
 
-from ..errors import (
+from ..core.errors import (
     HiveliteError,
     InvalidInput,
     StoreBusy,
@@ -32,7 +32,7 @@ from ..errors import (
     UnexpectedError,
     from_trigger,
 )
-from ..protocol import PRIORITIES
+from ..core.protocol import PRIORITIES
 from . import mounts
 from .chain import link
 from .columns import (

@@ -25,8 +25,8 @@ from typing import Any, Protocol, TextIO
 
 import apsw
 
-from ..errors import InvalidInput, StoreError
-from ..jsontext import loads_bounded
+from ..core.errors import InvalidInput, StoreError
+from ..core.jsontext import loads_bounded
 from .chain import chain_all
 from .doctor import CHAIN_SINCE
 from .schema import QUEUE_BACKFILL

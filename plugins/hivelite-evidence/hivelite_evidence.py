@@ -20,7 +20,7 @@ from typing import Any, get_args
 
 import hivelite
 from hivelite import plugin_settings
-from hivelite.models import DeliverableType, EvidenceKind
+from hivelite.core.models import DeliverableType, EvidenceKind
 
 NAME = "evidence"
 ENV_VAR = "HIVELITE_EVIDENCE"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hivelite import State, Task, hookimpl, settings_path
-from hivelite.protocol import Move
+from hivelite.core.protocol import Move
 
 SECTION = "notify"
 ENV_FILE = "HIVELITE_NOTIFY_FILE"

@@ -22,7 +22,7 @@ from typing import Any, Literal, cast, get_args
 
 import hivelite
 from hivelite import read_toml, settings_path
-from hivelite.models import DeliverableType, Task
+from hivelite.core.models import DeliverableType, Task
 
 ENV_VAR = "HIVELITE_POLICY"
 SECTION = "policy"

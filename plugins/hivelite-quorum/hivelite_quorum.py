@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from hivelite import hookimpl, plugin_settings
-from hivelite.models import SLUG_MAX, Confirmation, DeliverableType, Task
+from hivelite.core.models import SLUG_MAX, Confirmation, DeliverableType, Task
 
 SECTION = "quorum"
 ENV_VAR = "HIVELITE_QUORUM"

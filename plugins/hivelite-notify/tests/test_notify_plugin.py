@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from hivelite import Caller, Hive, ManualClock, PluginError, State
-from hivelite.protocol import MOVES_BY_NAME
+from hivelite.core.protocol import MOVES_BY_NAME
 
 import hivelite_notify
 

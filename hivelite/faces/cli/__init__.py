@@ -1,0 +1,1 @@
+"""The ``hivelite`` command line (``main`` is the console script)."""

@@ -1,0 +1,992 @@
+"""The ``hivelite`` command line: a thin click layer over :class:`hivelite.Hive`.
+
+Every verb prints one JSON document with ``--json``; errors go to stderr as
+``error: <code>/<reason>: <message>`` and exit with the code of their class.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+from ... import __version__
+from ...core import diagrams
+from ...core.errors import HiveliteError, InvalidInput, UnexpectedError
+from ...core.jsontext import loads_bounded
+from ...core.protocol import PRIORITIES, SORTS, State
+from ..terminal import coloured, fits, printable
+from .context import (
+    Context,
+    acting,
+    caller_options,
+    login_owner,
+    pass_context,
+    plain,
+)
+from .owner import COMMANDS
+from .serve import mcp_stdio, serve
+from .verbs import ENVIRONMENT, EXPORT, VerbCommand, exports, lease_text
+
+if TYPE_CHECKING:
+    from ...hive import Hive
+    from ...store.sqlite import SqliteStore
+
+SERVED_VERBS = frozenset({
+    "handoff", "list", "show", "history", "approve", "deny", "cancel", "sign-off", "decline",
+    "claim", "resume", "next", "fields", "renew", "release", "checkpoint", "update", "pause",
+    "submit", "verify", "amend"})
+"""The verbs that run against ``hivelite serve`` with ``--url`` and ``--token``; the others
+work on the store file itself."""
+FILE_FREE_VERBS = frozenset({"states", "schema", "completion"})
+EXIT_USAGE = 2
+"""How deep ``--packet`` and ``--evidence-file`` may nest arrays and objects."""
+MAX_NUMBER = (1 << 63) - 1
+"""The largest task number SQLite can hold."""
+
+
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--db", envvar="HIVELITE_DB", default="hivelite.db", show_default=True,
+              type=click.Path(dir_okay=False), help="The store file ($HIVELITE_DB).")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON document.")
+@click.option("--plugins-dir", type=click.Path(file_okay=False),
+              help="Load every .py file in this folder as a plugin.")
+@click.option("--url", envvar="HIVELITE_URL", help="Send the task verbs to this hivelite"
+              " serve instead of the file ($HIVELITE_URL).")
+@click.option("--token", envvar="HIVELITE_TOKEN", help="The token to call --url with"
+              " ($HIVELITE_TOKEN): it says who acts.")
+@click.version_option(version=__version__, prog_name="hivelite")
+@click.pass_context
+def cli(ctx: click.Context, db: str, as_json: bool, plugins_dir: str | None,
+        url: str | None, token: str | None) -> None:
+    """hivelite: agent tasks, claims and results in one SQLite file."""
+    ctx.obj = Context(db=db, as_json=as_json, plugins_dir=plugins_dir, url=url, token=token)
+    verb = ctx.invoked_subcommand
+    if url is not None and verb is not None and verb not in SERVED_VERBS | FILE_FREE_VERBS:
+        raise click.UsageError(f"{verb} works on a store file, not over --url")
+
+
+@cli.command()
+@click.option("--owner", envvar="HIVELITE_OWNER", help="The person who owns the store, e.g."
+              " ana ($HIVELITE_OWNER); required for a new store.")
+@click.option("--parents", is_flag=True, help="Make the store's folder (and its parents) if"
+              " missing.")
+@pass_context
+def init(ctx: Context, owner: str | None, parents: bool) -> None:
+    """Create a store (mode 0600) for its owner; an existing one is left as it is.
+
+    \b
+    Example:
+      hivelite init --owner ana
+    """
+    with ctx.open_store(create=True, owner=owner, parents=parents) as hive:
+        data = {"db": ctx.where(), "owner": hive.owner,
+                "schema_version": hive.store.schema_version}
+        ctx.emit(data, lambda: f"store {data['db']} ready (owner {hive.owner})")
+
+
+@cli.command()
+@click.option("--requester", help="owner/agent handing the work over, e.g. ana/planner"
+              " (default: --agent; required when acting as the owner).")
+@click.option("--assignee", help="owner/agent who will do it, e.g. ana/coder (required,"
+              " unless --from-jsonl).")
+@click.option("--project", help="Project name, e.g. shop (required, unless --from-jsonl).")
+@click.option("--task", "text", help="What to do, 5-500 characters (required, unless"
+              " --packet or --from-jsonl).")
+@click.option("--type", "deliverable_type", default="other", show_default=True,
+              help="Deliverable type: code, doc, answer, screenshots, reviewed_pr, design, "
+              "data, other.")
+@click.option("--accept", "acceptance", multiple=True, help="An acceptance criterion (repeat;"
+              " at least one is required, unless --packet or --from-jsonl).")
+@click.option("--context", "context_text", default="", help="Background for the assignee.")
+@click.option("--file", "files", multiple=True, help="A file the work concerns (repeat).")
+@click.option("--depends-on", multiple=True, help="A task id that must complete first (repeat).")
+@click.option("--packet", "packet_file", type=click.File("r", encoding="utf-8"),
+              help="The whole packet as JSON from a file, or - for stdin.")
+@click.option("--id", "task_id", help="Use this task id instead of a generated one.")
+@click.option("--priority", default="normal", show_default=True,
+              type=click.Choice(["low", "normal", "high", "urgent"]))
+@click.option("--label", "labels", multiple=True, help="A label (repeat).")
+@click.option("--from-jsonl", "jsonl", type=click.File("r", encoding="utf-8"),
+              help="Many tasks, one JSON object a line (requester, assignee, project,"
+              " packet, ...), from a file or - for stdin: all in one transaction, or none.")
+@caller_options(agent_verb=False)
+@pass_context
+def handoff(ctx: Context, requester: str | None, assignee: str | None, project: str | None,
+            text: str | None, deliverable_type: str, acceptance: Sequence[str],
+            context_text: str, files: Sequence[str], depends_on: Sequence[str],
+            packet_file: Any, task_id: str | None, priority: str, labels: Sequence[str],
+            jsonl: Any, agent: str | None, instance: str | None, session: str | None) -> None:
+    """Hand work to an agent; the owner's gate routes, holds or refuses it.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), which
+    hands off as itself (--requester defaults to it); else as the store's owner (you must
+    own the store file), who hands off for any --requester.
+
+    \b
+    Example:
+      hivelite handoff --requester ana/planner --assignee ana/coder \\
+        --project site --task "Fix the login bug" --type code --accept "tests pass"
+      hivelite handoff --from-jsonl tasks.jsonl
+    """
+    if jsonl is not None:
+        _handoff_many(ctx, jsonl, requester, agent, instance, session, given=[
+            name for name, value in (
+                ("--assignee", assignee), ("--project", project), ("--task", text),
+                ("--packet", packet_file), ("--id", task_id), ("--label", labels),
+                ("--accept", acceptance), ("--file", files), ("--depends-on", depends_on),
+                ("--context", context_text), ("--type", deliverable_type != "other"),
+                ("--priority", priority != "normal")) if value])
+        return
+    for name, value in (("--assignee", assignee), ("--project", project)):
+        if value is None:
+            raise click.UsageError(f"Missing option '{name}'.")
+    if packet_file is not None:
+        given = [name for name, value in (("--task", text), ("--context", context_text or None),
+                                          ("--accept", acceptance), ("--file", files),
+                                          ("--depends-on", depends_on)) if value]
+        if given or deliverable_type != "other":
+            given += ["--type"] if deliverable_type != "other" else []
+            raise click.UsageError(f"--packet holds the whole packet; drop {', '.join(given)}"
+                                   " (or drop --packet)")
+        try:
+            packet: Any = load_json(packet_file, "--packet")
+        except json.JSONDecodeError as exc:
+            raise click.UsageError(f"--packet is not valid JSON: {exc}") from None
+    else:
+        if text is None:
+            raise click.UsageError("give --task TEXT (or the whole packet with --packet FILE)")
+        packet = {"task": text, "deliverable_type": deliverable_type,
+                  "acceptance_criteria": list(acceptance), "context": context_text,
+                  "files": list(files), "depends_on": list(depends_on)}
+    if requester is None and agent is None:
+        raise click.UsageError("give --requester owner/agent (or act as an agent with --agent)")
+    caller = ctx.caller(agent, instance, session)
+    with ctx.open() as hive:
+        fields: dict[str, Any] = {"requester": requester or agent, "assignee": assignee,
+                                  "project": project, "packet": packet, "priority": priority,
+                                  "labels": list(labels)}
+        if task_id is not None:
+            fields["id"] = task_id
+        ctx.show(hive, hive.handoff(acting(hive, caller), **fields, request_id=ctx.request_id))
+
+
+def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | None,
+                  instance: str | None, session: str | None, *, given: list[str]) -> None:
+    """``handoff --from-jsonl``: every line a task, handed off in one transaction."""
+    if given:
+        raise click.UsageError(f"--from-jsonl holds every task; drop {', '.join(given)}")
+    if ctx.url is not None:
+        raise click.UsageError("--from-jsonl works on a store file, not over --url")
+    default = requester or agent
+
+    def tasks() -> Iterator[dict[str, Any]]:
+        for number, line in enumerate(jsonl, 1):
+            if not line.strip():
+                continue
+            try:
+                task = loads_bounded(line, f"line {number}")
+            except json.JSONDecodeError as exc:
+                raise InvalidInput("invalid_json", f"line {number} is not JSON: {exc.msg}",
+                                   field=f"line {number}", line=number) from None
+            if not isinstance(task, dict):
+                raise InvalidInput("invalid_task", f"line {number} is not a JSON object",
+                                   field=f"line {number}", line=number)
+            if default is not None:
+                task.setdefault("requester", default)
+            yield task
+
+    caller = ctx.caller(agent, instance, session)
+    with ctx.open_store() as hive:
+        receipts = hive.handoff_many(acting(hive, caller), tasks())
+        states = Counter(r.state.value for r in receipts)
+        ctx.emit(receipts, lambda: f"handed off {len(receipts)} tasks"
+                 f" (#{receipts[0].number} to #{receipts[-1].number}): "
+                 + ", ".join(f"{n} {state}" for state, n in sorted(states.items())))
+
+
+@cli.command(name="list")
+@click.option("--state", "states", multiple=True,
+              type=click.Choice([s.value for s in State]), help="Only these states (repeat).")
+@click.option("--assignee", help="Only tasks assigned to this owner/agent.")
+@click.option("--requester", help="Only tasks requested by this owner/agent.")
+@click.option("--project", help="Only this project.")
+@click.option("--label", "labels", multiple=True, help="Only tasks with this label (repeat:"
+              " each).")
+@click.option("--priority", "priorities", multiple=True, type=click.Choice(PRIORITIES),
+              help="Only this priority (repeat: any).")
+@click.option("--ready", is_flag=True, help="Only tasks that can be claimed now (routed,"
+              " dependencies completed, attempts left).")
+@click.option("--blocked", is_flag=True, help="Only open tasks waiting on a dependency.")
+@click.option("--sort", default="age", show_default=True, type=click.Choice(SORTS),
+              help="Oldest first, most pressing first, or last changed first.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
+@click.option("--after", "cursor", type=int, help="Continue where the last page ended (the"
+              " 'more after' value it printed).")
+@pass_context
+def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: str | None,
+          project: str | None, labels: Sequence[str], priorities: Sequence[str], ready: bool,
+          blocked: bool, sort: str, limit: int, cursor: int | None) -> None:
+    """List tasks, oldest first (or --sort).
+
+    \b
+    Example:
+      hivelite list --state routed
+      hivelite list --ready --assignee ana/coder --sort priority --json
+    """
+    from .. import render
+
+    if cursor is not None and not 0 <= cursor <= MAX_NUMBER:
+        raise click.BadParameter(f"{cursor} is not a task number (0 to {MAX_NUMBER})",
+                                 param_hint="--after")
+    if ctx.url is not None:
+        from ..client import Client
+
+        with ctx.open() as served:
+            assert isinstance(served, Client)
+            page = served.list(state=list(states) or None, assignee=assignee,
+                               requester=requester, project=project, ready=ready,
+                               blocked=blocked, labels=labels,
+                               priority=list(priorities) or None, sort=sort, limit=limit,
+                               cursor=cursor)
+            ctx.emit(page, lambda: render.task_table(page.items, served.clock(),
+                                                     page.next_cursor, width=fits(),
+                                                     colour=coloured()))
+        return
+    with ctx.open_store() as hive:
+        page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
+                         project=project, ready=ready, blocked=blocked, labels=labels,
+                         priority=list(priorities) or None, sort=sort, limit=limit,
+                         cursor=cursor)
+        ctx.emit(page, lambda: render.task_table(page.items, hive.clock(), page.next_cursor,
+                                                 width=fits(), colour=coloured()))
+    # a row raw SQL left unreadable is left out of the listing and named here
+    for row in page.damaged:
+        click.echo(printable(f"warning: task {row.number} ({row.id}) cannot be read"
+                                    f" ({row.error}); it is left out of this list"), err=True)
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--lease", "lease", is_flag=True, help="Show the live claim's lease id and"
+              " fencing token again (its holder only: --agent and --instance).")
+@click.option("--agent", envvar="HIVELITE_AGENT", help="With --lease: the holder,"
+              " owner/agent ($HIVELITE_AGENT).")
+@click.option("--instance", envvar="HIVELITE_INSTANCE", help="With --lease: the instance it"
+              " claimed from ($HIVELITE_INSTANCE).")
+@click.option("--session", envvar="HIVELITE_SESSION", help="The process or conversation"
+              " acting ($HIVELITE_SESSION).")
+@pass_context
+def show(ctx: Context, ref: str, lease: bool, agent: str | None, instance: str | None,
+         session: str | None) -> None:
+    """Show one task by id or number.
+
+    \b
+    Example:
+      hivelite show 3
+      hivelite show 3 --lease --agent ana/coder --instance laptop
+    """
+    from .. import render
+
+    if lease:
+        caller = ctx.caller(agent, instance, session, agent_verb=True)
+        with ctx.open() as hive:
+            held = hive.lease(acting(hive, caller), ref)
+            ctx.emit(held, lambda: lease_text(held, hive.clock()))
+        return
+    with ctx.open() as hive:
+        view = hive.get(ref)
+        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
+
+
+for _name in ("approve", "deny", "cancel", "sign_off", "decline"):  # the owner's decisions
+    cli.add_command(VerbCommand(_name))
+
+
+@cli.command()
+@pass_context
+def info(ctx: Context) -> None:
+    """Which store this is and how it stands.
+
+    Its vault id (what hivelite serve names it by), owner, schema, tasks by state,
+    controls, required plugins and live tokens.
+
+    \b
+    Example:
+      hivelite info
+    """
+    with ctx.open_store() as hive:
+        found = hive.info()
+        ctx.emit(found, lambda: "\n".join(printable(line) for line in [
+            f"store      {found.location}", f"vault id   {found.vault_id}",
+            f"owner      {found.owner}", f"schema     {found.schema_version}",
+            "tasks      " + (", ".join(f"{n} {state}" for state, n in
+                                       sorted(found.tasks.items())) or "none"),
+            f"mode       {found.mode}", f"controls   {found.live_controls} live",
+            "requires   " + (", ".join(found.required_plugins) or "no plugin"),
+            f"tokens     {found.live_tokens} live"]))
+
+
+@cli.command()
+@click.argument("ref")
+@pass_context
+def history(ctx: Context, ref: str) -> None:
+    """The journal of one task: every move, who made it and why.
+
+    \b
+    Example:
+      hivelite history 2
+    """
+    from .. import render
+
+    with ctx.open() as hive:
+        rows = hive.history(ref)
+        ctx.emit(rows, lambda: render.journal_table(rows))
+
+
+# -- agents at work -----------------------------------------------------------------------
+
+def lease_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--lease and --token: the claim a holder writes under; the holder names itself."""
+    command = caller_options(agent_verb=True)(command)
+    command = click.option("--token", type=int, required=True, envvar=ENVIRONMENT["token"],
+                           help="The claim's fencing token ($HIVELITE_FENCING_TOKEN)."
+                           )(command)
+    return click.option("--lease", "lease_id", required=True, envvar=ENVIRONMENT["lease_id"],
+                        help="The claim's lease id ($HIVELITE_LEASE).")(command)
+
+
+MINUTES = click.option("--minutes", default=10, show_default=True, type=int,
+                       help="Lease length, 5 to 15 minutes.")
+
+
+for _name in ("claim", "resume"):  # the assignee takes a lease, and gets its id and token
+    cli.add_command(VerbCommand(_name))
+
+
+@cli.command(name="next")
+@MINUTES
+@EXPORT
+@click.option("--project", help="Only a task of this project.")
+@click.option("--label", help="Only a task with this label.")
+@caller_options(agent_verb=True)
+@pass_context
+def next_(ctx: Context, minutes: int, export: bool, project: str | None, label: str | None,
+          agent: str | None, instance: str | None, session: str | None) -> None:
+    """Claim your most pressing ready task in one step.
+
+    The queue gives the agent's ready tasks (routed, dependencies completed, attempts left)
+    most pressing priority first, then oldest; any number of workers may ask at once. Prints
+    the lease and the task. Nothing ready: exit 5 (not_found/queue_empty). With --export,
+    the lease as shell assignments that the holder verbs then read:
+
+    \b
+    Example:
+      hivelite next --agent ana/coder --instance laptop
+      eval "$(hivelite next --export)" && hivelite checkpoint "$HIVELITE_TASK" --progress go
+    """
+    from .. import render
+
+    caller = ctx.agent(agent, instance, session)
+    with ctx.open() as hive:
+        lease = hive.claim_next(acting(hive, caller), minutes=minutes, project=project, label=label,
+                                request_id=ctx.request_id)
+        if export and not ctx.as_json:
+            click.echo(exports(lease))
+            return
+        ctx.emit(lease, lambda: lease_text(lease, hive.clock())
+                 + "\n\n" + render.task_block(lease.task, hive.clock()))
+
+
+cli.add_command(VerbCommand("fields", "Its requester, its assignee or the owner may;"
+                            " --base-version must be the task's current fields_version, else"
+                            " exit 3 (invalid_state/stale_base) and nothing changes."))
+
+
+cli.add_command(VerbCommand("renew"))
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--lease", "lease_id", help="The claim's lease id (the holder releasing).")
+@click.option("--token", type=int, help="The claim's fencing token.")
+@caller_options(agent_verb=False)
+@click.option("--reason", help="Why.")
+@pass_context
+def release(ctx: Context, ref: str, lease_id: str | None, token: int | None,
+            agent: str | None, instance: str | None, session: str | None,
+            reason: str | None) -> None:
+    """Give a claimed task back (the holder with --lease and --token, or the owner).
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), the
+    holder; else as the store's owner (you must own the store file).
+
+    \b
+    Example:
+      hivelite release 3 --lease L1 --token 2 --agent ana/coder --instance laptop \\
+        --reason "blocked on review"
+    """
+    if (lease_id is None) != (token is None):
+        raise click.UsageError("give both --lease and --token (or neither, as the owner)")
+    if lease_id is not None and agent is None:
+        raise click.UsageError("the holder names itself: --agent owner/agent and --instance"
+                               " (or $HIVELITE_AGENT and $HIVELITE_INSTANCE)")
+    caller = ctx.caller(agent, instance, session)
+    with ctx.open() as hive:
+        ctx.show(hive, hive.release(acting(hive, caller), ref, lease_id=lease_id, token=token,
+                                    reason=reason, request_id=ctx.request_id))
+
+
+cli.add_command(VerbCommand("checkpoint"))
+
+
+USAGE = [
+    click.option("--tokens", type=click.IntRange(min=0), help="Model tokens used (integer)."),
+    click.option("--usd-micros", type=click.IntRange(min=0),
+                 help="Cost in millionths of a US dollar (integer)."),
+]
+
+
+def usage_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(USAGE):
+        command = option(command)
+    return command
+
+
+for _name in ("update", "pause"):
+    cli.add_command(VerbCommand(_name))
+
+
+def load_json(handle: Any, option: str) -> Any:
+    """The JSON document an option's file holds, nested at most ``MAX_JSON_DEPTH`` deep
+    (``422 invalid_input too_deep`` naming the option otherwise); invalid JSON raises
+    ``json.JSONDecodeError`` for the caller to report."""
+    return loads_bounded(handle.read(), option)
+
+
+_EVIDENCE = re.compile(
+    r"^(?P<kind>[a-z_]+):(?P<summary>.+?)(?::(?P<url>[A-Za-z][A-Za-z0-9+.-]*:\S+))?$", re.S)
+
+
+def parse_evidence(items: Sequence[str], evidence_file: Any) -> list[dict[str, Any]]:
+    """``KIND:SUMMARY[:URL]`` options, then any JSON evidence from a file."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        match = _EVIDENCE.match(item)
+        if match is None:
+            raise click.BadParameter(f"{item!r} is not KIND:SUMMARY[:URL]",
+                                     param_hint="--evidence")
+        entry = {"kind": match["kind"], "summary": match["summary"]}
+        if match["url"]:
+            entry["url"] = match["url"]
+        out.append(entry)
+    if evidence_file is not None:
+        try:
+            loaded = load_json(evidence_file, "--evidence-file")
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"not valid JSON: {exc}",
+                                     param_hint="--evidence-file") from None
+        out.extend(loaded if isinstance(loaded, list) else [loaded])
+    return out
+
+
+def evidence_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    command = click.option("--evidence-file", type=click.File("r", encoding="utf-8"),
+                           help="Evidence as JSON (an object or a list), or - for stdin.")(command)
+    return click.option("--evidence", "evidence_items", multiple=True,
+                        help="KIND:SUMMARY[:URL] (repeat); kinds: test_output, screenshot, "
+                        "link, pull_request, commit, note.")(command)
+
+
+@cli.command()
+@click.argument("ref")
+@lease_options
+@click.option("--summary", required=True, help="What was done (at most 4000 characters).")
+@evidence_options
+@click.option("--outcome", default="completed", show_default=True,
+              type=click.Choice(["completed", "failed"]))
+@click.option("--provenance", default="agent_generated", show_default=True,
+              type=click.Choice(["agent_generated", "from_approved_context", "owner_approved",
+                                 "owner_instruction"]))
+@usage_options
+@pass_context
+def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
+           instance: str | None, session: str | None, summary: str,
+           evidence_items: Sequence[str], evidence_file: Any, outcome: str, provenance: str,
+           tokens: int | None, usd_micros: int | None) -> None:
+    """Return a result with evidence; the claim ends.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
+
+    \b
+    Example:
+      hivelite submit 3 --lease L1 --token 2 --summary "Validation added" \\
+        --evidence "test_output:14 passed" \\
+        --evidence "pull_request:the PR:https://example.com/pr/7"
+    """
+    evidence = parse_evidence(evidence_items, evidence_file)
+    caller = ctx.agent(agent, instance, session)
+    with ctx.open() as hive:
+        ctx.show(hive, hive.submit(
+            acting(hive, caller), ref, lease_id=lease_id, token=token, summary=summary,
+            evidence=list(evidence), outcome=outcome,  # type: ignore[arg-type]
+            provenance=provenance, tokens=tokens, usd_micros=usd_micros, request_id=ctx.request_id))
+
+
+@cli.command()
+@click.argument("ref")
+@caller_options(agent_verb=True)
+@click.option("--accept", is_flag=True, help="Confirm the result.")
+@click.option("--reject", is_flag=True, help="Reject it (needs --reason).")
+@click.option("--reason", help="Why (required with --reject).")
+@pass_context
+def verify(ctx: Context, ref: str, agent: str | None, instance: str | None,
+           session: str | None, accept: bool, reject: bool, reason: str | None) -> None:
+    """An independent agent's verdict on a result.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
+
+    \b
+    Example:
+      hivelite verify 3 --accept --agent ana/planner --instance desktop
+    """
+    if accept == reject:
+        raise click.UsageError("give exactly one of --accept and --reject")
+    verdict = "accept" if accept else "reject"
+    caller = ctx.agent(agent, instance, session)
+    with ctx.open() as hive:
+        ctx.show(hive, hive.verify(acting(hive, caller), ref, verdict=verdict,  # type: ignore[arg-type]
+                                   reason=reason, request_id=ctx.request_id))
+
+
+@cli.command()
+@click.argument("ref")
+@caller_options(agent_verb=False)
+@click.option("--summary", help="A new summary.")
+@evidence_options
+@click.option("--merge-commit", help="Record the merge of a completed task (7-64 hex).")
+@pass_context
+def amend(ctx: Context, ref: str, agent: str | None, instance: str | None,
+          session: str | None, summary: str | None, evidence_items: Sequence[str],
+          evidence_file: Any, merge_commit: str | None) -> None:
+    """Correct a result awaiting a decision, or record a completed one's merge.
+
+    Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), the
+    submitter; else as the store's owner (you must own the store file), who may record a
+    merge.
+
+    \b
+    Example:
+      hivelite amend 3 --agent ana/coder --instance laptop --merge-commit 3f2a9c1
+    """
+    evidence = parse_evidence(evidence_items, evidence_file)
+    caller = ctx.caller(agent, instance, session)
+    with ctx.open() as hive:
+        ctx.show(hive, hive.amend(acting(hive, caller), ref, summary=summary,
+                                  evidence=list(evidence) or None, merge_commit=merge_commit,
+                                  request_id=ctx.request_id))
+
+
+@cli.command()
+@caller_options(agent_verb=False)
+@pass_context
+def expire(ctx: Context, agent: str | None, instance: str | None, session: str | None) -> None:
+    """Return every task whose claim ran out to routed.
+
+    Anyone may: the agent named by --agent and --instance (or their $HIVELITE_ variables),
+    else the store's owner (you must own the store file).
+
+    \b
+    Example:
+      hivelite expire
+    """
+    caller = ctx.caller(agent, instance, session)
+    with ctx.open_store() as hive:
+        reopened = hive.expire(acting(hive, caller), request_id=ctx.request_id)
+        ctx.emit(reopened, lambda: "\n".join(
+            f"task {r.number}: {r.holder}'s claim expired at {r.expired_at};"
+            f" {r.from_state.value} -> routed" for r in reopened) or "no expired claims")
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL (verbs, options, choices).
+
+    \b
+    Example:
+      eval "$(hivelite completion bash)"      # in ~/.bashrc
+      eval "$(hivelite completion zsh)"       # in ~/.zshrc
+      hivelite completion fish > ~/.config/fish/completions/hivelite.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    kind = get_completion_class(shell)
+    assert kind is not None  # click has all three
+    click.echo(kind(cli, {}, "hivelite", "_HIVELITE_COMPLETE").source())
+
+
+@cli.command()
+@click.option("--format", "fmt", default="table", show_default=True,
+              type=click.Choice(["table", "mermaid", "dot", "json"]))
+@pass_context
+def states(ctx: Context, fmt: str) -> None:
+    """The protocol: states and the 22 allowed moves.
+
+    \b
+    Example:
+      hivelite states --format mermaid
+    """
+    if ctx.as_json or fmt == "json":
+        click.echo(json.dumps(diagrams.as_json(), indent=2))
+    else:
+        click.echo({"table": diagrams.markdown_table, "mermaid": diagrams.mermaid,
+                    "dot": diagrams.dot}[fmt]())
+
+
+@cli.command()
+def schema() -> None:
+    """Print the seed task object's JSON Schema.
+
+    \b
+    Example:
+      hivelite schema > task.schema.json
+    """
+    from importlib import resources
+
+    text = resources.files("hivelite").joinpath("data/task.schema.json").read_text()
+    click.echo(text.rstrip())
+
+
+@cli.command()
+@click.option("--owner", envvar="HIVELITE_OWNER", help="The owner of a store the demo makes"
+              " ($HIVELITE_OWNER; default: your login name, said as it is made).")
+@pass_context
+def demo(ctx: Context, owner: str | None) -> None:
+    """Play the whole flow on the store (created if missing), step by step.
+
+    \b
+    Example:
+      hivelite demo
+    """
+    from ..demo import run_demo
+
+    if owner is None and not os.path.exists(ctx.db):
+        owner = login_owner()
+        if not ctx.as_json:
+            click.echo(f"making {ctx.db} for owner {owner} (your login name; choose another"
+                       " with --owner)")
+    with ctx.open_store(create=True, owner=owner) as hive:
+        steps = run_demo(hive, echo=None if ctx.as_json else click.echo)
+        if ctx.as_json:
+            click.echo(json.dumps(plain(steps), indent=2))
+
+
+for command in (*COMMANDS, serve, mcp_stdio):  # the owner's controls, budgets, policy; the service
+    cli.add_command(command)
+
+
+def _tables(hive: Hive) -> Any:
+    """The store's kept tables, raw, for export (each engine's own access)."""
+    return hive.store.tables()
+
+
+def _sqlite(hive: Hive) -> SqliteStore:
+    from ...store.sqlite import SqliteStore
+
+    if not isinstance(hive.store, SqliteStore):  # pragma: no cover - one backend today
+        raise UnexpectedError("unexpected", "this verb works on a store file")
+    return hive.store
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="SQLite's quick_check instead of the full"
+              " integrity_check.")
+@click.option("--head", metavar="SEQ:HASH", help="A head an earlier doctor printed: check"
+              " that the journal still holds it.")
+@pass_context
+def doctor(ctx: Context, quick: bool, head: str | None) -> None:
+    """Check the store file: pages, schema, the journal's hash chain, invariants.
+
+    Opens the file read-only (nothing is migrated, swept or written) and prints each
+    check; exits 0 only when every one holds, else 6 naming what failed. The chain's
+    head (SEQ:HASH) is worth noting somewhere else: --head checks later that the history
+    up to it was not rewritten.
+
+    \b
+    Example:
+      hivelite doctor
+      hivelite doctor --head 1042:5d0c2a8e4f9b71c3a6e2d8f0b4c7a913
+    """
+    from ...store.doctor import diagnose_file
+
+    ctx.file_only("doctor", "the server checks its own files (pg_amcheck), and hivelite"
+                  " export | hivelite --db CHECK.db import checks the rows and the chain")
+    found = diagnose_file(Path(ctx.db), quick=quick, head=head)
+    ok = all(f.ok for f in found)
+    report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail,
+                                    **(f.data or {})} for f in found]}
+    ctx.emit(report, lambda: "\n".join(
+        f"{'ok  ' if f.ok else 'FAIL'}  {f.check:<20} {printable(f.detail)}"
+        for f in found))
+    if not ok:
+        failed = ", ".join(f.check for f in found if not f.ok)
+        click.echo(f"error: invalid_input/store_unsound: failed: {failed}", err=True)
+        sys.exit(InvalidInput.exit_code)
+
+
+@cli.command()
+@click.argument("dest", type=click.Path(dir_okay=False))
+@pass_context
+def backup(ctx: Context, dest: str) -> None:
+    """Copy the store to DEST (a new file, 0600): one consistent snapshot, even while
+    others write.
+
+    \b
+    Example:
+      hivelite backup ~/backups/hive-2026-12-02.db
+    """
+    from ...store.transfer import backup as take_backup
+
+    ctx.file_only("backup", "use the server's own backups (pg_dump), or hivelite export")
+    with ctx.open_store() as hive:
+        take_backup(_sqlite(hive).conn, Path(dest))
+    data = {"backup": os.path.abspath(dest), "of": os.path.abspath(ctx.db)}
+    ctx.emit(data, lambda: f"backup of {data['of']} written to {data['backup']}")
+
+
+@cli.command()
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="Write to this new file (0600) instead of stdout.")
+@pass_context
+def export(ctx: Context, out: str | None) -> None:
+    """Write the whole store as versioned JSON Lines (every row of every kept table).
+
+    \b
+    Example:
+      hivelite export --out work.jsonl
+    """
+    from ...store.transfer import export as write_export
+    from ...store.transfer import export_lines
+
+    with ctx.open_store() as hive:
+        tables = _tables(hive)
+        if out is None:
+            for line in export_lines(tables):
+                click.echo(line)
+            return
+        try:
+            fd = os.open(out, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            raise InvalidInput("export_exists", f"{out} exists; export to a new file",
+                               field="out") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            rows = write_export(tables, handle)
+    data = {"export": os.path.abspath(out), "rows": rows}
+    ctx.emit(data, lambda: f"{rows} rows written to {data['export']}")
+
+
+@cli.command(name="import")
+@click.argument("source", type=click.File("r", encoding="utf-8"))
+@pass_context
+def import_(ctx: Context, source: Any) -> None:
+    """Read an export into a new, empty store (--db names it), keys and all.
+
+    \b
+    Example:
+      hivelite --db copy.db import work.jsonl
+    """
+    from ...store.doctor import diagnose_file
+    from ...store.engines import open_url
+    from ...store.sqlite import SqliteStore
+    from ...store.transfer import import_lines
+
+    store: Any = open_url(ctx.db) if ctx.on_server else SqliteStore(Path(ctx.db))
+    try:
+        rows = import_lines(store.tables(), source)
+        sound = store.chain_sound() if ctx.on_server else None
+    finally:
+        store.close()
+    if sound is None:
+        sound = all(f.ok for f in diagnose_file(Path(ctx.db)))
+    data = {"db": ctx.where(), "rows": rows, "doctor": sound}
+    ctx.emit(data, lambda: f"{rows} rows imported into {data['db']};"
+             f" doctor: {'ok' if data['doctor'] else 'FAILED'}")
+
+
+def _fail(error: HiveliteError, as_json: bool) -> NoReturn:
+    if as_json:
+        click.echo(json.dumps({"error": error.to_dict()}, indent=2))
+    # the message may quote what a caller typed or a row holds: no control characters
+    click.echo(printable(f"error: {error.code}/{error.reason}: {error.message}"),
+               err=True)
+    sys.exit(error.exit_code)
+
+
+class _PrintableFormatter(logging.Formatter):
+    """Warnings on stderr, with terminal control characters escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
+def _check_utf8(args: Sequence[str]) -> None:
+    """Arguments and ``$HIVELITE_`` variables are text: bytes that are not UTF-8 (which
+    Python keeps as lone surrogates) are ``422 invalid_input invalid_utf8``."""
+    named = [(f"argument {i}", True, a) for i, a in enumerate(args, 1)]
+    named += [(f"${k}", False, v) for k, v in os.environ.items() if k.startswith("HIVELITE_")]
+    for field, quote, text in named:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            quoted = f" ({printable_arg(text)})" if quote else ""
+            raise InvalidInput("invalid_utf8", f"{field}{quoted} is not UTF-8 text",
+                               field=field) from None
+
+
+def printable_arg(text: str) -> str:
+    """An argument as an error quotes it: undecodable bytes as ``\\xff``, control
+    characters escaped."""
+    raw = text.encode("utf-8", "surrogateescape")
+    return printable(raw.decode("utf-8", "backslashreplace"))
+
+
+def _show(exc: click.ClickException) -> None:
+    """What ``exc.show()`` prints (the usage, a hint, ``Error: ...``), with the message's
+    control characters escaped: it may quote what was typed."""
+    ctx = exc.ctx if isinstance(exc, click.UsageError) else None
+    color = exc.show_color
+    if ctx is not None:
+        hint = ""
+        if ctx.command.get_help_option(ctx) is not None:
+            names = ctx.command.get_help_option_names(ctx)
+            hint = f"Try '{ctx.command_path} {max(names, key=len)}' for help.\n"
+        color = ctx.color
+        click.echo(f"{ctx.get_usage()}\n{hint}", err=True, color=color)
+    click.echo(f"Error: {printable(exc.format_message())}", err=True, color=color)
+
+
+GLOBAL_VALUED = ("--db", "--plugins-dir", "--url", "--token")
+GLOBAL_FLAGS = ("--json",)
+
+
+def _verb_at(args: Sequence[str]) -> int:
+    """Where the verb stands: after the group's options (and their values)."""
+    at = 0
+    while at < len(args) and args[at].startswith("-"):
+        at += 2 if args[at] in GLOBAL_VALUED else 1
+    return at
+
+
+def hoist_globals(args: list[str]) -> list[str]:
+    """The group's options given after the verb, moved before it, so ``hivelite list
+    --json`` means ``hivelite --json list``. A verb's own option of the same name, an
+    option's value and anything after ``--`` stay where they are."""
+    at = _verb_at(args)
+    if at >= len(args) or args[at] not in cli.commands:
+        return args
+    own: set[str] = set()
+    valued: set[str] = set()
+    for param in cli.commands[args[at]].params:
+        if isinstance(param, click.Option):
+            names = {*param.opts, *param.secondary_opts}
+            own |= names
+            if not param.is_flag and not param.count:
+                valued |= names
+    moved: list[str] = []
+    rest: list[str] = []
+    index = at + 1
+    while index < len(args):
+        arg = args[index]
+        name = arg.split("=", 1)[0]
+        if arg == "--":
+            rest += args[index:]
+            break
+        if name in own:
+            rest += args[index:index + (2 if arg in valued else 1)]
+            index += 2 if arg in valued else 1
+        elif arg in GLOBAL_FLAGS:
+            moved.append(arg)
+            index += 1
+        elif arg in GLOBAL_VALUED and index + 1 < len(args):
+            moved += args[index:index + 2]
+            index += 2
+        elif name in GLOBAL_VALUED and "=" in arg:
+            moved.append(arg)
+            index += 1
+        else:
+            rest.append(arg)
+            index += 1
+    return [*args[:at], *moved, args[at], *rest]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: run the group and turn every error into its exit code."""
+    args = hoist_globals(list(sys.argv[1:] if argv is None else argv))
+    verb_at = _verb_at(args)
+    as_json = "--json" in args[:verb_at]  # a group option: it stands before the verb
+    if not logging.getLogger("hivelite").handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_PrintableFormatter("warning: %(message)s"))
+        logging.getLogger("hivelite").addHandler(handler)
+    try:
+        _check_utf8(args)
+        cli.main(args=args, prog_name="hivelite", standalone_mode=False)
+    except HiveliteError as error:
+        _fail(error, as_json)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.UsageError as exc:
+        if _bare(exc):  # a group without its verb: its help, as --help prints it (click 8.1)
+            click.echo(exc.ctx.get_help(), color=exc.ctx.color)  # type: ignore[union-attr]
+            sys.exit(0)
+        _usage(exc, as_json)
+    except click.ClickException as exc:
+        _usage(exc, as_json)
+    except Exception as exc:
+        if not isinstance(exc, _unforeseen()):
+            raise
+        # a file that cannot be read, a failure of SQLite the store did not foresee, ...
+        _fail(UnexpectedError("unexpected", f"{type(exc).__name__}: {exc}"), as_json)
+
+
+def _bare(exc: click.UsageError) -> bool:
+    """Whether ``exc`` is click's way (8.2 and later) of saying a group was run without a
+    verb; click 8.1 printed the help and exited instead."""
+    kind = getattr(click.exceptions, "NoArgsIsHelpError", None)
+    return kind is not None and isinstance(exc, kind) and exc.ctx is not None
+
+
+def _usage(exc: click.ClickException, as_json: bool) -> NoReturn:
+    if as_json:
+        click.echo(json.dumps({"error": {"status": 400, "code": "usage", "reason": "usage",
+                                         "message": exc.format_message()}}, indent=2))
+    _show(exc)
+    sys.exit(EXIT_USAGE)
+
+
+def _unforeseen() -> tuple[type[BaseException], ...]:
+    """The failures ``main`` reports as an error rather than a traceback: a file that cannot
+    be read, text that is not what it should be, and SQLite's own errors, when the verb
+    opened a store at all (it is not imported otherwise: ``--help`` stays fast)."""
+    kinds: list[type[BaseException]] = [OSError, UnicodeError, ValueError, OverflowError]
+    sqlite = sys.modules.get("hivelite.store.sqlite")
+    if sqlite is not None:
+        kinds.append(sqlite.DatabaseError)
+    return tuple(kinds)
+
+
+__all__ = ["cli", "main"]

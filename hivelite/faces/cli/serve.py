@@ -1,0 +1,122 @@
+"""``hivelite serve``: the stores over HTTP, each a vault (the ``server`` extra).
+
+Loopback by default: an agent on another machine reaches the store through this service
+with its token, never through the file. Binding elsewhere warns that TLS belongs to a
+reverse proxy in front (docs/serve.md).
+"""
+
+from __future__ import annotations
+
+import click
+
+from ...core.clock import clock_from_env
+from ...core.errors import InvalidInput
+from ..server.hosts import is_loopback
+from .context import Context, pass_context
+
+DEFAULT_PORT = 8377
+
+
+@click.command()
+@click.argument("stores", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen"
+              " on (loopback; anything else needs TLS in front: docs/serve.md).")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--socket", "uds", type=click.Path(dir_okay=False),
+              help="Listen on this unix socket instead of a port.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A host name a proxy in front forwards for (repeat); /mcp answers only"
+              " loopback and these.")
+@click.option("--board-on-loopback", is_flag=True, help="Show the board (/) to browsers on"
+              " this machine without an owner token.")
+@pass_context
+def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
+          uds: str | None, allowed_hosts: tuple[str, ...], board_on_loopback: bool) -> None:
+    """Serve stores over HTTP: seed 004's routes, one vault per store.
+
+    Each STORE (default: --db) is served as the vault of its id (hivelite info). Agents
+    call with a token (hivelite token add); the routes are in /openapi.json.
+
+    \b
+    Example:
+      hivelite serve ~/hives/hive.db --port 8377
+    """
+    from ...hive import Hive
+
+    if board_on_loopback and (uds is not None or not is_loopback(host) or allowed_hosts):
+        raise click.UsageError("--board-on-loopback needs a loopback --host and no proxy"
+                               " (--socket, --allowed-host): behind a proxy every visitor"
+                               " would look local")
+    try:
+        import uvicorn
+
+        from ..server.app import create_app
+    except ImportError as exc:
+        raise InvalidInput("server_missing", "hivelite serve needs the server extra:"
+                           f" pip install 'hivelite[server]' ({exc.name} is missing)",
+                           field="serve") from None
+    hives = [Hive.open(path, plugins_dir=ctx.plugins_dir, clock=clock_from_env(),
+                       create=False) for path in (stores or (ctx.db,))]
+    app = create_app(hives, allowed_hosts=allowed_hosts, board_on_loopback=board_on_loopback)
+    origin = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    where = f"unix socket {uds}" if uds else origin
+    for vault_id, hive in app.state.vaults.by_id.items():
+        click.echo(f"serving {hive.store.location} as vault {vault_id} at {where}"
+                   f"/v1/vaults/{vault_id}/tasks", err=True)
+    if uds is None:
+        click.echo(f"board: {origin}/"
+                   + ("" if board_on_loopback else " (sign in with an owner token)"), err=True)
+    if uds is None and not is_loopback(host):
+        click.echo(f"warning: listening on {host}, beyond this machine, over plain HTTP:"
+                   " tokens would cross the network in the clear. Put a TLS reverse proxy"
+                   " in front (docs/serve.md) and keep this on loopback.", err=True)
+    try:
+        uvicorn.run(app, host=host, port=port, uds=uds, log_level="warning",
+                    access_log=False)
+    finally:
+        for hive in hives:
+            hive.close()
+
+
+@click.command(name="mcp")
+@click.option("--token", envvar="HIVELITE_TOKEN", required=True,
+              help="The agent's (or the owner's) token ($HIVELITE_TOKEN); required.")
+@click.option("--session", envvar="HIVELITE_SESSION", help="The session acting"
+              " ($HIVELITE_SESSION).")
+@pass_context
+def mcp_stdio(ctx: Context, token: str, session: str | None) -> None:
+    """Speak MCP on stdin and stdout, as the caller a token proves.
+
+    For an MCP-speaking agent on this machine: its client starts this command. The tools
+    act as the token's agent on the token's instance, with the token's rights (an owner's
+    token gets the owner's tools instead; docs/serve.md has a client configuration).
+    While the agent is connected, its leases taken here are renewed at half their length
+    with their own token; when it disconnects, they run out.
+
+    \b
+    Example:
+      HIVELITE_TOKEN=hl_... hivelite --db ~/hives/hive.db mcp
+    """
+    from ...hive import Hive
+
+    try:
+        from ..server.mcp_tools import build_mcp
+    except ImportError as exc:
+        raise InvalidInput("server_missing", "hivelite mcp needs the server extra:"
+                           f" pip install 'hivelite[server]' ({exc.name} is missing)",
+                           field="mcp") from None
+    hive = Hive.open(ctx.db, plugins_dir=ctx.plugins_dir, clock=clock_from_env(),
+                     create=False)
+    try:
+        caller = hive.authenticate(token, session=session).caller
+        from ..server.keeper import LeaseKeeper
+
+        keeper = LeaseKeeper(hive, caller)  # its agent's leases, while it is connected
+        server = build_mcp(lambda: (hive, caller), caller.kind, on_answer=keeper.track)
+        keeper.start()
+        try:
+            server.run()
+        finally:
+            keeper.stop()
+    finally:
+        hive.close()

@@ -1,0 +1,202 @@
+"""Human-readable output for the CLI: aligned tables, a block per task, relative times.
+
+Everything printed here passes through :func:`printable`: text an agent wrote (a task,
+a summary, a reason) cannot ring the bell, move the cursor, rewrite a line or send an
+escape sequence to the reader's terminal. JSON output is not rendered here and keeps
+the text exactly as stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from ..core.clock import parse_ts
+from ..core.models import Control, JournalEntry, TaskView
+from ..core.protocol import CONTROL_ENDINGS
+from .terminal import clip, paint, printable
+
+LAST_UPDATES = 5
+"""Updates a ``show`` block prints (the view carries 20)."""
+
+def ago(stamp: str, now: datetime | None) -> str:
+    """``stamp`` relative to ``now`` ("3m ago", "in 9m"), or the stamp itself without ``now``."""
+    if now is None:
+        return stamp
+    seconds = int((now - parse_ts(stamp)).total_seconds())
+    future = seconds < 0
+    seconds = abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            amount = f"{(seconds + size // 2) // size}{unit}"  # nearest, not floor
+            break
+    else:
+        amount = f"{seconds}s"
+    return f"in {amount}" if future else f"{amount} ago"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell (every cell made :func:`printable` first)."""
+    headers = [printable(h) for h in headers]
+    rows = [[printable(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _state(view: TaskView) -> str:
+    """The stored state; a claim whose lease ran out says so (reads never write: the next
+    write returns the task to ``routed``)."""
+    task = view.task
+    state = f"{task.state.value}({task.waiting_on.value})" if task.waiting_on else task.state.value
+    if view.blocked_by:
+        state += ", blocked by " + " ".join(str(n) for n in view.blocked_by)
+    elif view.lifecycle == "failed" and task.state.value == "routed":
+        state += ", attempts exhausted"
+    for control in view.controls:  # the owner's hold, veto or stop bearing on it
+        state += f", {CONTROL_ENDINGS[control.kind]}"
+    return f"{state}, lease expired" if view.claim is not None and view.claim.expired else state
+
+
+TASK_HEADERS = ("#", "state", "assignee", "project", "priority", "updated", "task")
+DROPPED_FIRST = ("project", "priority", "updated", "assignee")
+"""The columns a narrow terminal loses, in this order, before a row would wrap."""
+TITLE_MIN = 12
+
+
+def task_table(items: Sequence[TaskView], now: datetime | None = None,
+               next_cursor: int | None = None, *, width: int | None = None,
+               colour: bool = False) -> str:
+    """The listing: a row per task. With ``width`` no line is longer: titles are cut to
+    fit, and on a narrow terminal the less needed columns go (project, priority, updated,
+    assignee) before a title gets shorter than a dozen characters; a state too long for
+    even that is cut too. ``colour`` paints the state (the padding is measured without
+    the colour codes)."""
+    if not items:
+        return "no tasks"
+    rows = [
+        [str(v.number), printable(_state(v)), printable(v.task.assignee),
+         printable(v.task.project), v.priority, ago(v.task.updated_at, now),
+         printable(v.task.packet.task)]
+        for v in items
+    ]
+    headers = list(TASK_HEADERS)
+    if width is None:
+        for row in rows:
+            row[-1] = clip(row[-1], 48)
+    else:
+        for name in (None, *DROPPED_FIRST):
+            if name is not None:
+                gone = headers.index(name)
+                headers.pop(gone)
+                for row in rows:
+                    row.pop(gone)
+            fixed = sum(max(len(h), *(len(r[i]) for r in rows)) + 2
+                        for i, h in enumerate(headers[:-1]))
+            if width - fixed >= TITLE_MIN:
+                break
+        room = max(width - fixed, 4)
+        for row in rows:
+            row[-1] = clip(row[-1], room)
+    lines = table(headers, rows).split("\n")
+    if width is not None:
+        lines = [clip(line, width) for line in lines]
+    if colour:
+        at = lines[0].index("STATE")
+        states = [v.task.state.value for v in items]
+        lines = [lines[0]] + [line[:at] + _paint_state(line[at:], state)
+                              for line, state in zip(lines[1:], states, strict=True)]
+    out = "\n".join(lines)
+    if next_cursor is not None:
+        out += f"\n… more: --after {next_cursor}"
+    return out
+
+
+def _paint_state(rest: str, state: str) -> str:
+    """The state word at the start of ``rest`` painted, the rest as it was."""
+    word = rest.split("  ", 1)[0]
+    return paint(word, state) + rest[len(word):]
+
+
+def task_block(view: TaskView, now: datetime | None = None) -> str:
+    task = view.task
+    lines = [
+        f"task {view.number}  {task.id}",
+        f"  state      {_state(view)}" + (f"  ({view.last_reason})" if view.last_reason else ""),
+        f"  project    {task.project}   priority {view.priority}"
+        + (f"   labels {', '.join(view.labels)}" if view.labels else "")
+        + f"   fields v{view.fields_version}",
+        f"  requester  {task.requester}" + ("   (proposed by an agent)"
+                                             if view.origin == "agent" else ""),
+        f"  assignee   {task.assignee}",
+        f"  created    {ago(task.created_at, now)}   updated {ago(task.updated_at, now)}",
+        f"  task       {task.packet.task}  [{task.packet.deliverable_type}]",
+    ]
+    lines += [f"  accept     - {c}" for c in task.packet.acceptance_criteria]
+    if view.depends_on:
+        lines.append("  depends on " + ", ".join(f"{d.number} ({d.state.value})"
+                                                  for d in view.depends_on))
+    if view.attempts:
+        lines.append(f"  attempts   {view.attempts} failed of {view.max_attempts} allowed")
+    if view.claim is not None:
+        claim = view.claim
+        if claim.expired:
+            lines.append(f"  claim      {claim.holder} on {claim.instance}, lease expired"
+                         f" {ago(claim.expires_at, now)}; the next write returns the task"
+                         " to routed")
+        else:
+            lines.append(f"  claim      {claim.holder} on {claim.instance}, "
+                         f"expires {ago(claim.expires_at, now)}")
+    if task.latest_checkpoint is not None:
+        lines.append(f"  checkpoint {task.latest_checkpoint.progress}")
+    if task.result is not None:
+        result = task.result
+        current = task.state.value in ("verifying", "approval", "completed")
+        label = "result    " if current else "last try  "
+        outcome = f", {view.outcome}" if view.outcome == "failed" else ""
+        lines.append(f"  {label} {result.summary} (by {result.returned_by}{outcome})")
+        lines += [f"    evidence {e.kind}: {e.summary}" + (f" <{e.url}>" if e.url else "")
+                  for e in result.evidence]
+    for c in view.confirmations:
+        counted = "" if c.counted else f" (not counted: {c.why or 'policy'})"
+        lines.append(f"  verdict    {c.verdict} by {c.reviewer} on {c.instance}{counted}"
+                     + (f": {c.reason}" if c.reason else ""))
+    for control in view.controls:
+        lines.append(f"  control    {control_line(control)}")
+    if view.threshold and task.state.value == "approval":
+        lines.append(f"  needs      {view.threshold} independent confirmation(s)")
+    if view.merge is not None:
+        lines.append(f"  merged     {view.merge.commit} (recorded by {view.merge.by})")
+    for u in view.updates[-LAST_UPDATES:]:
+        lines.append(f"  update     {ago(u.at, now)}  {u.actor}: {u.summary}")
+    if view.usage.tokens or view.usage.usd_micros:
+        lines.append(f"  usage      {view.usage.tokens} tokens,"
+                     f" ${view.usage.usd_micros / 1_000_000:.2f}")
+    return "\n".join(printable(line) for line in lines)
+
+
+def control_line(control: Control) -> str:
+    """One control in words: what, whom, since when, why."""
+    line = (f"{control.id}: {control.scope} {CONTROL_ENDINGS[control.kind]} by {control.by}"
+            f" at {control.at}")
+    if control.reason:
+        line += f" ({control.reason})"
+    if control.lifted_at:
+        line += f"; lifted by {control.lifted_by} at {control.lifted_at}"
+    return printable(line)
+
+
+def journal_table(rows: Sequence[JournalEntry]) -> str:
+    if not rows:
+        return "no journal rows"
+    body = []
+    for r in rows:
+        move = f"{r.from_state.value if r.from_state else '-'} -> "
+        move += r.to_state.value if r.to_state else "-"
+        if r.waiting_on:
+            move += f"({r.waiting_on.value})"
+        body.append([str(r.seq), str(r.number or ""), r.at, r.actor or "", move,
+                     str(r.move or ""), r.reason or ""])  # the reason whole: it says why
+    return table(["seq", "#", "at", "actor", "move", "no", "reason"], body)

@@ -1,0 +1,243 @@
+"""The HTTP service: one Starlette app, each store a vault, every route from ``routes``.
+
+A request names its vault (the store's id, ``hivelite info``) and carries a token
+(``Authorization: Bearer hl_…``); the token, looked up in that vault alone, says who
+calls. The verb then runs on the vault's ``Hive`` in a worker thread (a ``Hive`` gives
+each thread its own connection), through the one write path like any other caller.
+Errors are seed 004's: the HTTP status, ``code``, ``reason`` and the task ``number``;
+``429`` carries ``Retry-After``; ``401`` carries ``WWW-Authenticate``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route as StarletteRoute
+
+from ...core.caller import Caller
+from ...core.errors import (
+    ForbiddenRight,
+    HiveliteError,
+    InvalidInput,
+    NotFound,
+    UnexpectedError,
+)
+from ...core.models import Identity
+from ...hive import Hive
+from ...verbs.base import invalid
+from ...verbs.table import VERBS, Verb
+from ...verbs.tokens import Authenticated
+from .board import Board
+from .bodies import read_body
+from .hosts import LOOPBACK
+from .mcp_tools import build_mcp
+from .openapi import openapi_document
+from .routes import Route, query_input, routes_of
+from .vaults import Vaults
+
+log = logging.getLogger("hivelite.faces.server")
+PREFIX = "/v1/vaults/{vault_id}/tasks"
+SESSION_HEADER = "x-hivelite-session"
+"""Which session of its instance the agent calls from (its identity is the token's)."""
+REQUEST_ID_HEADER = "idempotency-key"
+"""A retry with the same key gets the first answer (the write verbs' request id)."""
+
+
+def plain(data: Any) -> Any:
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json")
+    if isinstance(data, list | tuple):
+        return [plain(d) for d in data]
+    return data
+
+
+def error_response(error: HiveliteError, number: object = None) -> JSONResponse:
+    """Seed 004's error: status, code, reason, message, the task number when there is one
+    (the verb names it; a path's own number covers an error raised before the verb ran)."""
+    body = error.about(number).to_dict()
+    headers = {}
+    if error.status == 429 and isinstance(error.extra.get("retry_after_s"), int):
+        headers["Retry-After"] = str(error.extra["retry_after_s"])
+    if error.status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="hivelite"'
+    return JSONResponse({"error": body}, status_code=error.status, headers=headers)
+
+
+def bearer(request: Request) -> str | None:
+    value = request.headers.get("authorization", "")
+    scheme, _, token = value.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _ref(request: Request) -> int | str | None:
+    """The task the path names: its number, or its id (``Hive`` takes either)."""
+    text = request.path_params.get("number")
+    if text is None:
+        return None
+    if text.isascii() and text.isdigit():
+        if not 0 < int(text) < 2**63:
+            raise NotFound("no_such_task", f"no task {text!r} in this vault")
+        return int(text)
+    return str(text)
+
+
+async def _input(request: Request, route: Route) -> Any:
+    """The verb's input: a read's from its query string, a write's from its JSON body,
+    validated by the verb's input model."""
+    model = route.verb.input
+    if route.method == "GET":
+        data: Any = query_input(model, request.query_params,
+                                {k: request.query_params.getlist(k)
+                                 for k in request.query_params})
+    else:
+        raw = await read_body(request)
+        try:
+            data = json.loads(raw) if raw.strip() else {}
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
+            raise InvalidInput("invalid_json", "the request body is not JSON",
+                               field="body") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise invalid(exc, route.verb.name) from None
+
+
+def endpoint(route: Route, vaults: Vaults) -> Any:
+    """The Starlette endpoint of one route."""
+    async def serve(request: Request) -> Response:
+        number: int | str | None = None
+        try:
+            hive = vaults[request.path_params["vault_id"]]
+            number = _ref(request)
+            token = bearer(request)
+            auth: Authenticated = await run_in_threadpool(
+                hive.authenticate, token, session=request.headers.get(SESSION_HEADER))
+            if not auth.may(route.right):
+                raise ForbiddenRight("not_permitted", f"{route.name} needs the right"
+                                     f" {route.right}; this token carries"
+                                     f" {', '.join(sorted(auth.rights))}", right=route.right)
+            given = await _input(request, route)
+            answer = await run_in_threadpool(route.verb.call, hive, auth.caller, number,
+                                             given, request.headers.get(REQUEST_ID_HEADER))
+            return JSONResponse(plain(answer))
+        except HiveliteError as error:
+            return error_response(error, number)
+        except Exception:  # never a traceback to the caller; the log has it
+            log.exception("%s %s failed", route.method, route.name)
+            return error_response(UnexpectedError("unexpected", "the server failed; its log"
+                                                  " says why"), number)
+    serve.__name__ = route.name
+    return serve
+
+
+def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
+    """What ``/mcp`` accepts as its Host and Origin (DNS-rebinding protection, which the MCP
+    specification requires): loopback on any port, and each host the owner names for a
+    proxy in front."""
+    names = [*LOOPBACK, *allowed_hosts]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[h for name in names for h in (name, f"{name}:*")],
+        allowed_origins=[f"{scheme}://{h}" for name in names for scheme in ("http", "https")
+                         for h in (name, f"{name}:*")])
+
+
+def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = (),
+               board_on_loopback: bool = False, verbs: Sequence[Verb] = VERBS) -> Starlette:
+    """The app serving ``hives``, each as the vault of its store id; ``/mcp`` answers only
+    requests addressed to loopback or to one of ``allowed_hosts``; the board (``/``) needs
+    an owner's sign-in, or with ``board_on_loopback`` only a request from this machine."""
+    vaults = Vaults(hives)
+    routes = [StarletteRoute(PREFIX + route.path, endpoint(route, vaults),
+                             methods=[route.method], name=route.name)
+              for route in routes_of(verbs)]
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    async def whoami(request: Request) -> Response:
+        """Which vault a token belongs to and whom it proves (what a client asks first)."""
+        try:
+            vault_id, auth = await run_in_threadpool(
+                vaults.authenticate, bearer(request), request.headers.get(SESSION_HEADER))
+        except HiveliteError as error:
+            return error_response(error)
+        caller = auth.caller
+        return JSONResponse(Identity(
+            vault_id=vault_id, kind=caller.kind, name=caller.name, instance=caller.instance,
+            session=caller.session, rights=sorted(auth.rights),
+            token_id=auth.token_id).model_dump(mode="json"))
+
+    routes.append(StarletteRoute("/openapi.json", openapi, methods=["GET"]))
+    routes.append(StarletteRoute("/v1/whoami", whoami, methods=["GET"]))
+    routes.extend(Board(vaults, on_loopback=board_on_loopback).routes())
+    servers = {kind: build_mcp(_mcp_identity, kind, verbs=verbs)
+               for kind in ("agent", "owner")}
+    served: dict[str, dict[str, StarletteRoute]] = {}
+    for kind, mcp_server in servers.items():  # an agent's tools, and the owner's
+        mcp_app = mcp_server.streamable_http_app(
+            stateless_http=True, json_response=True,
+            transport_security=transport_security(allowed_hosts))
+        served[kind] = {r.path: r for r in mcp_app.routes if isinstance(r, StarletteRoute)}
+    for path, route in served["agent"].items():  # /mcp, behind the token gate
+        routes.append(StarletteRoute(path, TokenGate(
+            {kind: paths[path].app for kind, paths in served.items()}, vaults),
+            methods=route.methods))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for mcp_server in servers.values():
+                await stack.enter_async_context(mcp_server.session_manager.run())
+            yield
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.vaults = vaults
+    return app
+
+
+_MCP_CALLER: contextvars.ContextVar[tuple[Hive, Caller]] = contextvars.ContextVar("mcp_caller")
+"""The store and caller of the MCP request being served (set by :class:`TokenGate`)."""
+
+
+def _mcp_identity() -> tuple[Hive, Caller]:
+    return _MCP_CALLER.get()
+
+
+class TokenGate:
+    """In front of ``/mcp``: the request's token decides the vault and the caller every tool
+    of that request acts as (``401`` without a good one), as on every other route, and
+    whose tools it sees: an agent's, or the owner's."""
+
+    def __init__(self, apps: dict[str, Any], vaults: Vaults) -> None:
+        self.apps = apps
+        self.vaults = vaults
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        request = Request(scope)
+        try:
+            vault_id, auth = await run_in_threadpool(
+                self.vaults.authenticate, bearer(request),
+                request.headers.get(SESSION_HEADER))
+        except HiveliteError as error:
+            await error_response(error)(scope, receive, send)
+            return
+        token = _MCP_CALLER.set((self.vaults[vault_id], auth.caller))
+        try:
+            await self.apps[auth.caller.kind](scope, receive, send)
+        finally:
+            _MCP_CALLER.reset(token)
+
+
+__all__ = ["create_app", "error_response"]

@@ -1,0 +1,232 @@
+"""The MCP face: the verb table's tools for any MCP-speaking agent (the ``mcp`` SDK's server).
+
+The tools are registered in one loop over the verb table: a tool's name, description and
+input schema are its verb's, its answer is the verb's answer in full (every task object
+keeps its null keys, so it validates against seed 000's schema). An agent's token gets
+the agent's verbs, an owner's token the owner's. Each call acts as the caller the token
+proved, never as anyone a tool's arguments name; a refusal comes back as an MCP tool error
+reading ``code/reason: message (task N)``, so the model sees why and what to do. What is
+MCP's own: the instructions that teach the loop, a prompt to work the queue, and each
+task as a resource.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool
+from pydantic import BaseModel, ValidationError
+
+from ... import __version__
+from ...core.caller import Caller
+from ...core.errors import HiveliteError, InvalidInput
+from ...core.models import Page
+from ...core.protocol import Who
+from ...hive import Hive
+from ...verbs.base import invalid
+from ...verbs.table import VERBS, Verb
+from ..terminal import clip
+
+Where = Callable[[], tuple[Hive, Caller]]
+"""Where a tool call runs: the store and the caller the token proved."""
+Kind = Literal["agent", "owner"]
+
+NUMBER = {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}],
+          "description": "The task's number (or its id).", "examples": [3]}
+AGENT_INSTRUCTIONS = """\
+hivelite keeps tasks, their claims and their results. Your token says who you are.
+
+Working a task:
+1. next_task claims your most pressing ready task and answers its claim: lease_id,
+   fencing_token and expires_at. Keep lease_id and fencing_token: every write on the task
+   needs both. (claim takes one task by number; list_tasks with mine=true, ready=true
+   shows what you could take.)
+2. Keep the lease alive: renew before expires_at (a lease lasts 5-15 minutes). A lease
+   that ran out is refused as stale_claim: the task is routed again, and claim takes it
+   back with a new token.
+3. Report: checkpoint records where the work stands (the first one starts the work);
+   update sends one line of progress with the tokens and money used.
+4. Stuck on a question? pause (on human or agent) asks it in reason; your claim ends.
+   When history shows the answer, resume takes the task back.
+5. Finish: submit_result with a summary and 1-20 pieces of evidence. Or release to give
+   the task back.
+
+Reviewing: list_tasks with state=["approval"] and mine=false shows results awaiting a
+verdict. verify accepts one, or rejects it with a reason. Your verdict counts only if you
+are independent of the result: not its worker, and not on the machine (instance) that
+claimed it.
+
+Filing work: handoff files a task for another agent (you are its requester)."""
+OWNER_INSTRUCTIONS = """\
+hivelite keeps tasks, their claims and their results; this token is the store's owner.
+
+list_tasks with state=["waiting"] shows handoffs the gate held for you: approve or deny
+each. state=["approval"] shows results awaiting a decision: sign_off or decline (with a
+reason). cancel withdraws an open task; release ends an agent's claim; handoff files work;
+show_task and history say where a task stands and why."""
+
+
+def offers(verb: Verb, kind: Kind) -> bool:
+    """Whether a token of ``kind`` sees ``verb``: the owner's verbs for the owner, the
+    agents' for an agent."""
+    if kind == "owner":
+        return Who.owner in verb.who or Who.anyone in verb.who
+    return any(w is not Who.owner for w in verb.who)
+
+
+def plain(value: Any) -> Any:
+    """An answer as JSON: every key kept (a task object validates against the seed)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def _refusal(error: HiveliteError) -> ToolError:
+    number = error.extra.get("number")
+    where = f" (task {number})" if number is not None else ""
+    return ToolError(f"{error.code}/{error.reason}: {error.message}{where}")
+
+
+COMPACT = {"type": "boolean", "default": True, "description": "One short row a task"
+           " (number, title, state, who, priority, labels, the claim's holder and expiry)"
+           " instead of the whole task: false for every field.", "examples": [True]}
+LIST_PAGE = 20
+"""A listing's page over MCP, unless asked for more: a model's context is the medium's
+budget."""
+TITLE = 80
+"""How much of a task's text a compact row keeps."""
+
+
+def _schema(verb: Verb) -> dict[str, Any]:
+    """The tool's input schema: the task's number, then the verb's input model's (and,
+    for the listing, MCP's own compact mode and smaller page)."""
+    schema = verb.input.model_json_schema()
+    schema.pop("title", None)
+    schema.pop("description", None)
+    if verb.on_task:
+        schema["properties"] = {"number": NUMBER, **schema.get("properties", {})}
+        schema["required"] = ["number", *schema.get("required", [])]
+    schema.setdefault("properties", {})
+    if verb.name == "list":
+        schema["properties"]["compact"] = COMPACT
+        schema["properties"]["limit"] = {**schema["properties"]["limit"],
+                                         "default": LIST_PAGE}
+    return schema
+
+
+def compact(page: Page) -> dict[str, Any]:
+    """A page as short rows: what an agent needs to pick a task, about a tenth of each."""
+    rows = []
+    for view in page.items:
+        claim = view.claim
+        rows.append({
+            "number": view.number, "id": view.task.id,
+            "title": clip(view.task.packet.task, TITLE), "state": view.task.state.value,
+            "waiting_on": view.task.waiting_on.value if view.task.waiting_on else None,
+            "project": view.task.project, "requester": view.task.requester,
+            "assignee": view.task.assignee, "priority": view.priority,
+            "labels": view.labels,
+            "holder": claim.holder if claim is not None and not claim.expired else None,
+            "expires_at": claim.expires_at if claim is not None and not claim.expired
+            else None, "updated_at": view.task.updated_at})
+    return {"items": rows, "next_cursor": page.next_cursor,
+            "damaged": [d.model_dump(mode="json") for d in page.damaged]}
+
+
+def _tool(verb: Verb, who: Where, on_answer: Callable[[object], None] | None) -> Tool:
+    """One verb as a tool. Its arguments pass to the verb's input model as sent, so a bad
+    one is refused in the verb's own words, as on every face."""
+    fields = (["number"] if verb.on_task else []) + list(verb.input.model_fields)
+
+    def call(**arguments: Any) -> Any:
+        given = {k: v for k, v in arguments.items() if v is not None}
+        hive, caller = who()
+        ref = given.pop("number", None)
+        short = given.pop("compact", True) is not False
+        if verb.name == "list":
+            given.setdefault("limit", LIST_PAGE)
+        try:
+            if verb.on_task and ref is None:
+                raise InvalidInput("number_required", f"{verb.tool} needs the task's"
+                                   " number", field="number")
+            try:
+                parsed = verb.input.model_validate(given)
+            except ValidationError as exc:
+                raise invalid(exc, verb.name) from None
+            answer = verb.call(hive, caller, ref, parsed)
+        except HiveliteError as error:
+            raise _refusal(error.about(ref)) from None
+        if on_answer is not None:
+            on_answer(answer)
+        if verb.many:
+            return {"entries": plain(list(answer))}
+        if isinstance(answer, Page) and short:
+            return compact(answer)
+        return plain(answer)
+
+    names = [*fields, "compact"] if verb.name == "list" else fields
+    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                           annotation=Any) for name in names],
+        return_annotation=Any)
+    call.__name__ = str(verb.tool)
+    tool = Tool.from_function(call, name=verb.tool, description=_words(verb))
+    return tool.model_copy(update={"parameters": _schema(verb)})
+
+
+def _words(verb: Verb) -> str:
+    refusals = ", ".join(verb.refusals)
+    return f"{verb.summary} {verb.description}\nMay refuse with: {refusals}."
+
+
+def build_mcp(who: Where, kind: Kind = "agent", *,
+              on_answer: Callable[[object], None] | None = None,
+              verbs: Sequence[Verb] = VERBS) -> MCPServer:
+    """An MCP server whose tools act through ``who()`` (the store and the token's caller):
+    an agent's tools, or with ``kind="owner"`` the owner's; ``on_answer`` sees each answer
+    (the stdio server's lease keeper notes the claims)."""
+    tools = [_tool(verb, who, on_answer) for verb in verbs
+             if verb.tool and offers(verb, kind)]
+    server = MCPServer(
+        "hivelite", version=__version__, tools=tools,
+        instructions=OWNER_INSTRUCTIONS if kind == "owner" else AGENT_INSTRUCTIONS)
+
+    @server.prompt(name="work_the_queue", description="Work your ready tasks one by one:"
+                   " claim, report, submit with evidence, until the queue is empty.")
+    def work_the_queue(project: str | None = None) -> str:
+        scope = f" in project {project}" if project else ""
+        return (f"Work my hivelite queue{scope}. Repeat: call next_task"
+                f"{' with project=' + json.dumps(project) if project else ''}; if it says"
+                " not_found/queue_empty, stop and say so. Otherwise read the task's packet"
+                " (task, acceptance_criteria), do the work, checkpoint as you go, renew the"
+                " lease before expires_at, and submit_result with evidence that shows each"
+                " acceptance criterion met. If you need an answer, pause and say what you"
+                " asked.")
+
+    @server.resource("hivelite://tasks/{number}", name="task", mime_type="application/json",
+                     description="One task: the seed object with its claim, result and"
+                     " verdicts.")
+    def task(number: str) -> str:
+        hive, _ = who()
+        ref: str | int = int(number) if number.isdigit() else number
+        try:
+            return json.dumps(plain(hive.get(ref)))
+        except HiveliteError as error:
+            raise _refusal(error.about(ref)) from None
+
+    return server
+
+
+TOOLS: dict[Kind, tuple[str, ...]] = {
+    kind: tuple(str(v.tool) for v in VERBS if v.tool and offers(v, kind))
+    for kind in ("agent", "owner")}
+"""The tools a hivelite MCP server offers each kind of token."""
+
+__all__ = ["TOOLS", "build_mcp", "offers", "plain"]

@@ -1,0 +1,255 @@
+"""The board's HTML: the tasks of one vault by state, and one task with its journal.
+
+Pure functions from views to text, so what the owner sees is rendered on the server
+with no build step and no script needed to read it (``board.js`` only reloads the page
+when the store changes). Every piece of text that came from the store goes through
+:func:`html.escape`: a task's title cannot inject markup into the owner's page.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+from urllib.parse import quote
+
+from ...core.models import JournalEntry, TaskView
+from ...core.protocol import STATE_NOTES, TERMINAL, State
+from ..render import ago
+
+COLUMNS: tuple[State, ...] = (
+    State.requested, State.waiting, State.routed, State.accepted, State.working,
+    State.verifying, State.approval, State.completed, State.rejected, State.cancelled)
+"""The board's columns, in the order work flows through them."""
+assert set(COLUMNS) == set(State), "every state has a column"
+
+OPEN_CARDS = 200
+"""Cards an open column shows (the count in its heading is the whole number)."""
+DONE_CARDS = 25
+"""Cards a finished column shows: the most recently changed."""
+TITLE_CHARS = 140
+DETAIL_CHARS = 240
+
+
+def e(text: object) -> str:
+    """``text`` escaped for HTML text and quoted attribute values."""
+    return escape(str(text), quote=True)
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _when(stamp: str, now: datetime) -> str:
+    """A ``<time>``: relative to the page's moment, the exact stamp on hover."""
+    return f'<time datetime="{e(stamp)}" title="{e(stamp)}">{e(ago(stamp, now))}</time>'
+
+
+@dataclass(frozen=True)
+class Vault:
+    """What the page header says about the store."""
+
+    vault_id: str
+    owner: str
+    counts: Mapping[str, int]
+    seq: int
+    """The journal's newest row: the page reloads when the store's moves past it."""
+
+    @property
+    def base(self) -> str:
+        return f"/board/{quote(self.vault_id)}"
+
+
+def page(title: str, body: str, *, vault: Vault | None = None) -> str:
+    """A whole document; with a ``vault``, one that reloads itself when that store changes."""
+    watch = (f' data-changes="{e(vault.base)}/changes" data-seq="{vault.seq}"'
+             if vault is not None else "")
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)}</title>"
+        '<link rel="stylesheet" href="/static/board.css">'
+        '<script src="/static/board.js" defer></script>'
+        + ('<noscript><meta http-equiv="refresh" content="30"></noscript>' if vault else "")
+        + f"</head><body{watch}>\n{body}\n</body></html>\n")
+
+
+def _header(vault: Vault, now: datetime, crumb: str = "") -> str:
+    total = sum(vault.counts.values())
+    return (
+        f'<header><a class="home" href="{e(vault.base)}">hivelite</a>{crumb}'
+        f'<span class="facts">owner <b>{e(vault.owner)}</b> · vault'
+        f' <code>{e(vault.vault_id)}</code> · {total} task{"s" * (total != 1)}</span>'
+        f'<span class="asof" title="{e(now.isoformat())}">as of'
+        f' {e(now.strftime("%H:%M:%S"))} UTC</span></header>')
+
+
+def _claim(view: TaskView, now: datetime) -> str:
+    claim = view.claim
+    if claim is None:
+        return ""
+    where = f"{e(claim.holder)} on {e(claim.instance)}"
+    if claim.expired:
+        return (f'<p class="claim expired">lease of {where} expired'
+                f' {_when(claim.expires_at, now)}</p>')
+    return f'<p class="claim">held by {where}, expires {_when(claim.expires_at, now)}</p>'
+
+
+def card(view: TaskView, vault: Vault, now: datetime) -> str:
+    """One task on the board: number, title, priority, assignee, live claim, labels."""
+    task = view.task
+    labels = "".join(f'<span class="label">{e(label)}</span>' for label in view.labels)
+    extra = []
+    if task.waiting_on is not None:
+        extra.append(f'<p class="waiting">waiting on {e(task.waiting_on.value)}</p>')
+    if view.blocked_by:
+        extra.append('<p class="blocked">blocked by '
+                     + ", ".join(f"#{n}" for n in view.blocked_by) + "</p>")
+    if view.controls:
+        extra.append('<p class="controlled">' + ", ".join(
+            e(c.kind) for c in view.controls) + "</p>")
+    return (
+        f'<li class="card priority-{e(view.priority)}" data-number="{view.number}">'
+        f'<a href="{e(vault.base)}/tasks/{view.number}">'
+        f'<span class="number">#{view.number}</span>'
+        f' <span class="title">{e(_short(task.packet.task, TITLE_CHARS))}</span></a>'
+        f'<p class="who"><span class="priority">{e(view.priority)}</span>'
+        f' <span class="assignee">{e(task.assignee)}</span>'
+        f' <span class="project">{e(task.project)}</span></p>'
+        f"{_claim(view, now)}{''.join(extra)}"
+        f'{f"<p class=labels>{labels}</p>" if labels else ""}'
+        f'<p class="updated">changed {_when(task.updated_at, now)}</p></li>')
+
+
+def board(vault: Vault, columns: Mapping[State, Sequence[TaskView]], now: datetime) -> str:
+    """The board page: a column per state, the cards each holds."""
+    sections = []
+    for state in COLUMNS:
+        views = columns.get(state, ())
+        count = vault.counts.get(state.value, 0)
+        if state is State.requested and not count:
+            continue  # the gate decides at once: only a failing gate leaves tasks here
+        more = count - len(views)
+        shown = "".join(card(v, vault, now) for v in views)
+        tail = (f'<p class="more">{more} more {"finished " if state in TERMINAL else ""}'
+                f"not shown</p>" if more > 0 else "")
+        sections.append(
+            f'<section class="column state-{state.value}" data-state="{state.value}">'
+            f'<h2 title="{e(STATE_NOTES[state])}">{state.value}'
+            f' <span class="count">{count}</span></h2>'
+            f'<ol class="cards">{shown}</ol>{tail}</section>')
+    return page(f"hivelite · {vault.owner} · board",
+                _header(vault, now) + '<main class="board">' + "".join(sections) + "</main>",
+                vault=vault)
+
+
+def _items(title: str, items: Iterable[str]) -> str:
+    listed = "".join(f"<li>{e(item)}</li>" for item in items)
+    return f"<h3>{e(title)}</h3><ul>{listed}</ul>" if listed else ""
+
+
+def _detail(detail: Mapping[str, object] | None) -> str:
+    if not detail:
+        return ""
+    parts = []
+    for key, value in detail.items():
+        if value is None:
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        parts.append(f"<dt>{e(key)}</dt><dd>{e(_short(str(text), DETAIL_CHARS))}</dd>")
+    return f'<dl class="detail">{"".join(parts)}</dl>'
+
+
+def entry(row: JournalEntry, now: datetime) -> str:
+    """One journal row on the timeline: when, who, which move, why."""
+    if row.move is not None:
+        what = (f'<span class="move">{e(row.from_state or "")} → {e(row.to_state or "")}'
+                f"</span> <span class=\"moveno\">move {row.move}</span>")
+    elif row.from_state is None and row.to_state is not None:
+        what = f'<span class="move">created, {e(row.to_state)}</span>'
+    else:
+        what = '<span class="event">event</span>'
+    waiting = (f' <span class="waiting">waiting on {e(row.waiting_on.value)}</span>'
+               if row.waiting_on is not None else "")
+    reason = f' <span class="reason">{e(row.reason)}</span>' if row.reason else ""
+    return (f'<li class="entry" data-seq="{row.seq}">{_when(row.at, now)}'
+            f' <span class="actor">{e(row.actor or "store")}</span> {what}{waiting}{reason}'
+            f"{_detail(row.detail)}</li>")
+
+
+def task_page(view: TaskView, history: Sequence[JournalEntry], vault: Vault,
+              now: datetime) -> str:
+    """One task: what it asks, where it stands, its result and verdicts, and its journal
+    as a timeline (newest first)."""
+    task, packet = view.task, view.task.packet
+    facts = [("state", task.state.value + (f" (waiting on {task.waiting_on.value})"
+                                           if task.waiting_on else "")),
+             ("project", task.project), ("requester", task.requester),
+             ("assignee", task.assignee), ("priority", view.priority),
+             ("labels", ", ".join(view.labels) or "none"),
+             ("attempts", f"{view.attempts} of {view.max_attempts}"),
+             ("deliverable", packet.deliverable_type), ("origin", view.origin)]
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in facts)
+    times = (f"<tr><th>created</th><td>{_when(task.created_at, now)}</td></tr>"
+             f"<tr><th>changed</th><td>{_when(task.updated_at, now)}</td></tr>")
+    parts = [f'<table class="facts">{rows}{times}</table>', _claim(view, now)]
+    if packet.context:
+        parts.append(f'<h3>context</h3><p class="context">{e(packet.context)}</p>')
+    parts.append(_items("acceptance criteria", packet.acceptance_criteria))
+    if task.latest_checkpoint is not None:
+        point = task.latest_checkpoint
+        parts.append(f'<h3>latest checkpoint</h3><p>{e(point.progress)}</p>'
+                     + _items("next steps", point.next_steps)
+                     + _items("open questions", point.open_questions))
+    if task.result is not None:
+        result = task.result
+        parts.append(
+            f'<h3>result ({e(view.outcome or "completed")})</h3>'
+            f'<p class="summary">{e(result.summary)}</p>'
+            + _items("evidence", (f"{ev.kind}: {ev.summary}" for ev in result.evidence)))
+    if view.confirmations:
+        parts.append(_items("verdicts", (
+            f"{c.verdict} by {c.reviewer} on {c.instance}"
+            + ("" if c.counted else f" (not counted: {c.why})")
+            + (f": {c.reason}" if c.reason else "") for c in view.confirmations)))
+    timeline = "".join(entry(row, now) for row in reversed(history))
+    crumb = f' <span class="crumb">/ #{view.number}</span>'
+    body = (_header(vault, now, crumb) + '<main class="task">'
+            f'<h1><span class="number">#{view.number}</span> {e(packet.task)}'
+            f' <span class="state state-{task.state.value}">{task.state.value}</span></h1>'
+            f'<div class="about">{"".join(parts)}</div>'
+            f'<section class="timeline"><h2>journal</h2><ol>{timeline}</ol></section></main>')
+    return page(f"#{view.number} {_short(packet.task, 60)} · hivelite", body, vault=vault)
+
+
+def vault_index(vaults: Sequence[Vault]) -> str:
+    """The stores this server holds, when more than one could be meant."""
+    items = "".join(
+        f'<li><a href="{e(v.base)}">{e(v.owner)} · <code>{e(v.vault_id)}</code></a>'
+        f" {sum(v.counts.values())} tasks</li>" for v in vaults)
+    return page("hivelite · boards", f'<main class="index"><h1>boards</h1><ul>{items}</ul>'
+                "</main>")
+
+
+def login(message: str = "") -> str:
+    """The form that trades an owner token for the board's cookie."""
+    note = f'<p class="error">{e(message)}</p>' if message else ""
+    return page("hivelite · sign in", (
+        '<main class="login"><h1>hivelite board</h1>'
+        "<p>The board is the owner's: paste an owner token"
+        " (<code>hivelite token add --owner</code>).</p>"
+        f'{note}<form method="post" action="/login">'
+        '<input type="password" name="token" autocomplete="off" placeholder="hl_…"'
+        ' aria-label="owner token" required> <button type="submit">Open the board</button>'
+        "</form></main>"))
+
+
+def refusal(message: str) -> str:
+    return page("hivelite", f'<main class="login"><h1>hivelite</h1>'
+                f'<p class="error">{e(message)}</p><p><a href="/login">sign in</a></p></main>')
+
+
+__all__ = ["COLUMNS", "Vault", "board", "card", "login", "page", "task_page", "vault_index"]

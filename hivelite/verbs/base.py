@@ -1,0 +1,536 @@
+"""What every verb stands on: the store, the owner, the plugins, the clock, and the one
+write path.
+
+A ``Hive`` holds no connection of its own: its store gives each thread one, so
+one ``Hive`` serves many threads. Every write verb runs through :meth:`_write`
+(see ``unit``); reading (views, listing, history) lives here too.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from ..core.caller import Caller, require_caller, require_right
+from ..core.clock import Clock, format_ts
+from ..core.errors import (
+    ForbiddenRight,
+    HiveliteError,
+    InvalidInput,
+    InvalidState,
+    PluginError,
+    StoreCorrupt,
+)
+from ..core.models import (
+    DamagedRow,
+    ExpiredClaim,
+    History,
+    JournalEntry,
+    Page,
+    Receipt,
+    StoreInfo,
+    StorePolicy,
+    TaskView,
+)
+from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, State
+from ..store import ListFilter, Reader, RequestRow, Store, TaskRow
+from . import guard
+from .authority import (
+    USAGE_LIMITS,
+    Loaded,
+    admit_controls,
+    bearing_on,
+    binding_refusal,
+    budget_view,
+    day_of,
+    over_budget,
+    refuse_veto,
+    store_policy,
+    vetoed,
+)
+from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
+from .retries import KEEP, PENDING, Pending, dump_answer, idempotent, load_answer
+from .settings import settings_path
+from .table import BY_NAME, Verb, mode_of, right_of
+from .unit import Unit
+from .views import PacketCache, task_of, view_of
+
+log = logging.getLogger("hivelite")
+
+MAX_PAGE = 500
+NOTIFY_WINDOW = 1000
+"""Journal rows read at a time to tell transition plugins after a write."""
+MAX_NOTIFY_FAILURES = 100
+UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)
+"""What building a view raises on a row raw SQL wrote: JSON that is not JSON, a state or a
+count of the wrong kind, a body of the wrong shape (pydantic's errors are ValueErrors)."""
+T = TypeVar("T")
+
+
+def invalid(exc: ValidationError, what: str) -> InvalidInput:
+    """A pydantic error as ``422 invalid_input``, each failed check in words (what the
+    field needs, with an example, and what it got); ``field`` keeps the first one's
+    location for programs."""
+    from ..core.wording import sentence
+
+    problems = [sentence(err, what) for err in exc.errors()]
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or what
+    return InvalidInput("invalid_" + what, f"invalid {what}: " + "; ".join(problems),
+                        field=field, problems=problems)
+
+
+def unreadable(exc: Exception) -> str:
+    """Why a row could not be read, in one line."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{exc.title}.{where}: {first['msg']}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class HiveBase:
+    """One open store with its owner, plugins and clock; shared by threads."""
+
+    def __init__(self, store: Store, owner: str, plugins: PluginManager, clock: Clock,
+                 config: dict[str, Any] | None = None, path: Path | None = None) -> None:
+        self.store = store
+        self.owner = owner
+        self.plugins = plugins
+        self.clock = clock
+        self.config: dict[str, Any] = config or {}
+        self.path = path
+        """The store's file, when it has one (settings and plugins find their files by it)."""
+        self.notify_failures: deque[PluginError] = deque(maxlen=MAX_NOTIFY_FAILURES)
+        """The newest notifier failures (a move is committed whatever its notifiers do)."""
+        self.expired_on_open: builtins.list[ExpiredClaim] = []
+        self.settings_read: dict[str, dict[str, Any]] = {}
+        """What each plugin read at start-up, by plugin and then by what it was (a settings
+        section, a file it names): the store's required policy binds it."""
+        self._loaded_plugins: dict[str, Loaded] | None = None
+        self._expired_lock = threading.Lock()
+        self._packets = PacketCache()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __repr__(self) -> str:
+        return f"<Hive {self.store.location} owner={self.owner}>"
+
+    def _repr_html_(self) -> str:
+        from ..core.notebook import store
+
+        return store(self.info())
+
+    def __enter__(self) -> HiveBase:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def now(self) -> datetime:
+        """The store's time, as its verbs read it (UTC): the clock a plugin should ask,
+        never ``datetime.now()``, so a test's clock or ``$HIVELITE_NOW`` moves it too."""
+        return self.clock()
+
+    def as_owner(self) -> Caller:
+        """The store's owner as a caller, for code that acts as the owner on purpose."""
+        return Caller.owner(self.owner)
+
+    def settings(self, section: str) -> dict[str, Any]:
+        """A plugin's table from the settings file (``hivelite.toml`` beside the store)."""
+        value = self.config.get(section, {})
+        if isinstance(value, dict):
+            self.runs_with(section, value)
+        if not isinstance(value, dict):
+            file = settings_path(self.path)
+            where = file.absolute() if file is not None else "(no file)"
+            raise InvalidInput("invalid_config", f"[{section}] in the settings file must be"
+                               f" a table, not {type(value).__name__} ({where})",
+                               field=section)
+        return value
+
+    # -- the one write path ----------------------------------------------------
+
+    def _caller(self, caller: object, verb: str | Verb) -> Caller:
+        """The caller, checked against this store: an owner caller must be its owner, a
+        token's caller must carry the verb's right.
+
+        Every write verb starts here, so a write from inside a hook is refused before the
+        verb asks any hook of its own."""
+        name = verb.name if isinstance(verb, Verb) else verb
+        refuse_write_in_hook(name)
+        checked = require_caller(caller, name)
+        require_right(checked, name, verb.right if isinstance(verb, Verb) else right_of(name))
+        if checked.is_owner and checked.name != self.owner:
+            raise ForbiddenRight("not_owner", f"this store belongs to {self.owner!r};"
+                                 f" {checked.name!r} is not its owner")
+        return checked
+
+    def _write(self, caller: Caller, verb: str | Verb, body: Callable[[Unit], T]) -> T:
+        """Run one write verb (a row of the verb table, or its name): check the caller,
+        then :meth:`_run` its body, admitted as the row's mode says (a name no row has is
+        a programming error, never a write admitted by no rule)."""
+        name, mode = (verb.name, verb.mode) if isinstance(verb, Verb) else (verb, mode_of(verb))
+        return self._run(self._caller(caller, verb), body, name, mode)
+
+    def _run(self, caller: Caller | None, body: Callable[[Unit], T], verb: str = "write",
+             mode: Mode = Mode.write) -> T:
+        """One transaction: the time under the lock, the expiry sweep, the admission checks,
+        the verb's body; after the commit, the moves it journaled are announced.
+
+        Never from inside a hook (a hook may read, not write): that is refused here too,
+        whatever way a write arrived.
+
+        The journal's last seq is read at most twice: before the body only when a notifier
+        needs to know where this write's rows begin, and once after it (for the receipt
+        and the notifications)."""
+        refuse_write_in_hook(verb)
+        notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
+        pending = PENDING.get() if caller is not None else None
+        with self.store.write() as tx:
+            unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0,
+                        verb=verb, mode=mode)
+            self._sweep(unit)
+            self._admit(unit)
+            if pending is not None and caller is not None:  # a retry raced its first call
+                answered = self._answered(tx.request(caller.name, pending.id), pending,
+                                          unit.now)
+                if answered is not None:
+                    return answered  # type: ignore[return-value]
+            try:
+                result = body(unit)
+            except HiveliteError as error:  # an error about one task names it (seed 004)
+                error.about(unit.subject)
+                raise
+            last = tx.last_seq() if notifiers or unit.journaled else 0
+            if unit.journaled and isinstance(result, Receipt):
+                result.seq = last  # the task's own rows are the last this write added
+            if pending is not None and caller is not None:
+                tx.save_request(RequestRow(caller.name, pending.id, pending.verb,
+                                           pending.digest, dump_answer(result), unit.at),
+                                prune_before=format_ts(unit.now - KEEP))
+        if notifiers and last > unit.seq_before:
+            self._notify(unit.seq_before, last)
+        return result
+
+    def _replay(self, caller: object, pending: Pending) -> object | None:
+        """The first answer to this request, read before the verb does any work of its own
+        (its first call changed what the verb would check: a submitted result has no lease
+        left to fence), or None when the request is new."""
+        checked = self._caller(caller, pending.verb)
+        with self.store.read() as reader:
+            row = reader.request(checked.name, pending.id)
+        return self._answered(row, pending, self.clock())
+
+    def _answered(self, row: RequestRow | None, pending: Pending,
+                  now: datetime) -> object | None:
+        """A kept record's answer if it is this request's; a record of the same id with
+        other arguments is ``409 idempotency_conflict``; an expired one is no answer."""
+        if row is None or row.at < format_ts(now - KEEP):
+            return None
+        if (row.verb, row.digest) != (pending.verb, pending.digest):
+            raise InvalidState(
+                "idempotency_conflict", f"request id {pending.id!r} was used at {row.at} for"
+                f" {row.verb} with other arguments; a retry repeats the same call, and a new"
+                " call takes a new request id", request_id=pending.id)
+        answer: object = load_answer(row.answer)
+        return answer
+
+    def _admit(self, unit: Unit) -> None:
+        """What every write passes before its body runs, in its transaction: the policy
+        plugins the store requires, the owner's controls (hold, veto, stop) and the daily
+        budgets. So no write slips between the owner's word and its effect."""
+        caller = unit.caller
+        if caller is None:  # the library's own sweep
+            return
+        if not caller.is_owner:  # the owner's word first: a stop is named as a stop
+            unit.controls = unit.tx.controls()
+            admit_controls(unit.controls, caller, unit.mode)
+        if unit.mode is not Mode.authority:
+            refusal = binding_refusal(unit.tx.required_plugins(), self._loaded())
+            if refusal is not None:
+                raise refusal
+        if not caller.is_owner and unit.mode is Mode.claiming:
+            self._charge(unit)
+
+    def _controlled(self, reader: Reader, agent: Caller, verb: str, row: TaskRow) -> None:
+        """The owner's controls, asked of a snapshot before the write lock by a verb that
+        checks its fence early (submit): a control that ended the lease is named as such,
+        not as a stale claim. The write path asks again under the lock."""
+        live = reader.controls()
+        admit_controls(live, agent, mode_of(verb))
+        veto = vetoed(live, agent.name, row.number)
+        if veto is not None:
+            raise refuse_veto(veto, agent.name, row.number)
+
+    def _charge(self, unit: Unit, *, usage: bool = False) -> None:
+        """``429 rate_limited daily_budget`` when the calling agent has used up a daily
+        limit: any of them before a claim; tokens or money before it reports usage
+        (``usage=True``: the report that crosses a limit is kept, the next is refused)."""
+        assert unit.caller is not None
+        rows = unit.tx.budgets(unit.caller.name)
+        if not rows:
+            return
+        day = day_of(unit.now, unit.policy().timezone)
+        budget = budget_view(rows[0], unit.tx.spend(rows[0].agent, day.start, day.end), day)
+        refusal = over_budget(budget, unit.now, day.reset,
+                              limits=USAGE_LIMITS if usage else ("tasks", *USAGE_LIMITS))
+        if refusal is not None:
+            raise refusal
+
+    def _loaded(self) -> dict[str, Loaded]:
+        """This process's policy plugins as a store's requirements compare them."""
+        if self._loaded_plugins is None:
+            self._loaded_plugins = {
+                name: Loaded(*self.plugins.identities.get(name, ("given", name)),
+                             self.settings_json(name))
+                for name in self.plugins.policy_plugins()}
+        return self._loaded_plugins
+
+    def runs_with(self, what: str, value: Any) -> None:
+        """A plugin declares, in its ``hivelite_startup``, an input it runs with: a settings
+        table (``settings`` and ``plugin_settings`` declare theirs), or the content of a
+        file it reads (a rules file). A store that requires the plugin binds these, so a
+        process that runs it with other inputs is refused (``policy_changed``). Outside
+        start-up nothing is recorded: what a hook reads later is not bound."""
+        call = inside_hook()
+        if call is not None and call.hook == "hivelite_startup":
+            self.settings_read.setdefault(call.plugin, {})[what] = value
+
+    def settings_json(self, name: str) -> str:
+        """What plugin ``name`` runs with, as canonical JSON: its ``[name]`` table of the
+        settings file and every input it declared at start-up (:meth:`runs_with`)."""
+        table = self.config.get(name, {})
+        inputs = {name: table if isinstance(table, dict) else {},
+                  **self.settings_read.get(name, {})}
+        return json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=str)
+
+    def _sweep(self, unit: Unit) -> None:
+        """Every claim whose lease ran out goes back to ``routed`` first (moves 8/9)."""
+        for row in unit.tx.lock_overdue(unit.at):
+            unit.tx.move(row.number, row.state, State.routed.value, at=unit.at, actor="clock",
+                         reason="expired", end_lease=True,
+                         detail={"holder": row.lease_holder, "fencing_token": row.lease_token,
+                                 "expired_at": row.lease_expires})
+            unit.swept.append(row)
+
+    def _notify(self, after: int, upto: int) -> None:
+        """After the commit: tell ``hivelite_on_transition`` plugins of each move journaled
+        in (after, upto], read by seq (an outbox cursor), with the task as it is now.
+
+        Read a window of rows at a time, so a bulk handoff's hundred thousand moves are
+        never all in memory at once. The moves are committed whatever the plugins do: a
+        failing notifier is logged and kept in ``notify_failures``, never raised.
+        """
+        for start in range(after, upto, NOTIFY_WINDOW):
+            self._notify_window(start, min(start + NOTIFY_WINDOW, upto))
+
+    def _notify_window(self, after: int, upto: int) -> None:
+        with self.store.read() as reader:
+            rows = [r for r in reader.journal_after(after, upto=upto)
+                    if r.number is not None and r.from_state is not None and r.is_move]
+            tasks = {}
+            for number in {r.number for r in rows if r.number is not None}:
+                found = reader.task(number)
+                if found is not None:
+                    tasks[number] = task_of(found, reader.bodies(number), self._packets)
+        for row in rows:
+            assert row.number is not None and row.from_state and row.to_state
+            move = MOVES_BY_PAIR[(State(row.from_state), State(row.to_state))]
+            entry = JournalEntry.model_validate(row.fields())
+            for error in call_all(self.plugins, "hivelite_on_transition",
+                                  task=tasks[row.number], move=move, actor=row.actor or "",
+                                  hive=self, entry=entry):
+                self.notify_failures.append(error)
+                log.warning("%s (task %s, move %s)", error.message, row.number, move.number)
+
+    def _fence(self, unit: Unit, row: TaskRow, lease_id: str, token: int) -> str:
+        """The holder check (lease id, token, the caller is the holder on its instance),
+        saying "expired"
+        when the clock ended this very claim."""
+        agent = unit.caller.name if unit.caller is not None else None
+        instance = unit.caller.instance if unit.caller is not None else None
+        try:
+            return guard.holder(row, lease_id, token, agent, unit.at, instance)
+        except InvalidState as error:
+            if error.reason != "stale_claim" or row.lease_id is not None:
+                raise
+            ended = unit.tx.last_expiry(row.number)
+            if ended is None or ended.token != token:
+                raise
+            again = ("it is routed again: claim it to take it back, with a new lease and"
+                     " token" if row.state == State.routed.value else f"it is {row.state} now")
+            raise InvalidState("stale_claim", f"the claim with token {token} on task"
+                               f" {row.number} expired at {ended.expired_at}; {again}"
+                               ) from None
+
+    def call(self, verb: Verb | str, caller: Caller | None, ref: str | int | None = None,
+             request_id: str | None = None, **fields: Any) -> Any:
+        """Any verb of the verb table, by its row or its name, with its input's fields:
+        what every face calls (the typed methods are this, one verb each)."""
+        row = BY_NAME[verb] if isinstance(verb, str) else verb
+        try:
+            given = row.input.model_validate(fields)
+        except ValidationError as exc:
+            raise invalid(exc, row.name) from None
+        return row.call(self, caller, ref, given, request_id)  # type: ignore[arg-type]
+
+    # -- reading -------------------------------------------------------------
+
+    def info(self) -> StoreInfo:
+        """Which store this is (its vault id, owner, schema) and how it stands."""
+        now = format_ts(self.clock())
+        with self.store.read() as reader:
+            policy = store_policy(reader.policy(), reader.required_plugins())
+            return StoreInfo(
+                location=self.store.location, vault_id=reader.meta("store_id") or "",
+                owner=self.owner, schema_version=self.store.schema_version,
+                tasks=reader.state_counts(), mode=policy.mode,
+                live_controls=len(reader.controls()),
+                required_plugins=[r.name for r in policy.required_plugins],
+                live_tokens=sum(1 for t in reader.tokens() if t.revoked_at is None
+                                and (t.expires_at is None or t.expires_at > now)))
+
+    def last_seq(self) -> int:
+        """The journal's newest row: it moves whenever anything in the store changes, so a
+        watcher (the board) polls this one number instead of the tasks."""
+        with self.store.read() as reader:
+            return reader.last_seq()
+
+    def policy(self) -> StorePolicy:
+        """The store's policy as its owner set it (defaults for what they did not)."""
+        with self.store.read() as reader:
+            return store_policy(reader.policy(), reader.required_plugins())
+
+    def get(self, ref: str | int) -> TaskView:
+        """One task by id or number: the full view (seed object, claim, verdicts, usage)."""
+        now = format_ts(self.clock())
+        with self.store.read() as reader:
+            found = guard.found(reader.view(ref), ref)
+            controls = reader.controls()
+        try:
+            return view_of(found, now, self._packets, bearing_on(controls, found.task))
+        except UNREADABLE as exc:
+            raise StoreCorrupt(f"task {found.task.number} ({found.task.id}) cannot be read:"
+                               f" {unreadable(exc)}", number=found.task.number) from exc
+
+    def list(
+        self,
+        *,
+        state: State | str | Sequence[State | str] | None = None,
+        assignee: str | None = None,
+        requester: str | None = None,
+        project: str | None = None,
+        ready: bool = False,
+        blocked: bool = False,
+        labels: Sequence[str] = (),
+        priority: str | Sequence[str] | None = None,
+        sort: str = "age",
+        limit: int = 50,
+        cursor: int | None = None,
+    ) -> Page:
+        """Tasks, filtered, oldest first (``sort="priority"``: most pressing first, then
+        oldest; ``"updated"``: most recently changed first); ``cursor`` is the last page's
+        ``next_cursor``.
+
+        ``ready=True`` keeps only tasks an agent could claim now: routed, every
+        ``packet.depends_on`` task completed, attempts left; ``blocked=True`` only open
+        tasks still waiting on a dependency; ``labels`` tasks carrying each of them.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput("invalid_limit", f"limit must be an integer 1..{MAX_PAGE}",
+                               field="limit")
+        if cursor is not None and (isinstance(cursor, bool) or not isinstance(cursor, int)):
+            raise InvalidInput("invalid_cursor", "cursor is the next_cursor of a page",
+                               field="cursor")
+        states: builtins.list[str] = []
+        if state is not None:
+            wanted = [state] if isinstance(state, str | State) else builtins.list(state)
+            try:
+                states = [State(s).value for s in wanted]
+            except ValueError as exc:
+                raise InvalidInput("invalid_state_filter", str(exc), field="state") from None
+        if sort not in SORTS:
+            raise InvalidInput("invalid_sort", f"sort is one of {', '.join(SORTS)}, not"
+                               f" {sort!r}", field="sort")
+        priorities = ([priority] if isinstance(priority, str)
+                      else builtins.list(priority or ()))
+        unknown = [p for p in priorities if p not in PRIORITIES]
+        if unknown:
+            raise InvalidInput("invalid_priority", f"priority is one of"
+                               f" {', '.join(reversed(PRIORITIES))}, not {unknown[0]!r}",
+                               field="priority")
+        where = ListFilter(states=tuple(states), assignee=assignee, requester=requester,
+                           project=project, ready=ready, blocked=blocked,
+                           labels=tuple([labels] if isinstance(labels, str) else labels),
+                           priorities=tuple(priorities), sort=sort)
+        now = format_ts(self.clock())
+        with self.store.read() as reader:
+            rows = reader.views(where, after=cursor, limit=limit + 1)
+            controls = reader.controls()
+        items: builtins.list[TaskView] = []
+        damaged: builtins.list[DamagedRow] = []
+        for row in rows[:limit]:  # one unreadable row is reported, not the whole page lost
+            try:
+                items.append(view_of(row, now, self._packets, bearing_on(controls, row.task)))
+            except UNREADABLE as exc:
+                damaged.append(DamagedRow.model_construct(
+                    number=row.task.number, id=str(row.task.id), error=unreadable(exc)))
+        next_cursor = None
+        if len(rows) > limit:  # by number in creation order, else how many were shown
+            next_cursor = (rows[limit - 1].task.number if sort == "age"
+                           else (cursor or 0) + limit)
+        return Page.model_construct(items=items, next_cursor=next_cursor, damaged=damaged)
+
+    def history(self, ref: str | int) -> History:
+        """The journal rows of one task, oldest first: every move, who made it and why."""
+        with self.store.read() as reader:
+            row = guard.found(reader.task(ref), ref)
+            return History(JournalEntry.model_validate(r.fields())
+                           for r in reader.journal(row.number))
+
+    def journal(self) -> builtins.list[JournalEntry]:
+        """The whole journal, oldest first."""
+        with self.store.read() as reader:
+            return [JournalEntry.model_validate(r.fields()) for r in reader.journal()]
+
+    # -- the clock -----------------------------------------------------------
+
+    @idempotent
+    def expire(self, caller: Caller, *,
+               request_id: str | None = None) -> builtins.list[ExpiredClaim]:
+        """Return every task whose claim has expired to ``routed`` now; report what reopened
+        (including what opening this store already reopened). Any caller may."""
+        reopened = self._write(caller, "expire", _reopened)
+        with self._expired_lock:
+            earlier, self.expired_on_open = self.expired_on_open, []
+        return earlier + reopened
+
+    def _expire_on_open(self) -> None:
+        """Opening a store returns expired claims' tasks first (only writes when there are;
+        never from inside a hook, which may open a store to read it)."""
+        if inside_hook() is not None:
+            return
+        with self.store.read() as reader:
+            overdue = reader.overdue(format_ts(self.clock()))
+        if overdue and self.store.tampered is None:  # else: reads only
+            self.expired_on_open = self._run(None, _reopened)
+
+
+def _reopened(unit: Unit) -> builtins.list[ExpiredClaim]:
+    """The body of a write that only sweeps: what it reopened."""
+    return [ExpiredClaim(number=r.number, id=r.id, holder=r.lease_holder or "",
+                         from_state=State(r.state), expired_at=r.lease_expires or unit.at)
+            for r in unit.swept]

@@ -1,0 +1,337 @@
+"""Working under a claim: claim, resume, renew, release, checkpoint, update, pause.
+
+A claim is a lease of 5-15 minutes with a lease id and a fencing token kept on
+the task row; every holder write carries both, so a holder whose lease ran
+out, or was replaced, is refused with ``stale_claim``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..core.caller import Caller, require_agent, require_caller
+from ..core.clock import format_ts
+from ..core.errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
+from ..core.ids import new_lease_id
+from ..core.models import DEFERRED, Checkpoint, ClaimReceipt, NextClaim, Receipt, UpdateSummary
+from ..core.protocol import (
+    DEFAULT_LEASE_MINUTES,
+    MAX_LEASE_MINUTES,
+    MIN_LEASE_MINUTES,
+    State,
+    WaitingOn,
+)
+from ..store import TaskRow
+from . import guard
+from .base import HiveBase, invalid
+from .retries import idempotent, idempotent_as
+from .unit import Unit
+
+MAX_USAGE = {"tokens": 10**12, "usd_micros": 10**12}
+"""The most one write may report of each: a million times a large model's context, a
+million dollars. Far below 2^63, so no task's total can overflow SQLite's integers."""
+_SUMMARY = TypeAdapter(UpdateSummary, config=DEFERRED)
+
+
+def lease_minutes(minutes: int) -> int:
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or not (
+        MIN_LEASE_MINUTES <= minutes <= MAX_LEASE_MINUTES
+    ):
+        raise InvalidInput("lease_minutes", f"a lease lasts {MIN_LEASE_MINUTES} to"
+                           f" {MAX_LEASE_MINUTES} minutes, not {minutes!r}", field="minutes")
+    return minutes
+
+
+def usage_fits(tokens: int | None, usd_micros: int | None) -> None:
+    for field, value in (("tokens", tokens), ("usd_micros", usd_micros)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 0 <= value <= MAX_USAGE[field]):
+            raise InvalidInput("invalid_usage", f"{field} must be an integer from 0 to"
+                               f" {MAX_USAGE[field]:_} per write, not {value!r}", field=field)
+
+
+def lease_expiry(now: datetime, minutes: int) -> str:
+    """When a lease of ``minutes`` taken at ``now`` runs out, or ``422 invalid_input
+    time_out_of_range`` when that is past the last instant a timestamp can hold (year 9999)."""
+    try:
+        return format_ts(now + timedelta(minutes=minutes))
+    except OverflowError:
+        raise InvalidInput("time_out_of_range", f"a {minutes}-minute lease from"
+                           f" {format_ts(now)} would end after the year 9999; check the clock"
+                           " ($HIVELITE_NOW)", field="minutes") from None
+
+
+def fencing_token(token: object) -> int:
+    """The fencing token a holder's write carries: an ``int``, nothing that merely equals
+    one (``2.0``, ``True``, ``"2"``), or ``422 invalid_input invalid_token`` before any
+    write begins."""
+    if isinstance(token, bool) or not isinstance(token, int):
+        raise InvalidInput("invalid_token", f"the fencing token is an integer, not"
+                           f" {type(token).__name__} {token!r}", field="token")
+    return token
+
+
+def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
+           resume: bool) -> ClaimReceipt:
+    verb = "resume" if resume else "claim"
+    agent = require_agent(hive._caller(caller, verb), verb)
+    lease_minutes(minutes)
+    lease_id = new_lease_id()
+    target = State.working if resume else State.accepted
+
+    def body(unit: Unit) -> ClaimReceipt:
+        row = unit.task(ref)  # a veto on it is refused here
+        guard.claimable(row, agent.name, resume=resume)
+        if not resume:
+            _check_ready(hive, unit, row)
+        return _lease(hive, unit, row, target, lease_id, minutes)
+
+    return hive._write(agent, verb, body)
+
+def _lease(hive: HiveBase, unit: Unit, row: TaskRow, target: State, lease_id: str,
+           minutes: int) -> ClaimReceipt:
+    expires = lease_expiry(unit.now, minutes)
+    return unit.claim_receipt(unit.start_lease(
+        row, target, lease_id=lease_id, token=row.lease_token + 1, expires=expires,
+        reason="resumed" if target is State.working else "claimed"))
+
+def _check_ready(hive: HiveBase, unit: Unit, row: TaskRow) -> None:
+    """A claim takes a ready task: ``blocked`` while a dependency is not completed
+    (naming each, with its state), ``attempts_exhausted`` when its attempts ran out."""
+    if row.depends:
+        waiting = [d for d in unit.tx.dependencies(row.number)
+                   if d.state != State.completed.value]
+        if waiting:
+            named = ", ".join(f"{d.number} ({d.state})" for d in waiting)
+            dead = [d for d in waiting if d.state in ("cancelled", "rejected")]
+            hint = ("; a dependency that will never complete keeps it blocked: the owner"
+                    " cancels it, or hands the work off again without it") if dead else ""
+            raise InvalidState("blocked", f"task {row.number} waits on tasks not yet"
+                               f" completed: {named}{hint}",
+                               blocked_by=[d.number for d in waiting])
+    if row.exhausted:
+        raise InvalidState("attempts_exhausted", f"task {row.number} failed"
+                           f" {row.attempts} time(s), its limit of {row.attempt_limit};"
+                           f" the owner re-opens it (hivelite fields {row.number}"
+                           " --max-attempts N --base-version V) or cancels it")
+
+def claim_next(hive: HiveBase, caller: Caller, *, minutes: int = DEFAULT_LEASE_MINUTES,
+               project: str | None = None, label: str | None = None,
+               request_id: str | None = None) -> NextClaim:
+    """Claim the best ready task of the calling agent in one step: routed, assigned to
+    it, every dependency completed, attempts left; the most pressing priority first,
+    then the oldest. Answers with the claim and the task as it stands right after;
+    ``404 not_found queue_empty`` when there is none.
+
+    One write transaction picks and claims, so any number of workers can call it at
+    once: each task is claimed once, and no worker is refused a task it picked. The
+    task's view is read after the commit, outside the write lock.
+    """
+    lease = _next_lease(hive, caller, minutes=minutes, project=project, label=label,
+                             request_id=request_id)
+    return NextClaim.model_construct(**dict(lease), task=hive.get(lease.number))
+
+@idempotent_as("next")
+def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | None,
+                label: str | None, request_id: str | None = None) -> ClaimReceipt:
+    """The writing part of :meth:`claim_next`: pick and claim, answer the lease."""
+    agent = require_agent(hive._caller(caller, "next"), "next")
+    lease_minutes(minutes)
+    lease_id = new_lease_id()
+
+    def body(unit: Unit) -> ClaimReceipt:
+        skip = [c.task for c in unit.controls  # tasks the owner vetoed it on
+                if c.kind == "veto" and c.agent == agent.name and c.task is not None]
+        row = unit.tx.next_ready(agent.name, project=project, label=label, skip=skip)
+        if row is None:
+            narrowed = "".join(f" {k} {v!r}" for k, v in (("in project", project),
+                                                           ("labelled", label)) if v)
+            raise NotFound("queue_empty", f"no task is ready for {agent.name}{narrowed}",
+                           agent=agent.name)
+        return _lease(hive, unit, row, State.accepted, lease_id, minutes)
+
+    return hive._write(agent, "next", body)
+
+@idempotent
+def claim(hive: HiveBase, caller: Caller, ref: str | int, *,
+          minutes: int = DEFAULT_LEASE_MINUTES, request_id: str | None = None) -> ClaimReceipt:
+    """The assignee takes a routed task under a lease: routed -> accepted.
+
+    Refused with ``task_claimed`` while another claim holds it, ``task_not_open``
+    unless routed, ``blocked`` until every ``depends_on`` task is completed.
+    """
+    return _start(hive, caller, ref, minutes, resume=False)
+
+@idempotent
+def resume(hive: HiveBase, caller: Caller, ref: str | int, *,
+           minutes: int = DEFAULT_LEASE_MINUTES, request_id: str | None = None) -> ClaimReceipt:
+    """The answer arrived: the assignee claims a paused task again, with a new token."""
+    return _start(hive, caller, ref, minutes, resume=True)
+
+def lease(hive: HiveBase, caller: Caller, ref: str | int) -> ClaimReceipt:
+    """The live claim again, for its holder alone (the agent, on the instance it claimed
+    from): its lease id and fencing token, shown once at claim and needed by every
+    holder write. Anyone else is refused (``403 not_permitted``); a task with no live
+    claim is ``409 no_claim``. A read: nothing is written."""
+    agent = require_agent(require_caller(caller, "lease"), "lease")
+    at = format_ts(hive.clock())
+    with hive.store.read() as reader:
+        row = guard.found(reader.task(ref), ref)
+    if row.lease_id is None or (row.lease_expires or "") <= at:
+        raise InvalidState("no_claim", f"task {row.number} has no live claim").about(
+            row.number)
+    try:
+        guard.holder(row, row.lease_id, row.lease_token, agent.name, at, agent.instance)
+    except ForbiddenRight as error:
+        raise error.about(row.number) from None
+    return ClaimReceipt.model_construct(
+        number=row.number, id=row.id, state=State(row.state), waiting_on=None,
+        at=row.updated_at, seq=None, lease_id=row.lease_id, fencing_token=row.lease_token,
+        holder=row.lease_holder or "", instance=row.lease_instance or "",
+        session=row.lease_session, expires_at=row.lease_expires or "")
+
+@idempotent
+def renew(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, token: int,
+          minutes: int = DEFAULT_LEASE_MINUTES, request_id: str | None = None) -> ClaimReceipt:
+    """Extend the live claim; lease id and token stay the same."""
+    agent = require_agent(hive._caller(caller, "renew"), "renew")
+    token = fencing_token(token)
+    lease_minutes(minutes)
+
+    def body(unit: Unit) -> ClaimReceipt:
+        row = unit.task(ref)
+        hive._fence(unit, row, lease_id, token)
+        expires = lease_expiry(unit.now, minutes)
+        unit.tx.extend_lease(row.number, expires, at=unit.at)
+        return unit.claim_receipt(replace(row, lease_expires=expires, updated_at=unit.at))
+
+    return hive._write(agent, "renew", body)
+
+@idempotent
+def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | None = None,
+            token: int | None = None, reason: str | None = None,
+            request_id: str | None = None) -> Receipt:
+    """Give the task back: the holder with its lease id and token, or the owner without.
+    It is routed again."""
+    caller = hive._caller(caller, "release")
+    reason = guard.reason_fits(reason)
+    if caller.is_owner:
+        if lease_id is not None or token is not None:
+            raise InvalidInput("owner_release", "the owner releases without a lease id"
+                               " or token (they are the holder's)", field="lease_id")
+    elif lease_id is None and token is None:
+        raise ForbiddenRight("not_permitted", f"only the owner {hive.owner!r} releases a"
+                             f" claim without its lease; {caller} may not (the holder"
+                             " gives its lease id and fencing token)")
+    elif lease_id is None or token is None:
+        raise InvalidInput("lease_required", "the holder releases with its lease id and"
+                           " fencing token", field="lease_id")
+    if token is not None:
+        token = fencing_token(token)
+
+    def body(unit: Unit) -> Receipt:
+        row = unit.task(ref)
+        if caller.is_owner:
+            guard.still_open(row)
+            if row.lease_id is None:
+                if any(s.number == row.number for s in unit.swept):
+                    return unit.receipt(row)  # the clock ended it just now
+                raise InvalidState("not_claimed", f"task {row.number} has no claim")
+        else:
+            hive._fence(unit, row, str(lease_id), int(token or 0))
+        row = unit.move(row, State.routed, actor=caller.name, reason=reason or "released",
+                        end_lease=True, detail={"holder": row.lease_holder,
+                                                "fencing_token": row.lease_token})
+        return unit.receipt(row)
+
+    return hive._write(caller, "release", body)
+
+def _start_work(hive: HiveBase, unit: Unit, row: TaskRow, why: str) -> TaskRow:
+    """The holder's first progress moves accepted -> working (move 7)."""
+    if row.state == State.accepted.value:
+        return unit.move(row, State.working, actor=unit.who, reason=why)
+    unit.tx.touch(row.number, unit.at)
+    return replace(row, updated_at=unit.at)
+
+def _holder_write(hive: HiveBase, caller: Caller, ref: str | int, verb: str, lease_id: str,
+                  token: int, write: Callable[[Unit, TaskRow], TaskRow]) -> Receipt:
+    """A write under the caller's live claim: fenced, then ``write``."""
+    agent = require_agent(hive._caller(caller, verb), verb)
+    token = fencing_token(token)
+
+    def body(unit: Unit) -> Receipt:
+        row = unit.task(ref)
+        hive._fence(unit, row, lease_id, token)
+        return unit.receipt(write(unit, row))
+
+    return hive._write(agent, verb, body)
+
+@idempotent
+def checkpoint(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, token: int,
+               progress: str, decisions: list[str] | None = None,
+               files_touched: list[str] | None = None, next_steps: list[str] | None = None,
+               open_questions: list[str] | None = None,
+               request_id: str | None = None) -> Receipt:
+    """Record where the work stands (``latest_checkpoint``); the first one starts the work."""
+    try:
+        checkpoint = Checkpoint(progress=progress, decisions=decisions or [],
+                                files_touched=files_touched or [],
+                                next_steps=next_steps or [],
+                                open_questions=open_questions or [])
+    except ValidationError as exc:
+        raise invalid(exc, "checkpoint") from None
+    body = checkpoint.model_dump_json()
+
+    def write(unit: Unit, row: TaskRow) -> TaskRow:
+        unit.tx.set_checkpoint(row.number, body)
+        return _start_work(hive, unit, row, "checkpoint")
+
+    return _holder_write(hive, caller, ref, "checkpoint", lease_id, token, write)
+
+@idempotent
+def update(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, token: int,
+           summary: str, tokens: int | None = None,
+           usd_micros: int | None = None, request_id: str | None = None) -> Receipt:
+    """One line of progress (at most 300 characters), with optional usage."""
+    try:
+        _SUMMARY.validate_python(summary)
+    except ValidationError as exc:
+        from ..core.wording import expected
+
+        raise InvalidInput("invalid_summary", "an update summary is one line of 1-300"
+                           f" characters: {expected(exc.errors()[0])}",
+                           field="summary") from None
+    usage_fits(tokens, usd_micros)
+
+    def write(unit: Unit, row: TaskRow) -> TaskRow:
+        if tokens is not None or usd_micros is not None:
+            hive._charge(unit, usage=True)
+        unit.tx.add_update(row.number, at=unit.at, actor=unit.who, summary=summary,
+                           tokens=tokens, usd_micros=usd_micros)
+        return _start_work(hive, unit, row, "update")
+
+    return _holder_write(hive, caller, ref, "update", lease_id, token, write)
+
+@idempotent
+def pause(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, token: int, on: str,
+          reason: str, request_id: str | None = None) -> Receipt:
+    """Wait for an outside answer (``on`` human or agent); the claim ends."""
+    if on not in (WaitingOn.human.value, WaitingOn.agent.value):
+        raise InvalidInput("invalid_waiting_on", f"pause on 'human' or 'agent', not {on!r}",
+                           field="on")
+    why = str(guard.reason_fits(reason, required=True))
+
+    def write(unit: Unit, row: TaskRow) -> TaskRow:
+        row = _start_work(hive, unit, row, "pause")
+        return unit.move(row, State.waiting, actor=unit.who, reason=why,
+                         waiting_on=WaitingOn(on), end_lease=True)
+
+    return _holder_write(hive, caller, ref, "pause", lease_id, token, write)
+
+
+__all__ = ["checkpoint", "claim", "claim_next", "lease", "pause", "release", "renew", "resume",
+           "update"]

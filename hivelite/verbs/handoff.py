@@ -1,0 +1,305 @@
+"""Handing work over, the owner's permission gate, and the owner's own verbs on a task."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..core.caller import Caller, require_owner
+from ..core.clock import format_ts
+from ..core.errors import ForbiddenRight, HiveliteError, InvalidInput, PluginError
+from ..core.ids import new_task_id
+from ..core.models import GateDecision, HandoffRequest, Packet, Receipt, Task
+from ..core.protocol import State, WaitingOn
+from ..store import NewTask, Reader, TaskRow
+from . import guard
+from .base import HiveBase, invalid
+from .plugins import call_each
+from .retries import idempotent
+from .unit import Unit
+
+DEFAULT_MAX_ATTEMPTS = 3
+GATE_TARGET = {"allow": State.routed, "hold": State.waiting, "deny": State.rejected}
+
+
+@dataclass(frozen=True)
+class Handed:
+    """One handoff, checked: what its row will hold, and the task the gate is asked about."""
+
+    req: HandoffRequest
+    task_id: str
+    packet: Packet
+    packet_json: str
+    depends_on: tuple[int, ...]
+    labels: str
+
+    def task(self, at: str) -> Task:
+        """The task as it will be created (the gate's question)."""
+        req = self.req
+        return Task.model_construct(
+            id=self.task_id, project=req.project, state=State.requested, waiting_on=None,
+            requester=req.requester, assignee=req.assignee, packet=self.packet,
+            result=None, latest_checkpoint=None, created_at=at, updated_at=at)
+
+
+def _numbered(items: Iterable[Any]) -> Iterator[tuple[int, Any]]:
+    """``enumerate(items)``, where an error reading an item (a stream's bad line) names
+    that item's place too."""
+    iterator = iter(items)
+    for index in itertools.count():
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except HiveliteError as error:
+            raise in_batch(error, index) from None
+        yield index, item
+
+
+def in_batch(error: HiveliteError, index: int) -> HiveliteError:
+    """``error`` naming the place in a bulk handoff of the task it is about."""
+    if "index" not in error.extra:
+        error.extra["index"] = index
+        error.message = f"task {index + 1} of the batch: {error.message}"
+        error.args = (f"{error.code}/{error.reason}: {error.message}",)
+    return error
+
+
+@idempotent
+def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = None, *,
+            request_id: str | None = None, **fields: Any) -> Receipt:
+    """Create a task: the owner's permission gate is asked first, before the write lock,
+    then the task is inserted and moved in one transaction.
+
+    Any deny rejects it, else any hold parks it waiting on the owner, else it is routed.
+    The owner may hand off for any requester; an agent only as itself. A handoff that
+    names its task ``id`` is a retry when that task exists with the same parties,
+    project and packet: it answers with that task (another task of that id is
+    ``duplicate_id``).
+    """
+    # The gate is asked first, before the write lock, about the task as it will be
+    # created (its id, packet and parties are fixed by then), so a slow gate never holds
+    # up other writers. The duplicate-id and dependency checks are made again under the
+    # lock, where the task is inserted and moved by the gate's decision in one
+    # transaction.
+    caller = hive._caller(caller, "handoff")
+    req = _request(hive, caller, request if request is not None else fields)
+    limit = max_attempts(hive)
+    asked = hive.clock()  # the gate's; the stored times are read under the lock
+    if req.id is not None or req.packet.depends_on:
+        with hive.store.read() as reader:  # a gate is not asked about a doomed handoff
+            handed = _checked(hive, reader, req, asked)
+    else:
+        handed = _checked(hive, None, req, asked)
+    if isinstance(handed, Receipt):
+        return handed
+    gated = _gate(hive, handed.task(format_ts(asked)))
+
+    def body(unit: Unit) -> Receipt:
+        earlier = _earlier(hive, unit.tx, handed.task_id, req, handed.packet_json)
+        if earlier is not None:  # again, locked
+            return earlier
+        return _insert(hive, unit, caller, handed, gated, limit)
+
+    return hive._write(caller, "handoff", body)
+
+def handoff_many(hive: HiveBase, caller: Caller,
+                 requests: Iterable[HandoffRequest | Mapping[str, Any]]) -> list[Receipt]:
+    """Create many tasks in one transaction, each through the gate as
+    :meth:`handoff` does: all of them, or (at the first refusal) none.
+
+    ``requests`` is read once, inside the transaction, so it may stream (the CLI's
+    ``--from-jsonl``). A task may depend on one handed off before it in the same batch.
+    An error names the failing task's place (``index``, from 0). The gate is asked under
+    the write lock here, so a long batch holds other writers for its length. A retry of
+    a batch whose tasks name their ``id`` answers with the tasks the first one made.
+    """
+    caller = hive._caller(caller, "handoff")
+    limit = max_attempts(hive)
+
+    def body(unit: Unit) -> list[Receipt]:
+        receipts: list[Receipt] = []
+        for index, item in _numbered(requests):
+            try:
+                req = _request(hive, caller, item)
+                handed = _checked(hive, unit.tx, req, unit.now)
+                receipts.append(handed if isinstance(handed, Receipt) else _insert(hive,
+                    unit, caller, handed, _gate(hive, handed.task(unit.at)), limit))
+            except HiveliteError as error:
+                raise in_batch(error, index) from None
+        if not receipts:
+            raise InvalidInput("empty_batch", "a bulk handoff needs at least one task",
+                               field="requests")
+        return receipts
+
+    return hive._write(caller, "handoff", body)
+
+def _request(hive: HiveBase, caller: Caller, given: HandoffRequest | Mapping[str, Any]
+             ) -> HandoffRequest:
+    """The handoff as asked for, validated; an agent hands off only as itself."""
+    try:
+        req = (given if isinstance(given, HandoffRequest)
+               else HandoffRequest.model_validate(given))
+    except ValidationError as exc:
+        raise invalid(exc, "handoff") from None
+    if not caller.is_owner and req.requester != caller.name:
+        raise ForbiddenRight("not_requester", f"{caller} hands off only as itself, not"
+                             f" as {req.requester}")
+    return req
+
+def _checked(hive: HiveBase, reader: Reader | None, req: HandoffRequest,
+             at: datetime) -> Handed | Receipt:
+    """The task this handoff makes (its id, its dependencies as ids and numbers), or the
+    task an earlier identical handoff made. ``reader`` is needed only for a handoff
+    naming its id or dependencies."""
+    task_id = req.id or new_task_id(at)
+    packet, depends_on = req.packet, tuple[int, ...]()
+    if reader is not None:
+        packet, depends_on = _dependencies(hive, reader, req.packet)
+    packet_json = packet.model_dump_json()
+    if reader is not None:
+        earlier = _earlier(hive, reader, task_id, req, packet_json)
+        if earlier is not None:
+            return earlier
+    return Handed(req, task_id, packet, packet_json, depends_on,
+                  json.dumps(sorted(set(req.labels))))
+
+def _insert(hive: HiveBase, unit: Unit, caller: Caller, handed: Handed,
+            gated: tuple[GateDecision, list[dict[str, str]]], limit: int) -> Receipt:
+    """Insert the task and make the gate's move (or the store policy's hold)."""
+    req, (decision, answers) = handed.req, gated
+    number = unit.tx.insert_task(
+        NewTask(id=handed.task_id, project=req.project, requester=req.requester,
+                assignee=req.assignee, at=unit.at, priority=req.priority,
+                labels=handed.labels, depends=len(handed.depends_on),
+                packet=handed.packet_json, depends_on=handed.depends_on,
+                attempt_limit=limit),
+        actor=unit.who, reason="handoff")
+    row = TaskRow(
+        number=number, id=handed.task_id, state=State.requested.value, waiting_on=None,
+        project=req.project, requester=req.requester, assignee=req.assignee,
+        created_at=unit.at, updated_at=unit.at, lease_id=None, lease_token=0,
+        lease_holder=None, lease_instance=None, lease_session=None, lease_expires=None,
+        priority=req.priority, labels=handed.labels, fields_version=1, reason="handoff",
+        depends=len(handed.depends_on), attempt_limit=limit)
+    moved, reason, decided_by = GATE_TARGET[decision.action], decision.reason, decision.plugin
+    if (moved is State.routed and not caller.is_owner
+            and unit.policy().proposals == "owner"):  # seed 004: a person approves
+        moved, decided_by = State.waiting, "store policy"
+        reason = (f"proposed by {caller.name}; this store holds every task an agent"
+                  f" proposes for {hive.owner}'s approval (policy proposals=owner)")
+    row = unit.move(row, moved, actor="gate", reason=reason,
+                    waiting_on=WaitingOn.owner_approval if moved is State.waiting else None,
+                    detail={"decided_by": decided_by, "answers": answers})
+    return unit.receipt(row)
+
+def _earlier(hive: HiveBase, reader: Reader, task_id: str, req: HandoffRequest,
+             packet_json: str) -> Receipt | None:
+    """The task this handoff already made (same id, parties, project and packet) as it
+    stands, or None when the id is free; another task of that id is ``duplicate_id``."""
+    row = reader.task(task_id)
+    if row is None:
+        return None
+    if ((row.requester, row.assignee, row.project) != (req.requester, req.assignee,
+                                                        req.project)
+            or reader.bodies(row.number).packet != packet_json):
+        raise InvalidInput("duplicate_id", f"a task with id {task_id!r} exists (task"
+                           f" {row.number}) with other content; a retry repeats the same"
+                           " handoff, a new task takes a new id", field="id")
+    return Receipt.model_construct(
+        number=row.number, id=row.id, state=State(row.state),
+        waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
+        at=row.created_at, seq=None)
+
+def _dependencies(hive: HiveBase, reader: Reader, packet: Packet) -> tuple[Packet, tuple[int, ...]]:
+    """The packet with each ``depends_on`` entry as the task's id (an entry may name a
+    task by id or by number), and those tasks' numbers; every one must exist."""
+    if not packet.depends_on:
+        return packet, ()
+    found = reader.numbers_of(packet.depends_on)
+    missing = [ref for ref in packet.depends_on if ref not in found]
+    if missing:
+        raise InvalidInput(
+            "unknown_dependency",
+            f"packet.depends_on names tasks this store does not have: {', '.join(missing)}",
+            field="packet.depends_on")
+    ids = list(dict.fromkeys(found[ref][1] for ref in packet.depends_on))
+    numbers = tuple(sorted({found[ref][0] for ref in packet.depends_on}))
+    return packet.model_copy(update={"depends_on": ids}), numbers
+
+def max_attempts(hive: HiveBase) -> int:
+    """Failed outcomes a new task may have before it is no longer claimable: the
+    ``max_attempts`` of the settings file's ``[queue]`` table, default 3."""
+    value = hive.settings("queue").get("max_attempts", DEFAULT_MAX_ATTEMPTS)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+        raise InvalidInput("invalid_config", f"[queue] max_attempts must be an integer"
+                           f" from 1 to 1000, not {value!r}", field="queue.max_attempts")
+    return value
+
+def _gate(hive: HiveBase, task: Task) -> tuple[GateDecision, list[dict[str, str]]]:
+    """Every gate plugin's answer; any deny wins, then any hold, else allow (asked
+    outside any transaction: see :meth:`handoff`)."""
+    decisions: list[GateDecision] = []
+    for plugin, answer in call_each(hive.plugins, "hivelite_permission_gate",
+                                    task=task, hive=hive):
+        if answer is None:
+            continue
+        if isinstance(answer, str) and answer in GATE_TARGET:
+            answer = GateDecision(action=answer, reason=f"{plugin} says {answer}")
+        if not isinstance(answer, GateDecision):
+            raise PluginError(plugin, "hivelite_permission_gate",
+                              f"returned {answer!r}; expected a GateDecision, "
+                              "'allow', 'hold', 'deny' or None")
+        decisions.append(answer.model_copy(update={"plugin": plugin}))
+    answers = [{"plugin": d.plugin or "", "action": d.action, "reason": d.reason}
+               for d in decisions]
+    for action in ("deny", "hold", "allow"):
+        for decision in decisions:
+            if decision.action == action:
+                return decision, answers
+    return GateDecision(action="allow", reason="no gate plugin objected"), answers
+
+def _owner_move(hive: HiveBase, caller: Caller, ref: str | int, target: State, verb: str,
+                reason: str | None, check: Callable[[TaskRow], object]) -> Receipt:
+    caller = hive._caller(caller, verb)
+    who = require_owner(caller, hive.owner, verb)
+    reason = guard.reason_fits(reason)
+
+    def body(unit: Unit) -> Receipt:
+        row = unit.task(ref)
+        check(row)
+        row = unit.move(row, target, actor=who, reason=reason or verb,
+                        end_lease=row.lease_id is not None)
+        return unit.receipt(row)
+
+    return hive._write(caller, verb, body)
+
+@idempotent
+def approve(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None = None,
+            request_id: str | None = None) -> Receipt:
+    """The owner lets a held handoff go ahead: waiting(owner_approval) -> routed."""
+    return _owner_move(hive, caller, ref, State.routed, "approve", reason,
+                            lambda row: guard.awaiting_owner(row, "approve"))
+
+@idempotent
+def deny(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None = None,
+         request_id: str | None = None) -> Receipt:
+    """The owner refuses a held handoff: waiting(owner_approval) -> rejected."""
+    return _owner_move(hive, caller, ref, State.rejected, "deny", reason,
+                            lambda row: guard.awaiting_owner(row, "deny"))
+
+@idempotent
+def cancel(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None = None,
+           request_id: str | None = None) -> Receipt:
+    """The owner withdraws an open task (requested, waiting, routed, accepted, working)."""
+    return _owner_move(hive, caller, ref, State.cancelled, "cancel", reason,
+                            guard.cancellable)
+
+
+__all__ = ["approve", "cancel", "deny", "handoff", "handoff_many", "max_attempts"]

@@ -1,0 +1,283 @@
+"""What each verb takes: one pydantic model a verb, every field described, with an example
+and, where the values are fixed, the values.
+
+Every face reads these models: the HTTP bodies and queries, the MCP tools' parameters, the
+``Client``'s requests, the docs. Who calls is never an input: it comes from the face (a
+token, the CLI's caller options, a ``Hive`` method's ``caller``); the task a verb acts on
+is not one either (a path segment, a tool's ``number``, a method's ``ref``).
+
+A value the verb checks itself (lease minutes, usage, the fencing token, versions,
+attempts, pause, verdict and outcome, evidence) passes through as sent, typed only in the
+schema, so a bad one is refused by the verb with its own reason, the same on every face
+(``invalid_usage``, never a generic body error).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from ..core.models import HandoffRequest
+from ..core.protocol import (
+    DEFAULT_LEASE_MINUTES,
+    MAX_LEASE_MINUTES,
+    MIN_LEASE_MINUTES,
+    PRIORITIES,
+    SORTS,
+    State,
+)
+
+MAX_PAGE = 500
+"""The most tasks one page of a listing holds."""
+
+
+def schema(shape: dict[str, Any], description: str, *examples: Any) -> WithJsonSchema:
+    """The schema of a value the verb checks itself (typed ``Any``: any JSON passes the
+    model, and the verb refuses what does not fit, in its own words)."""
+    return WithJsonSchema({**shape, "description": description, "examples": list(examples)})
+
+
+def about(description: str, *examples: Any) -> Any:
+    """A field's words: its description and an example."""
+    return Field(description=description, examples=list(examples))
+
+
+def _maybe(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+_EVIDENCE = {"type": "array", "minItems": 1, "maxItems": 20, "items": {
+    "type": "object", "required": ["kind", "summary"], "additionalProperties": False,
+    "properties": {
+        "kind": {"type": "string", "enum": ["test_output", "screenshot", "link",
+                                            "pull_request", "commit", "note"]},
+        "summary": {"type": "string", "minLength": 1, "maxLength": 500},
+        "url": {"type": "string", "format": "uri"},
+        "content": {"type": "string", "maxLength": 8000}}}}
+
+Minutes = Annotated[Any, schema(
+    {"type": "integer", "minimum": MIN_LEASE_MINUTES, "maximum": MAX_LEASE_MINUTES},
+    f"How long the lease lasts, {MIN_LEASE_MINUTES} to {MAX_LEASE_MINUTES} minutes; renew"
+    " before it runs out.", DEFAULT_LEASE_MINUTES)]
+LeaseId = Annotated[str, about(
+    "The claim's lease id, from the answer of claim, next or resume (lease shows it again).",
+    "lease_01JD5Q2W8Y3N")]
+Token = Annotated[Any, schema(
+    {"type": "integer", "minimum": 1},
+    "The claim's fencing token, from the same answer: every write under the claim carries"
+    " it.", 1)]
+Usage = Annotated[Any, schema(
+    _maybe({"type": "integer", "minimum": 0}),
+    "Model tokens used by this step (counted against the agent's daily budget).", 1200)]
+Money = Annotated[Any, schema(
+    _maybe({"type": "integer", "minimum": 0}),
+    "Money spent by this step, in millionths of a dollar.", 4500)]
+Reason = Annotated[str | None, about(
+    "Why, in words (at most 500 characters).", "the tests pass on my machine")]
+Evidence = Annotated[Any, schema(
+    _EVIDENCE, "1-20 pieces of evidence: each a kind, a one-line summary, and a url or"
+    " content where there is one.", [{"kind": "test_output", "summary": "42 passed"}])]
+Verdict = Annotated[Any, schema(
+    {"type": "string", "enum": ["accept", "reject"]},
+    "accept the result, or reject it (a reject needs a reason).", "accept")]
+
+
+class Input(BaseModel):
+    """A verb's input: unknown keys are refused, so a typo is a ``422``, never ignored (built
+    when first used, as every model is, so start-up pays for none)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class Nothing(Input):
+    """A verb that takes nothing but its task (show, history, lease)."""
+
+
+class ListInput(Input):
+    """Which tasks, in what order, a page at a time."""
+
+    state: Annotated[Any, schema(
+        _maybe({"type": "array", "items": {"type": "string",
+                                           "enum": [s.value for s in State]}}),
+        "Only tasks in these states.", ["routed", "working"])] = None
+    mine: Annotated[bool, about(
+        "Only the calling agent's own tasks: assigned to it (role assignee) or handed off by"
+        " it (role requester).", True)] = False
+    role: Annotated[Any, schema(
+        {"type": "string", "enum": ["assignee", "requester"]},
+        "With mine: the calling agent as assignee or as requester.", "assignee")] = (
+        "assignee")
+    assignee: Annotated[str | None, about("Only tasks assigned to this agent.",
+                                          "ana/coder")] = None
+    requester: Annotated[str | None, about("Only tasks handed off by this agent.",
+                                           "ana/planner")] = None
+    project: Annotated[str | None, about("Only tasks of this project.", "shop")] = None
+    ready: Annotated[bool, about(
+        "Only tasks an agent could claim now: routed, every dependency completed, attempts"
+        " left.", True)] = False
+    blocked: Annotated[bool, about(
+        "Only open tasks still waiting on a dependency.", False)] = False
+    labels: Annotated[list[str], about(
+        "Only tasks carrying each of these labels.", ["backend"])] = []
+    priority: Annotated[Any, schema(
+        _maybe({"type": "array", "items": {"type": "string", "enum": list(PRIORITIES)}}),
+        "Only tasks of these priorities.", ["urgent", "high"])] = None
+    sort: Annotated[Any, schema(
+        {"type": "string", "enum": list(SORTS)},
+        "age: oldest first; priority: most pressing first; updated: most recently changed"
+        " first.", "priority")] = "age"
+    limit: Annotated[Any, schema(
+        {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}, "Tasks on one page.",
+        20)] = 50
+    cursor: Annotated[Any, schema(
+        _maybe({"type": "integer"}),
+        "The next_cursor of the page before (none: the first page).", 50)] = None
+
+
+class HandoffInput(HandoffRequest):
+    """The handoff itself: who hands off to whom, in which project, and the packet."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class ClaimInput(Input):
+    """How long the lease lasts."""
+
+    minutes: Minutes = DEFAULT_LEASE_MINUTES
+
+
+class NextInput(ClaimInput):
+    """Claim the best ready task, optionally of one project or label."""
+
+    project: Annotated[str | None, about("Only a task of this project.", "shop")] = None
+    label: Annotated[str | None, about("Only a task carrying this label.", "backend")] = None
+
+
+class Fenced(Input):
+    """Every write under a claim carries its lease id and fencing token."""
+
+    lease_id: LeaseId
+    token: Token
+
+
+class RenewInput(Fenced):
+    minutes: Minutes = DEFAULT_LEASE_MINUTES
+
+
+class ReleaseInput(Input):
+    """The holder gives its claim back with its lease; the owner releases without one."""
+
+    lease_id: Annotated[str | None, about(
+        "The claim's lease id (the holder's; the owner gives none).",
+        "lease_01JD5Q2W8Y3N")] = None
+    token: Annotated[Any, schema(
+        _maybe({"type": "integer", "minimum": 1}),
+        "The claim's fencing token (the holder's; the owner gives none).", 1)] = None
+    reason: Reason = None
+
+
+class CheckpointInput(Fenced):
+    progress: Annotated[str, about("Where the work stands, in a line or a paragraph.",
+                                   "the failing test is found")]
+    decisions: Annotated[list[str], about("Decisions taken so far.",
+                                          ["keep the old API"])] = []
+    files_touched: Annotated[list[str], about("Files changed so far.",
+                                              ["src/login.py"])] = []
+    next_steps: Annotated[list[str], about("What comes next.", ["write the fix"])] = []
+    open_questions: Annotated[list[str], about("Questions still open.",
+                                               ["which Python versions?"])] = []
+
+
+class UpdateInput(Fenced):
+    summary: Annotated[str, about("One line of progress (at most 300 characters), never a"
+                                  " prompt.", "tests written, fixing now")]
+    tokens: Usage = None
+    usd_micros: Money = None
+
+
+class PauseInput(Fenced):
+    on: Annotated[Any, schema(
+        {"type": "string", "enum": ["human", "agent"]},
+        "Whose answer the task waits for: a person's or another agent's.", "human")]
+    reason: Annotated[str, about("The question, or what is awaited.",
+                                 "which database should it use?")]
+
+
+class SubmitInput(Fenced):
+    summary: Annotated[str, about("What was done, in a line or a paragraph.",
+                                  "fixed the login bug")]
+    evidence: Evidence
+    provenance: Annotated[Any, schema(
+        {"type": "string", "enum": ["agent_generated", "from_approved_context",
+                                    "owner_approved", "owner_instruction"]},
+        "Where the result's content comes from (seed 000).", "agent_generated")] = (
+        "agent_generated")
+    outcome: Annotated[Any, schema(
+        {"type": "string", "enum": ["completed", "failed"]},
+        "completed, or failed: the attempt is counted and the task is routed again while"
+        " attempts are left.", "completed")] = "completed"
+    tokens: Usage = None
+    usd_micros: Money = None
+
+
+class VerifyInput(Input):
+    verdict: Verdict = "accept"
+    reason: Reason = None
+
+
+class FieldsInput(Input):
+    """Priority, labels and attempts, changed at the task's ``fields_version``."""
+
+    base_version: Annotated[Any, schema(
+        {"type": "integer", "minimum": 1},
+        "The task's fields_version as last read: a change made since is stale_base.", 1)]
+    priority: Annotated[Any, schema(
+        _maybe({"type": "string", "enum": list(PRIORITIES)}), "The new priority.",
+        "high")] = None
+    labels: Annotated[list[str] | None, about(
+        "The labels, all of them (each 1-32 of a-z, 0-9 and -).", ["backend"])] = None
+    add_labels: Annotated[list[str], about("Labels to add.", ["urgent-fix"])] = []
+    remove_labels: Annotated[list[str], about("Labels to remove.", ["backend"])] = []
+    max_attempts: Annotated[Any, schema(
+        _maybe({"type": "integer", "minimum": 1}),
+        "The owner only: failed outcomes allowed before the task stops being claimable.",
+        3)] = None
+
+
+class AmendInput(Input):
+    """Correct a result awaiting a decision (its confirmations are dismissed), or record
+    the merge of a completed one."""
+
+    summary: Annotated[str | None, about("The corrected summary.",
+                                         "fixed the login bug, and its test")] = None
+    evidence: Annotated[Any, schema(_maybe(_EVIDENCE), "The corrected evidence.",
+                                    [{"kind": "commit", "summary": "a1b2c3d"}])] = None
+    merge_commit: Annotated[str | None, about(
+        "The commit the completed result was merged as (7-64 lowercase hex).",
+        "a1b2c3d")] = None
+
+
+class DecisionInput(Input):
+    """The owner's decision on a task, with an optional reason."""
+
+    reason: Reason = None
+
+
+class DeclineInput(Input):
+    """The owner sends a result back: the reason is required (the verb says so when it is
+    missing, as it says on every face)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True,
+                              json_schema_extra={"required": ["reason"]})
+
+    reason: Annotated[Any, schema(
+        {"type": "string", "minLength": 1, "maxLength": 500},
+        "Why the result goes back (at most 500 characters).",
+        "the summary does not match the diff")] = None
+
+
+__all__ = ["AmendInput", "CheckpointInput", "ClaimInput", "DecisionInput", "DeclineInput",
+           "Fenced", "FieldsInput", "HandoffInput", "Input", "ListInput", "NextInput",
+           "Nothing", "PauseInput", "ReleaseInput", "RenewInput", "SubmitInput",
+           "UpdateInput", "VerifyInput"]

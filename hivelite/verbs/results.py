@@ -1,0 +1,344 @@
+"""Results and decisions: submit, verify, sign-off, decline, amend.
+
+Submitting ends the claim and passes the task through ``verifying`` in the same
+transaction: evidence that fails its checks sends it back to ``routed``; else
+the merge threshold decides between ``completed`` (0) and ``approval`` (n >= 1).
+The plugins are asked before the write lock is taken (the packet never changes
+after a handoff, and the fence is checked again under the lock).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..core.caller import Caller, require_agent, require_owner
+from ..core.clock import format_ts
+from ..core.errors import ForbiddenRight, InvalidInput, InvalidState, PluginError
+from ..core.models import (
+    DEFERRED,
+    CommitHash,
+    Confirmation,
+    Evidence,
+    Receipt,
+    Result,
+    Task,
+    normal_instance,
+)
+from ..core.protocol import State
+from ..store import ConfirmationRow, TaskRow
+from . import guard
+from .authority import why_not_counted
+from .base import HiveBase, invalid
+from .claims import fencing_token, usage_fits
+from .plugins import call_each, call_first
+from .retries import idempotent
+from .unit import Unit
+from .views import task_of
+
+_COMMIT = TypeAdapter(CommitHash, config=DEFERRED)
+Outcome = Literal["completed", "failed"]
+MAX_THRESHOLD = 1000
+THRESHOLD = "hivelite.default_threshold"
+"""The built-in threshold's name (``plugins.DEFAULT_PLUGINS``)."""
+
+
+# -- plugin questions ----------------------------------------------------
+
+def _evidence_problems(hive: HiveBase, task: Task, result: Result) -> list[dict[str, str]]:
+    problems = []
+    for plugin, answer in call_each(hive.plugins, "hivelite_check_evidence",
+                                    task=task, result=result, hive=hive):
+        if answer is None:
+            continue
+        if not isinstance(answer, list | tuple) or not all(
+                isinstance(p, str) for p in answer):
+            raise PluginError(plugin, "hivelite_check_evidence",
+                              f"returned {answer!r}; expected a list of strings or None")
+        problems += [{"plugin": plugin, "problem": p} for p in answer]
+    return problems
+
+def _threshold(hive: HiveBase, task: Task) -> tuple[int, str]:
+    answer = call_first(hive.plugins, "hivelite_merge_threshold", task=task, hive=hive)
+    if answer is None:
+        return 1, "default"
+    plugin, value = answer
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+            0 <= value <= MAX_THRESHOLD):
+        raise PluginError(plugin, "hivelite_merge_threshold",
+                          f"returned {value!r}; expected an integer 0..{MAX_THRESHOLD}")
+    if plugin == THRESHOLD:  # the store's policy decided
+        return value, hive.policy().threshold_for(task.project)[1]
+    return value, plugin
+
+def _uncounted_by_plugin(hive: HiveBase, task: Task, confirmation: Confirmation) -> str | None:
+    """Why a plugin does not count a verdict the store's mode would count, or None.
+    A plugin only narrows the mode's rule: it is asked about counted verdicts alone."""
+    answer = call_first(hive.plugins, "hivelite_count_confirmation", task=task,
+                        confirmation=confirmation, hive=hive)
+    if answer is None:
+        return None
+    plugin, value = answer
+    if not isinstance(value, bool):
+        raise PluginError(plugin, "hivelite_count_confirmation",
+                          f"returned {value!r}; expected True, False or None")
+    return None if value else f"the plugin {plugin} does not count it"
+
+# -- submit --------------------------------------------------------------
+
+@idempotent
+def submit(
+    hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, token: int, summary: str,
+    evidence: Sequence[Evidence | Mapping[str, Any]],
+    provenance: str = "agent_generated", outcome: Outcome = "completed",
+    tokens: int | None = None, usd_micros: int | None = None,
+    request_id: str | None = None,
+) -> Receipt:
+    """The holder returns a result with evidence; the claim ends and the task is judged.
+
+    ``outcome="failed"`` records the failure and returns the task to ``routed``.
+    """
+    agent = require_agent(hive._caller(caller, "submit"), "submit")
+    token = fencing_token(token)
+    if outcome not in ("completed", "failed"):
+        raise InvalidInput("invalid_outcome", f"outcome is completed or failed, not"
+                           f" {outcome!r}", field="outcome")
+    usage_fits(tokens, usd_micros)
+    at = format_ts(hive.clock())
+    with hive.store.read() as reader:  # the fence and the plugins' task, before the lock
+        row = guard.found(reader.task(ref), ref)
+        hive._controlled(reader, agent, "submit", row)  # a control ended the lease?
+        holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
+        task = task_of(row, reader.bodies(row.number), hive._packets)
+    try:
+        result = Result.model_validate({
+            "summary": summary,
+            "evidence": [e.model_dump(exclude_none=True) if isinstance(e, Evidence) else e
+                         for e in evidence],
+            "provenance": provenance, "returned_by": holder, "returned_at": at})
+    except ValidationError as exc:
+        raise invalid(exc, "result") from None
+    problems: list[dict[str, str]] = []
+    threshold, decided_by = None, None
+    if outcome == "completed":
+        problems = _evidence_problems(hive, task, result)
+        if not problems:
+            threshold, decided_by = _threshold(hive, task)
+
+    def body(unit: Unit) -> Receipt:
+        row = unit.task(ref)  # the plugins took time: fence again under the lock
+        holder = hive._fence(unit, row, lease_id, token)
+        data = result.model_copy(update={"returned_at": unit.at})
+        unit.tx.put_result(row.number, data.model_dump_json(exclude_none=True),
+                           worker=holder, instance=row.lease_instance or "",
+                           session=row.lease_session, outcome=outcome, threshold=threshold)
+        if tokens is not None or usd_micros is not None:
+            hive._charge(unit, usage=True)
+            unit.tx.add_update(row.number, at=unit.at, actor=holder,
+                               summary=f"result returned ({outcome})", tokens=tokens,
+                               usd_micros=usd_micros)
+        if row.state == State.accepted.value:
+            row = unit.move(row, State.working, actor=holder, reason="submit")
+        row = unit.move(row, State.verifying, actor=holder,
+                        reason=f"result returned ({outcome})", end_lease=True,
+                        detail={"fencing_token": token})
+        if outcome == "failed":
+            target, reason = State.routed, f"attempt failed: {summary[:200]}"
+            detail: dict[str, Any] = {"outcome": "failed"}
+        elif problems:
+            target = State.routed
+            reason = "evidence refused: " + "; ".join(p["problem"] for p in problems)[:400]
+            detail = {"problems": problems}
+        elif threshold == 0:
+            target, reason = State.completed, "no confirmation needed (threshold 0)"
+            detail = {"threshold": 0, "decided_by": decided_by}
+        else:
+            target = State.approval
+            reason = (f"awaiting {threshold} independent confirmation(s) or sign-off"
+                      f" (threshold set by {decided_by})")
+            detail = {"threshold": threshold, "decided_by": decided_by}
+        row = unit.move(row, target, actor="guard", reason=reason, detail=detail)
+        return unit.receipt(row)
+
+    return hive._write(agent, "submit", body)
+
+# -- decisions -----------------------------------------------------------
+
+@idempotent
+def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
+           verdict: Literal["accept", "reject"] = "accept",
+           reason: str | None = None, request_id: str | None = None) -> Receipt:
+    """An independent agent's verdict: enough counted accepts complete the task, a reject
+    sends it back to ``routed`` (a reason is required)."""
+    agent = require_agent(hive._caller(caller, "verify"), "verify")
+    if verdict not in ("accept", "reject"):
+        raise InvalidInput("invalid_verdict", f"verdict is accept or reject, not"
+                           f" {verdict!r}", field="verdict")
+    reason = guard.reason_fits(reason, required=verdict == "reject")
+    instance = str(agent.instance)
+
+    def body(unit: Unit) -> Receipt:
+        row = unit.task(ref)
+        guard.awaiting_decision(row)
+        meta = unit.tx.result_meta(row.number)
+        assert meta is not None  # the triggers keep a result from verifying on
+        if agent.name == meta.worker:
+            raise ForbiddenRight("self_verify", f"{agent.name} returned this result;"
+                                 " another agent must verify it")
+        if instance == normal_instance(meta.instance):  # "Laptop." is the laptop
+            raise InvalidState("reviewer_not_independent",
+                               f"{instance} is the instance the result came from;"
+                               " a confirmation must come from another instance")
+        given = unit.tx.confirmations(row.number, meta.version)
+        if any(c.reviewer == agent.name for c in given):
+            raise InvalidState("already_verified",
+                               f"{agent.name} already gave a verdict on this result")
+        # A verdict that does not count (a stranger's in a personal store, a second
+        # from one instance) neither completes nor sends back: it is kept, with why.
+        why = why_not_counted(unit.policy().mode, hive.owner, meta.worker, agent.name,
+                              instance, given)
+        if why is None:
+            confirmation = Confirmation(reviewer=agent.name, instance=instance,
+                                        session=agent.session, verdict=verdict,
+                                        reason=reason, at=unit.at)
+            task = task_of(row, unit.tx.bodies(row.number), hive._packets)
+            why = _uncounted_by_plugin(hive, task, confirmation)
+        counted = why is None
+        unit.tx.add_confirmation(row.number, meta.version, ConfirmationRow(
+            reviewer=agent.name, instance=instance, session=agent.session,
+            verdict=verdict, reason=reason, at=unit.at, counted=counted, why=why))
+        accepts = sum(1 for c in given if c.verdict == "accept" and c.counted)
+        accepts += int(counted and verdict == "accept")
+        threshold = meta.threshold or 1
+        if verdict == "reject" and counted:
+            row = unit.move(row, State.routed, actor=agent.name, reason=reason,
+                            detail={"verdict": "reject"})
+        elif accepts >= threshold:
+            row = unit.move(row, State.completed, actor=agent.name,
+                            reason=f"threshold met: {accepts} of {threshold}"
+                            " confirmation(s)",
+                            detail={"decided_by": "threshold", "confirmations": accepts})
+        else:
+            unit.event(row, ("confirmed" if verdict == "accept" else "rejected")
+                       if counted else "not_counted",
+                       {"confirmations": accepts, "threshold": threshold}
+                       | ({"why": why} if why else {}))
+        return unit.receipt(row)
+
+    return hive._write(agent, "verify", body)
+
+def _owner_decision(hive: HiveBase, caller: Caller, ref: str | int, target: State, verb: str,
+                    reason: str | None) -> Receipt:
+    name = verb.replace(" ", "_")  # the verb table's name; the journal keeps the words
+    caller = hive._caller(caller, name)
+    who = require_owner(caller, hive.owner, verb)
+    reason = guard.reason_fits(reason, required=target is State.routed)
+
+    def body(unit: Unit) -> Receipt:
+        row = unit.task(ref)
+        guard.awaiting_decision(row)
+        row = unit.move(row, target, actor=who, reason=reason or verb,
+                        detail={"decided_by": "person"})
+        return unit.receipt(row)
+
+    return hive._write(caller, name, body)
+
+@idempotent
+def sign_off(hive: HiveBase, caller: Caller, ref: str | int, *,
+             reason: str | None = None, request_id: str | None = None) -> Receipt:
+    """The owner accepts the result: approval -> completed, decided by a person."""
+    return _owner_decision(hive, caller, ref, State.completed, "sign off", reason)
+
+@idempotent
+def decline(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str,
+            request_id: str | None = None) -> Receipt:
+    """The owner sends the result back: approval -> routed (a reason is required)."""
+    return _owner_decision(hive, caller, ref, State.routed, "decline", reason)
+
+# -- amend ---------------------------------------------------------------
+
+@idempotent
+def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None = None,
+          evidence: Sequence[Evidence | Mapping[str, Any]] | None = None,
+          merge_commit: str | None = None, request_id: str | None = None) -> Receipt:
+    """Correct a result awaiting a decision (its submitter; confirmations are dismissed),
+    or record the merge of a completed one (its submitter or the owner, once; never a
+    reviewer)."""
+    caller = hive._caller(caller, "amend")
+    who = caller.name
+    if merge_commit is not None:
+        try:
+            _COMMIT.validate_python(merge_commit)
+        except ValidationError:
+            raise InvalidInput("invalid_commit", "merge_commit is 7-64 lowercase hex"
+                               " characters", field="merge_commit") from None
+
+    def body(unit: Unit) -> Receipt:
+        row = unit.task(ref)
+        meta = unit.tx.result_meta(row.number)
+        state = State(row.state)
+        if meta is None or state not in (State.approval, State.completed):
+            raise InvalidState("not_amendable", f"task {row.number} is {state.value};"
+                               " only a result awaiting a decision or a completed one"
+                               " is amended")
+        if state is State.approval:
+            if merge_commit is not None:
+                raise InvalidState("not_amendable", "a merge record needs a completed task")
+            if caller.is_owner or who != meta.worker:
+                raise ForbiddenRight("not_submitter",
+                                     f"only {meta.worker}, who submitted it, may amend")
+            _replace_result(hive, unit, row, meta.version, summary, evidence)
+            row = replace(row, updated_at=unit.at)
+        else:
+            if summary is not None or evidence is not None:
+                raise InvalidState("not_amendable", "a completed result takes only its"
+                                   " merge record")
+            if merge_commit is None:
+                raise InvalidInput("merge_commit_required", "give the merge commit",
+                                   field="merge_commit")
+            reviewers = {c.reviewer for c in unit.tx.confirmations(row.number, meta.version)
+                         if c.verdict == "accept"}
+            if not caller.is_owner and who in reviewers:
+                raise ForbiddenRight("not_merger", f"{who} confirmed this result; a"
+                                     " reviewer does not record its merge")
+            if not caller.is_owner and who != meta.worker:
+                raise ForbiddenRight("not_submitter", f"only {meta.worker} or"
+                                     f" {hive.owner} record the merge")
+            if meta.merge_commit is not None:
+                raise InvalidState("merge_recorded",
+                                   f"merge {meta.merge_commit} is already recorded")
+            unit.tx.record_merge(row.number, merge_commit, who)
+            unit.event(row, "merge_recorded", {"merge_commit": merge_commit})
+        return unit.receipt(row)
+
+    return hive._write(caller, "amend", body)
+
+def _replace_result(hive: HiveBase, unit: Unit, row: TaskRow, version: int, summary: str | None,
+                    evidence: Sequence[Evidence | Mapping[str, Any]] | None) -> None:
+    if summary is None and evidence is None:
+        raise InvalidInput("nothing_to_amend", "give a new summary or new evidence",
+                           field="summary")
+    bodies = unit.tx.bodies(row.number)
+    data = json.loads(bodies.result or "{}")
+    if summary is not None:
+        data["summary"] = summary
+    if evidence is not None:
+        data["evidence"] = [e.model_dump(exclude_none=True) if isinstance(e, Evidence)
+                            else e for e in evidence]
+    try:
+        result = Result.model_validate(data)
+    except ValidationError as exc:
+        raise invalid(exc, "result") from None
+    problems = _evidence_problems(hive, task_of(row, bodies, hive._packets), result)
+    if problems:
+        raise InvalidInput("evidence_refused", "; ".join(p["problem"] for p in problems),
+                           field="evidence", problems=problems)
+    dismissed = len(unit.tx.confirmations(row.number, version))
+    new_version = unit.tx.amend_result(row.number,
+                                       result.model_dump_json(exclude_none=True))
+    unit.tx.touch(row.number, unit.at)
+    unit.event(row, "amended", {"version": new_version, "dismissed": dismissed})

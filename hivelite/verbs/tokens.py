@@ -1,0 +1,163 @@
+"""Access tokens: how an agent on another machine proves who it is to ``hivelite serve``.
+
+An agent gets a token, never the store file. A token is ``hl_<id>_<secret>``: a random
+id to find it by and a 256-bit secret, of which the store keeps only the SHA-256 (a
+slow hash adds nothing for a random secret) and compares it in constant time. A token
+is bound to one agent on one instance, with some of seed 004's lease rights
+(``tasks.read``, ``tasks.propose``, ``tasks.work``), or to the owner; the caller a
+face acts as comes from the token's row alone, never from the request.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..core.caller import Caller, require_owner
+from ..core.clock import format_ts, parse_ts
+from ..core.errors import InvalidInput, NotFound, Unauthenticated
+from ..core.models import IssuedToken, TokenView
+from ..store import TokenRow
+from ..store.schema import RIGHTS
+from .base import HiveBase
+from .controls import agent_name, instance_name
+from .unit import Unit
+
+PREFIX = "hl"
+OWNER_RIGHT = "owner"
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def token_view(row: TokenRow) -> TokenView:
+    return TokenView.model_validate({
+        "id": row.id, "agent": row.agent, "instance": row.instance,
+        "rights": row.rights.split(","), "created_at": row.created_at,
+        "expires_at": row.expires_at, "revoked_at": row.revoked_at, "by": row.by})
+
+
+def parse_token(token: object) -> tuple[str, str]:
+    """(id, secret) of a token as issued, or ``401 unauthenticated invalid_token``."""
+    if isinstance(token, str):
+        prefix, _, rest = token.partition("_")
+        token_id, _, secret = rest.partition("_")
+        if prefix == PREFIX and token_id and secret and token_id.isalnum():
+            return token_id, secret
+    raise Unauthenticated("invalid_token", "this is not a hivelite token (hl_<id>_<secret>)")
+
+
+@dataclass(frozen=True)
+class Authenticated:
+    """Who a token proves: the caller to act as, and the token's id (for logs)."""
+
+    caller: Caller
+    token_id: str
+    rights: frozenset[str]
+
+    def may(self, right: str) -> bool:
+        return OWNER_RIGHT in self.rights or right in self.rights
+
+
+def add_token(hive: HiveBase, caller: Caller, agent: str | None = None, *,
+              instance: str | None = None, rights: builtins.list[str] | None = None,
+              expires_at: str | datetime | None = None) -> IssuedToken:
+    """Issue a token for ``agent`` on ``instance`` (rights default to all three lease
+    rights), or with no agent the owner's own token. The secret is in the answer only:
+    the store keeps its hash. Journaled without it."""
+    checked = hive._caller(caller, "token")
+    who = require_owner(checked, hive.owner, "issue a token")
+    if agent is None:
+        if instance is not None or rights is not None:
+            raise InvalidInput("invalid_token", "an owner's token names no instance or"
+                               " rights: it carries the owner's", field="instance")
+        granted = [OWNER_RIGHT]
+        where = None
+    else:
+        agent = agent_name(agent)
+        if instance is None:
+            raise InvalidInput("instance_required", "a token binds an agent to one"
+                               " instance: name it", field="instance")
+        where = instance_name(instance)
+        granted = sorted(set(rights if rights is not None else RIGHTS))
+        unknown = [r for r in granted if r not in RIGHTS]
+        if unknown or not granted:
+            raise InvalidInput("invalid_rights", f"rights are some of {', '.join(RIGHTS)},"
+                               f" not {unknown or 'none'}", field="rights")
+    expires = None
+    if expires_at is not None:
+        expires = format_ts(expires_at if isinstance(expires_at, datetime)
+                            else parse_ts(expires_at))
+    token_id = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+
+    def body(unit: Unit) -> IssuedToken:
+        if expires is not None and expires <= unit.at:
+            raise InvalidInput("invalid_expiry", f"the token would expire at {expires},"
+                               f" which is not after now ({unit.at})", field="expires_at")
+        row = TokenRow(token_id, agent, where, ",".join(granted), _hash(secret), unit.at,
+                       expires, None, who)
+        unit.tx.add_token(row)
+        unit.tx.record_event(None, at=unit.at, actor=who, state=None, reason="token add",
+                             detail={"token": token_id, "agent": agent,
+                                     "instance": where, "rights": granted,
+                                     "expires_at": expires})
+        view = token_view(row)
+        return IssuedToken(**view.model_dump(), token=f"{PREFIX}_{token_id}_{secret}")
+
+    return hive._write(checked, "token", body)
+
+def tokens(hive: HiveBase) -> builtins.list[TokenView]:
+    """Every token issued, oldest first, revoked ones included; never a secret."""
+    with hive.store.read() as reader:
+        return [token_view(r) for r in reader.tokens()]
+
+def revoke_token(hive: HiveBase, caller: Caller, token_id: str) -> TokenView:
+    """Revoke a token now: every later request with it is ``401``. Journaled."""
+    checked = hive._caller(caller, "token")
+    who = require_owner(checked, hive.owner, "revoke a token")
+
+    def body(unit: Unit) -> TokenView:
+        row = unit.tx.token(token_id)
+        if row is None or row.revoked_at is not None:
+            raise NotFound("no_such_token", f"no live token {token_id!r}; hivelite token"
+                           " list shows them")
+        unit.tx.revoke_token(token_id, unit.at)
+        unit.tx.record_event(None, at=unit.at, actor=who, state=None,
+                             reason="token revoke", detail={"token": token_id})
+        return token_view(TokenRow(row.id, row.agent, row.instance, row.rights, row.hash,
+                                   row.created_at, row.expires_at, unit.at, row.by))
+
+    return hive._write(checked, "token", body)
+
+def authenticate(hive: HiveBase, token: object, *, session: str | None = None) -> Authenticated:
+    """The caller a token proves (``session`` as the request names it), or
+    ``401 unauthenticated``: unknown, revoked or expired tokens alike say only that."""
+    token_id, secret = parse_token(token)
+    with hive.store.read() as reader:
+        row = reader.token(token_id)
+    now = format_ts(hive.clock())
+    if row is None or not hmac.compare_digest(row.hash, _hash(secret)):
+        raise Unauthenticated("invalid_token", "unknown token")
+    if row.revoked_at is not None:
+        raise Unauthenticated("revoked_token", f"token {token_id} was revoked at"
+                              f" {row.revoked_at}")
+    if row.expires_at is not None and row.expires_at <= now:
+        raise Unauthenticated("expired_token", f"token {token_id} expired at"
+                              f" {row.expires_at}")
+    rights = frozenset(row.rights.split(","))
+    origin = f"token {token_id}"
+    if row.agent is None:
+        caller = Caller("owner", hive.owner, origin=origin)
+    else:
+        caller = Caller.agent(row.agent, str(row.instance), session, origin=origin,
+                              rights=rights)
+    return Authenticated(caller, token_id, rights)
+
+
+__all__ = ["Authenticated", "add_token", "authenticate", "parse_token", "revoke_token", "tokens"]

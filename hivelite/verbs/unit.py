@@ -1,0 +1,137 @@
+"""The unit of work: one write verb's transaction as the verb's body sees it.
+
+``HiveBase._write`` opens it (the time read under the write lock, the expiry
+sweep, the admission seam), runs the verb's body, commits, and announces the
+moves from the journal afterwards. A body only reads the rows it needs (locked
+for update), checks, and moves; it never writes its own transaction skeleton.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from ..core.caller import Caller
+from ..core.clock import format_ts
+from ..core.models import ClaimReceipt, Receipt, StorePolicy
+from ..core.protocol import Mode, State, WaitingOn
+from ..store import ControlRow, TaskRow, Writer
+from . import guard
+from .authority import refuse_veto, store_policy, vetoed
+
+
+@dataclass
+class Unit:
+    """One write in progress: its transaction, caller and time, and what it changed."""
+
+    tx: Writer
+    caller: Caller | None
+    """None only for the library's own sweeps (opening a store)."""
+    now: datetime
+    seq_before: int
+    """The journal's last seq before this write, when a notifier needs it (else 0)."""
+    at: str = ""
+    swept: list[TaskRow] = field(default_factory=list)
+    """Tasks whose expired claims this write returned to ``routed`` first."""
+    journaled: bool = False
+    """Whether this write journaled a row for the task it answers about; the write path
+    then fills the receipt's ``seq``."""
+    verb: str = "write"
+    mode: Mode = Mode.write
+    """How the write path admits this write: its verb's mode (the verb table's)."""
+    controls: list[ControlRow] = field(default_factory=list)
+    """The owner's live controls, read for an agent's write (its vetoes are checked when
+    it names a task)."""
+    subject: int | None = None
+    """The task this write named (the first one :meth:`task` locked): an error in the
+    write names it."""
+    _policy: StorePolicy | None = None
+
+    def __post_init__(self) -> None:
+        self.at = format_ts(self.now)
+
+    def policy(self) -> StorePolicy:
+        """The store's policy as this transaction sees it (read once)."""
+        if self._policy is None:
+            self._policy = store_policy(self.tx.policy())
+        return self._policy
+
+    def check_veto(self, row: TaskRow) -> None:
+        """``403 forbidden_right vetoed`` when the owner vetoed the calling agent on this
+        task (a claim of it, or a write under its lease)."""
+        if self.caller is not None and not self.caller.is_owner:
+            veto = vetoed(self.controls, self.caller.name, row.number)
+            if veto is not None:
+                raise refuse_veto(veto, self.caller.name, row.number)
+
+    @property
+    def who(self) -> str:
+        """The caller's name as the journal records it."""
+        return self.caller.name if self.caller is not None else "clock"
+
+    def task(self, ref: str | int) -> TaskRow:
+        """The task's row, locked for this write, or ``404 not_found``; ``403 vetoed`` when
+        the owner vetoed the calling agent on it (a veto refuses every write of that agent
+        on that task)."""
+        row = guard.found(self.tx.lock_task(ref), ref)
+        if self.subject is None:
+            self.subject = row.number
+        self.check_veto(row)
+        return row
+
+    def move(self, row: TaskRow, target: State, *, actor: str, reason: str | None,
+             detail: dict[str, Any] | None = None, waiting_on: WaitingOn | None = None,
+             end_lease: bool = False) -> TaskRow:
+        """Make one move (checked here first, then by the store); the row as it is after."""
+        guard.check_move(row.state, row.waiting_on, target, waiting_on)
+        waiting = waiting_on.value if waiting_on is not None else None
+        self.tx.move(row.number, row.state, target.value, at=self.at, actor=actor, reason=reason,
+                     detail=detail, waiting_on=waiting, end_lease=end_lease)
+        self.journaled = True
+        after = replace(row, state=target.value, waiting_on=waiting, updated_at=self.at,
+                        reason=reason)
+        if end_lease:
+            after = replace(after, lease_id=None, lease_holder=None, lease_instance=None,
+                            lease_session=None, lease_expires=None)
+        return after
+
+    def event(self, row: TaskRow, reason: str, detail: dict[str, Any] | None = None) -> None:
+        """Journal something that happened to the task without moving it."""
+        self.tx.record_event(row.number, at=self.at, actor=self.who, state=row.state,
+                             reason=reason, detail=detail)
+        self.journaled = True
+
+    def start_lease(self, row: TaskRow, target: State, *, lease_id: str, token: int,
+                    expires: str, reason: str) -> TaskRow:
+        """Move into ``accepted``/``working`` under a new lease held by the caller."""
+        agent = self.caller
+        assert agent is not None and agent.instance is not None
+        guard.check_move(row.state, row.waiting_on, target)
+        self.tx.start_lease(
+            row.number, row.state, target.value, lease_id=lease_id, token=token, holder=agent.name,
+            instance=agent.instance, session=agent.session, expires=expires, at=self.at,
+            reason=reason, detail={"fencing_token": token, "instance": agent.instance,
+                                   "session": agent.session, "expires_at": expires})
+        self.journaled = True
+        return replace(row, state=target.value, waiting_on=None, lease_id=lease_id,
+                       lease_token=token, lease_holder=agent.name,
+                       lease_instance=agent.instance, lease_session=agent.session,
+                       lease_expires=expires, updated_at=self.at, reason=reason)
+
+    def receipt(self, row: TaskRow) -> Receipt:
+        """The answer of a write (``TaskAckV1``) from the row as this write left it (the
+        write path adds the journal seq after the body)."""
+        return Receipt.model_construct(
+            number=row.number, id=row.id, state=State(row.state),
+            waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
+            at=self.at, seq=None)
+
+    def claim_receipt(self, row: TaskRow) -> ClaimReceipt:
+        """The answer of claim, resume and renew (``TaskClaimAckV1``)."""
+        return ClaimReceipt.model_construct(
+            number=row.number, id=row.id, state=State(row.state), waiting_on=None,
+            at=self.at, seq=None, lease_id=row.lease_id or "",
+            fencing_token=row.lease_token, holder=row.lease_holder or "",
+            instance=row.lease_instance or "", session=row.lease_session,
+            expires_at=row.lease_expires or "")

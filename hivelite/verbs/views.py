@@ -1,0 +1,137 @@
+"""Task views as pure functions of what the store read and the time: no store, no plugins.
+
+Everything in the store was validated on its way in (DESIGN §4a), so the
+models are built without validating again. Packets never change after a
+handoff (a trigger sees to it), so a parsed packet is kept for the next view.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, cast
+
+from ..core.models import (
+    Checkpoint,
+    ClaimView,
+    Confirmation,
+    Control,
+    DependencyView,
+    Evidence,
+    Lifecycle,
+    Merge,
+    Packet,
+    Result,
+    Task,
+    TaskView,
+    UpdateView,
+    Usage,
+)
+from ..core.protocol import PRIORITIES, TERMINAL, State, WaitingOn, lifecycle
+from ..store import Bodies, TaskRow, ViewRow
+
+PACKET_CACHE = 512
+
+
+def _stored(value: str | None, allowed: Sequence[str], what: str) -> Any:
+    """A stored value the view's model allows only from a set, checked here because the
+    views are built without validating (a row damaged behind the triggers' back raises,
+    and the listing reports it as damaged)."""
+    if value is not None and value not in allowed:
+        raise ValueError(f"{what} {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+class PacketCache:
+    """Parsed packets by task number, the newest ``size`` kept; safe to share by threads."""
+
+    def __init__(self, size: int = PACKET_CACHE) -> None:
+        self.size = size
+        self._items: OrderedDict[int, Packet] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, number: int, body: str) -> Packet:
+        with self._lock:
+            packet = self._items.get(number)
+        if packet is None:
+            packet = Packet.model_construct(**json.loads(body))
+            with self._lock:
+                self._items[number] = packet
+                if len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        return packet
+
+
+def _labels(text: str) -> list[str]:
+    labels = json.loads(text)
+    if not isinstance(labels, list) or not all(isinstance(v, str) for v in labels):
+        raise ValueError(f"labels {text[:80]!r} are not a list of strings")
+    return labels
+
+
+def task_of(row: TaskRow, bodies: Bodies, packets: PacketCache | None = None) -> Task:
+    """The seed object from a task's row and bodies."""
+    result = None
+    if bodies.result:
+        data = json.loads(bodies.result)
+        data["evidence"] = [Evidence.model_construct(**e) for e in data["evidence"]]
+        result = Result.model_construct(**data)
+    packet = (packets.get(row.number, bodies.packet) if packets is not None
+              else Packet.model_construct(**json.loads(bodies.packet)))
+    return Task.model_construct(
+        id=row.id, project=row.project, state=State(row.state),
+        waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
+        requester=row.requester, assignee=row.assignee, packet=packet, result=result,
+        latest_checkpoint=Checkpoint.model_construct(**json.loads(bodies.checkpoint))
+        if bodies.checkpoint else None,
+        created_at=row.created_at, updated_at=row.updated_at,
+    )
+
+
+def view_of(found: ViewRow, now: str, packets: PacketCache | None = None,
+            controls: Sequence[Control] = ()) -> TaskView:
+    """A task's full view; ``now`` (RFC 3339) decides whether its claim has expired;
+    ``controls`` are the owner's live controls that bear on it."""
+    row, meta = found.task, found.meta
+    task = task_of(row, found.bodies, packets)
+    claim = None
+    if row.lease_id is not None:
+        expires = row.lease_expires or ""
+        claim = ClaimView.model_construct(
+            holder=row.lease_holder or "", instance=row.lease_instance or "",
+            session=row.lease_session, expires_at=expires, expired=expires <= now)
+    # the verdicts on the current result, whatever became of it, in the order given
+    confirmations = [
+        Confirmation.model_construct(
+            reviewer=c.reviewer, instance=c.instance, session=c.session,
+            verdict=_stored(c.verdict, ("accept", "reject"), "verdict"),
+            reason=c.reason, at=c.at, counted=c.counted, why=c.why)
+        for c in found.confirmations
+    ]
+    updates = [UpdateView.model_construct(at=u.at, actor=u.actor, summary=u.summary,
+                                          tokens=u.tokens, usd_micros=u.usd_micros)
+               for u in reversed(found.updates)]
+    depends = [DependencyView.model_construct(number=d.number, id=d.id, state=State(d.state))
+               for d in found.dependencies]
+    return TaskView.model_construct(
+        number=row.number, task=task,
+        lifecycle=cast(Lifecycle, lifecycle(
+            task.state, task.waiting_on, exhausted=row.exhausted and task.state is State.routed)),
+        priority=_stored(row.priority, PRIORITIES, "priority"),
+        labels=_labels(row.labels), fields_version=row.fields_version,
+        depends_on=depends,
+        blocked_by=[d.number for d in depends if d.state is not State.completed]
+        if task.state not in TERMINAL else [],
+        attempts=row.attempts, max_attempts=row.attempt_limit, claim=claim,
+        outcome=_stored(meta.outcome, ("completed", "failed"), "outcome") if meta else None,
+        threshold=meta.threshold if meta else None, confirmations=confirmations,
+        updates=updates,
+        usage=Usage.model_construct(tokens=found.tokens, usd_micros=found.usd_micros),
+        merge=Merge.model_construct(commit=meta.merge_commit, by=meta.merged_by or "")
+        if meta and meta.merge_commit else None,
+        last_reason=row.reason,
+        origin="agent" if found.created_by and "/" in found.created_by else "person",
+        controls=list(controls),
+    )

@@ -1,0 +1,178 @@
+"""``work``: the loop a script or a notebook runs for one agent, safely.
+
+Claim the next ready task (``claim_next``), keep its lease alive from a background
+thread while the body runs, submit what the body returns, or give the task back (the
+error as the reason) when the body raises; stop cleanly on ``KeyboardInterrupt``. It
+uses only the verbs every store face has, so it runs the same on a ``Hive`` (the file)
+and a ``Client`` (``hivelite serve``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.caller import Caller
+from ..core.errors import HiveliteError, InvalidInput, NotFound
+from ..core.models import NextClaim, Receipt, TaskView
+from .face import TaskFace
+
+SUBMITTED = frozenset({"summary", "evidence", "provenance", "outcome", "tokens",
+                       "usd_micros"})
+"""What a body may return, as ``submit`` takes it (``summary`` and ``evidence`` needed)."""
+Body = Callable[[TaskView], Mapping[str, Any]]
+
+
+@dataclass
+class Released:
+    """A task the loop gave back, and why."""
+
+    number: int
+    reason: str
+
+
+@dataclass
+class WorkReport:
+    """What one ``work`` run did."""
+
+    submitted: list[Receipt] = field(default_factory=list)
+    released: list[Released] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+    """Tasks whose lease ended while the body ran (the owner held or stopped the agent, a
+    renewal came too late): their results were not submitted."""
+    interrupted: bool = False
+    """The run ended on ``KeyboardInterrupt`` (the task in hand was released)."""
+    stopped_at: int | None = None
+    """The task that ended the run because the body had failed on it already in this run
+    (it came first in the queue again; the run does not loop on it)."""
+
+    def __repr__(self) -> str:
+        ended = (", interrupted" if self.interrupted else
+                 f", stopped at #{self.stopped_at}" if self.stopped_at is not None else "")
+        return (f"WorkReport(submitted {len(self.submitted)}, released {len(self.released)},"
+                f" lost {len(self.lost)}{ended})")
+
+
+class _Keeper(threading.Thread):
+    """Renews one lease every ``every`` seconds until stopped; a failed renewal ends it
+    (the lease is gone: the owner's control, or the clock) and is kept for the loop."""
+
+    def __init__(self, face: TaskFace, caller: Caller, got: NextClaim, minutes: int,
+                 every: float) -> None:
+        super().__init__(name=f"hivelite-renew-{got.number}", daemon=True)
+        self.face, self.caller, self.got, self.minutes, self.every = (
+            face, caller, got, minutes, every)
+        self.renewals = 0
+        self.failure: HiveliteError | None = None
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(self.every):
+            try:
+                self.face.renew(self.caller, self.got.number, lease_id=self.got.lease_id,
+                                token=self.got.fencing_token, minutes=self.minutes)
+                self.renewals += 1
+            except HiveliteError as error:
+                self.failure = error
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+
+def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
+         project: str | None = None, label: str | None = None, limit: int | None = None,
+         renew_every: float | None = None) -> WorkReport:
+    """Run ``body`` on the ready tasks of ``caller`` (an agent with its instance), one at a
+    time, until none is ready or ``limit`` tasks were taken.
+
+    ``body(task)`` gets the task's view and returns what ``submit`` takes: at least
+    ``summary`` and ``evidence`` (also ``provenance``, ``outcome``, ``tokens``,
+    ``usd_micros``). While it runs, the lease of ``minutes`` is renewed every
+    ``renew_every`` seconds (default: a third of the lease). When the body raises (or
+    returns something else), the task is released with the error as the reason and the
+    loop goes on; if that task comes first in the queue again, it is released once more
+    and the run ends (``stopped_at``) rather than loop on it. On ``KeyboardInterrupt``
+    the task is released and the run ends. A result the store refuses to take (bad
+    evidence, usage over budget) is handled like a failure of the body. Several workers
+    may run this
+    at once, in threads or processes, each with its own caller instance.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or limit < 1):
+        raise InvalidInput("invalid_limit", "limit is a number of tasks, at least 1",
+                           field="limit")
+    every = renew_every if renew_every is not None else minutes * 60 / 3
+    report = WorkReport()
+    failed: set[int] = set()
+    taken = 0
+    while limit is None or taken < limit:
+        try:
+            got = face.claim_next(caller, minutes=minutes, project=project, label=label)
+        except NotFound as error:
+            if error.reason == "queue_empty":
+                return report
+            raise
+        if got.number in failed:  # first in the queue again: looping on it helps nobody
+            _give_back(face, caller, got, "the body failed on it already in this run", report)
+            report.stopped_at = got.number
+            return report
+        taken += 1
+        keeper = _Keeper(face, caller, got, minutes, every)
+        keeper.start()
+        try:
+            answer = _submitted(body(got.task))
+        except KeyboardInterrupt:
+            keeper.stop()
+            _give_back(face, caller, got, "interrupted", report)
+            report.interrupted = True
+            return report
+        except Exception as error:  # the body's failure is the task's, not the loop's
+            keeper.stop()
+            _give_back(face, caller, got, f"failed: {type(error).__name__}: {error}", report)
+            failed.add(got.number)
+            continue
+        keeper.stop()
+        if keeper.failure is not None:
+            report.lost.append(got.number)
+            continue
+        try:
+            report.submitted.append(face.submit(caller, got.number, lease_id=got.lease_id,
+                                                token=got.fencing_token, **answer))
+        except HiveliteError as error:  # refused (its evidence, its usage): give it back
+            _give_back(face, caller, got, f"submit refused: {error.reason}: {error}", report)
+            failed.add(got.number)
+    return report
+
+
+def _submitted(answer: object) -> dict[str, Any]:
+    """What the body returned, as ``submit``'s keywords; anything else is refused."""
+    if not isinstance(answer, Mapping):
+        raise InvalidInput("invalid_work_result", "the body returns what submit takes, e.g."
+                           " {'summary': 'done', 'evidence': [{'kind': 'note', 'summary':"
+                           f" 'checked'}}]}}, not {type(answer).__name__}", field="body")
+    unknown = sorted(set(answer) - SUBMITTED)
+    if unknown:
+        raise InvalidInput("invalid_work_result", f"the body returned {', '.join(unknown)};"
+                           f" submit takes {', '.join(sorted(SUBMITTED))}", field="body")
+    missing = [key for key in ("summary", "evidence") if key not in answer]
+    if missing:
+        raise InvalidInput("invalid_work_result", "the body returned no"
+                           f" {' and no '.join(missing)}; submit needs a summary and evidence",
+                           field="body")
+    return dict(answer)
+
+
+def _give_back(face: TaskFace, caller: Caller, got: NextClaim, why: str,
+               report: WorkReport) -> None:
+    reason = why if len(why) <= 500 else why[:499] + "…"
+    try:
+        face.release(caller, got.number, lease_id=got.lease_id, token=got.fencing_token,
+                     reason=reason)
+    except HiveliteError:  # the lease had ended already: nothing is held
+        report.lost.append(got.number)
+        return
+    report.released.append(Released(got.number, reason))
