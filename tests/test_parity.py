@@ -71,9 +71,11 @@ def example(verb: Verb) -> dict[str, Any]:
 
 
 def keywords(method: Any) -> set[str]:
-    params = inspect.signature(method).parameters.values()
-    return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY} - {
-        "request_id"}
+    """What a method takes besides its store, its caller and its task."""
+    params = list(inspect.signature(method).parameters.values())[1:]
+    return {p.name for p in params if p.kind in (inspect.Parameter.KEYWORD_ONLY,
+                                                   inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            } - {"request_id", "caller", "ref"}
 
 
 # -- the same inputs on every face ------------------------------------------------------

@@ -37,6 +37,7 @@ from ..core.errors import (
 )
 from ..core.models import (
     ClaimReceipt,
+    Control,
     Evidence,
     HandoffRequest,
     History,
@@ -381,6 +382,35 @@ class Client:
     def decline(self, caller: Caller | None, ref: str | int, *, reason: str,
                 request_id: str | None = None) -> Receipt:
         return self._receipt("decline", caller, ref, request_id, reason=reason)
+
+    def hold(self, caller: Caller | None, *, agent: str | None = None,
+             instance: str | None = None, reason: str | None = None) -> Control:
+        return self._control("hold", caller, None, agent=agent, instance=instance,
+                             reason=reason)
+
+    def veto(self, caller: Caller | None, ref: str | int, *, agent: str,
+             reason: str | None = None) -> Control:
+        return self._control("veto", caller, ref, agent=agent, reason=reason)
+
+    def stop(self, caller: Caller | None, *, agent: str | None = None,
+             instance: str | None = None, everyone: bool = False,
+             reason: str | None = None) -> Control:
+        return self._control("stop", caller, None, agent=agent, instance=instance,
+                             everyone=everyone, reason=reason)
+
+    def lift(self, caller: Caller | None, control: int | None = None, *,
+             kind: str | None = None, agent: str | None = None, instance: str | None = None,
+             task: str | int | None = None, everyone: bool = False,
+             reason: str | None = None) -> builtins.list[Control]:
+        lifted: builtins.list[Control] = self.call(
+            "lift", caller, None, None, control=control, kind=kind, agent=agent,
+            instance=instance, task=task, everyone=everyone, reason=reason)
+        return lifted
+
+    def _control(self, name: str, caller: Caller | None, ref: str | int | None,
+                 **fields: Any) -> Control:
+        control: Control = self.call(name, caller, ref, None, **fields)
+        return control
 
     def _receipt(self, name: str, caller: Caller | None, ref: str | int,
                  request_id: str | None, **fields: Any) -> Receipt:

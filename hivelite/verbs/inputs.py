@@ -277,7 +277,68 @@ class DeclineInput(Input):
         "the summary does not match the diff")] = None
 
 
-__all__ = ["AmendInput", "CheckpointInput", "ClaimInput", "DecisionInput", "DeclineInput",
-           "Fenced", "FieldsInput", "HandoffInput", "Input", "ListInput", "NextInput",
-           "Nothing", "PauseInput", "ReleaseInput", "RenewInput", "SubmitInput",
-           "UpdateInput", "VerifyInput"]
+class HoldInput(Input):
+    """Whom the owner holds: one agent, or every agent acting from one instance."""
+
+    agent: Annotated[str | None, about("The agent (owner/agent).", "ana/coder")] = None
+    instance: Annotated[str | None, about("The instance: every agent acting from it.",
+                                          "laptop")] = None
+    reason: Reason = None
+
+
+class StopInput(HoldInput):
+    """Whom the owner stops: one agent, one instance, or every agent."""
+
+    everyone: Annotated[bool, about("Every agent: the kill switch of the whole store.",
+                                    True)] = False
+
+
+class VetoInput(Input):
+    """Whom the owner vetoes on the task."""
+
+    agent: Annotated[str, about("The agent vetoed on this task (owner/agent).",
+                                "ana/coder")]
+    reason: Reason = None
+
+
+class LiftInput(Input):
+    """Which live controls the owner lifts: one by its id, or every one of a scope."""
+
+    control: Annotated[int | None, about("One control, by its id (controls lists them).",
+                                         3)] = None
+    kind: Annotated[Any, schema(_maybe({"type": "string", "enum": ["hold", "veto", "stop"]}),
+                                "Only controls of this kind.", "hold")] = None
+    agent: Annotated[str | None, about("Every live control on this agent (with task: its"
+                                       " veto there).", "ana/coder")] = None
+    instance: Annotated[str | None, about("Every live control on this instance.",
+                                          "laptop")] = None
+    task: Annotated[Any, schema(_maybe({"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+                                "With agent: the task of the veto.", 7)] = None
+    everyone: Annotated[bool, about("The stop of every agent.", True)] = False
+    reason: Reason = None
+
+
+__all__ = [
+    "AmendInput",
+    "CheckpointInput",
+    "ClaimInput",
+    "DecisionInput",
+    "DeclineInput",
+    "Fenced",
+    "FieldsInput",
+    "HandoffInput",
+    "HoldInput",
+    "Input",
+    "LiftInput",
+    "ListInput",
+    "NextInput",
+    "Nothing",
+    "PauseInput",
+    "ReleaseInput",
+    "RenewInput",
+    "StopInput",
+    "SubmitInput",
+    "UpdateInput",
+    "VerifyInput",
+    "VetoInput",
+]

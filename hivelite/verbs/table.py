@@ -323,15 +323,41 @@ VERBS: tuple[Verb, ...] = (
          _OWNER, OWNER, Mode.write, "DeclineInput", "Receipt",
          ("invalid_state/not_submitted", "invalid_state/task_closed", *DECIDED),
          http=Http("POST", "/{number}/decline", "decline"), tool="decline"),
+    Verb("hold", "The owner holds an agent or an instance.",
+         "Hold one agent, or every agent acting from one instance: its live claims end (the"
+         " tasks go back to routed) and it takes no claim until lifted; it may still read,"
+         " hand off and verify.",
+         _OWNER, OWNER, Mode.authority, "HoldInput", "Control",
+         ("invalid_input/control_scope", "forbidden_right/not_permitted"),
+         on_task=False, idempotent=False, http=Http("POST", "/hold", "hold"), tool="hold"),
+    Verb("veto", "The owner vetoes one agent on one task.",
+         "Veto one agent on one task: its claim there ends and it may not claim that task"
+         " again until lifted.",
+         _OWNER, OWNER, Mode.authority, "VetoInput", "Control",
+         ("invalid_state/task_closed", *DECIDED),
+         idempotent=False, http=Http("POST", "/{number}/veto", "veto"), tool="veto"),
+    Verb("stop", "The owner's kill switch: an agent, an instance or every agent.",
+         "Stop one agent, one instance, or every agent (everyone=true): every live claim of"
+         " theirs ends and every write of theirs is refused until lifted.",
+         _OWNER, OWNER, Mode.authority, "StopInput", "Control",
+         ("invalid_input/control_scope", "forbidden_right/not_permitted"),
+         on_task=False, idempotent=False, http=Http("POST", "/stop", "stop"), tool="stop"),
+    Verb("lift", "The owner lifts live controls.",
+         "Lift live controls: one by its id, or every one on an agent, an instance, or the"
+         " stop of every agent; answers what was lifted.",
+         _OWNER, OWNER, Mode.authority, "LiftInput", "Control",
+         ("not_found/no_such_control", "invalid_input/control_scope",
+          "forbidden_right/not_permitted"),
+         on_task=False, many=True, idempotent=False, http=Http("POST", "/lift", "lift"),
+         tool="lift"),
 )
-"""Every verb on a task, the reads first, then an agent's, then the owner's decisions."""
+"""Every verb on a task, the reads first, then an agent's, then the owner's decisions and
+controls."""
 
 BY_NAME: dict[str, Verb] = {verb.name: verb for verb in VERBS}
 
 FILE_VERBS: dict[str, tuple[Mode, Right | None]] = {
-    "expire": (Mode.write, WORK), "hold": (Mode.authority, OWNER),
-    "veto": (Mode.authority, OWNER), "stop": (Mode.authority, OWNER),
-    "lift": (Mode.authority, OWNER), "budget": (Mode.authority, OWNER),
+    "expire": (Mode.write, WORK), "budget": (Mode.authority, OWNER),
     "policy": (Mode.authority, OWNER), "token": (Mode.authority, OWNER)}
 """The verbs on the store itself, which stay on the file: how the write path admits each,
 and the right a token would need."""

@@ -138,7 +138,7 @@ class Context:
                                      " and --instance")
         return FILE_OWNER
 
-    def owner_caller(self) -> Caller | FileOwner:
+    def owner_caller(self) -> Caller | FileOwner | TokenCaller:
         """Who runs one of the owner's controls (hold, budget, policy, ...), whose
         ``--agent`` and ``--instance`` name whom it binds: the agent of
         ``$HIVELITE_AGENT`` when set (whom the store then refuses: only the owner
@@ -146,6 +146,8 @@ class Context:
         from ...core.caller import Caller
 
         agent = os.environ.get("HIVELITE_AGENT")
+        if self.url is not None and not agent:  # over --url the token says who
+            return TOKEN
         if agent:
             instance = os.environ.get("HIVELITE_INSTANCE")
             if not instance:

@@ -23,6 +23,7 @@ from ...core import diagrams
 from ...core.errors import HiveliteError, InvalidInput, UnexpectedError
 from ...core.jsontext import loads_bounded
 from ...core.protocol import PRIORITIES, SORTS, State
+from ...verbs.table import VERBS
 from ..terminal import coloured, fits, printable
 from .context import (
     Context,
@@ -34,16 +35,13 @@ from .context import (
 )
 from .owner import COMMANDS
 from .serve import mcp_stdio, serve
-from .verbs import ENVIRONMENT, EXPORT, VerbCommand, exports, lease_text
+from .verbs import COMMAND_OF, ENVIRONMENT, EXPORT, VerbCommand, exports, lease_text
 
 if TYPE_CHECKING:
     from ...hive import Hive
     from ...store.sqlite import SqliteStore
 
-SERVED_VERBS = frozenset({
-    "handoff", "list", "show", "history", "approve", "deny", "cancel", "sign-off", "decline",
-    "claim", "resume", "next", "fields", "renew", "release", "checkpoint", "update", "pause",
-    "submit", "verify", "amend"})
+SERVED_VERBS = frozenset(COMMAND_OF.get(v.name, v.cli) for v in VERBS if v.http is not None)
 """The verbs that run against ``hivelite serve`` with ``--url`` and ``--token``; the others
 work on the store file itself."""
 FILE_FREE_VERBS = frozenset({"states", "schema", "completion"})

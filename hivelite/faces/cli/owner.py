@@ -37,12 +37,12 @@ def _controls_text(controls: list[Control]) -> str:
 
 
 def _control(ctx: Context, verb: str, **options: object) -> None:
+    """A control on the file, or over --url with an owner's token (the verb table's row)."""
     who = ctx.owner_caller()
-    with ctx.open_store() as hive:
-        method = getattr(hive, verb)
+    with ctx.open() as face:
         ref = options.pop("ref", None)
-        args = (acting(hive, who),) if ref is None else (acting(hive, who), ref)
-        control: Control = method(*args, **options)
+        assert ref is None or isinstance(ref, str)
+        control: Control = face.call(verb, acting(face, who), ref, None, **options)
         ctx.emit(control, lambda: _controls_text([control]))
 
 
@@ -119,9 +119,10 @@ def lift(ctx: Context, control: int | None, agent: str | None, instance: str | N
       hivelite lift --agent ana/coder --kind hold
     """
     who = ctx.owner_caller()
-    with ctx.open_store() as hive:
-        lifted = hive.lift(acting(hive, who), control, kind=kind, agent=agent,
-                           instance=instance, task=task, everyone=everyone, reason=reason)
+    with ctx.open() as face:
+        lifted: list[Control] = face.call(
+            "lift", acting(face, who), None, None, control=control, kind=kind, agent=agent,
+            instance=instance, task=task, everyone=everyone, reason=reason)
         ctx.emit(lifted, lambda: _controls_text(lifted))
 
 
