@@ -151,3 +151,27 @@ echo "exit $? task $first"
     assert "stale_claim" in (tmp_path / "err.txt").read_text()
     with Hive.open(tmp_path / "s.db") as hive:
         assert [hive.get(n).task.state for n in (1, 2)] == ["working", "approval"]
+
+
+def test_the_groups_options_after_the_verb_are_the_commands_own(tmp_path: Path) -> None:
+    """``--db`` and ``--json`` after the verb are read by click as the command's options
+    (no argument is moved); a refusal then prints as JSON, and a holder verb's own
+    ``--token`` stays its fencing token."""
+    from .inproc import run_main
+
+    db = str(tmp_path / "s.db")
+    assert run_main(["init", "--db", db, "--owner", "ana", "--json"]).returncode == 0
+    with Hive.open(db) as hive:
+        n = own_task(hive)
+    agent = ["--agent", "ana/coder", "--instance", "laptop"]
+    claimed = run_main(["claim", str(n), *agent, "--db", db, "--json"])
+    lease = json.loads(claimed.stdout)
+    missing = run_main(["claim", "99", *agent, "--json", "--db", db])
+    assert missing.returncode == 5
+    assert json.loads(missing.stdout)["error"]["reason"] == "no_such_task"
+    stale = run_main(["renew", str(n), "--lease", lease["lease_id"], "--token", "7", *agent,
+                      "--db", db, "--json"])
+    assert (stale.returncode, json.loads(stale.stdout)["error"]["reason"]) == (
+        3, "stale_claim")
+    listed = run_main(["list", "--json", "--db", db])
+    assert [t["number"] for t in json.loads(listed.stdout)["items"]] == [n]

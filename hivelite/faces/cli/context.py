@@ -204,6 +204,40 @@ def caller_options(*, agent_verb: bool) -> Callable[[Callable[..., Any]], Callab
     return decorate
 
 
+GLOBALS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("--db", "db", {"type": click.Path(dir_okay=False)}),
+    ("--json", "as_json", {"is_flag": True, "is_eager": True}),
+    ("--plugins-dir", "plugins_dir", {"type": click.Path(file_okay=False)}),
+    ("--url", "url", {}),
+    ("--token", "token", {}),
+)
+"""The group's options, which every command also takes after its verb (``hivelite list
+--json``): the option, the ``Context`` field it sets, and how click reads it."""
+
+
+def global_options(command: click.Command) -> click.Command:
+    """``command`` taking the group's options too, each but those it has of its own (a
+    holder verb's ``--token`` is its fencing token: the server's comes before the verb).
+    Hidden from the command's help: ``hivelite --help`` lists them once."""
+    taken = {name for param in command.params for name in getattr(param, "opts", ())}
+    for option, field, settings in GLOBALS:
+        if option not in taken:
+            command.params.append(click.Option(
+                [option], "global_" + field, expose_value=False, hidden=True,
+                callback=_set_global(field), **settings))
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            global_options(sub)
+    return command
+
+
+def _set_global(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def keep(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
+            setattr(ctx.find_object(Context), field, value)
+    return keep
+
+
 def _keep_request_id(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value is not None:
         ctx.find_object(Context).request_id = value  # type: ignore[union-attr]

@@ -29,6 +29,7 @@ from .context import (
     Context,
     acting,
     caller_options,
+    global_options,
     login_owner,
     pass_context,
     plain,
@@ -53,7 +54,30 @@ MAX_NUMBER = (1 << 63) - 1
 
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class HiveliteGroup(click.Group):
+    """The group: a refusal is reported inside click's context, where every option is
+    known, those given after the verb included (``hivelite claim 3 --json``)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HiveliteError as error:
+            _fail(error, _asks_json(ctx))
+        except Exception as exc:
+            if not isinstance(exc, _unforeseen()) or isinstance(exc, click.ClickException):
+                raise
+            # a file that cannot be read, a failure of SQLite the store did not foresee, ...
+            _fail(UnexpectedError("unexpected", f"{type(exc).__name__}: {exc}"),
+                  _asks_json(ctx))
+
+
+def _asks_json(ctx: click.Context) -> bool:
+    found = ctx.find_object(Context)
+    return bool(found is not None and found.as_json)
+
+
+@click.group(cls=HiveliteGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--db", envvar="HIVELITE_DB", default="hivelite.db", show_default=True,
               type=click.Path(dir_okay=False), help="The store file ($HIVELITE_DB).")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON document.")
@@ -874,65 +898,11 @@ def _show(exc: click.ClickException) -> None:
     click.echo(f"Error: {printable(exc.format_message())}", err=True, color=color)
 
 
-GLOBAL_VALUED = ("--db", "--plugins-dir", "--url", "--token")
-GLOBAL_FLAGS = ("--json",)
-
-
-def _verb_at(args: Sequence[str]) -> int:
-    """Where the verb stands: after the group's options (and their values)."""
-    at = 0
-    while at < len(args) and args[at].startswith("-"):
-        at += 2 if args[at] in GLOBAL_VALUED else 1
-    return at
-
-
-def hoist_globals(args: list[str]) -> list[str]:
-    """The group's options given after the verb, moved before it, so ``hivelite list
-    --json`` means ``hivelite --json list``. A verb's own option of the same name, an
-    option's value and anything after ``--`` stay where they are."""
-    at = _verb_at(args)
-    if at >= len(args) or args[at] not in cli.commands:
-        return args
-    own: set[str] = set()
-    valued: set[str] = set()
-    for param in cli.commands[args[at]].params:
-        if isinstance(param, click.Option):
-            names = {*param.opts, *param.secondary_opts}
-            own |= names
-            if not param.is_flag and not param.count:
-                valued |= names
-    moved: list[str] = []
-    rest: list[str] = []
-    index = at + 1
-    while index < len(args):
-        arg = args[index]
-        name = arg.split("=", 1)[0]
-        if arg == "--":
-            rest += args[index:]
-            break
-        if name in own:
-            rest += args[index:index + (2 if arg in valued else 1)]
-            index += 2 if arg in valued else 1
-        elif arg in GLOBAL_FLAGS:
-            moved.append(arg)
-            index += 1
-        elif arg in GLOBAL_VALUED and index + 1 < len(args):
-            moved += args[index:index + 2]
-            index += 2
-        elif name in GLOBAL_VALUED and "=" in arg:
-            moved.append(arg)
-            index += 1
-        else:
-            rest.append(arg)
-            index += 1
-    return [*args[:at], *moved, args[at], *rest]
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the group and turn every error into its exit code."""
-    args = hoist_globals(list(sys.argv[1:] if argv is None else argv))
-    verb_at = _verb_at(args)
-    as_json = "--json" in args[:verb_at]  # a group option: it stands before the verb
+    args = list(sys.argv[1:] if argv is None else argv)
+    # for an error before click has read the options (a usage error): --json anywhere
+    as_json = "--json" in (args[:args.index("--")] if "--" in args else args)
     if not logging.getLogger("hivelite").handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_PrintableFormatter("warning: %(message)s"))
@@ -985,6 +955,11 @@ def _unforeseen() -> tuple[type[BaseException], ...]:
     if sqlite is not None:
         kinds.append(sqlite.DatabaseError)
     return tuple(kinds)
+
+
+for command in list(cli.commands.values()):  # the group's options after the verb, too
+    if not isinstance(command, VerbCommand):  # (a verb of the table takes them once built)
+        global_options(command)
 
 
 __all__ = ["cli", "main"]

@@ -19,7 +19,15 @@ import click
 
 from ...core.protocol import Mode, Who
 from ...verbs.table import BY_NAME, Verb
-from .context import AS_AGENT, AS_OWNER, Context, acting, caller_options, pass_context
+from .context import (
+    AS_AGENT,
+    AS_OWNER,
+    Context,
+    acting,
+    caller_options,
+    global_options,
+    pass_context,
+)
 
 if TYPE_CHECKING:
     from ...core.models import ClaimReceipt
@@ -234,7 +242,7 @@ class VerbCommand(click.Command):
 
     def _real(self) -> click.Command:
         if self._built is None:
-            self._built = verb_command(self._row, self._more)
+            self._built = global_options(verb_command(self._row, self._more))
         return self._built
 
     @property
