@@ -36,7 +36,16 @@ from .context import (
 )
 from .owner import COMMANDS
 from .serve import mcp_stdio, serve
-from .verbs import COMMAND_OF, ENVIRONMENT, EXPORT, VerbCommand, exports, lease_text
+from .verbs import (
+    BESPOKE,
+    COMMAND_OF,
+    ENVIRONMENT,
+    EXPORT,
+    MORE,
+    VerbCommand,
+    exports,
+    lease_text,
+)
 
 if TYPE_CHECKING:
     from ...hive import Hive
@@ -331,10 +340,6 @@ def show(ctx: Context, ref: str, lease: bool, agent: str | None, instance: str |
         ctx.emit(view, lambda: render.task_block(view, hive.clock()))
 
 
-for _name in ("approve", "deny", "cancel", "sign_off", "decline"):  # the owner's decisions
-    cli.add_command(VerbCommand(_name))
-
-
 @cli.command()
 @pass_context
 def info(ctx: Context) -> None:
@@ -392,10 +397,6 @@ MINUTES = click.option("--minutes", default=10, show_default=True, type=int,
                        help="Lease length, 5 to 15 minutes.")
 
 
-for _name in ("claim", "resume"):  # the assignee takes a lease, and gets its id and token
-    cli.add_command(VerbCommand(_name))
-
-
 @cli.command(name="next")
 @MINUTES
 @EXPORT
@@ -430,14 +431,6 @@ def next_(ctx: Context, minutes: int, export: bool, project: str | None, label: 
                  + "\n\n" + render.task_block(lease.task, hive.clock()))
 
 
-cli.add_command(VerbCommand("fields", "Its requester, its assignee or the owner may;"
-                            " --base-version must be the task's current fields_version, else"
-                            " exit 3 (invalid_state/stale_base) and nothing changes."))
-
-
-cli.add_command(VerbCommand("renew"))
-
-
 @cli.command()
 @click.argument("ref")
 @click.option("--lease", "lease_id", help="The claim's lease id (the holder releasing).")
@@ -469,9 +462,6 @@ def release(ctx: Context, ref: str, lease_id: str | None, token: int | None,
                                     reason=reason, request_id=ctx.request_id))
 
 
-cli.add_command(VerbCommand("checkpoint"))
-
-
 USAGE = [
     click.option("--tokens", type=click.IntRange(min=0), help="Model tokens used (integer)."),
     click.option("--usd-micros", type=click.IntRange(min=0),
@@ -483,10 +473,6 @@ def usage_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(USAGE):
         command = option(command)
     return command
-
-
-for _name in ("update", "pause"):
-    cli.add_command(VerbCommand(_name))
 
 
 def load_json(handle: Any, option: str) -> Any:
@@ -716,6 +702,9 @@ def demo(ctx: Context, owner: str | None) -> None:
 
 for command in (*COMMANDS, serve, mcp_stdio):  # the owner's controls, budgets, policy; the service
     cli.add_command(command)
+for verb in VERBS:  # every other verb of the table: its command, from its row alone
+    if verb.name not in BESPOKE and verb.name not in COMMAND_OF:
+        cli.add_command(VerbCommand(verb.name, MORE.get(verb.name, "")))
 
 
 def _tables(hive: Hive) -> Any:

@@ -50,6 +50,11 @@ BESPOKE: dict[str, dict[str, str]] = {
 """The commands written by hand, for what a terminal does better (a packet from options,
 evidence as KIND:SUMMARY, --accept or --reject, a listing that fits the screen), each with
 the parameter that takes an input under another name (the rest keep the input's name)."""
+MORE: dict[str, str] = {
+    "fields": "Its requester, its assignee or the owner may; --base-version must be the"
+              " task's current fields_version, else exit 3 (invalid_state/stale_base) and"
+              " nothing changes."}
+"""What a generated command's help says beyond its row's summary."""
 COMMAND_OF = {"lease": "show"}
 """Verbs the terminal offers inside another command (``show N --lease``)."""
 ENVIRONMENT: dict[str, str] = {"lease_id": "HIVELITE_LEASE", "token": "HIVELITE_FENCING_TOKEN"}
