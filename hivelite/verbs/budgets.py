@@ -58,6 +58,7 @@ def set_budget(hive: HiveBase, caller: Caller, agent: str, *, tasks: int | None 
 
     return hive._write(checked, "budget", body)
 
+
 def clear_budget(hive: HiveBase, caller: Caller, agent: str) -> None:
     """Remove an agent's daily budget (``404`` when it has none)."""
     checked = hive._caller(caller, "budget")
@@ -72,6 +73,7 @@ def clear_budget(hive: HiveBase, caller: Caller, agent: str) -> None:
                              detail={"agent": name, "cleared": True})
 
     hive._write(checked, "budget", body)
+
 
 def budgets(hive: HiveBase, agent: str | None = None) -> builtins.list[Budget]:
     """Each budget (or one agent's) with what it used today and when it resets; an

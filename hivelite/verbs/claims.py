@@ -92,12 +92,14 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
 
     return hive._write(agent, verb, body)
 
+
 def _lease(hive: HiveBase, unit: Unit, row: TaskRow, target: State, lease_id: str,
            minutes: int) -> ClaimReceipt:
     expires = lease_expiry(unit.now, minutes)
     return unit.claim_receipt(unit.start_lease(
         row, target, lease_id=lease_id, token=row.lease_token + 1, expires=expires,
         reason="resumed" if target is State.working else "claimed"))
+
 
 def _check_ready(hive: HiveBase, unit: Unit, row: TaskRow) -> None:
     """A claim takes a ready task: ``blocked`` while a dependency is not completed
@@ -119,6 +121,7 @@ def _check_ready(hive: HiveBase, unit: Unit, row: TaskRow) -> None:
                            f" the owner re-opens it (hivelite fields {row.number}"
                            " --max-attempts N --base-version V) or cancels it")
 
+
 def claim_next(hive: HiveBase, caller: Caller, *, minutes: int = DEFAULT_LEASE_MINUTES,
                project: str | None = None, label: str | None = None,
                request_id: str | None = None) -> NextClaim:
@@ -132,8 +135,9 @@ def claim_next(hive: HiveBase, caller: Caller, *, minutes: int = DEFAULT_LEASE_M
     task's view is read after the commit, outside the write lock.
     """
     lease = _next_lease(hive, caller, minutes=minutes, project=project, label=label,
-                             request_id=request_id)
+                        request_id=request_id)
     return NextClaim.model_construct(**dict(lease), task=hive.get(lease.number))
+
 
 @idempotent_as("next")
 def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | None,
@@ -156,6 +160,7 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
 
     return hive._write(agent, "next", body)
 
+
 @idempotent
 def claim(hive: HiveBase, caller: Caller, ref: str | int, *,
           minutes: int = DEFAULT_LEASE_MINUTES, request_id: str | None = None) -> ClaimReceipt:
@@ -166,11 +171,13 @@ def claim(hive: HiveBase, caller: Caller, ref: str | int, *,
     """
     return _start(hive, caller, ref, minutes, resume=False)
 
+
 @idempotent
 def resume(hive: HiveBase, caller: Caller, ref: str | int, *,
            minutes: int = DEFAULT_LEASE_MINUTES, request_id: str | None = None) -> ClaimReceipt:
     """The answer arrived: the assignee claims a paused task again, with a new token."""
     return _start(hive, caller, ref, minutes, resume=True)
+
 
 def lease(hive: HiveBase, caller: Caller, ref: str | int) -> ClaimReceipt:
     """The live claim again, for its holder alone (the agent, on the instance it claimed
@@ -194,6 +201,7 @@ def lease(hive: HiveBase, caller: Caller, ref: str | int) -> ClaimReceipt:
         holder=row.lease_holder or "", instance=row.lease_instance or "",
         session=row.lease_session, expires_at=row.lease_expires or "")
 
+
 @idempotent
 def renew(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, token: int,
           minutes: int = DEFAULT_LEASE_MINUTES, request_id: str | None = None) -> ClaimReceipt:
@@ -210,6 +218,7 @@ def renew(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, toke
         return unit.claim_receipt(replace(row, lease_expires=expires, updated_at=unit.at))
 
     return hive._write(agent, "renew", body)
+
 
 @idempotent
 def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | None = None,
@@ -250,12 +259,14 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
 
     return hive._write(caller, "release", body)
 
+
 def _start_work(hive: HiveBase, unit: Unit, row: TaskRow, why: str) -> TaskRow:
     """The holder's first progress moves accepted -> working (move 7)."""
     if row.state == State.accepted.value:
         return unit.move(row, State.working, actor=unit.who, reason=why)
     unit.tx.touch(row.number, unit.at)
     return replace(row, updated_at=unit.at)
+
 
 def _holder_write(hive: HiveBase, caller: Caller, ref: str | int, verb: str, lease_id: str,
                   token: int, write: Callable[[Unit, TaskRow], TaskRow]) -> Receipt:
@@ -269,6 +280,7 @@ def _holder_write(hive: HiveBase, caller: Caller, ref: str | int, verb: str, lea
         return unit.receipt(write(unit, row))
 
     return hive._write(agent, verb, body)
+
 
 @idempotent
 def checkpoint(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, token: int,
@@ -291,6 +303,7 @@ def checkpoint(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str,
         return _start_work(hive, unit, row, "checkpoint")
 
     return _holder_write(hive, caller, ref, "checkpoint", lease_id, token, write)
+
 
 @idempotent
 def update(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, token: int,
@@ -315,6 +328,7 @@ def update(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, tok
         return _start_work(hive, unit, row, "update")
 
     return _holder_write(hive, caller, ref, "update", lease_id, token, write)
+
 
 @idempotent
 def pause(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, token: int, on: str,

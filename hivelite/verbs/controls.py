@@ -83,6 +83,7 @@ def _control(hive: HiveBase, caller: Caller, kind: ControlKind, *, agent: str | 
 
     return hive._write(checked, kind, body)
 
+
 def hold(hive: HiveBase, caller: Caller, *, agent: str | None = None, instance: str | None = None,
          reason: str | None = None) -> Control:
     """Hold an agent or an instance: its live claims end (back to ``routed``) and it
@@ -91,14 +92,16 @@ def hold(hive: HiveBase, caller: Caller, *, agent: str | None = None, instance: 
         raise InvalidInput("control_scope", "hold names an agent or an instance (one of"
                            " them)", field="agent")
     return _control(hive, caller, "hold", agent=agent, instance=instance, task=None,
-                         reason=reason)
+                    reason=reason)
+
 
 def veto(hive: HiveBase, caller: Caller, ref: str | int, *, agent: str,
          reason: str | None = None) -> Control:
     """Veto one agent on one task: its claim there ends and it may not claim that task
     again until lifted."""
     return _control(hive, caller, "veto", agent=agent, instance=None, task=ref,
-                         reason=reason)
+                    reason=reason)
+
 
 def stop(hive: HiveBase, caller: Caller, *, agent: str | None = None, instance: str | None = None,
          everyone: bool = False, reason: str | None = None) -> Control:
@@ -108,7 +111,8 @@ def stop(hive: HiveBase, caller: Caller, *, agent: str | None = None, instance: 
         raise InvalidInput("control_scope", "stop names an agent, an instance, or"
                            " everyone (one of them)", field="agent")
     return _control(hive, caller, "stop", agent=agent, instance=instance, task=None,
-                         reason=reason)
+                    reason=reason)
+
 
 def lift(hive: HiveBase, caller: Caller, control: int | None = None, *, kind: str | None = None,
          agent: str | None = None, instance: str | None = None,
@@ -159,6 +163,7 @@ def lift(hive: HiveBase, caller: Caller, control: int | None = None, *, kind: st
                 for row in picked]
 
     return hive._write(checked, "lift", body)
+
 
 def controls(hive: HiveBase, *, live: bool = True) -> builtins.list[Control]:
     """The owner's controls, oldest first: the live ones, or (``live=False``) all,

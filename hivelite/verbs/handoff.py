@@ -109,6 +109,7 @@ def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = Non
 
     return hive._write(caller, "handoff", body)
 
+
 def handoff_many(hive: HiveBase, caller: Caller,
                  requests: Iterable[HandoffRequest | Mapping[str, Any]]) -> list[Receipt]:
     """Create many tasks in one transaction, each through the gate as
@@ -140,6 +141,7 @@ def handoff_many(hive: HiveBase, caller: Caller,
 
     return hive._write(caller, "handoff", body)
 
+
 def _request(hive: HiveBase, caller: Caller, given: HandoffRequest | Mapping[str, Any]
              ) -> HandoffRequest:
     """The handoff as asked for, validated; an agent hands off only as itself."""
@@ -152,6 +154,7 @@ def _request(hive: HiveBase, caller: Caller, given: HandoffRequest | Mapping[str
         raise ForbiddenRight("not_requester", f"{caller} hands off only as itself, not"
                              f" as {req.requester}")
     return req
+
 
 def _checked(hive: HiveBase, reader: Reader | None, req: HandoffRequest,
              at: datetime) -> Handed | Receipt:
@@ -169,6 +172,7 @@ def _checked(hive: HiveBase, reader: Reader | None, req: HandoffRequest,
             return earlier
     return Handed(req, task_id, packet, packet_json, depends_on,
                   json.dumps(sorted(set(req.labels))))
+
 
 def _insert(hive: HiveBase, unit: Unit, caller: Caller, handed: Handed,
             gated: tuple[GateDecision, list[dict[str, str]]], limit: int) -> Receipt:
@@ -199,6 +203,7 @@ def _insert(hive: HiveBase, unit: Unit, caller: Caller, handed: Handed,
                     detail={"decided_by": decided_by, "answers": answers})
     return unit.receipt(row)
 
+
 def _earlier(hive: HiveBase, reader: Reader, task_id: str, req: HandoffRequest,
              packet_json: str) -> Receipt | None:
     """The task this handoff already made (same id, parties, project and packet) as it
@@ -217,6 +222,7 @@ def _earlier(hive: HiveBase, reader: Reader, task_id: str, req: HandoffRequest,
         waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
         at=row.created_at, seq=None)
 
+
 def _dependencies(hive: HiveBase, reader: Reader, packet: Packet) -> tuple[Packet, tuple[int, ...]]:
     """The packet with each ``depends_on`` entry as the task's id (an entry may name a
     task by id or by number), and those tasks' numbers; every one must exist."""
@@ -233,6 +239,7 @@ def _dependencies(hive: HiveBase, reader: Reader, packet: Packet) -> tuple[Packe
     numbers = tuple(sorted({found[ref][0] for ref in packet.depends_on}))
     return packet.model_copy(update={"depends_on": ids}), numbers
 
+
 def max_attempts(hive: HiveBase) -> int:
     """Failed outcomes a new task may have before it is no longer claimable: the
     ``max_attempts`` of the settings file's ``[queue]`` table, default 3."""
@@ -241,6 +248,7 @@ def max_attempts(hive: HiveBase) -> int:
         raise InvalidInput("invalid_config", f"[queue] max_attempts must be an integer"
                            f" from 1 to 1000, not {value!r}", field="queue.max_attempts")
     return value
+
 
 def _gate(hive: HiveBase, task: Task) -> tuple[GateDecision, list[dict[str, str]]]:
     """Every gate plugin's answer; any deny wins, then any hold, else allow (asked
@@ -265,6 +273,7 @@ def _gate(hive: HiveBase, task: Task) -> tuple[GateDecision, list[dict[str, str]
                 return decision, answers
     return GateDecision(action="allow", reason="no gate plugin objected"), answers
 
+
 def _owner_move(hive: HiveBase, caller: Caller, ref: str | int, target: State, verb: str,
                 reason: str | None, check: Callable[[TaskRow], object]) -> Receipt:
     caller = hive._caller(caller, verb)
@@ -280,26 +289,29 @@ def _owner_move(hive: HiveBase, caller: Caller, ref: str | int, target: State, v
 
     return hive._write(caller, verb, body)
 
+
 @idempotent
 def approve(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None = None,
             request_id: str | None = None) -> Receipt:
     """The owner lets a held handoff go ahead: waiting(owner_approval) -> routed."""
     return _owner_move(hive, caller, ref, State.routed, "approve", reason,
-                            lambda row: guard.awaiting_owner(row, "approve"))
+                       lambda row: guard.awaiting_owner(row, "approve"))
+
 
 @idempotent
 def deny(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None = None,
          request_id: str | None = None) -> Receipt:
     """The owner refuses a held handoff: waiting(owner_approval) -> rejected."""
     return _owner_move(hive, caller, ref, State.rejected, "deny", reason,
-                            lambda row: guard.awaiting_owner(row, "deny"))
+                       lambda row: guard.awaiting_owner(row, "deny"))
+
 
 @idempotent
 def cancel(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None = None,
            request_id: str | None = None) -> Receipt:
     """The owner withdraws an open task (requested, waiting, routed, accepted, working)."""
     return _owner_move(hive, caller, ref, State.cancelled, "cancel", reason,
-                            guard.cancellable)
+                       guard.cancellable)
 
 
 __all__ = ["approve", "cancel", "deny", "handoff", "handoff_many", "max_attempts"]

@@ -40,6 +40,7 @@ def set_policy(hive: HiveBase, caller: Caller, name: str, value: str | int | Non
 
     return hive._write(checked, "policy", body)
 
+
 def require_plugin(hive: HiveBase, caller: Caller, name: str) -> RequiredPluginView:
     """Require a policy plugin of every process that writes to this store, as this
     process loaded it: its code (distribution and version, or its file's hash) and its
@@ -67,6 +68,7 @@ def require_plugin(hive: HiveBase, caller: Caller, name: str) -> RequiredPluginV
 
     return hive._write(checked, "policy", body)
 
+
 def unrequire_plugin(hive: HiveBase, caller: Caller, name: str) -> None:
     """Stop requiring a plugin (``404`` when it was not required)."""
     checked = hive._caller(caller, "policy")
@@ -79,6 +81,7 @@ def unrequire_plugin(hive: HiveBase, caller: Caller, name: str) -> None:
                              reason="policy unrequire", detail={"plugin": name})
 
     hive._write(checked, "policy", body)
+
 
 def plugin_status(hive: HiveBase) -> builtins.list[PluginStatus]:
     """Every plugin this process loaded and every plugin the store requires, each with

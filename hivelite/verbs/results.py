@@ -49,6 +49,7 @@ THRESHOLD = "hivelite.default_threshold"
 
 # -- plugin questions ----------------------------------------------------
 
+
 def _evidence_problems(hive: HiveBase, task: Task, result: Result) -> list[dict[str, str]]:
     problems = []
     for plugin, answer in call_each(hive.plugins, "hivelite_check_evidence",
@@ -62,6 +63,7 @@ def _evidence_problems(hive: HiveBase, task: Task, result: Result) -> list[dict[
         problems += [{"plugin": plugin, "problem": p} for p in answer]
     return problems
 
+
 def _threshold(hive: HiveBase, task: Task) -> tuple[int, str]:
     answer = call_first(hive.plugins, "hivelite_merge_threshold", task=task, hive=hive)
     if answer is None:
@@ -74,6 +76,7 @@ def _threshold(hive: HiveBase, task: Task) -> tuple[int, str]:
     if plugin == THRESHOLD:  # the store's policy decided
         return value, hive.policy().threshold_for(task.project)[1]
     return value, plugin
+
 
 def _uncounted_by_plugin(hive: HiveBase, task: Task, confirmation: Confirmation) -> str | None:
     """Why a plugin does not count a verdict the store's mode would count, or None.
@@ -89,6 +92,7 @@ def _uncounted_by_plugin(hive: HiveBase, task: Task, confirmation: Confirmation)
     return None if value else f"the plugin {plugin} does not count it"
 
 # -- submit --------------------------------------------------------------
+
 
 @idempotent
 def submit(
@@ -168,6 +172,7 @@ def submit(
 
 # -- decisions -----------------------------------------------------------
 
+
 @idempotent
 def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
            verdict: Literal["accept", "reject"] = "accept",
@@ -231,6 +236,7 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
 
     return hive._write(agent, "verify", body)
 
+
 def _owner_decision(hive: HiveBase, caller: Caller, ref: str | int, target: State, verb: str,
                     reason: str | None) -> Receipt:
     name = verb.replace(" ", "_")  # the verb table's name; the journal keeps the words
@@ -247,11 +253,13 @@ def _owner_decision(hive: HiveBase, caller: Caller, ref: str | int, target: Stat
 
     return hive._write(caller, name, body)
 
+
 @idempotent
 def sign_off(hive: HiveBase, caller: Caller, ref: str | int, *,
              reason: str | None = None, request_id: str | None = None) -> Receipt:
     """The owner accepts the result: approval -> completed, decided by a person."""
     return _owner_decision(hive, caller, ref, State.completed, "sign off", reason)
+
 
 @idempotent
 def decline(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str,
@@ -260,6 +268,7 @@ def decline(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str,
     return _owner_decision(hive, caller, ref, State.routed, "decline", reason)
 
 # -- amend ---------------------------------------------------------------
+
 
 @idempotent
 def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None = None,
@@ -316,6 +325,7 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
         return unit.receipt(row)
 
     return hive._write(caller, "amend", body)
+
 
 def _replace_result(hive: HiveBase, unit: Unit, row: TaskRow, version: int, summary: str | None,
                     evidence: Sequence[Evidence | Mapping[str, Any]] | None) -> None:

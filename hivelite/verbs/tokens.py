@@ -112,10 +112,12 @@ def add_token(hive: HiveBase, caller: Caller, agent: str | None = None, *,
 
     return hive._write(checked, "token", body)
 
+
 def tokens(hive: HiveBase) -> builtins.list[TokenView]:
     """Every token issued, oldest first, revoked ones included; never a secret."""
     with hive.store.read() as reader:
         return [token_view(r) for r in reader.tokens()]
+
 
 def revoke_token(hive: HiveBase, caller: Caller, token_id: str) -> TokenView:
     """Revoke a token now: every later request with it is ``401``. Journaled."""
@@ -134,6 +136,7 @@ def revoke_token(hive: HiveBase, caller: Caller, token_id: str) -> TokenView:
                                    row.created_at, row.expires_at, unit.at, row.by))
 
     return hive._write(checked, "token", body)
+
 
 def authenticate(hive: HiveBase, token: object, *, session: str | None = None) -> Authenticated:
     """The caller a token proves (``session`` as the request names it), or
