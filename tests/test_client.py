@@ -179,7 +179,8 @@ def test_the_work_loop_runs_through_the_client(server: Server) -> None:  # noqa:
         return {"summary": f"did {task.number}", "evidence": EVIDENCE}
 
     report = coder.work(coder.caller, body, project="loop", minutes=5, renew_every=0.05)
-    assert [r.number for r in report.submitted] == [made[0]]
-    assert report.released[0].number == made[1] and report.stopped_at == made[1]
+    assert [r.number for r in report.submitted] == [made[0], made[2]]
+    assert report.skipped == [made[1]] and report.released == []
     assert coder.get(made[0]).task.state.value == "approval"
-    assert coder.get(made[1]).task.state.value == "routed"
+    failed = coder.get(made[1])
+    assert (failed.task.state.value, failed.attempts) == ("routed", 1)

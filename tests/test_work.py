@@ -40,12 +40,13 @@ def test_work_submits_what_the_body_returns(open_hive: OpenHive) -> None:
     report = hive.work(CODER, body)
     assert isinstance(report, WorkReport) and seen == numbers
     assert [r.number for r in report.submitted] == numbers
-    assert (report.released, report.lost, report.interrupted) == ([], [], False)
+    assert (report.failed, report.released, report.lost, report.interrupted) == (
+        [], [], [], False)
     for n in numbers:
         view = hive.get(n)
         assert view.task.state is State.approval and view.task.result is not None
         assert view.task.result.summary == f"did {view.task.packet.task}"
-    assert repr(report) == "WorkReport(submitted 3, released 0, lost 0)"
+    assert repr(report) == "WorkReport(submitted 3, failed 0, released 0, lost 0)"
 
 
 def test_limit_takes_that_many(open_hive: OpenHive) -> None:
@@ -58,7 +59,7 @@ def test_limit_takes_that_many(open_hive: OpenHive) -> None:
             hive.work(CODER, done, limit=bad)  # type: ignore[arg-type]
 
 
-def test_a_failing_body_gives_its_task_back_and_the_loop_goes_on(open_hive: OpenHive) -> None:
+def test_a_failing_body_counts_an_attempt_and_the_loop_goes_on(open_hive: OpenHive) -> None:
     hive = open_hive()
     first = own_task(hive, priority="high")
     second, third = own_task(hive), own_task(hive)
@@ -70,30 +71,42 @@ def test_a_failing_body_gives_its_task_back_and_the_loop_goes_on(open_hive: Open
 
     report = hive.work(CODER, body, limit=2)
     assert [r.number for r in report.submitted] == [first]
-    assert [(r.number, r.reason) for r in report.released] == [
-        (second, "failed: ValueError: the parser will not parse")]
-    assert hive.get(second).task.state is State.routed
-    assert "failed: ValueError: the parser will not parse" in reasons(hive, second)
+    assert [(r.number, r.reason) for r in report.failed] == [
+        (second, "the body failed: ValueError: the parser will not parse")]
+    assert report.skipped == [second] and report.released == []
+    view = hive.get(second)
+    assert (view.task.state, view.attempts, view.outcome) == (State.routed, 1, "failed")
+    assert "the body failed: ValueError: the parser will not parse" in (
+        view.task.result.summary if view.task.result else "")
     assert hive.get(third).task.state is State.routed  # the limit was reached
 
 
-def test_a_task_the_body_failed_on_does_not_loop(open_hive: OpenHive) -> None:
-    """Released, it comes first in the queue again: the run gives it back once more and
-    ends there rather than fail on it forever."""
+def test_the_tasks_behind_a_failing_one_are_done_in_one_run_and_the_next(
+        open_hive: OpenHive) -> None:
+    """The issue's case: a failing task first in the queue, three behind it. Each run
+    fails on it once (an attempt counted), skips it, and does the three; once its
+    attempts are used up it is retired and no run takes it again."""
     hive = open_hive()
-    number = own_task(hive)
+    failing = own_task(hive, priority="urgent")
     calls: list[int] = []
 
     def body(task: TaskView) -> dict[str, Any]:
         calls.append(task.number)
-        raise RuntimeError("always")
+        if task.number == failing:
+            raise RuntimeError("always")
+        return done(task)
 
-    report = hive.work(CODER, body)
-    assert calls == [number] and report.stopped_at == number
-    assert [r.reason for r in report.released] == [
-        "failed: RuntimeError: always", "the body failed on it already in this run"]
-    assert hive.get(number).task.state is State.routed
-    assert repr(report) == f"WorkReport(submitted 0, released 2, lost 0, stopped at #{number})"
+    for run in (1, 2, 3):
+        behind = [own_task(hive) for _ in range(3)]
+        report = hive.work(CODER, body)
+        assert [r.number for r in report.submitted] == behind, run
+        assert report.skipped == [failing], run
+        assert hive.get(failing).attempts == run
+    assert calls.count(failing) == 3
+    assert hive.get(failing).lifecycle == "failed"  # its attempts ran out: retired
+    again = hive.work(CODER, body)
+    assert (again.submitted, again.failed) == ([], [])
+    assert repr(again) == "WorkReport(submitted 0, failed 0, released 0, lost 0)"
 
 
 @pytest.mark.parametrize("answer", ["done", {"summary": "done"}, {"summary": "done",
@@ -104,9 +117,9 @@ def test_a_body_that_returns_no_result_is_a_failure_of_the_body(
     hive = open_hive()
     number = own_task(hive)
     report = hive.work(CODER, lambda task: answer, limit=1)  # type: ignore[arg-type,return-value]
-    assert report.submitted == [] and len(report.released) == 1
-    assert hive.get(number).task.state is State.routed
-    reason = report.released[0].reason
+    assert report.submitted == [] and len(report.failed) == 1
+    assert (hive.get(number).task.state, hive.get(number).attempts) == (State.routed, 1)
+    reason = report.failed[0].reason
     assert ("invalid_work_result" in reason or "InvalidInput" in reason
             or "submit refused" in reason), reason
 

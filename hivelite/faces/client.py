@@ -286,9 +286,9 @@ class Client:
 
     def claim_next(self, caller: Caller | None, *, minutes: int = 10,
                    project: str | None = None, label: str | None = None,
-                   request_id: str | None = None) -> NextClaim:
+                   skip: Sequence[int] = (), request_id: str | None = None) -> NextClaim:
         claimed: NextClaim = self.call("next", caller, None, request_id, minutes=minutes,
-                                        project=project, label=label)
+                                       project=project, label=label, skip=list(skip))
         return claimed
 
     def resume(self, caller: Caller | None, ref: str | int, *, minutes: int = 10,

@@ -7,7 +7,7 @@ out, or was replaced, is refused with ``stale_claim``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -63,6 +63,26 @@ def lease_expiry(now: datetime, minutes: int) -> str:
         raise InvalidInput("time_out_of_range", f"a {minutes}-minute lease from"
                            f" {format_ts(now)} would end after the year 9999; check the clock"
                            " ($HIVELITE_NOW)", field="minutes") from None
+
+
+MAX_SKIP = 500
+"""The most tasks one ``next`` may pass over."""
+
+
+def skipped(skip: object) -> tuple[int, ...]:
+    """The task numbers ``next`` passes over: whole numbers, at most ``MAX_SKIP`` of them,
+    else ``422 invalid_input invalid_skip``."""
+    if isinstance(skip, str | bytes) or not isinstance(skip, Sequence | set | frozenset):
+        raise InvalidInput("invalid_skip", f"skip is a list of task numbers, not {skip!r}",
+                           field="skip")
+    numbers = tuple(skip)
+    bad = [n for n in numbers if isinstance(n, bool) or not isinstance(n, int)
+           or not 0 < n < 2**63]
+    if bad or len(numbers) > MAX_SKIP:
+        raise InvalidInput("invalid_skip", f"skip is at most {MAX_SKIP} task numbers, not"
+                           f" {bad[0] if bad else f'{len(numbers)} of them'!r}",
+                           field="skip")
+    return tuple(sorted(set(numbers)))
 
 
 def fencing_token(token: object) -> int:
@@ -124,33 +144,36 @@ def _check_ready(hive: HiveBase, unit: Unit, row: TaskRow) -> None:
 
 def claim_next(hive: HiveBase, caller: Caller, *, minutes: int = DEFAULT_LEASE_MINUTES,
                project: str | None = None, label: str | None = None,
-               request_id: str | None = None) -> NextClaim:
+               skip: Sequence[int] = (), request_id: str | None = None) -> NextClaim:
     """Claim the best ready task of the calling agent in one step: routed, assigned to
     it, every dependency completed, attempts left; the most pressing priority first,
-    then the oldest. Answers with the claim and the task as it stands right after;
-    ``404 not_found queue_empty`` when there is none.
+    then the oldest, passing over the tasks numbered in ``skip`` (those a worker has
+    already failed on in its run, say). Answers with the claim and the task as it stands
+    right after; ``404 not_found queue_empty`` when there is none.
 
     One write transaction picks and claims, so any number of workers can call it at
     once: each task is claimed once, and no worker is refused a task it picked. The
     task's view is read after the commit, outside the write lock.
     """
     lease = _next_lease(hive, caller, minutes=minutes, project=project, label=label,
-                        request_id=request_id)
+                        skip=skipped(skip), request_id=request_id)
     return NextClaim.model_construct(**dict(lease), task=hive.get(lease.number))
 
 
 @idempotent_as("next")
 def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | None,
-                label: str | None, request_id: str | None = None) -> ClaimReceipt:
+                label: str | None, skip: tuple[int, ...] = (),
+                request_id: str | None = None) -> ClaimReceipt:
     """The writing part of :meth:`claim_next`: pick and claim, answer the lease."""
     agent = require_agent(hive._caller(caller, "next"), "next")
     lease_minutes(minutes)
     lease_id = new_lease_id()
 
     def body(unit: Unit) -> ClaimReceipt:
-        skip = [c.task for c in unit.controls  # tasks the owner vetoed it on
-                if c.kind == "veto" and c.agent == agent.name and c.task is not None]
-        row = unit.tx.next_ready(agent.name, project=project, label=label, skip=skip)
+        vetoed = [c.task for c in unit.controls  # tasks the owner vetoed it on
+                  if c.kind == "veto" and c.agent == agent.name and c.task is not None]
+        row = unit.tx.next_ready(agent.name, project=project, label=label,
+                                 skip=[*vetoed, *skip])
         if row is None:
             narrowed = "".join(f" {k} {v!r}" for k, v in (("in project", project),
                                                            ("labelled", label)) if v)

@@ -152,6 +152,9 @@ class NextInput(ClaimInput):
 
     project: Annotated[str | None, about("Only a task of this project.", "shop")] = None
     label: Annotated[str | None, about("Only a task carrying this label.", "backend")] = None
+    skip: Annotated[Any, schema(
+        {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 500},
+        "Task numbers to pass over (those already failed on in this run).", [4])] = []
 
 
 class Fenced(Input):

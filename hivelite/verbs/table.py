@@ -215,7 +215,8 @@ VERBS: tuple[Verb, ...] = (
          " work): the answer is the claim (lease_id, fencing_token, expires_at) and the"
          " task. not_found/queue_empty when nothing is ready.",
          (Who.assignee,), WORK, Mode.claiming, "NextInput", "NextClaim",
-         ("not_found/queue_empty", "forbidden_right/held", "rate_limited/daily_budget"),
+         ("not_found/queue_empty", "forbidden_right/held", "rate_limited/daily_budget",
+          "invalid_input/invalid_skip"),
          on_task=False, method="claim_next", http=Http("POST", "/next", "next_task"),
          tool="next_task", words="claim next"),
     Verb("resume", "Claim a paused task again, with a new token.",

@@ -1,8 +1,9 @@
 """``work``: the loop a script or a notebook runs for one agent, safely.
 
 Claim the next ready task (``claim_next``), keep its lease alive from a background
-thread while the body runs, submit what the body returns, or give the task back (the
-error as the reason) when the body raises; stop cleanly on ``KeyboardInterrupt``. It
+thread while the body runs, submit what the body returns, or return a failed outcome
+(the error as the reason) when the body raises and pass over that task for the rest of
+the run; stop cleanly on ``KeyboardInterrupt``. It
 uses only the verbs every store face has, so it runs the same on a ``Hive`` (the file)
 and a ``Client`` (``hivelite serve``).
 """
@@ -38,21 +39,27 @@ class WorkReport:
     """What one ``work`` run did."""
 
     submitted: list[Receipt] = field(default_factory=list)
+    failed: list[Released] = field(default_factory=list)
+    """Tasks the body failed on: each was returned as a failed outcome, which counts an
+    attempt (its ``max_attempts`` retire it), and skipped for the rest of the run."""
     released: list[Released] = field(default_factory=list)
+    """Tasks given back without an attempt counted: the run was interrupted, or a failed
+    outcome could not be returned either."""
     lost: list[int] = field(default_factory=list)
     """Tasks whose lease ended while the body ran (the owner held or stopped the agent, a
     renewal came too late): their results were not submitted."""
     interrupted: bool = False
     """The run ended on ``KeyboardInterrupt`` (the task in hand was released)."""
-    stopped_at: int | None = None
-    """The task that ended the run because the body had failed on it already in this run
-    (it came first in the queue again; the run does not loop on it)."""
+
+    @property
+    def skipped(self) -> list[int]:
+        """The tasks the run passed over after failing on them, in the order it failed."""
+        return [f.number for f in self.failed]
 
     def __repr__(self) -> str:
-        ended = (", interrupted" if self.interrupted else
-                 f", stopped at #{self.stopped_at}" if self.stopped_at is not None else "")
-        return (f"WorkReport(submitted {len(self.submitted)}, released {len(self.released)},"
-                f" lost {len(self.lost)}{ended})")
+        ended = ", interrupted" if self.interrupted else ""
+        return (f"WorkReport(submitted {len(self.submitted)}, failed {len(self.failed)},"
+                f" released {len(self.released)}, lost {len(self.lost)}{ended})")
 
 
 class _Keeper(threading.Thread):
@@ -93,13 +100,13 @@ def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
     ``summary`` and ``evidence`` (also ``provenance``, ``outcome``, ``tokens``,
     ``usd_micros``). While it runs, the lease of ``minutes`` is renewed every
     ``renew_every`` seconds (default: a third of the lease). When the body raises (or
-    returns something else), the task is released with the error as the reason and the
-    loop goes on; if that task comes first in the queue again, it is released once more
-    and the run ends (``stopped_at``) rather than loop on it. On ``KeyboardInterrupt``
-    the task is released and the run ends. A result the store refuses to take (bad
-    evidence, usage over budget) is handled like a failure of the body. Several workers
-    may run this
-    at once, in threads or processes, each with its own caller instance.
+    returns something else), the task is returned as a failed outcome with the error as
+    its reason, which counts an attempt (``max_attempts`` then retires it), and the run
+    skips it and goes on with the next ready task: one failing task never starves the
+    tasks behind it. A result the store refuses to take (bad evidence, usage over budget)
+    is handled like a failure of the body. On ``KeyboardInterrupt`` the task is released
+    (no attempt counted) and the run ends. Several workers may run this at once, in
+    threads or processes, each with its own caller instance.
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or limit < 1):
@@ -107,19 +114,15 @@ def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
                            field="limit")
     every = renew_every if renew_every is not None else minutes * 60 / 3
     report = WorkReport()
-    failed: set[int] = set()
     taken = 0
     while limit is None or taken < limit:
         try:
-            got = face.claim_next(caller, minutes=minutes, project=project, label=label)
+            got = face.claim_next(caller, minutes=minutes, project=project, label=label,
+                                  skip=report.skipped)
         except NotFound as error:
             if error.reason == "queue_empty":
                 return report
             raise
-        if got.number in failed:  # first in the queue again: looping on it helps nobody
-            _give_back(face, caller, got, "the body failed on it already in this run", report)
-            report.stopped_at = got.number
-            return report
         taken += 1
         keeper = _Keeper(face, caller, got, minutes, every)
         keeper.start()
@@ -132,8 +135,8 @@ def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
             return report
         except Exception as error:  # the body's failure is the task's, not the loop's
             keeper.stop()
-            _give_back(face, caller, got, f"failed: {type(error).__name__}: {error}", report)
-            failed.add(got.number)
+            _failed(face, caller, got, f"the body failed: {type(error).__name__}: {error}",
+                    report)
             continue
         keeper.stop()
         if keeper.failure is not None:
@@ -142,9 +145,8 @@ def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
         try:
             report.submitted.append(face.submit(caller, got.number, lease_id=got.lease_id,
                                                 token=got.fencing_token, **answer))
-        except HiveliteError as error:  # refused (its evidence, its usage): give it back
-            _give_back(face, caller, got, f"submit refused: {error.reason}: {error}", report)
-            failed.add(got.number)
+        except HiveliteError as error:  # refused (its evidence, its usage): a failure
+            _failed(face, caller, got, f"submit refused: {error.reason}: {error}", report)
     return report
 
 
@@ -166,9 +168,29 @@ def _submitted(answer: object) -> dict[str, Any]:
     return dict(answer)
 
 
+def _failed(face: TaskFace, caller: Caller, got: NextClaim, why: str,
+            report: WorkReport) -> None:
+    """Return the task as a failed outcome (an attempt counted, the reason as its
+    evidence) and skip it for the rest of the run; if even that is refused, give it back
+    (no attempt counted), and skip it all the same."""
+    reason = _cut(why)
+    try:
+        face.submit(caller, got.number, lease_id=got.lease_id, token=got.fencing_token,
+                    summary=reason, evidence=[{"kind": "note", "summary": reason}],
+                    outcome="failed")
+    except HiveliteError:
+        try:
+            face.release(caller, got.number, lease_id=got.lease_id,
+                         token=got.fencing_token, reason=reason)
+        except HiveliteError:  # the lease had ended already: nothing is held
+            report.lost.append(got.number)
+            return
+    report.failed.append(Released(got.number, reason))
+
+
 def _give_back(face: TaskFace, caller: Caller, got: NextClaim, why: str,
                report: WorkReport) -> None:
-    reason = why if len(why) <= 500 else why[:499] + "…"
+    reason = _cut(why)
     try:
         face.release(caller, got.number, lease_id=got.lease_id, token=got.fencing_token,
                      reason=reason)
@@ -176,3 +198,8 @@ def _give_back(face: TaskFace, caller: Caller, got: NextClaim, why: str,
         report.lost.append(got.number)
         return
     report.released.append(Released(got.number, reason))
+
+
+def _cut(why: str) -> str:
+    """A reason as a summary and a journal take it: one piece of at most 500 characters."""
+    return why if len(why) <= 500 else why[:499] + "…"

@@ -402,10 +402,13 @@ MINUTES = click.option("--minutes", default=10, show_default=True, type=int,
 @EXPORT
 @click.option("--project", help="Only a task of this project.")
 @click.option("--label", help="Only a task with this label.")
+@click.option("--skip", type=int, multiple=True, help="Pass over this task (repeat): one"
+              " already failed on in this run, say.")
 @caller_options(agent_verb=True)
 @pass_context
 def next_(ctx: Context, minutes: int, export: bool, project: str | None, label: str | None,
-          agent: str | None, instance: str | None, session: str | None) -> None:
+          skip: Sequence[int], agent: str | None, instance: str | None,
+          session: str | None) -> None:
     """Claim your most pressing ready task in one step.
 
     The queue gives the agent's ready tasks (routed, dependencies completed, attempts left)
@@ -422,8 +425,8 @@ def next_(ctx: Context, minutes: int, export: bool, project: str | None, label: 
 
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
-        lease = hive.claim_next(acting(hive, caller), minutes=minutes, project=project, label=label,
-                                request_id=ctx.request_id)
+        lease = hive.claim_next(acting(hive, caller), minutes=minutes, project=project,
+                                label=label, skip=skip, request_id=ctx.request_id)
         if export and not ctx.as_json:
             click.echo(exports(lease))
             return
