@@ -281,8 +281,9 @@ LEFT_OUT = (
      "the contract suite's second engine and the PostgreSQL tests were not collected;"
      ' include them with eval "$(.ci/postgres start)" (a throwaway server; .ci/postgres'
      " stop removes it)"),
-    ("Chromium", lambda: shutil.which("chromium") is not None,
-     "the board's browser tests were skipped; include them with apt-get install chromium"),
+    ("Chromium", lambda: None not in (shutil.which("chromium"), shutil.which("chromedriver")),
+     "the board's browser tests were skipped; include them with apt-get install chromium"
+     " chromium-driver"),
     ("sqlite3", lambda: shutil.which("sqlite3") is not None,
      "the task_board view's shell tests were skipped; include them with apt-get install"
      " sqlite3"),

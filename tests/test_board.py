@@ -293,7 +293,32 @@ def guarded(seeded: Seeded, tmp_path_factory: pytest.TempPathFactory,
 
 
 def sign_in(url: str, token: str, **headers: str) -> httpx.Response:
-    return httpx.post(url + "/login", data={"token": token}, headers=headers)
+    """The sign-in form as a browser fills it: the page first (its form token and the
+    cookie beside it), then the post."""
+    page = httpx.get(url + "/login")
+    found = re.search(r'name="form" value="([^"]+)"', page.text)
+    assert found, page.text
+    return httpx.post(url + "/login", data={"token": token, "form": found.group(1)},
+                      headers=headers, cookies=page.cookies)
+
+
+def test_a_sign_in_without_its_pages_form_token_is_refused(
+        seeded: Seeded, guarded: tuple[str, str]) -> None:
+    """A post with no form token, or with a token its cookie does not match (another
+    page's, another browser's), signs nobody in: what a page of another site can send."""
+    url, _ = guarded
+    bare = httpx.post(url + "/login", data={"token": seeded.owner_token})
+    assert bare.status_code == 403 and "hivelite_board" not in bare.headers.get(
+        "set-cookie", "")
+    page = httpx.get(url + "/login")
+    other = httpx.get(url + "/login")
+    form = re.search(r'name="form" value="([^"]+)"', other.text)
+    assert form
+    mixed = httpx.post(url + "/login", data={"token": seeded.owner_token,
+                                             "form": form.group(1)}, cookies=page.cookies)
+    assert mixed.status_code == 403 and "out of date" in mixed.text
+    assert "hivelite_board" not in mixed.headers.get("set-cookie", "")
+    assert sign_in(url, seeded.owner_token, Origin="null").status_code == 303
 
 
 def test_the_board_is_the_owner_s(seeded: Seeded, guarded: tuple[str, str]) -> None:
@@ -307,9 +332,9 @@ def test_the_board_is_the_owner_s(seeded: Seeded, guarded: tuple[str, str]) -> N
     assert 'http-equiv="refresh"' not in home.text  # the form keeps what is typed in it
 
     agent = sign_in(guarded, seeded.agent_token)
-    assert agent.status_code == 403 and "set-cookie" not in agent.headers
+    assert agent.status_code == 403 and "hivelite_board" not in agent.headers.get("set-cookie", "")
     wrong = sign_in(guarded, "hl_000000000000_nothing")
-    assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
+    assert wrong.status_code == 401 and "hivelite_board" not in wrong.headers.get("set-cookie", "")
 
     signed = sign_in(guarded, seeded.owner_token)
     assert signed.status_code == 303 and signed.headers["location"] == (
@@ -349,7 +374,8 @@ def test_another_site_cannot_sign_in_or_out(seeded: Seeded, guarded: tuple[str, 
                                              header: dict[str, str]) -> None:
     url, _ = guarded
     forged = sign_in(url, seeded.owner_token, **header)
-    assert forged.status_code == 403 and "set-cookie" not in forged.headers
+    assert forged.status_code == 403
+    assert "hivelite_board" not in forged.headers.get("set-cookie", "")
     signed = sign_in(url, seeded.owner_token, Origin=url, **{"Sec-Fetch-Site": "same-origin"})
     assert signed.status_code == 303
     assert httpx.post(url + "/logout", cookies=signed.cookies,
@@ -362,7 +388,8 @@ def test_a_sign_in_form_past_its_size_is_refused(guarded: tuple[str, str]) -> No
     url, _ = guarded
     answer = httpx.post(url + "/login", content=b"token=" + b"x" * 10_000,
                         headers={"Content-Type": "application/x-www-form-urlencoded"})
-    assert answer.status_code == 413 and "set-cookie" not in answer.headers
+    assert answer.status_code == 413
+    assert "hivelite_board" not in answer.headers.get("set-cookie", "")
 
 
 def test_the_board_on_loopback_refuses_a_host_beyond_it(tmp_path: Path) -> None:
@@ -375,3 +402,54 @@ def test_the_board_on_loopback_refuses_a_host_beyond_it(tmp_path: Path) -> None:
                              text=True, timeout=60)
         assert ran.returncode == 2, ran.stderr
         assert "--board-on-loopback needs a loopback --host" in ran.stderr
+
+
+@pytest.mark.slow
+def test_a_real_browser_signs_in_by_clicking_and_another_site_cannot(
+        seeded: Seeded, guarded: tuple[str, str], tmp_path: Path) -> None:
+    """Headless Chromium on the board in its default mode (no --board-on-loopback): a page
+    of another site that posts the sign-in form with a stolen token is refused, and the
+    owner who types the token into the real page and clicks lands on the board. (A
+    sign-in tested through httpx once passed while every real browser was refused: the
+    page's no-referrer policy makes Chromium send ``Origin: null``.)"""
+    import http.server
+    import threading
+
+    from .test_serve import free_port
+    from .webdriver import chromium
+
+    url, _ = guarded  # http://127.0.0.1:PORT; the board by the name localhost
+    board = url.replace("127.0.0.1", "localhost")
+    evil = (f'<form method="post" action="{board}/login">'
+            f'<input name="token" value="{seeded.owner_token}">'
+            '<input name="form" value="guessed"></form>'
+            "<script>document.forms[0].submit()</script>").encode()
+
+    class Evil(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(evil)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    other = http.server.HTTPServer(("127.0.0.1", free_port()), Evil)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        with chromium(tmp_path / "profile") as browser:
+            browser.go(f"http://127.0.0.1:{other.server_port}/")  # another site
+            browser.wait_for(lambda: browser.url.startswith(board))
+            browser.wait_for(lambda: "own page" in browser.source)
+            assert "hivelite_board" not in browser.cookies()
+
+            browser.go(board + "/login")
+            browser.type('input[name="token"]', seeded.owner_token)
+            browser.click('button[type="submit"]')
+            browser.wait_for(lambda: "/board/" in browser.url)
+            assert browser.url == f"{board}/board/{seeded.vault}"
+            assert "Write the parser" in browser.source
+            assert "hivelite_board" in browser.cookies()
+    finally:
+        other.shutdown()

@@ -36,6 +36,10 @@ COOKIE = "hivelite_board"
 SESSION_SECONDS = 12 * 3600
 """How long a sign-in lasts (the token is checked again on every request regardless)."""
 MAX_SESSIONS = 1000
+FORM_COOKIE = "hivelite_form"
+"""The cookie that a sign-in form's token must match."""
+FORM_SECONDS = 3600
+"""How long a sign-in page's form stays good."""
 MAX_FORM = 4096
 HEADERS = {
     "Content-Security-Policy": (
@@ -63,13 +67,36 @@ def from_this_machine(request: Request) -> bool:
 
 
 def from_this_origin(request: Request) -> bool:
-    """A form posted by a page of this server, not by another site (no login CSRF): the
-    browser's ``Sec-Fetch-Site`` and ``Origin`` say so when it sends them."""
+    """A form posted by a page of this server, not by another site (no login CSRF).
+
+    ``Sec-Fetch-Site`` decides when the browser sends it (every current one does): this
+    server's own page is ``same-origin``. Without it, an ``Origin`` must name this host.
+    ``Origin: null`` names nothing: a browser sends it for a form posted from a page
+    whose referrer policy is ``no-referrer``, as this server's pages are, so it is no
+    refusal by itself. The form's own token (:func:`form_token_fits`) is checked besides."""
     site = request.headers.get("sec-fetch-site")
-    if site is not None and site not in ("same-origin", "none"):
-        return False
+    if site is not None:
+        return site in ("same-origin", "none")
     origin = request.headers.get("origin")
-    return origin is None or urlsplit(origin).netloc == request.headers.get("host")
+    return origin in (None, "null") or urlsplit(origin).netloc == request.headers.get("host")
+
+
+def new_form_token() -> str:
+    """The token a sign-in form carries, and the cookie beside it (a double submit): a
+    page of another site can post the form, but it can neither read this token nor send
+    the cookie (``SameSite=Strict``)."""
+    return secrets.token_urlsafe(24)
+
+
+def form_token_fits(request: Request, given: str | None) -> bool:
+    kept = request.cookies.get(FORM_COOKIE)
+    return bool(kept and given and secrets.compare_digest(kept, given))
+
+
+def with_form_token(response: Response, token: str, request: Request) -> Response:
+    response.set_cookie(FORM_COOKIE, token, max_age=FORM_SECONDS, httponly=True,
+                        samesite="strict", secure=request.url.scheme == "https", path="/")
+    return response
 
 
 def html(text: str, status: int = 200) -> HTMLResponse:
@@ -140,7 +167,8 @@ class Board:
         try:
             return await make()
         except Unauthenticated as error:
-            return html(pages.login(error.message if error.reason != "no_token" else ""), 401)
+            return self._login_page(request, error.message if error.reason != "no_token"
+                                    else "", 401)
         except ForbiddenRight as error:
             return html(pages.refusal(error.message), 403)
         except NotFound as error:
@@ -208,8 +236,14 @@ class Board:
 
     # -- signing in -----------------------------------------------------------
 
+    @staticmethod
+    def _login_page(request: Request, message: str = "", status: int = 200) -> Response:
+        """The sign-in form, with a fresh form token and its cookie."""
+        token = new_form_token()
+        return with_form_token(html(pages.login(message, token), status), token, request)
+
     async def login_form(self, request: Request) -> Response:
-        return html(pages.login())
+        return self._login_page(request)
 
     async def login(self, request: Request) -> Response:
         """Trade an owner token (a form field) for a session of the board."""
@@ -218,9 +252,12 @@ class Board:
         try:
             raw = await read_body(request, MAX_FORM)
         except InvalidInput:
-            return html(pages.login("that is not a token"), 413)
+            return self._login_page(request, "that is not a token", 413)
         form = parse_qs(raw.decode("utf-8", "replace"))
         token = (form.get("token") or [""])[0].strip() or None
+        if not form_token_fits(request, (form.get("form") or [""])[0]):
+            return self._login_page(request, "this sign-in page was out of date or not"
+                                    " this server's: sign in again here", 403)
 
         async def make() -> Response:
             vault_id = await run_in_threadpool(self._owner_vault, token)

@@ -234,14 +234,16 @@ def vault_index(vaults: Sequence[Vault]) -> str:
                 "</main>")
 
 
-def login(message: str = "") -> str:
-    """The form that trades an owner token for the board's cookie."""
+def login(message: str = "", form_token: str = "") -> str:
+    """The form that trades an owner token for the board's cookie; ``form_token`` is the
+    form's own, matched against its cookie when the form comes back."""
     note = f'<p class="error">{e(message)}</p>' if message else ""
     return page("hivelite · sign in", (
         '<main class="login"><h1>hivelite board</h1>'
         "<p>The board is the owner's: paste an owner token"
         " (<code>hivelite token add --owner</code>).</p>"
         f'{note}<form method="post" action="/login">'
+        f'<input type="hidden" name="form" value="{e(form_token)}">'
         '<input type="password" name="token" autocomplete="off" placeholder="hl_…"'
         ' aria-label="owner token" required> <button type="submit">Open the board</button>'
         "</form></main>"))

@@ -1,0 +1,118 @@
+"""A real headless Chromium driven through Debian's chromedriver and the W3C WebDriver
+protocol (plain JSON over HTTP, no driver library): type into the real page, click its
+real button, read the DOM and the cookies the browser kept."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+"""The key a WebDriver element reference is sent under."""
+
+
+def _tool(name: str, package: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        if os.environ.get("HIVELITE_NEED_BROWSER"):
+            pytest.fail(f"{name} is not installed (.ci/run installs Debian's {package})")
+        pytest.skip(f"{name} is not installed (apt-get install {package})")
+    return found
+
+
+class Browser:
+    """One WebDriver session."""
+
+    def __init__(self, driver: str, session: str) -> None:
+        self.driver, self.session = driver, session
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        answer = httpx.request(method, f"{self.driver}/session/{self.session}{path}",
+                               json=body, timeout=60)
+        value = answer.json()["value"]
+        if answer.status_code >= 400:
+            raise AssertionError(f"webdriver {method} {path}: {value}")
+        return value
+
+    def go(self, url: str) -> None:
+        self._call("POST", "/url", {"url": url})
+
+    def find(self, css: str) -> str:
+        found = self._call("POST", "/element", {"using": "css selector", "value": css})
+        return str(found[ELEMENT])
+
+    def type(self, css: str, text: str) -> None:
+        self._call("POST", f"/element/{self.find(css)}/value", {"text": text})
+
+    def click(self, css: str) -> None:
+        self._call("POST", f"/element/{self.find(css)}/click", {})
+
+    @property
+    def url(self) -> str:
+        return str(self._call("GET", "/url"))
+
+    @property
+    def source(self) -> str:
+        return str(self._call("GET", "/source"))
+
+    def cookies(self) -> dict[str, str]:
+        return {c["name"]: c["value"] for c in self._call("GET", "/cookie")}
+
+    def wait_for(self, check: Any, seconds: float = 20) -> None:
+        deadline = time.monotonic() + seconds
+        while not check():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"waited {seconds} s; the page is at {self.url}")
+            time.sleep(0.1)
+
+
+@contextmanager
+def chromium(profile: Path) -> Iterator[Browser]:
+    """A headless Chromium with a fresh profile, as a user's browser: nothing of the
+    test's own in its requests."""
+    binary = _tool("chromium", "chromium")
+    driver_bin = _tool("chromedriver", "chromium-driver")
+    from .test_serve import free_port
+
+    port = free_port()
+    log = (profile.parent / f"chromedriver-{port}.log").open("w")
+    driver = subprocess.Popen([driver_bin, f"--port={port}"], stdout=log,
+                              stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    args = ["--headless=new", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--window-size=1280,800", f"--user-data-dir={profile}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.append("--no-sandbox")  # Chromium's sandbox refuses to run as root
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(url + "/status", timeout=2).json()["value"]["ready"]:
+                    break
+            except (httpx.TransportError, ValueError, KeyError):
+                pass
+            if driver.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("chromedriver did not start")
+            time.sleep(0.1)
+        made = httpx.post(url + "/session", timeout=60, json={"capabilities": {
+            "alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+                "binary": binary, "args": args}}}}).json()["value"]
+        browser = Browser(url, made["sessionId"])
+        try:
+            yield browser
+        finally:
+            httpx.delete(f"{url}/session/{browser.session}", timeout=30)
+    finally:
+        driver.terminate()
+        driver.wait(timeout=10)
+        log.close()
