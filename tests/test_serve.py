@@ -92,6 +92,8 @@ class Server:
     tokens: dict[str, str]
     db: Path
     process: subprocess.Popen[str]
+    log: Path
+    """What the server printed: its access log among it."""
 
     def tasks(self, path: str = "", vault: str | None = None) -> str:
         return f"{self.url}/v1/vaults/{vault or self.vault}/tasks{path}"
@@ -130,7 +132,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                                   "box")["token"]
     vault = hivelite(db, "info")["vault_id"]
     with serving(folder, [str(db), str(other)]) as (url, process, log):
-        yield Server(url, vault, tokens, db, process)
+        yield Server(url, vault, tokens, db, process, log)
     for token in tokens.values():  # no token in the server's output, ever
         assert token.split("_", 2)[2] not in log.read_text()
 
@@ -341,3 +343,22 @@ def test_the_owners_controls_go_over_url_with_an_owners_token(server: Server) ->
     assert error["reason"] == "not_permitted"
     lifted = cli_over(server, "owner", "lift", str(held["id"]))
     assert [c["id"] for c in lifted] == [held["id"]]
+
+
+def test_the_access_log_names_each_call_and_its_caller_never_a_token(server: Server) -> None:
+    """One line a request: the method, the path, the status and who the token proved (the
+    module's teardown checks that no token's secret is anywhere in the output)."""
+    server.call("GET", "", who="reader")
+    server.call("GET", "", who="nobody-at-all")
+    httpx.get(server.url + "/login")
+    deadline = time.monotonic() + 10
+    while True:
+        lines = server.log.read_text().splitlines()
+        mine = [line for line in lines if f'"GET /v1/vaults/{server.vault}/tasks"' in line]
+        if len(mine) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert any(line.endswith(" ms") and " 200 ana/coder " in line for line in mine), mine
+    assert any(" 401 - " in line for line in mine), mine
+    assert any('"GET /login" 200 -' in line for line in lines), lines[-5:]
+    assert f"mcp: {server.url}/mcp" in server.log.read_text()

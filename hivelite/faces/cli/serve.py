@@ -7,6 +7,8 @@ reverse proxy in front (docs/serve.md).
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ...core.clock import clock_from_env
@@ -29,9 +31,12 @@ DEFAULT_PORT = 8377
               " loopback and these.")
 @click.option("--board-on-loopback", is_flag=True, help="Show the board (/) to browsers on"
               " this machine without an owner token.")
+@click.option("--no-access-log", "quiet", is_flag=True, help="Print no line per request"
+              " (the access log names the caller, never a token).")
 @pass_context
 def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
-          uds: str | None, allowed_hosts: tuple[str, ...], board_on_loopback: bool) -> None:
+          uds: str | None, allowed_hosts: tuple[str, ...], board_on_loopback: bool,
+          quiet: bool) -> None:
     """Serve stores over HTTP: seed 004's routes, one vault per store.
 
     Each STORE (default: --db) is served as the vault of its id (hivelite info). Agents
@@ -66,6 +71,16 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
     if uds is None:
         click.echo(f"board: {origin}/"
                    + ("" if board_on_loopback else " (sign in with an owner token)"), err=True)
+        click.echo(f"mcp: {origin}/mcp (streamable HTTP, with a token)", err=True)
+    if not quiet:
+        import logging
+
+        access = logging.getLogger("hivelite.access")
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
+        access.propagate = False
     if uds is None and not is_loopback(host):
         click.echo(f"warning: listening on {host}, beyond this machine, over plain HTTP:"
                    " tokens would cross the network in the clear. Put a TLS reverse proxy"

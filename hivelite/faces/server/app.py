@@ -14,6 +14,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as StarletteRoute
@@ -38,6 +40,7 @@ from ...hive import Hive
 from ...verbs.base import invalid
 from ...verbs.table import VERBS, Verb
 from ...verbs.tokens import Authenticated
+from ..terminal import printable
 from .board import Board
 from .bodies import read_body
 from .hosts import LOOPBACK
@@ -123,6 +126,7 @@ def endpoint(route: Route, vaults: Vaults) -> Any:
             token = bearer(request)
             auth: Authenticated = await run_in_threadpool(
                 hive.authenticate, token, session=request.headers.get(SESSION_HEADER))
+            request.state.who = auth.caller.name  # for the access log
             if not auth.may(route.right):
                 raise ForbiddenRight("not_permitted", f"{route.name} needs the right"
                                      f" {route.right}; this token carries"
@@ -202,9 +206,42 @@ def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = (),
                 await stack.enter_async_context(mcp_server.session_manager.run())
             yield
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(AccessLog)])
     app.state.vaults = vaults
     return app
+
+
+ACCESS = logging.getLogger("hivelite.access")
+"""One line a request, for the owner to see who called what: hivelite serve prints it."""
+
+
+class AccessLog:
+    """``client "METHOD /path" status who ms``: never a header, a body or a query string,
+    so never a token; ``who`` is the caller a token proved (``-`` before one did)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not ACCESS.isEnabledFor(logging.INFO):
+            await self.app(scope, receive, send)
+            return
+        started, status = time.monotonic(), 0
+
+        async def sent(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sent)
+        finally:
+            client = scope.get("client") or ("-", 0)
+            who = scope.get("state", {}).get("who") or "-"
+            ACCESS.info('%s "%s %s" %s %s %.1f ms', client[0], scope["method"],
+                        printable(scope["path"]), status or 500, who,
+                        (time.monotonic() - started) * 1000)
 
 
 _MCP_CALLER: contextvars.ContextVar[tuple[Hive, Caller]] = contextvars.ContextVar("mcp_caller")
@@ -233,6 +270,7 @@ class TokenGate:
         except HiveliteError as error:
             await error_response(error)(scope, receive, send)
             return
+        scope.setdefault("state", {})["who"] = auth.caller.name  # for the access log
         token = _MCP_CALLER.set((self.vaults[vault_id], auth.caller))
         try:
             await self.apps[auth.caller.kind](scope, receive, send)

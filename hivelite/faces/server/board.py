@@ -157,6 +157,7 @@ class Board:
         if self.on_loopback and from_this_machine(request):
             return hive
         signed_in = await run_in_threadpool(self._owner_vault, self._signed_in(request))
+        request.state.who = hive.owner  # for the access log
         if signed_in != vault_id:
             raise ForbiddenRight("not_permitted", "this board belongs to another vault's"
                                  " owner")
