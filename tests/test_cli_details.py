@@ -11,7 +11,7 @@ import pytest
 from hivelite import Hive
 from hivelite.faces.cli.main import main
 
-from .conftest import CODER, OWNER, own_task
+from .conftest import CODER, OWNER, REVIEWER, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 
@@ -175,3 +175,21 @@ def test_the_groups_options_after_the_verb_are_the_commands_own(tmp_path: Path) 
         3, "stale_claim")
     listed = run_main(["list", "--json", "--db", db])
     assert [t["number"] for t in json.loads(listed.stdout)["items"]] == [n]
+
+
+def test_show_counts_the_confirmations_a_result_has_of_those_it_needs(tmp_path: Path) -> None:
+    """With a threshold of 2, a first confirmation shows "1 of 2", not "awaiting 2"."""
+    from .inproc import run_main
+
+    db = tmp_path / "s.db"
+    with Hive.open(db, owner="ana") as hive:
+        hive.set_policy(OWNER, "threshold", 2)
+        n = own_task(hive)
+        lease = hive.claim(CODER, n)
+        hive.submit(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=[{"kind": "note", "summary": "checked"}])
+        before = run_main(["--db", str(db), "show", str(n)]).stdout
+        hive.verify(REVIEWER, n)
+        after = run_main(["--db", str(db), "show", str(n)]).stdout
+    assert "needs      0 of 2 independent confirmations, or the owner's sign-off" in before
+    assert "needs      1 of 2 independent confirmations, or the owner's sign-off" in after

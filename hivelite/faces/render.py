@@ -166,7 +166,10 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
     for control in view.controls:
         lines.append(f"  control    {control_line(control)}")
     if view.threshold and task.state.value == "approval":
-        lines.append(f"  needs      {view.threshold} independent confirmation(s)")
+        given = sum(1 for c in view.confirmations if c.counted and c.verdict == "accept")
+        noun = "confirmation" if view.threshold == 1 else "confirmations"
+        lines.append(f"  needs      {given} of {view.threshold} independent {noun}, or the"
+                     " owner's sign-off")
     if view.merge is not None:
         lines.append(f"  merged     {view.merge.commit} (recorded by {view.merge.by})")
     for u in view.updates[-LAST_UPDATES:]:
