@@ -116,3 +116,13 @@ def test_even_a_state_too_long_for_the_width_is_cut(store: Path) -> None:
     lines = shown.splitlines()
     assert all(len(line) <= 20 for line in lines), lines
     assert lines[3].startswith("3  waiting(owner_a") and lines[3].endswith("…")
+
+
+@pytest.mark.parametrize(("seconds", "words"), [
+    (0, "0 s"), (1, "1 s"), (59, "59 s"), (60, "1 min"), (200, "3 min 20 s"),
+    (600, "10 min"), (659, "10 min"), (3600, "1 h"), (22482, "6 h 14 min"),
+    (90000, "25 h")])
+def test_a_wait_reads_in_words(seconds: int, words: str) -> None:
+    from hivelite.core.clock import duration
+
+    assert duration(seconds) == words

@@ -61,3 +61,17 @@ def clock_from_env(default: Clock = system_clock) -> Clock:
         raise InvalidInput("invalid_now", f"HIVELITE_NOW={fixed!r} is not an RFC 3339 instant"
                            f" with an offset, like 2026-12-02T09:00:00Z ({exc})",
                            field="HIVELITE_NOW") from None
+
+
+def duration(seconds: int) -> str:
+    """A wait in words a person reads at a glance: ``45 s``, ``3 min 20 s``,
+    ``6 h 14 min``."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, rest = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min" + (f" {rest} s" if rest and minutes < 10 else "")
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h" + (f" {minutes} min" if minutes else "")
+

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import TypeAdapter, ValidationError
 
 from ..core.caller import Caller
-from ..core.clock import format_ts
+from ..core.clock import duration, format_ts
 from ..core.errors import ForbiddenRight, InvalidInput, RateLimited
 from ..core.models import (
     DEFERRED,
@@ -251,7 +251,7 @@ def over_budget(budget: Budget, now: datetime, reset: datetime, *,
     words = "; ".join(f"{used[k][0]} of {used[k][1]} {used[k][2]}" for k in spent)
     return RateLimited("daily_budget", f"{budget.agent} has used its daily budget for"
                        f" {budget.day} ({budget.timezone}): {words}; it resets at"
-                       f" {budget.resets_at}, in {wait} s", retry_after_s=wait,
+                       f" {budget.resets_at}, in {duration(wait)}", retry_after_s=wait,
                        agent=budget.agent, resets_at=budget.resets_at, used_up=spent)
 
 
