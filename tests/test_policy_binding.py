@@ -38,6 +38,7 @@ from hivelite import (
     State,
 )
 from hivelite.core.clock import format_ts
+from hivelite.verbs.authority import short
 
 from . import rawsql
 from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, Snap, packet, refused
@@ -394,7 +395,10 @@ def test_a_changed_plugin_file_is_refused_until_the_owner_requires_it_again(
     snap: Snap = lambda: rawsql.snapshot_file(store_path)  # noqa: E731
     err = refused(snap, ForbiddenRight, "policy_changed", lambda: handoff(new))
     assert err.extra["plugin"] == PLUGIN
-    assert required.digest in err.message and digest_of(path) in err.message
+    assert (err.extra["approved"], err.extra["loaded"]) == (required.digest, digest_of(path))
+    assert required.digest not in err.message  # a message cuts hashes to 12 characters
+    assert short(required.digest) in err.message and short(digest_of(path)) in err.message
+    assert len(short(required.digest).rpartition(":")[2]) == 13  # 12 and the ellipsis
     [status] = [s for s in new.plugin_status() if s.name == PLUGIN]
     assert status.status == "changed" and status.detail is not None
     assert handoff(old) > 0  # the approved code still writes

@@ -316,15 +316,16 @@ def binding_refusal(required: Sequence[RequiredPlugin],
         if have is None:
             return ForbiddenRight(
                 "policy_missing", f"this store requires the policy plugin {row.name!r}"
-                f" ({_kind_words(row.kind)} {row.digest}), which this process has not"
+                f" ({_kind_words(row.kind)} {short(row.digest)}), which this process has not"
                 f" loaded; nothing was written. Load it ({_how_to_load(row)}) and try again",
                 plugin=row.name)
         if (have.kind, have.digest) != (row.kind, row.digest):
             return ForbiddenRight(
                 "policy_changed", f"the policy plugin {row.name!r} loaded here is"
-                f" {_kind_words(have.kind)} {have.digest}, not the {row.digest} the owner"
-                f" approved; nothing was written" + fix.format(name=row.name),
-                plugin=row.name)
+                f" {_kind_words(have.kind)} {short(have.digest)}, not the"
+                f" {short(row.digest)} the owner approved; nothing was written"
+                + fix.format(name=row.name),
+                plugin=row.name, loaded=have.digest, approved=row.digest)
         if have.settings != row.settings:
             return ForbiddenRight(
                 "policy_changed", f"the policy plugin {row.name!r} runs here with settings"
@@ -338,6 +339,15 @@ def binding_refusal(required: Sequence[RequiredPlugin],
             f" was written. Leave it out, or the owner requires it with: hivelite policy"
             f" require {extra[0]}", plugin=extra[0])
     return None
+
+
+def short(digest: str) -> str:
+    """A hash as a message shows it: 12 hex characters (``sha256:2f1c…``; the error's
+    ``--json`` document keeps it whole); a distribution's name and version as it is."""
+    kind, _, hexed = digest.rpartition(":")
+    if len(hexed) >= 40 and all(c in "0123456789abcdef" for c in hexed):
+        return f"{kind}:{hexed[:12]}…" if kind else f"{hexed[:12]}…"
+    return digest
 
 
 def _kind_words(kind: str) -> str:
