@@ -260,3 +260,14 @@ def test_the_installed_policy_plugins_rules_are_bound_with_it(cli: Cli,
     assert error["plugin"] == "policy"
     rules.write_text(HOLD_GUESTS.replace('"hold"', '"allow"'))  # edited in place
     cli.fails(4, "policy_changed", "handoff", *OWN, *TASK, env=agent)
+
+
+def test_stop_and_hold_take_the_agent_as_their_argument(cli: Cli) -> None:
+    """``hivelite stop ana/coder``, as ``token add ana/coder``; --agent still works, and
+    naming it both ways is a usage error."""
+    stopped = cli.ok("stop", "ana/coder", "--reason", "runaway costs")
+    assert (stopped["kind"], stopped["agent"]) == ("stop", "ana/coder")
+    held = cli.ok("hold", "ana/reviewer")
+    assert (held["kind"], held["agent"]) == ("hold", "ana/reviewer")
+    assert cli("stop", "ana/coder", "--agent", "ana/coder").returncode == 2
+    assert cli.ok("stop", "--agent", "ana/second")["agent"] == "ana/second"

@@ -47,19 +47,28 @@ def _control(ctx: Context, verb: str, **options: object) -> None:
 
 
 @click.command()
-@click.option("--agent", help="The agent to hold (owner/agent).")
+@click.argument("named", metavar="[AGENT]", required=False)
+@click.option("--agent", help="The agent to hold (owner/agent), as AGENT.")
 @click.option("--instance", help="The instance to hold: every agent acting from it.")
 @REASON
 @pass_context
-def hold(ctx: Context, agent: str | None, instance: str | None, reason: str | None) -> None:
+def hold(ctx: Context, named: str | None, agent: str | None, instance: str | None,
+         reason: str | None) -> None:
     """Hold an agent or an instance: its live claims end (the tasks go back to routed) and
     it takes no claim until lifted; it may still read.
 
     \b
     Example:
-      hivelite hold --agent ana/coder --reason "over budget"
+      hivelite hold ana/coder --reason "over budget"
     """
-    _control(ctx, "hold", agent=agent, instance=instance, reason=reason)
+    _control(ctx, "hold", agent=_one_agent(named, agent), instance=instance, reason=reason)
+
+
+def _one_agent(named: str | None, agent: str | None) -> str | None:
+    """The agent named as the argument or by --agent (one way, not both)."""
+    if named is not None and agent is not None:
+        raise click.UsageError("name the agent once: AGENT or --agent")
+    return named if named is not None else agent
 
 
 @click.command()
@@ -80,21 +89,24 @@ def veto(ctx: Context, ref: str, agent: str, reason: str | None) -> None:
 
 
 @click.command()
-@click.option("--agent", help="The agent to stop (owner/agent).")
+@click.argument("named", metavar="[AGENT]", required=False)
+@click.option("--agent", help="The agent to stop (owner/agent), as AGENT.")
 @click.option("--instance", help="The instance to stop: every agent acting from it.")
 @click.option("--all", "everyone", is_flag=True, help="Every agent.")
 @REASON
 @pass_context
-def stop(ctx: Context, agent: str | None, instance: str | None, everyone: bool,
-         reason: str | None) -> None:
+def stop(ctx: Context, named: str | None, agent: str | None, instance: str | None,
+         everyone: bool, reason: str | None) -> None:
     """The kill switch: every live claim of an agent, an instance or every agent ends, and
     every write of theirs is refused until lifted.
 
     \b
     Example:
+      hivelite stop ana/coder --reason "runaway costs"
       hivelite stop --all --reason "runaway costs"
     """
-    _control(ctx, "stop", agent=agent, instance=instance, everyone=everyone, reason=reason)
+    _control(ctx, "stop", agent=_one_agent(named, agent), instance=instance,
+             everyone=everyone, reason=reason)
 
 
 @click.command()

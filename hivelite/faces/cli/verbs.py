@@ -45,7 +45,7 @@ BESPOKE: dict[str, dict[str, str]] = {
     "show": {}, "history": {}, "lease": {}, "next": {}, "release": {},
     "submit": {"evidence": "evidence_items"}, "amend": {"evidence": "evidence_items"},
     "verify": {"verdict": "accept"},
-    "hold": {}, "veto": {}, "stop": {}, "lift": {},
+    "hold": {"agent": "agent"}, "veto": {}, "stop": {"agent": "agent"}, "lift": {},
 }
 """The commands written by hand, for what a terminal does better (a packet from options,
 evidence as KIND:SUMMARY, --accept or --reject, a listing that fits the screen), each with
