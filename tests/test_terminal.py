@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import subprocess
 from pathlib import Path
 
@@ -126,3 +127,23 @@ def test_a_wait_reads_in_words(seconds: int, words: str) -> None:
     from hivelite.core.clock import duration
 
     assert duration(seconds) == words
+
+
+def test_priorities_are_coloured_on_a_terminal_alone(tmp_path: Path) -> None:
+    """urgent bold red, high yellow, low dim, normal plain: painted in place, the columns
+    measured without the codes; never without ``colour``."""
+    from hivelite import Hive
+    from hivelite.faces import render
+
+    from .conftest import own_task
+
+    with Hive.open(tmp_path / "s.db", owner="ana") as hive:
+        for priority in ("urgent", "high", "normal", "low"):
+            own_task(hive, priority=priority)
+        items = hive.list(sort="priority").items
+        painted = render.task_table(items, hive.clock(), width=200, colour=True)
+        plain = render.task_table(items, hive.clock(), width=200)
+    assert "\x1b[1;31murgent\x1b[0m" in painted and "\x1b[33mhigh\x1b[0m" in painted
+    assert "\x1b[2mlow\x1b[0m" in painted and "normal\x1b" not in painted
+    unpainted = re.sub(r"\x1b\[[0-9;]*m", "", painted)
+    assert unpainted == plain and "\x1b" not in plain

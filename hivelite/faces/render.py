@@ -14,7 +14,7 @@ from datetime import datetime
 from ..core.clock import parse_ts
 from ..core.models import Control, JournalEntry, TaskView
 from ..core.protocol import CONTROL_ENDINGS
-from .terminal import clip, paint, printable
+from .terminal import PRIORITY_COLOURS, STATE_COLOURS, clip, paint, printable
 
 LAST_UPDATES = 5
 """Updates a ``show`` block prints (the view carries 20)."""
@@ -72,8 +72,8 @@ def task_table(items: Sequence[TaskView], now: datetime | None = None,
     """The listing: a row per task. With ``width`` no line is longer: titles are cut to
     fit, and on a narrow terminal the less needed columns go (project, priority, updated,
     assignee) before a title gets shorter than a dozen characters; a state too long for
-    even that is cut too. ``colour`` paints the state (the padding is measured without
-    the colour codes)."""
+    even that is cut too. ``colour`` paints the state and the priority (the padding is
+    measured without the colour codes)."""
     if not items:
         return "no tasks"
     rows = [
@@ -103,21 +103,26 @@ def task_table(items: Sequence[TaskView], now: datetime | None = None,
     lines = table(headers, rows).split("\n")
     if width is not None:
         lines = [clip(line, width) for line in lines]
-    if colour:
+    if colour:  # the priority first: painting the state moves what follows it
+        rows_of = list(zip(lines[1:], items, strict=True))
+        if "PRIORITY" in lines[0]:
+            at = lines[0].index("PRIORITY")
+            rows_of = [(line[:at] + _paint_word(line[at:], v.priority, PRIORITY_COLOURS), v)
+                       for line, v in rows_of]
         at = lines[0].index("STATE")
-        states = [v.task.state.value for v in items]
-        lines = [lines[0]] + [line[:at] + _paint_state(line[at:], state)
-                              for line, state in zip(lines[1:], states, strict=True)]
+        lines = [lines[0]] + [line[:at] + _paint_word(line[at:], v.task.state.value)
+                              for line, v in rows_of]
     out = "\n".join(lines)
     if next_cursor is not None:
         out += f"\n… more: --after {next_cursor}"
     return out
 
 
-def _paint_state(rest: str, state: str) -> str:
-    """The state word at the start of ``rest`` painted, the rest as it was."""
+def _paint_word(rest: str, key: str, colours: dict[str, str] = STATE_COLOURS) -> str:
+    """The word at the start of ``rest`` painted as ``colours`` says for ``key``, the rest
+    as it was."""
     word = rest.split("  ", 1)[0]
-    return paint(word, state) + rest[len(word):]
+    return paint(word, key, colours) + rest[len(word):]
 
 
 def task_block(view: TaskView, now: datetime | None = None) -> str:

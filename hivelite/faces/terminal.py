@@ -52,8 +52,13 @@ STATE_COLOURS = {"completed": "32", "approval": "36", "verifying": "36", "workin
 red refused, dim cancelled; routed and requested stay plain."""
 
 
-def paint(text: str, state: str) -> str:
-    code = STATE_COLOURS.get(state)
+PRIORITY_COLOURS = {"urgent": "1;31", "high": "33", "low": "2"}
+"""SGR codes by priority: bold red urgent, yellow high, dim low; normal stays plain."""
+
+
+def paint(text: str, state: str, colours: dict[str, str] = STATE_COLOURS) -> str:
+    """``text`` in the colour ``colours`` gives ``state`` (a state, or a priority)."""
+    code = colours.get(state)
     return f"\x1b[{code}m{text}\x1b[0m" if code else text
 
 
@@ -62,4 +67,5 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
-__all__ = ["clip", "coloured", "fits", "paint", "printable"]
+__all__ = ["PRIORITY_COLOURS", "STATE_COLOURS", "clip", "coloured", "fits", "paint",
+           "printable"]
