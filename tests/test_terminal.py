@@ -60,13 +60,14 @@ def test_a_pipe_gets_whole_rows(store: Path) -> None:
     assert LONG[:47] in lines[1] and "\x1b[" not in ran.stdout
 
 
-def on_a_terminal(store: Path, **env: str | None) -> str:
-    """``hivelite list`` with its stdout on a pseudo-terminal; what it printed."""
+def on_a_terminal(store: Path, *args: str, columns: int = 100, **env: str | None) -> str:
+    """``hivelite list`` (or ``args``) with its stdout on a pseudo-terminal of ``columns``;
+    what it printed."""
     leader, follower = pty.openpty()
     try:
-        proc = subprocess.run([str(hivelite_script()), "--db", str(store), "list"],
+        proc = subprocess.run([str(hivelite_script()), "--db", str(store), *(args or ["list"])],
                               stdout=follower, stderr=subprocess.PIPE, cwd=store.parent,
-                              env=clean_env(COLUMNS="100", **env), timeout=30)
+                              env=clean_env(COLUMNS=str(columns), **env), timeout=30)
         assert proc.returncode == 0, proc.stderr
         os.close(follower)
         follower = -1
@@ -147,3 +148,31 @@ def test_priorities_are_coloured_on_a_terminal_alone(tmp_path: Path) -> None:
     assert "\x1b[2mlow\x1b[0m" in painted and "normal\x1b" not in painted
     unpainted = re.sub(r"\x1b\[[0-9;]*m", "", painted)
     assert unpainted == plain and "\x1b" not in plain
+
+
+LONG_REASON = "the parser will not parse the nested lists of the second example " * 2
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_history_fits_the_terminal_with_relative_times(tmp_path: Path, columns: int) -> None:
+    """``history`` on a terminal of 80 or 200 columns: no line longer, times relative, a
+    long reason cut; into a pipe every reason whole."""
+    from hivelite import Hive
+
+    from .conftest import CODER, own_task
+
+    db = tmp_path / "s.db"
+    with Hive.open(db, owner="ana") as hive:
+        n = own_task(hive)
+        lease = hive.claim(CODER, n)
+        hive.release(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                     reason=LONG_REASON.strip())
+    shown = on_a_terminal(db, "history", str(n), columns=columns, NO_COLOR="1")
+    lines = [line.rstrip("\r") for line in shown.splitlines() if line.strip()]
+    assert lines[0].startswith("SEQ  AT ") and "#" not in lines[0].split()
+    assert all(len(line) <= columns for line in lines), max(map(len, lines))
+    assert "ago" in lines[1] and "T0" not in lines[1]  # "3s ago", not a timestamp
+    assert ("…" in lines[-1]) == (columns == 80)
+    piped = subprocess.run([str(hivelite_script()), "--db", str(db), "history", str(n)],
+                           capture_output=True, text=True, env=clean_env(), timeout=30)
+    assert LONG_REASON.strip() in piped.stdout

@@ -196,15 +196,39 @@ def control_line(control: Control) -> str:
     return printable(line)
 
 
-def journal_table(rows: Sequence[JournalEntry]) -> str:
+def journal_table(rows: Sequence[JournalEntry], now: datetime | None = None, *,
+                  width: int | None = None) -> str:
+    """Journal rows: a row each. With ``now`` the times are relative; the task's number
+    shows only when the rows are of several tasks. With ``width`` no line is longer: the
+    move's number goes first, then the reason is cut to what is left (into a pipe, with
+    no width, every reason whole: it says why)."""
     if not rows:
         return "no journal rows"
+    several = len({r.number for r in rows if r.number is not None}) > 1
+    headers = ["seq", *(["#"] if several else []), "at", "actor", "move", "no", "reason"]
     body = []
     for r in rows:
         move = f"{r.from_state.value if r.from_state else '-'} -> "
         move += r.to_state.value if r.to_state else "-"
         if r.waiting_on:
             move += f"({r.waiting_on.value})"
-        body.append([str(r.seq), str(r.number or ""), r.at, r.actor or "", move,
-                     str(r.move or ""), r.reason or ""])  # the reason whole: it says why
-    return table(["seq", "#", "at", "actor", "move", "no", "reason"], body)
+        body.append([str(r.seq), *([str(r.number or "")] if several else []),
+                     ago(r.at, now), r.actor or "", move, str(r.move or ""),
+                     printable(r.reason or "")])
+    if width is not None:
+        fixed = _fixed(headers, body)
+        if width - fixed < TITLE_MIN:  # the move's number goes before the reason shrinks
+            gone = headers.index("no")
+            headers.pop(gone)
+            for row in body:
+                row.pop(gone)
+            fixed = _fixed(headers, body)
+        for row in body:
+            row[-1] = clip(row[-1], max(width - fixed, 4))
+        return "\n".join(clip(line, width) for line in table(headers, body).split("\n"))
+    return table(headers, body)
+
+
+def _fixed(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
+    """The width every column but the last takes, with its gap."""
+    return sum(max(len(h), *(len(r[i]) for r in rows)) + 2 for i, h in enumerate(headers[:-1]))

@@ -370,6 +370,9 @@ def info(ctx: Context) -> None:
 def history(ctx: Context, ref: str) -> None:
     """The journal of one task: every move, who made it and why.
 
+    On a terminal the times are relative and the lines fit its width (reasons cut);
+    into a pipe every reason is whole.
+
     \b
     Example:
       hivelite history 2
@@ -378,7 +381,7 @@ def history(ctx: Context, ref: str) -> None:
 
     with ctx.open() as hive:
         rows = hive.history(ref)
-        ctx.emit(rows, lambda: render.journal_table(rows))
+        ctx.emit(rows, lambda: render.journal_table(rows, hive.clock(), width=fits()))
 
 
 # -- agents at work -----------------------------------------------------------------------
