@@ -63,30 +63,7 @@ MAX_NUMBER = (1 << 63) - 1
 
 
 
-class HiveliteGroup(click.Group):
-    """The group: a refusal is reported inside click's context, where every option is
-    known, those given after the verb included (``hivelite claim 3 --json``)."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except HiveliteError as error:
-            _fail(error, _asks_json(ctx))
-        except Exception as exc:
-            if not isinstance(exc, _unforeseen()) or isinstance(exc, click.ClickException):
-                raise
-            # a file that cannot be read, a failure of SQLite the store did not foresee, ...
-            _fail(UnexpectedError("unexpected", f"{type(exc).__name__}: {exc}"),
-                  _asks_json(ctx))
-
-
-def _asks_json(ctx: click.Context) -> bool:
-    found = ctx.find_object(Context)
-    return bool(found is not None and found.as_json)
-
-
-@click.group(cls=HiveliteGroup,
-             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--db", envvar="HIVELITE_DB", default="hivelite.db", show_default=True,
               type=click.Path(dir_okay=False), help="The store file ($HIVELITE_DB).")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON document.")
@@ -896,8 +873,6 @@ def _show(exc: click.ClickException) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the group and turn every error into its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    # for an error before click has read the options (a usage error): --json anywhere
-    as_json = "--json" in (args[:args.index("--")] if "--" in args else args)
     if not logging.getLogger("hivelite").handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_PrintableFormatter("warning: %(message)s"))
@@ -906,7 +881,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         _check_utf8(args)
         cli.main(args=args, prog_name="hivelite", standalone_mode=False)
     except HiveliteError as error:
-        _fail(error, as_json)
+        _fail(error, _asks_json(args))
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.Abort:
@@ -916,14 +891,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         if _bare(exc):  # a group without its verb: its help, as --help prints it (click 8.1)
             click.echo(exc.ctx.get_help(), color=exc.ctx.color)  # type: ignore[union-attr]
             sys.exit(0)
-        _usage(exc, as_json)
+        _usage(exc, _asks_json(args))
     except click.ClickException as exc:
-        _usage(exc, as_json)
+        _usage(exc, _asks_json(args))
     except Exception as exc:
         if not isinstance(exc, _unforeseen()):
             raise
         # a file that cannot be read, a failure of SQLite the store did not foresee, ...
-        _fail(UnexpectedError("unexpected", f"{type(exc).__name__}: {exc}"), as_json)
+        _fail(UnexpectedError("unexpected", f"{type(exc).__name__}: {exc}"),
+              _asks_json(args))
+
+
+def _asks_json(args: Sequence[str]) -> bool:
+    """Whether the call asked for JSON: ``--json`` before the verb or after it (a group's
+    option every command also takes), so even a usage error found before click read the
+    options is answered in JSON; nothing after ``--`` counts."""
+    return "--json" in (args[:list(args).index("--")] if "--" in args else args)
 
 
 def _bare(exc: click.UsageError) -> bool:
