@@ -39,12 +39,12 @@ READS = frozenset(v.method for v in VERBS
 LIST_ARGS = frozenset(ListInput.model_fields) - {"mine", "role"}
 """What the served list route filters by (all a ``Hive``'s list does)."""
 ON_FILE = frozenset({
-    "hold", "veto", "stop", "lift", "controls", "set_budget", "clear_budget", "budgets",
+    "controls", "set_budget", "clear_budget", "budgets",
     "set_policy", "policy", "expire", "as_owner", "store", "owner", "clock", "plugins",
     "info", "last_seq", "add_token", "tokens", "revoke_token", "expired_on_open"})
-"""What a served test still does on the file: the owner's authority verbs (no route
-serves them: the owner runs them where the file is), the expiry sweep, and the store's
-own attributes. Anything else is an error, so no verb slips past the transport."""
+"""What a served test still does on the file: the owner's verbs on the store itself
+(budgets, policy, tokens: no route serves them), the expiry sweep, and the store's own
+attributes. Anything else is an error, so no verb slips past the transport."""
 
 
 class LoopbackServer:

@@ -58,6 +58,7 @@ from .authority import (
     store_policy,
     vetoed,
 )
+from .inputs import MAX_PAGE
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
 from .retries import KEEP, PENDING, Pending, dump_answer, idempotent, load_answer
 from .settings import settings_path
@@ -67,7 +68,6 @@ from .views import PacketCache, task_of, view_of
 
 log = logging.getLogger("hivelite")
 
-MAX_PAGE = 500
 NOTIFY_WINDOW = 1000
 """Journal rows read at a time to tell transition plugins after a write."""
 MAX_NOTIFY_FAILURES = 100

@@ -170,10 +170,13 @@ def example(verb: Verb) -> str:
 
 
 def help_text(verb: Verb, more: str = "") -> str:
-    acts = AS_OWNER if by_owner(verb) and verb.who == (Who.owner,) else AS_AGENT
-    if by_owner(verb) and verb.who != (Who.owner,):
+    if verb.who == (Who.owner,):
+        acts = AS_OWNER
+    elif by_owner(verb):
         acts = ("Acts as the agent named by --agent and --instance (or their $HIVELITE_"
                 " variables); else as the store's owner (you must own the store file).")
+    else:
+        acts = AS_AGENT
     extra = f"{more}\n\n    " if more else ""
     return (f"{verb.summary}\n\n    {extra}{acts}\n\n    \b\n    Example:\n"
             f"      {example(verb)}\n    ")

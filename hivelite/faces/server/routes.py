@@ -28,7 +28,11 @@ class Route:
     """One verb as HTTP serves it."""
 
     verb: Verb
-    http: Http
+
+    @property
+    def http(self) -> Http:
+        assert self.verb.http is not None, f"{self.verb.name} is not served over HTTP"
+        return self.verb.http
 
     @property
     def name(self) -> str:
@@ -95,7 +99,7 @@ def _integer(model: type[BaseModel], name: str) -> bool:
 
 def routes_of(verbs: Sequence[Verb]) -> tuple[Route, ...]:
     """The routes of ``verbs``' rows served over HTTP, seed 004's first."""
-    return tuple(sorted((Route(verb, verb.http) for verb in verbs if verb.http is not None),
+    return tuple(sorted((Route(verb) for verb in verbs if verb.http is not None),
                         key=lambda route: not route.seed))
 
 
