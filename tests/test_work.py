@@ -196,3 +196,14 @@ def test_several_workers_in_threads_take_each_task_once(open_hive: OpenHive) -> 
     taken = sorted(r.number for report in reports for r in report.submitted)
     assert taken == numbers
     assert all(not r.released and not r.lost for r in reports)
+
+
+def test_next_passes_over_the_tasks_it_is_told_to_skip(open_hive: OpenHive) -> None:
+    hive = open_hive()
+    first, second = own_task(hive, priority="high"), own_task(hive)
+    assert hive.claim_next(CODER, skip=[first]).number == second
+    for bad in (["3"], [0], [True], list(range(1, 502)), "12"):
+        with pytest.raises(InvalidInput) as refused:
+            hive.claim_next(CODER, skip=bad)  # type: ignore[arg-type]
+        assert refused.value.reason == "invalid_skip"
+    assert hive.get(first).task.state is State.routed
