@@ -24,6 +24,7 @@ from .verbs import controls as _controls
 from .verbs import fields as _fields
 from .verbs import handoff as _handoff
 from .verbs import policy as _policy
+from .verbs import questions as _questions
 from .verbs import results as _results
 from .verbs import tokens as _tokens
 from .verbs.base import HiveBase
@@ -84,6 +85,7 @@ class Hive(HiveBase):
     checkpoint = _claims.checkpoint
     update = _claims.update
     pause = _claims.pause
+    answer = _questions.answer
     # results, verdicts, the owner's sign-off
     submit = _results.submit
     verify = _results.verify

@@ -29,6 +29,7 @@ import pytest
 
 from hivelite import Hive, ManualClock
 from hivelite.faces.cli.main import cli, main
+from hivelite.faces.render import WAITING_WORDS
 
 from . import rawsql
 from .conftest import CODER as CODER_AGENT
@@ -133,11 +134,13 @@ def store(run: Runner) -> Path:
 # -- reading human and JSON output alike ------------------------------------------------------
 
 def task_state(ran: Ran, as_json: bool) -> str:
-    """The task's state as ``state(waiting_on)``, from a task view in either form."""
+    """The task's state as ``show`` words it (``waiting: owner``), from a task view in
+    either form."""
     if as_json:
         task = ran.doc()["task"]
-        return f"{task['state']}({task['waiting_on']})" if task["waiting_on"] else task["state"]
-    match = re.search(r"^  state      (\S+)", ran.out, re.M)
+        return (f"{task['state']}: {WAITING_WORDS[task['waiting_on']]}" if task["waiting_on"]
+                else task["state"])
+    match = re.search(r"^  state      (\S+(?: (?:owner|human|agent))?)", ran.out, re.M)
     assert match, ran.out
     return match.group(1)
 
@@ -203,8 +206,8 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     else:
         assert "  task       Fix the login bug  [code]" in first.out
         assert "  accept     - tests pass" in first.out
-    assert state("handoff", *GUEST, *TASK, t=0) == "waiting(owner_approval)"
-    assert state("handoff", *GUEST, *TASK, t=0) == "waiting(owner_approval)"
+    assert state("handoff", *GUEST, *TASK, t=0) == "waiting: owner"
+    assert state("handoff", *GUEST, *TASK, t=0) == "waiting: owner"
     assert state("approve", "2", "--reason", "fine by me", t=1) == "routed"
     assert state("deny", "3", "--reason", "not now", t=1) == "rejected"
     changed = ok("fields", "2", "--label", "web", "--base-version", "1", t=1)
@@ -254,8 +257,21 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
         assert news.doc()["updates"][0]["summary"] == "tests green"
         assert news.doc()["usage"] == {"tokens": 100, "usd_micros": 5}
     assert state("pause", "1", *fence, "--on", "human", "--reason", "which API?",
-                 t=6) == "waiting(human)"
-    lease_id, token, _ = lease("resume", "1", *CODER, t=7)
+                 t=6) == "waiting: human"
+    answered = ok("answer", "1", "--text", "the v2 one", t=6)  # as the owner
+    assert task_state(answered, as_json) == "waiting: human"
+    if as_json:
+        assert answered.doc()["question"]["answers"][0] == {"text": "the v2 one", "by": "ana",
+                                                            "at": at(6)}
+    else:
+        assert "  state      waiting: human, answered  (which API?)" in answered.out
+        assert "  answer     the v2 one (ana, " in answered.out
+    resumed = ok("resume", "1", *CODER, t=7)
+    if as_json:
+        assert resumed.doc()["question"]["answers"][0]["text"] == "the v2 one"
+    else:
+        assert "  answer         the v2 one (ana)" in resumed.out
+    lease_id, token, _ = lease_of(resumed, as_json)
     assert token == 2
     fence = ("--lease", lease_id, "--token", str(token), *CODER)
     assert state("release", "1", *fence, "--reason", "blocked", t=8) == "routed"
@@ -482,6 +498,7 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
                "--evidence", "note:done"),
     "verify": ("1", "--accept", *PLANNER),
     "sign-off": ("1",),
+    "answer": ("1", "--text", "the v2 one"),
     "decline": ("1", "--reason", "missing tests"),
     "amend": ("1", "--summary", "better"),
     "expire": (),

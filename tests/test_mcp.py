@@ -237,6 +237,7 @@ def test_an_agent_finishes_the_flows_with_the_tools_alone(tmp_path: Path) -> Non
     coder = hive.authenticate(hive.add_token(OWNER, "ana/coder", instance="laptop").token)
     reviewer = hive.authenticate(hive.add_token(OWNER, "ana/reviewer",
                                                 instance="desktop").token)
+    owner = hive.authenticate(hive.add_token(OWNER, None).token).caller
     n = own_task(hive)
 
     async def work() -> int:
@@ -249,8 +250,19 @@ def test_an_agent_finishes_the_flows_with_the_tools_alone(tmp_path: Path) -> Non
             paused = answer(await client.call_tool("pause", {
                 **fence, "on": "human", "reason": "which database should it use?"}))
             assert paused["state"] == "waiting"
+            async with Client(build_mcp(lambda: (hive, owner), "owner")) as ana:
+                asked = answer(await ana.call_tool("list_tasks", {"state": ["waiting"]}))
+                assert asked["items"][0]["question"] == {
+                    "text": "which database should it use?", "on": "human", "answers": 0}
+                said = answer(await ana.call_tool("answer", {"number": n,
+                                                             "text": "PostgreSQL 16"}))
+                assert said["state"] == "waiting"
+            assert "forbidden_right/not_permitted" in refusal(await client.call_tool(
+                "answer", {"number": n, "text": "sqlite"}))  # a person's question
             resumed = answer(await client.call_tool("resume", {"number": n}))
             assert resumed["state"] == "working" and resumed["fencing_token"] == 2
+            assert [(a["text"], a["by"]) for a in resumed["question"]["answers"]] == [
+                ("PostgreSQL 16", "ana")]
             fence = {"number": n, "lease_id": resumed["lease_id"], "token": 2}
             done = answer(await client.call_tool("submit_result", {
                 **fence, "summary": "fixed", "evidence": EVIDENCE}))

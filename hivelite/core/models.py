@@ -276,6 +276,32 @@ class Merge(_Model):
     by: str
 
 
+AnswerText = Annotated[str, StringConstraints(min_length=1, max_length=4000)]
+
+
+class Answer(_Model):
+    """One answer to a paused task's question: who gave it, when, and what it says."""
+
+    text: str
+    by: str
+    at: Timestamp
+
+
+class Question(_Model):
+    """What a paused task asked (its pause's reason), and every answer given since."""
+
+    text: str
+    on: Literal["human", "agent"]
+    """Whose answer it waits for: a person's (the owner's) or another agent's."""
+    asked_by: str
+    at: Timestamp
+    answers: list[Answer] = []
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.answers)
+
+
 class DependencyView(_Model):
     """A task this one depends on, as it stands."""
 
@@ -356,6 +382,9 @@ class TaskView(_Model):
     controls: list[Control] = []
     """The owner's live controls that bear on this task: a veto on it, a hold or stop of
     its assignee or of its holder's instance."""
+    question: Question | None = None
+    """Its latest question and the answers given, while it waits on one and after its
+    holder resumed, until the next move."""
 
     def __repr__(self) -> str:
         return (f"TaskView(#{self.number} {self.task.packet.task!r}, {self.task.state.value},"
@@ -411,6 +440,8 @@ class ClaimReceipt(Receipt):
     instance: InstanceName
     session: str | None = None
     expires_at: Timestamp
+    question: Question | None = None
+    """A resume only: the question the task paused on, with every answer given."""
 
 
 class NextClaim(ClaimReceipt):

@@ -363,6 +363,10 @@ class Client:
         return self._receipt("amend", caller, ref, request_id, summary=summary,
                              evidence=evidence, merge_commit=merge_commit)
 
+    def answer(self, caller: Caller | None, ref: str | int, *, text: str,
+               request_id: str | None = None) -> Receipt:
+        return self._receipt("answer", caller, ref, request_id, text=text)
+
     def approve(self, caller: Caller | None, ref: str | int, *, reason: str | None = None,
                 request_id: str | None = None) -> Receipt:
         return self._receipt("approve", caller, ref, request_id, reason=reason)

@@ -46,11 +46,19 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+WAITING_WORDS = {"owner_approval": "owner", "human": "human", "agent": "agent"}
+"""What a waiting task waits on, in the listing's words (``waiting: owner``)."""
+
+
 def _state(view: TaskView) -> str:
     """The stored state; a claim whose lease ran out says so (reads never write: the next
     write returns the task to ``routed``)."""
     task = view.task
-    state = f"{task.state.value}({task.waiting_on.value})" if task.waiting_on else task.state.value
+    state = task.state.value
+    if task.waiting_on:
+        state += ": " + WAITING_WORDS[task.waiting_on.value]
+        if view.question is not None and view.question.answered:
+            state += ", answered"
     if view.blocked_by:
         state += ", blocked by " + " ".join(str(n) for n in view.blocked_by)
     elif view.lifecycle == "failed" and task.state.value == "routed":
@@ -154,6 +162,12 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
         else:
             lines.append(f"  claim      {claim.holder} on {claim.instance}, "
                          f"expires {ago(claim.expires_at, now)}")
+    if view.question is not None:
+        asked = view.question
+        whose = "the owner" if asked.on == "human" else "another agent or the owner"
+        lines.append(f"  question   {asked.text} ({asked.asked_by}, {ago(asked.at, now)};"
+                     f" for {whose})")
+        lines += [f"  answer     {a.text} ({a.by}, {ago(a.at, now)})" for a in asked.answers]
     if task.latest_checkpoint is not None:
         lines.append(f"  checkpoint {task.latest_checkpoint.progress}")
     if task.result is not None:
@@ -211,7 +225,7 @@ def journal_table(rows: Sequence[JournalEntry], now: datetime | None = None, *,
         move = f"{r.from_state.value if r.from_state else '-'} -> "
         move += r.to_state.value if r.to_state else "-"
         if r.waiting_on:
-            move += f"({r.waiting_on.value})"
+            move += ": " + WAITING_WORDS[r.waiting_on.value]
         body.append([str(r.seq), *([str(r.number or "")] if several else []),
                      ago(r.at, now), r.actor or "", move, str(r.move or ""),
                      printable(r.reason or "")])

@@ -37,6 +37,13 @@ JOURNAL = (
     " LEFT JOIN tasks t ON t.number = j.task"
     " LEFT JOIN moves m ON m.from_state = j.from_state AND m.to_state = j.to_state"
 )
+PAUSED = "j.from_state = 'working' AND j.to_state = 'waiting'"
+ANSWERED = "j.reason = 'answered' AND j.from_state = 'waiting' AND j.to_state = 'waiting'"
+QUESTION = (
+    JOURNAL + " WHERE j.task = {p} AND j.seq >= (SELECT coalesce(max(j.seq), 0) FROM journal j"
+    f" WHERE j.task = {{p}} AND {PAUSED}) AND (({PAUSED}) OR ({ANSWERED})) ORDER BY j.seq")
+"""A task's latest pause and the answers after it (``p``: the engine's placeholder): a
+pause is move 10 (working -> waiting), an answer an event recorded while it waits."""
 TOKEN = "id, agent, instance, rights, hash, created_at, expires_at, revoked_at, by"
 VIEW = (
     "{columns}, p.body, r.body, c.body, r.worker, r.instance, r.session,"
@@ -73,6 +80,13 @@ def journal_row(values: Sequence[Any]) -> JournalRow:
                       move=move, reason=reason, detail=json.loads(detail) if detail else None)
 
 
+def asks(task: TaskRow) -> bool:
+    """Whether a view shows the task's question: while it waits on a person or an agent,
+    and after a resume until its next move (the holder reads the answers there)."""
+    return ((task.state == "waiting" and task.waiting_on in ("human", "agent"))
+            or task.reason == "resumed")
+
+
 class ViewRows:
     """Task views built from rows of :data:`VIEW`, the same on every engine; an engine
     gives the queries (``_recent_updates``, ``_usage_total``, ``confirmations``,
@@ -94,6 +108,9 @@ class ViewRows:
         """A task's usage over all its updates."""
         raise NotImplementedError
 
+    def question(self, number: int) -> list[JournalRow]:
+        raise NotImplementedError
+
     def _view_rows(self, rows: Iterable[Sequence[Any]]) -> list[ViewRow]:
         """Each row of :data:`VIEW` with its current verdicts, last updates, usage totals
         and dependencies."""
@@ -110,6 +127,7 @@ class ViewRows:
                 recent = recent[:VIEW_UPDATES]
                 tokens, usd = self._usage_total(task.number)
             needs = tuple(self.dependencies(task.number)) if task.depends else ()
+            asked = tuple(self.question(task.number)) if asks(task) else ()
             out.append(ViewRow(task, Bodies(values[n], values[n + 1], values[n + 2]), meta,
-                               verdicts, recent, tokens, usd, needs, values[n + 11]))
+                               verdicts, recent, tokens, usd, needs, values[n + 11], asked))
         return out

@@ -72,6 +72,10 @@ class Reader(Protocol):
     def journal(self, number: int | None = None) -> list[JournalRow]:
         """Journal rows, all or one task's, oldest first."""
         ...
+    def question(self, number: int) -> list[JournalRow]:
+        """A task's latest question: the pause that asked it, then each answer given since,
+        oldest first (empty when it never paused)."""
+        ...
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         """The rows after ``seq`` (up to ``upto``): an outbox read by sequence number."""
         ...

@@ -46,6 +46,7 @@ from ..core.errors import (
 from .chain import CONTENT, broken_links, link
 from .columns import (
     JOURNAL,
+    QUESTION,
     SELECT_TASK,
     TASK_COLUMNS,
     TOKEN,
@@ -335,6 +336,9 @@ class PostgresTx(ViewRows):
             return [journal_row(v) for v in self._all(JOURNAL + " ORDER BY j.seq")]
         return [journal_row(v) for v in self._all(
             JOURNAL + " WHERE j.task = %s ORDER BY j.seq", (number,))]
+
+    def question(self, number: int) -> list[JournalRow]:
+        return [journal_row(v) for v in self._all(QUESTION.format(p="%s"), (number, number))]
 
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         bound = (1 << 63) - 1 if upto is None else upto

@@ -139,6 +139,9 @@ class ViewRow:
     """The tasks it depends on, oldest first."""
     created_by: str | None = None
     """Who handed it off (the actor of its first journal row)."""
+    question: tuple[JournalRow, ...] = ()
+    """Its latest question and the answers since (``Reader.question``), while it waits on
+    one or has just resumed; else empty."""
 
 
 @dataclass(frozen=True, slots=True)

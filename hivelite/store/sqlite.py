@@ -37,6 +37,7 @@ from . import mounts
 from .chain import link
 from .columns import (
     JOURNAL,
+    QUESTION,
     SELECT_TASK,
     TASK_COLUMNS,
     TOKEN,
@@ -442,6 +443,10 @@ class SqliteTx(ViewRows):
             return [journal_row(v) for v in self.conn.execute(JOURNAL + " ORDER BY j.seq")]
         return [journal_row(v) for v in self.conn.execute(
             JOURNAL + " WHERE j.task = ? ORDER BY j.seq", (number,))]
+
+    def question(self, number: int) -> list[JournalRow]:
+        return [journal_row(v) for v in self.conn.execute(QUESTION.format(p="?"),
+                                                          (number, number))]
 
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         bound = (1 << 63) - 1 if upto is None else upto

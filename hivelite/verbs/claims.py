@@ -30,6 +30,7 @@ from . import guard
 from .base import HiveBase, invalid
 from .retries import idempotent, idempotent_as
 from .unit import Unit
+from .views import question_of
 
 MAX_USAGE = {"tokens": 10**12, "usd_micros": 10**12}
 """The most one write may report of each: a million times a large model's context, a
@@ -108,7 +109,10 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
         guard.claimable(row, agent.name, resume=resume)
         if not resume:
             _check_ready(hive, unit, row)
-        return _lease(hive, unit, row, target, lease_id, minutes)
+            return _lease(hive, unit, row, target, lease_id, minutes)
+        receipt = _lease(hive, unit, row, target, lease_id, minutes)
+        receipt.question = question_of(unit.tx.question(row.number))  # the answers, to read
+        return receipt
 
     return hive._write(agent, verb, body)
 

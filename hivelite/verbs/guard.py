@@ -78,6 +78,39 @@ def cancellable(row: TaskRow) -> Move:
 
 
 MAX_REASON = 500
+MAX_ANSWER = 4000
+
+
+def asking(row: TaskRow, agent: str | None, owner: str) -> None:
+    """Only a task paused on a question is answered: one on a person by the owner, one on
+    an agent by the owner or any agent but its assignee (who asked it)."""
+    state = State(row.state)
+    if state in TERMINAL:
+        raise InvalidState("task_closed", f"task {row.number} is {state.value}; cannot answer")
+    if state is not State.waiting or row.waiting_on not in (WaitingOn.human.value,
+                                                            WaitingOn.agent.value):
+        what = f"waiting on {row.waiting_on}" if row.waiting_on else state.value
+        raise InvalidState("not_asking", f"task {row.number} is {what}; only a task paused"
+                           " on a question (waiting on human or agent) is answered")
+    if agent is None:  # the owner answers every question
+        return
+    if row.waiting_on == WaitingOn.human.value:
+        raise ForbiddenRight("not_permitted", f"task {row.number} waits on a person: only the"
+                             f" owner {owner!r} answers it, not {agent}")
+    if agent == row.assignee:
+        raise ForbiddenRight("self_answer", f"{agent} asked task {row.number}'s question;"
+                             " another agent or the owner answers it")
+
+
+def answer_fits(text: object) -> str:
+    """An answer: 1 to 4000 characters, not blank."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("answer_required", "text is required: the answer, 1-4000"
+                           f" characters, not {text!r}", field="text")
+    if len(text) > MAX_ANSWER:
+        raise InvalidInput("answer_too_long", f"text is {len(text)} characters; at most"
+                           f" {MAX_ANSWER}", field="text")
+    return text
 
 
 def reason_fits(reason: str | None, *, required: bool = False,

@@ -280,6 +280,15 @@ class DeclineInput(Input):
         "the summary does not match the diff")] = None
 
 
+class AnswerInput(Input):
+    """The answer to the question a paused task waits on."""
+
+    text: Annotated[Any, schema(
+        {"type": "string", "minLength": 1, "maxLength": 4000},
+        "The answer, for the agent that asked (at most 4000 characters).",
+        "use PostgreSQL 16")]
+
+
 class HoldInput(Input):
     """Whom the owner holds: one agent, or every agent acting from one instance."""
 
@@ -323,6 +332,7 @@ class LiftInput(Input):
 
 __all__ = [
     "AmendInput",
+    "AnswerInput",
     "CheckpointInput",
     "ClaimInput",
     "DecisionInput",

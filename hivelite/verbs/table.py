@@ -258,6 +258,16 @@ VERBS: tuple[Verb, ...] = (
          " in, resume the task (not claim).",
          (Who.holder,), WORK, Mode.holder, "PauseInput", "Receipt", FENCE,
          http=Http("POST", "/{number}/pause", "pause"), tool="pause"),
+    Verb("answer", "Answer the question a paused task waits on.",
+         "Answer a task paused on a question (state waiting, on human or agent; its"
+         " question is in show): the owner answers any, another agent one on an agent."
+         " The task keeps waiting; its assignee resumes it and reads every answer.",
+         (Who.owner, Who.agent), WORK, Mode.write, "AnswerInput", "Receipt",
+         ("invalid_state/not_asking", "invalid_state/task_closed",
+          "invalid_input/answer_required", "invalid_input/answer_too_long",
+          "forbidden_right/not_permitted", "forbidden_right/self_answer",
+          "forbidden_right/vetoed", "not_found/no_such_task"),
+         http=Http("POST", "/{number}/answer", "answer"), tool="answer"),
     Verb("submit", "Return a result with evidence; the claim ends.",
          "Return the result: a summary and 1-20 pieces of evidence. The claim ends and the"
          " task is judged: completed, waiting for confirmations or the owner's sign-off"

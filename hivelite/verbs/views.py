@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from ..core.models import (
+    Answer,
     Checkpoint,
     ClaimView,
     Confirmation,
@@ -23,6 +24,7 @@ from ..core.models import (
     Lifecycle,
     Merge,
     Packet,
+    Question,
     Result,
     Task,
     TaskView,
@@ -30,7 +32,7 @@ from ..core.models import (
     Usage,
 )
 from ..core.protocol import PRIORITIES, TERMINAL, State, WaitingOn, lifecycle
-from ..store import Bodies, TaskRow, ViewRow
+from ..store import Bodies, JournalRow, TaskRow, ViewRow
 
 PACKET_CACHE = 512
 
@@ -90,6 +92,18 @@ def task_of(row: TaskRow, bodies: Bodies, packets: PacketCache | None = None) ->
     )
 
 
+def question_of(rows: Sequence[JournalRow]) -> Question | None:
+    """A question from its journal rows (``Reader.question``): the pause, then its answers."""
+    if not rows:
+        return None
+    asked, *answered = rows
+    return Question.model_construct(
+        text=asked.reason or "", on=_stored(asked.waiting_on, ("human", "agent"), "waiting_on"),
+        asked_by=asked.actor or "", at=asked.at,
+        answers=[Answer.model_construct(text=str((a.detail or {}).get("text", "")),
+                                        by=a.actor or "", at=a.at) for a in answered])
+
+
 def view_of(found: ViewRow, now: str, packets: PacketCache | None = None,
             controls: Sequence[Control] = ()) -> TaskView:
     """A task's full view; ``now`` (RFC 3339) decides whether its claim has expired;
@@ -134,4 +148,5 @@ def view_of(found: ViewRow, now: str, packets: PacketCache | None = None,
         last_reason=row.reason,
         origin="agent" if found.created_by and "/" in found.created_by else "person",
         controls=list(controls),
+        question=question_of(found.question),
     )

@@ -183,12 +183,19 @@ def help_text(verb: Verb, more: str = "") -> str:
 
 
 def lease_text(lease: ClaimReceipt, now: datetime) -> str:
-    """A claim for a person: its task, holder, lease id, token and expiry."""
+    """A claim for a person: its task, holder, lease id, token and expiry (and, for a
+    resume, the question with its answers)."""
     from .. import render
+    from ..terminal import printable
 
-    return (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
+    text = (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
             f"  lease_id       {lease.lease_id}\n  fencing_token  {lease.fencing_token}\n"
             f"  expires_at     {lease.expires_at} ({render.ago(lease.expires_at, now)})")
+    if lease.question is not None:  # a resume: what was asked, and what came back
+        text += f"\n  question       {printable(lease.question.text)}"
+        text += "".join(f"\n  answer         {printable(a.text)} ({a.by})"
+                        for a in lease.question.answers)
+    return text
 
 
 EXPORT = click.option("--export", is_flag=True, help="Print the claim as shell assignments"

@@ -95,7 +95,8 @@ def _refusal(error: HiveliteError) -> ToolError:
 
 
 COMPACT = {"type": "boolean", "default": True, "description": "One short row a task"
-           " (number, title, state, who, priority, labels, the claim's holder and expiry)"
+           " (number, title, state, who, priority, labels, the claim's holder and expiry,"
+           " the question it waits on)"
            " instead of the whole task: false for every field.", "examples": [True]}
 LIST_PAGE = 20
 """A listing's page over MCP, unless asked for more: a model's context is the medium's
@@ -126,7 +127,7 @@ def compact(page: Page) -> dict[str, Any]:
     rows = []
     for view in page.items:
         claim = view.claim
-        rows.append({
+        row = {
             "number": view.number, "id": view.task.id,
             "title": clip(view.task.packet.task, TITLE), "state": view.task.state.value,
             "waiting_on": view.task.waiting_on.value if view.task.waiting_on else None,
@@ -135,7 +136,11 @@ def compact(page: Page) -> dict[str, Any]:
             "labels": view.labels,
             "holder": claim.holder if claim is not None and not claim.expired else None,
             "expires_at": claim.expires_at if claim is not None and not claim.expired
-            else None, "updated_at": view.task.updated_at})
+            else None, "updated_at": view.task.updated_at}
+        if view.question is not None:  # only when it asks: a row stays short
+            row["question"] = {"text": clip(view.question.text, TITLE), "on": view.question.on,
+                               "answers": len(view.question.answers)}
+        rows.append(row)
     return {"items": rows, "next_cursor": page.next_cursor,
             "damaged": [d.model_dump(mode="json") for d in page.damaged]}
 
@@ -207,8 +212,8 @@ def build_mcp(who: Where, kind: Kind = "agent", *,
                 " not_found/queue_empty, stop and say so. Otherwise read the task's packet"
                 " (task, acceptance_criteria), do the work, checkpoint as you go, renew the"
                 " lease before expires_at, and submit_result with evidence that shows each"
-                " acceptance criterion met. If you need an answer, pause and say what you"
-                " asked.")
+                " acceptance criterion met. If you need an answer, pause with your question;"
+                " once it is answered, resume the task and read the answers in its reply.")
 
     @server.resource("hivelite://tasks/{number}", name="task", mime_type="application/json",
                      description="One task: the seed object with its claim, result and"

@@ -1,0 +1,37 @@
+"""Questions a paused task asks, and their answers.
+
+A holder pauses on a person (``on=human``) or another agent (``on=agent``) with its
+question as the pause's reason: the task waits and the claim ends (move 10). ``answer``
+journals an answer in place (the task stays waiting, so nothing about the protocol's
+moves changes); the holder's ``resume`` takes the task back under a new fencing token
+and reads every answer given in its receipt, as ``show`` shows them until the next move.
+"""
+
+from __future__ import annotations
+
+from ..core.caller import Caller
+from ..core.models import Receipt
+from . import guard
+from .base import HiveBase
+from .retries import idempotent
+from .unit import Unit
+
+
+@idempotent
+def answer(hive: HiveBase, caller: Caller, ref: str | int, *, text: str,
+           request_id: str | None = None) -> Receipt:
+    """Answer the question a paused task waits on: the owner any question, another agent
+    one on an agent. The task stays waiting until its assignee resumes it."""
+    checked = hive._caller(caller, "answer")
+    given = guard.answer_fits(text)
+
+    def body(unit: Unit) -> Receipt:
+        row = unit.task(ref)
+        guard.asking(row, None if checked.is_owner else checked.name, hive.owner)
+        unit.event(row, "answered", {"text": given})
+        return unit.receipt(row)
+
+    return hive._write(checked, "answer", body)
+
+
+__all__ = ["answer"]
