@@ -275,6 +275,31 @@ def test_list_marks_blocked_and_ready(hive: Hive) -> None:
     assert hive.claim_next(CODER).number == blocked
 
 
+def test_list_searches_titles_assignees_and_labels(hive: Hive) -> None:
+    """``search`` finds the text in a title, an assignee or a label, case ignored, and
+    combines with the other filters; a search too long is refused by name."""
+    login = own_task(hive, packet=packet(task="Fix the Login bug"), labels=["auth"])
+    web = own_task(hive, packet=packet(task="Style the page"), labels=["web-ui"],
+                   priority="high")
+    tester = own_task(hive, assignee="ana/tester", packet=packet(task="Port the tests"))
+
+    def found(text: str, **more: Any) -> list[int]:
+        return [v.number for v in hive.list(search=text, **more).items]
+
+    assert found("LOGIN") == [login]
+    assert found("web-") == [web]
+    assert found("tester") == [tester]
+    assert found("the") == [login, web, tester]
+    assert found("the", sort="priority") == [web, login, tester]
+    assert found("the", assignee="ana/coder") == [login, web]
+    assert found("the", ready=True, labels=["auth"]) == [login]
+    assert found("no such words") == []
+    assert found("  ") == [login, web, tester]  # blank: no search
+    with pytest.raises(InvalidInput) as refusal:
+        hive.list(search="x" * 201)
+    assert refusal.value.reason == "invalid_search"
+
+
 @pytest.mark.parametrize("end", ["cancel", "deny"])
 def test_a_dependency_that_never_completes_keeps_its_dependents_blocked(
         hive: Hive, snap: Snap, end: str) -> None:

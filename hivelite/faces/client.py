@@ -251,15 +251,15 @@ class Client:
              role: str = "assignee", assignee: str | None = None,
              requester: str | None = None, project: str | None = None, ready: bool = False,
              blocked: bool = False, labels: Sequence[str] = (),
-             priority: str | Sequence[str] | None = None, sort: str = "age",
-             limit: int = 50, cursor: int | None = None) -> Page:
+             priority: str | Sequence[str] | None = None, search: str | None = None,
+             sort: str = "age", limit: int = 50, cursor: int | None = None) -> Page:
         """Tasks, filtered and sorted as :meth:`Hive.list` filters them; ``mine`` keeps the
         token's agent's own (as assignee, or with ``role="requester"`` as requester)."""
         page: Page = self.call(
             "list", None, None, state=_many(state), mine=mine, role=role, assignee=assignee,
             requester=requester, project=project, ready=ready, blocked=blocked,
-            labels=_many(labels), priority=_many(priority), sort=sort, limit=limit,
-            cursor=cursor)
+            labels=_many(labels), priority=_many(priority), search=search, sort=sort,
+            limit=limit, cursor=cursor)
         return page
 
     def history(self, ref: str | int) -> History:

@@ -154,6 +154,14 @@ def _reraise(failure: HiveliteError | None, exc: BaseException) -> NoReturn:
     raise failure from exc
 
 
+SEARCH = ("(strpos(lower(t.assignee), %s) > 0 OR EXISTS (SELECT 1 FROM packets p"
+          " WHERE p.task = t.number AND strpos(lower(hl_json(p.body) ->> 'task'), %s) > 0)"
+          " OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN"
+          " jsonb_typeof(hl_json(t.labels)) = 'array' THEN hl_json(t.labels) ELSE '[]'"
+          " END) AS l(label) WHERE strpos(lower(l.label), %s) > 0))")
+"""A listing's ``search``: the text in the title, the assignee or a label (as SQLite's)."""
+
+
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
@@ -278,6 +286,9 @@ class PostgresTx(ViewRows):
         for label in where.labels:
             clauses.append("hl_json(t.labels) @> jsonb_build_array(%s::text)")
             args.append(label)
+        if where.search:
+            clauses.append(SEARCH)
+            args.extend([where.search] * 3)
         for column, values in (("priority", where.priorities), ("state", where.states)):
             if values:
                 clauses.append(f"t.{column} = ANY(%s)")

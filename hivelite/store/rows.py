@@ -206,6 +206,9 @@ class ListFilter:
     labels: tuple[str, ...] = ()
     """Tasks carrying every one of these labels."""
     priorities: tuple[str, ...] = ()
+    search: str | None = None
+    """Tasks whose title, assignee or a label holds this text (given in lower case: the
+    match ignores the case of ASCII letters)."""
     sort: str = "age"
     """``age`` (oldest first, the default), ``priority`` (most pressing, then oldest) or
     ``updated`` (most recently changed first)."""

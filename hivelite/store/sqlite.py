@@ -182,6 +182,15 @@ def _sqlite_failure(exc: apsw.Error, path: Path, conn: apsw.Connection | None = 
     return None
 
 
+SEARCH = ("(instr(lower(t.assignee), ?) > 0 OR EXISTS (SELECT 1 FROM packets p"
+          " WHERE p.task = t.number AND json_valid(p.body)"
+          " AND instr(lower(json_extract(p.body, '$.task')), ?) > 0)"
+          " OR EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(t.labels) THEN t.labels"
+          " END) WHERE instr(lower(value), ?) > 0))")
+"""A listing's ``search``: the text in the title, the assignee or a label (a packet or
+labels that are not JSON match on the assignee alone, never fail the page)."""
+
+
 class SqliteTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
@@ -319,6 +328,9 @@ class SqliteTx(ViewRows):
             clauses.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(t.labels)"
                            " THEN t.labels END) WHERE value = ?)")
             args.append(label)
+        if where.search:
+            clauses.append(SEARCH)
+            args.extend([where.search] * 3)
         if where.priorities:
             clauses.append(f"t.priority IN ({', '.join('?' * len(where.priorities))})")
             args.extend(where.priorities)

@@ -58,7 +58,7 @@ from .authority import (
     store_policy,
     vetoed,
 )
-from .inputs import MAX_PAGE
+from .inputs import MAX_PAGE, MAX_SEARCH
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
 from .retries import KEEP, PENDING, Pending, dump_answer, idempotent, load_answer
 from .settings import settings_path
@@ -437,6 +437,7 @@ class HiveBase:
         blocked: bool = False,
         labels: Sequence[str] = (),
         priority: str | Sequence[str] | None = None,
+        search: str | None = None,
         sort: str = "age",
         limit: int = 50,
         cursor: int | None = None,
@@ -447,7 +448,8 @@ class HiveBase:
 
         ``ready=True`` keeps only tasks an agent could claim now: routed, every
         ``packet.depends_on`` task completed, attempts left; ``blocked=True`` only open
-        tasks still waiting on a dependency; ``labels`` tasks carrying each of them.
+        tasks still waiting on a dependency; ``labels`` tasks carrying each of them;
+        ``search`` tasks whose title, assignee or a label holds the text (ignoring case).
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidInput("invalid_limit", f"limit must be an integer 1..{MAX_PAGE}",
@@ -475,7 +477,8 @@ class HiveBase:
         where = ListFilter(states=tuple(states), assignee=assignee, requester=requester,
                            project=project, ready=ready, blocked=blocked,
                            labels=tuple([labels] if isinstance(labels, str) else labels),
-                           priorities=tuple(priorities), sort=sort)
+                           priorities=tuple(priorities), sort=sort,
+                           search=_search(search))
         now = format_ts(self.clock())
         with self.store.read() as reader:
             rows = reader.views(where, after=cursor, limit=limit + 1)
@@ -527,6 +530,16 @@ class HiveBase:
             overdue = reader.overdue(format_ts(self.clock()))
         if overdue and self.store.tampered is None:  # else: reads only
             self.expired_on_open = self._run(None, _reopened)
+
+
+def _search(text: object) -> str | None:
+    """A listing's search text, as the stores compare it (lower case; blank: none)."""
+    if text is None:
+        return None
+    if not isinstance(text, str) or len(text) > MAX_SEARCH:
+        raise InvalidInput("invalid_search", f"search is text of at most {MAX_SEARCH}"
+                           " characters", field="search")
+    return text.strip().lower() or None
 
 
 def _reopened(unit: Unit) -> builtins.list[ExpiredClaim]:

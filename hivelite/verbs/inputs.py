@@ -30,6 +30,8 @@ from ..core.protocol import (
 
 MAX_PAGE = 500
 """The most tasks one page of a listing holds."""
+MAX_SEARCH = 200
+"""The longest text a listing searches for."""
 
 
 def schema(shape: dict[str, Any], description: str, *examples: Any) -> WithJsonSchema:
@@ -123,6 +125,10 @@ class ListInput(Input):
     priority: Annotated[Any, schema(
         _maybe({"type": "array", "items": {"type": "string", "enum": list(PRIORITIES)}}),
         "Only tasks of these priorities.", ["urgent", "high"])] = None
+    search: Annotated[Any, schema(
+        _maybe({"type": "string", "maxLength": MAX_SEARCH}),
+        "Only tasks whose title, assignee or a label holds this text (case ignored).",
+        "login")] = None
     sort: Annotated[Any, schema(
         {"type": "string", "enum": list(SORTS)},
         "age: oldest first; priority: most pressing first; updated: most recently changed"

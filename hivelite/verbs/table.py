@@ -138,7 +138,7 @@ def _list(hive: Any, caller: Caller, ref: object, given: ListInput,
     page: Page = hive.list(
         state=given.state, priority=given.priority, limit=given.limit, cursor=given.cursor,
         ready=given.ready, blocked=given.blocked, project=given.project,
-        labels=given.labels, sort=given.sort,
+        labels=given.labels, search=given.search, sort=given.sort,
         assignee=mine if mine and given.role == "assignee" else given.assignee,
         requester=mine if mine and given.role == "requester" else given.requester)
     return page
@@ -166,7 +166,7 @@ VERBS: tuple[Verb, ...] = (
          (Who.anyone,), READ, Mode.read, "ListInput", "Page",
          ("invalid_input/invalid_state_filter", "invalid_input/invalid_sort",
           "invalid_input/invalid_priority", "invalid_input/invalid_limit",
-          "invalid_input/invalid_role"),
+          "invalid_input/invalid_role", "invalid_input/invalid_search"),
          on_task=False, run=_list, idempotent=False,
          http=Http("GET", "", "list_tasks", seed=True), tool="list_tasks"),
     Verb("show", "One task: the seed object with its claim, verdicts and usage.",

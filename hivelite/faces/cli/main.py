@@ -236,6 +236,8 @@ def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | 
 @click.option("--ready", is_flag=True, help="Only tasks that can be claimed now (routed,"
               " dependencies completed, attempts left).")
 @click.option("--blocked", is_flag=True, help="Only open tasks waiting on a dependency.")
+@click.option("--search", help="Only tasks with this text in their title, assignee or a"
+              " label (any case).")
 @click.option("--sort", default="age", show_default=True, type=click.Choice(SORTS),
               help="Oldest first, most pressing first, or last changed first.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
@@ -244,13 +246,15 @@ def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | 
 @pass_context
 def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: str | None,
           project: str | None, labels: Sequence[str], priorities: Sequence[str], ready: bool,
-          blocked: bool, sort: str, limit: int, cursor: int | None) -> None:
+          blocked: bool, search: str | None, sort: str, limit: int,
+          cursor: int | None) -> None:
     """List tasks, oldest first (or --sort).
 
     \b
     Example:
       hivelite list --state routed
       hivelite list --ready --assignee ana/coder --sort priority --json
+      hivelite list --search login
     """
     from .. import render
 
@@ -265,8 +269,8 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
             page = served.list(state=list(states) or None, assignee=assignee,
                                requester=requester, project=project, ready=ready,
                                blocked=blocked, labels=labels,
-                               priority=list(priorities) or None, sort=sort, limit=limit,
-                               cursor=cursor)
+                               priority=list(priorities) or None, search=search,
+                               sort=sort, limit=limit, cursor=cursor)
             ctx.emit(page, lambda: render.task_table(page.items, served.clock(),
                                                      page.next_cursor, width=fits(),
                                                      colour=coloured()))
@@ -274,8 +278,8 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
     with ctx.open_store() as hive:
         page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
                          project=project, ready=ready, blocked=blocked, labels=labels,
-                         priority=list(priorities) or None, sort=sort, limit=limit,
-                         cursor=cursor)
+                         priority=list(priorities) or None, search=search, sort=sort,
+                         limit=limit, cursor=cursor)
         ctx.emit(page, lambda: render.task_table(page.items, hive.clock(), page.next_cursor,
                                                  width=fits(), colour=coloured()))
     # a row raw SQL left unreadable is left out of the listing and named here
