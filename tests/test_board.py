@@ -165,13 +165,23 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
 
 def test_the_board_shows_each_task_in_its_state_s_column(seeded: Seeded,
                                                          tmp_path: Path) -> None:
+    """The closed states only when asked (a link, ``closed=1``), the open ones always; a
+    column with no task collapses to its heading."""
     shown = browse(tmp_path, seeded.url + "/", "--dump-dom").stdout  # / goes to the board
     board = parsed(shown)
-    assert board.cards == seeded.states
+    closed = ("completed", "rejected", "cancelled")
+    assert board.cards == {n: s for n, s in seeded.states.items() if s not in closed}
     assert board.columns == ["waiting", "routed", "accepted", "working", "verifying",
-                             "approval", "completed", "rejected", "cancelled"]
+                             "approval"]
+    assert re.search(r'class="column state-verifying empty"[^>]*><h2[^>]*>verifying'
+                     r' <span class="count">0</span></h2></section>', shown)
     assert "held by ana/coder on laptop, expires in 10m" in text_of(shown)
+    assert "show closed (3)" in text_of(shown)
     assert board.scripts == ["/static/board.js"]  # the only script is the page's own
+    every = parsed(browse(tmp_path / "closed", f"{seeded.url}/board/{seeded.vault}?closed=1",
+                          "--dump-dom").stdout)
+    assert every.cards == seeded.states
+    assert every.columns == [*board.columns, *closed]
 
 
 def test_text_from_the_store_is_shown_as_text(seeded: Seeded, tmp_path: Path) -> None:
@@ -342,7 +352,7 @@ def test_the_board_is_the_owner_s(seeded: Seeded, guarded: tuple[str, str]) -> N
     cookie = signed.headers["set-cookie"]
     assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
     session = signed.cookies["hivelite_board"]
-    assert session and seeded.owner_token.split("_")[2] not in cookie  # never the token
+    assert session and seeded.owner_token.split("_", 2)[2] not in cookie  # never the token
     with httpx.Client(base_url=guarded, cookies=signed.cookies) as browser:
         page = browser.get(f"/board/{seeded.vault}")
         assert page.status_code == 200 and "Write the parser" in page.text

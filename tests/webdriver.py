@@ -1,9 +1,11 @@
 """A real headless Chromium driven through Debian's chromedriver and the W3C WebDriver
 protocol (plain JSON over HTTP, no driver library): type into the real page, click its
-real button, read the DOM and the cookies the browser kept."""
+real button, read the DOM and the cookies the browser kept, run a line of script in the
+page, size its viewport as a phone's, take its picture."""
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -55,6 +57,21 @@ class Browser:
 
     def click(self, css: str) -> None:
         self._call("POST", f"/element/{self.find(css)}/click", {})
+
+    def run(self, script: str, *args: Any) -> Any:
+        """``script`` (a function body: ``return …``) run in the page."""
+        return self._call("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def viewport(self, width: int, height: int, *, mobile: bool = False) -> None:
+        """The page's viewport exactly ``width`` by ``height`` CSS pixels (a phone's with
+        ``mobile``: its meta viewport honoured), through Chromium's DevTools."""
+        self._call("POST", "/goog/cdp/execute", {
+            "cmd": "Emulation.setDeviceMetricsOverride",
+            "params": {"width": width, "height": height, "deviceScaleFactor": 1,
+                       "mobile": mobile}})
+
+    def screenshot(self, path: Path) -> None:
+        path.write_bytes(base64.b64decode(self._call("GET", "/screenshot")))
 
     @property
     def url(self) -> str:

@@ -7,11 +7,19 @@ cookie is worth nothing elsewhere (cookies are shared across a host's ports), an
 request checks the token again, so revoking it ends the session. Tokens never travel in
 a URL (where logs and history would keep them). When the owner chooses (``hivelite
 serve --board-on-loopback``), requests from this machine, addressed to a loopback name
-and not relayed by a proxy, see the board without signing in. Every page is read-only.
+and not relayed by a proxy, see the board without signing in.
+
+The owner decides on the board too (``decisions.py``): each decision is a form posted
+back to ``/board/{vault}/tasks/{n}/{verb}`` or ``/board/{vault}/agents/{verb}``, refused
+unless it comes from this server's own page (``Sec-Fetch-Site``, and a form token tied
+to the sign-in), then run through its verb of the verb table as the signed-in owner,
+exactly as HTTP runs it. A refusal shows the page again with the refusal's words.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -24,10 +32,20 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ...core.errors import ForbiddenRight, HiveliteError, InvalidInput, NotFound, Unauthenticated
-from ...core.protocol import TERMINAL
+from ...core.caller import Caller
+from ...core.errors import (
+    ForbiddenRight,
+    HiveliteError,
+    InvalidInput,
+    InvalidState,
+    NotFound,
+    Unauthenticated,
+)
+from ...core.models import Budget
+from ...core.protocol import TERMINAL, WaitingOn
 from ...hive import Hive
-from . import pages
+from ...verbs.table import BY_NAME, Verb
+from . import decisions, pages
 from .bodies import read_body
 from .hosts import is_loopback, names_loopback
 from .vaults import Vaults
@@ -41,6 +59,11 @@ FORM_COOKIE = "hivelite_form"
 FORM_SECONDS = 3600
 """How long a sign-in page's form stays good."""
 MAX_FORM = 4096
+MAX_DECISION = 64 * 1024
+"""A decision's form at most (an answer of 4000 characters, each sent as up to 9 bytes)."""
+NEARLY_SPENT = 0.8
+"""The share of a daily budget past which "needs you" names it."""
+NEEDS_PAGE = 500
 HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self';"
@@ -136,32 +159,49 @@ class Board:
     vaults: Vaults
     on_loopback: bool = False
     sessions: Sessions = field(default_factory=Sessions)
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    """Keys the forms' tokens: one per sign-in, unknown outside this server."""
 
     # -- who may look ---------------------------------------------------------
 
-    def _owner_vault(self, token: str | None) -> str:
-        """The vault whose owner ``token`` proves (``401``/``403`` otherwise)."""
+    def _owner_of(self, token: str | None) -> tuple[str, Caller]:
+        """The vault whose owner ``token`` proves, and that owner as a caller with the
+        token's rights (``401``/``403`` otherwise)."""
         if token is None:
             raise Unauthenticated("no_token", "sign in with an owner token")
         vault_id, auth = self.vaults.authenticate(token, None)
         if not auth.caller.is_owner:
             raise ForbiddenRight("not_permitted", "the board is the owner's: this token is"
                                  f" {auth.caller}'s")
-        return str(vault_id)
+        return str(vault_id), auth.caller
+
+    def _owner_vault(self, token: str | None) -> str:
+        return self._owner_of(token)[0]
 
     def _signed_in(self, request: Request) -> str | None:
         return self.sessions.token(request.cookies.get(COOKIE))
 
-    async def _admit(self, request: Request, vault_id: str) -> Hive:
+    async def _admit(self, request: Request, vault_id: str) -> tuple[Hive, Caller]:
+        """The vault's ``Hive`` and the owner acting on it: signed in, or on loopback
+        when the owner opened it so."""
         hive: Hive = self.vaults[vault_id]
         if self.on_loopback and from_this_machine(request):
-            return hive
-        signed_in = await run_in_threadpool(self._owner_vault, self._signed_in(request))
+            return hive, hive.as_owner()
+        signed_in, caller = await run_in_threadpool(self._owner_of, self._signed_in(request))
         request.state.who = hive.owner  # for the access log
         if signed_in != vault_id:
             raise ForbiddenRight("not_permitted", "this board belongs to another vault's"
                                  " owner")
-        return hive
+        return hive, caller
+
+    def form_token(self, request: Request, vault_id: str) -> str:
+        """The token this page's forms carry: tied to the sign-in (or, open on loopback,
+        to the vault), so a form from another session or another site is refused."""
+        session = request.cookies.get(COOKIE) or ""
+        if self.on_loopback and from_this_machine(request):
+            session = "loopback"
+        return hmac.new(self.secret, f"{vault_id}\0{session}".encode(),
+                        hashlib.sha256).hexdigest()
 
     async def _guarded(self, request: Request,
                        make: Callable[[], Awaitable[Response]]) -> Response:
@@ -184,20 +224,43 @@ class Board:
         info = hive.info()
         return pages.Vault(info.vault_id, info.owner, info.tasks, hive.last_seq())
 
-    def _board(self, hive: Hive) -> str:
+    @staticmethod
+    def _needs(hive: Hive) -> pages.NeedsYou:
+        waiting = hive.list(state="waiting", sort="priority", limit=NEEDS_PAGE).items
+        return pages.NeedsYou(
+            held=[v for v in waiting if v.task.waiting_on is WaitingOn.owner_approval],
+            sign_off=hive.list(state="approval", sort="priority", limit=NEEDS_PAGE).items,
+            questions=[v for v in waiting if v.task.waiting_on is WaitingOn.human
+                       and v.question is not None and not v.question.answered],
+            controls=[c for c in hive.controls() if c.kind in ("hold", "stop")],
+            budgets=[(b, share) for b in hive.budgets() if (share := spent(b))])
+
+    def _board(self, hive: Hive, filters: pages.Filters, forms: decisions.Forms,
+               notice: pages.Notice | None = None) -> str:
         vault, now = self._vault(hive), hive.clock()
         columns = {}
         for state in pages.COLUMNS:
             done = state in TERMINAL
+            if done and not filters.closed:
+                continue
             columns[state] = hive.list(
-                state=state, sort="updated" if done else "priority",
+                state=state, search=filters.search or None,
+                sort="updated" if done else "priority",
                 limit=pages.DONE_CARDS if done else pages.OPEN_CARDS).items
-        return pages.board(vault, columns, now)
+        return pages.board(vault, columns, now, needs=self._needs(hive), filters=filters,
+                           forms=forms, notice=notice)
 
-    def _task(self, hive: Hive, ref: str) -> str:
-        view = hive.get(int(ref) if ref.isascii() and ref.isdigit() else ref)
+    def _task(self, hive: Hive, ref: int | str, forms: decisions.Forms,
+              notice: pages.Notice | None = None) -> str:
+        view = hive.get(ref)
+        controls = [c for c in hive.controls()
+                    if c.agent in (None, view.task.assignee) and c.task is None]
         return pages.task_page(view, hive.history(view.number), self._vault(hive),
-                               hive.clock())
+                               hive.clock(), forms=forms, controls=controls, notice=notice)
+
+    def _forms(self, request: Request, vault_id: str) -> decisions.Forms:
+        return decisions.Forms(f"/board/{quote(vault_id)}",
+                               self.form_token(request, vault_id))
 
     async def home(self, request: Request) -> Response:
         """``/``: the signed-in owner's board; on loopback (when open) the only vault's
@@ -215,25 +278,88 @@ class Board:
 
     async def board(self, request: Request) -> Response:
         async def make() -> Response:
-            hive = await self._admit(request, request.path_params["vault_id"])
-            return html(await run_in_threadpool(self._board, hive))
+            vault_id = request.path_params["vault_id"]
+            hive, _ = await self._admit(request, vault_id)
+            query = request.query_params
+            filters = pages.Filters(search=query.get("q", "").strip()[:200],
+                                    closed=query.get("closed") == "1")
+            return html(await run_in_threadpool(self._board, hive, filters,
+                                                self._forms(request, vault_id),
+                                                _done(query.get("done"))))
         return await self._guarded(request, make)
 
     async def task(self, request: Request) -> Response:
         async def make() -> Response:
-            hive = await self._admit(request, request.path_params["vault_id"])
-            return html(await run_in_threadpool(self._task, hive,
-                                                request.path_params["number"]))
+            vault_id = request.path_params["vault_id"]
+            hive, _ = await self._admit(request, vault_id)
+            return html(await run_in_threadpool(
+                self._task, hive, task_ref(request.path_params["number"]),
+                self._forms(request, vault_id), _done(request.query_params.get("done"))))
         return await self._guarded(request, make)
 
     async def changes(self, request: Request) -> Response:
         """The journal's newest row, which the page polls to know when to reload."""
         try:
-            hive = await self._admit(request, request.path_params["vault_id"])
+            hive, _ = await self._admit(request, request.path_params["vault_id"])
         except HiveliteError as error:
             return JSONResponse({"error": error.to_dict()}, status_code=error.status)
         seq = await run_in_threadpool(hive.last_seq)
         return JSONResponse({"seq": seq}, headers={"Cache-Control": "no-store"})
+
+    # -- the owner's decisions ------------------------------------------------
+
+    async def decide(self, request: Request) -> Response:
+        """A decision posted from a page of the board: on a task
+        (``/tasks/{number}/{verb}``) or on an agent (``/agents/{verb}``)."""
+        vault_id = request.path_params["vault_id"]
+        number = request.path_params.get("number")
+        verb = decisions.verb_of(request.path_params["verb"], on_task=number is not None)
+        if verb is None:
+            return html(pages.refusal("the board makes no such decision"), 404)
+        if not from_this_origin(request):
+            return html(pages.refusal("decide from this server's own page"), 403)
+
+        async def make() -> Response:
+            hive, caller = await self._admit(request, vault_id)
+            try:
+                raw = await read_body(request, MAX_DECISION)
+            except InvalidInput as error:
+                return html(pages.refusal(error.message), 413)
+            form = parse_qs(raw.decode("utf-8", "replace"))
+            given = (form.get("form") or [""])[0]
+            forms = self._forms(request, vault_id)
+            if not secrets.compare_digest(forms.token, given):
+                return html(pages.refusal("this page was out of date or not this server's:"
+                                          " open the board again and decide there"), 403)
+            ref = task_ref(number) if number is not None else None
+            back = (f"{forms.base}/tasks/{ref}" if ref is not None
+                    else decisions.back_to(forms.base, (form.get("back") or [""])[0]))
+            try:
+                await run_in_threadpool(self._decide, hive, caller, verb, ref, form)
+            except HiveliteError as error:
+                if isinstance(error, NotFound) and ref is not None:
+                    raise
+                notice = pages.Notice(error.message, refused=True)
+                again = (await run_in_threadpool(self._task, hive, ref, forms, notice)
+                         if ref is not None else
+                         await run_in_threadpool(self._board, hive, pages.Filters(), forms,
+                                                 notice))
+                return html(again, error.status)
+            return _to(back + f"?done={quote(verb.name)}")
+        return await self._guarded(request, make)
+
+    @staticmethod
+    def _decide(hive: Hive, caller: Caller, verb: Verb, ref: int | str | None,
+                form: dict[str, list[str]]) -> None:
+        """Run the decision: its verb, as the owner, with the form's fields, once."""
+        seen = (form.get("seen") or [""])[0]
+        if ref is not None and seen and str(hive.history(ref)[-1].seq) != seen:
+            state = hive.get(ref).task.state.value
+            raise InvalidState("stale_view", f"task {ref} changed since this page was drawn"
+                               f" (it is {state} now): look at it again before you decide",
+                               number=ref)
+        request_id = (form.get("request") or [""])[0] or None
+        hive.call(verb, caller, ref, request_id, **decisions.fields_of(verb, form))
 
     # -- signing in -----------------------------------------------------------
 
@@ -297,7 +423,37 @@ class Board:
             Route("/board/{vault_id}", self.board, methods=["GET"]),
             Route("/board/{vault_id}/changes", self.changes, methods=["GET"]),
             Route("/board/{vault_id}/tasks/{number}", self.task, methods=["GET"]),
+            Route("/board/{vault_id}/tasks/{number}/{verb}", self.decide, methods=["POST"]),
+            Route("/board/{vault_id}/agents/{verb}", self.decide, methods=["POST"]),
         ]
+
+
+def task_ref(text: str) -> int | str:
+    """The task a board path names: its number (``404`` past any number), or its id."""
+    if text.isascii() and text.isdigit():
+        if not 0 < len(text) < 19:
+            raise NotFound("no_such_task", f"no task {text[:24]!r} in this vault")
+        return int(text)
+    return text
+
+
+def spent(budget: Budget) -> str | None:
+    """What of ``budget`` is nearly spent today ("92% of its tokens"), or None."""
+    shares = [(used / limit, what) for used, limit, what in (
+        (budget.used_tasks, budget.tasks, "tasks"),
+        (budget.used_tokens, budget.tokens, "tokens"),
+        (budget.used_usd_micros, budget.usd_micros, "money")) if limit]
+    share, what = max(shares, default=(0.0, ""))
+    return f"{min(round(share * 100), 100)}% of its {what}" if share >= NEARLY_SPENT else None
+
+
+def _done(name: str | None) -> pages.Notice | None:
+    """The line a page shows after a decision went through (only a verb's own words,
+    never text from the address)."""
+    verb = BY_NAME.get(name or "")
+    if verb is None or verb.name not in decisions.DONE:
+        return None
+    return pages.Notice(f"Done: {decisions.DONE[verb.name]}.")
 
 
 def _to(path: str) -> RedirectResponse:

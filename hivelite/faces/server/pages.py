@@ -1,23 +1,26 @@
 """The board's HTML: the tasks of one vault by state, and one task with its journal.
 
 Pure functions from views to text, so what the owner sees is rendered on the server
-with no build step and no script needed to read it (``board.js`` only reloads the page
-when the store changes). Every piece of text that came from the store goes through
-:func:`html.escape`: a task's title cannot inject markup into the owner's page.
+with no build step and no script needed to read it or to decide (``board.js`` only
+reloads the page when the store changes). Every piece of text that came from the store
+goes through :func:`html.escape`: a task's title cannot inject markup into the owner's
+page. The page is one column of sections on a phone and columns side by side on a desk
+(``board.css``); what needs the owner comes first on both.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
 from urllib.parse import quote
 
-from ...core.models import JournalEntry, TaskView
+from ...core.models import Budget, Control, Evidence, JournalEntry, TaskView
 from ...core.protocol import STATE_NOTES, TERMINAL, State
-from ..render import ago
+from ..render import WAITING_WORDS, ago
+from .decisions import Forms
 
 COLUMNS: tuple[State, ...] = (
     State.requested, State.waiting, State.routed, State.accepted, State.working,
@@ -31,6 +34,8 @@ DONE_CARDS = 25
 """Cards a finished column shows: the most recently changed."""
 TITLE_CHARS = 140
 DETAIL_CHARS = 240
+NEED_ITEMS = 10
+"""Tasks an entry of "needs you" names (its count is the whole number)."""
 
 
 def e(text: object) -> str:
@@ -60,6 +65,51 @@ class Vault:
     @property
     def base(self) -> str:
         return f"/board/{quote(self.vault_id)}"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A line at the top of a page: what a decision did, or why it was refused."""
+
+    text: str
+    refused: bool = False
+
+    def html(self) -> str:
+        kind, role = ("refused", "alert") if self.refused else ("done", "status")
+        return f'<p class="notice {kind}" role="{role}">{e(self.text)}</p>'
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the board shows: a search over titles, assignees and labels, and whether the
+    closed states (completed, rejected, cancelled) are shown."""
+
+    search: str = ""
+    closed: bool = False
+
+    def query(self, **changed: object) -> str:
+        search = str(changed.get("search", self.search))
+        closed = bool(changed.get("closed", self.closed))
+        parts = ([f"q={quote(search)}"] if search else []) + (["closed=1"] if closed else [])
+        return "?" + "&".join(parts) if parts else ""
+
+
+@dataclass(frozen=True)
+class NeedsYou:
+    """What waits on the owner: held handoffs, results to sign off, questions on a
+    person, agents held or stopped, budgets nearly spent."""
+
+    held: Sequence[TaskView] = ()
+    sign_off: Sequence[TaskView] = ()
+    questions: Sequence[TaskView] = ()
+    controls: Sequence[Control] = ()
+    budgets: Sequence[tuple[Budget, str]] = ()
+    """Each budget nearly spent, with what of it ("92% of its tokens")."""
+
+    @property
+    def count(self) -> int:
+        return (len(self.held) + len(self.sign_off) + len(self.questions)
+                + len(self.controls) + len(self.budgets))
 
 
 def page(title: str, body: str, *, vault: Vault | None = None) -> str:
@@ -104,7 +154,12 @@ def card(view: TaskView, vault: Vault, now: datetime) -> str:
     labels = "".join(f'<span class="label">{e(label)}</span>' for label in view.labels)
     extra = []
     if task.waiting_on is not None:
-        extra.append(f'<p class="waiting">waiting on {e(task.waiting_on.value)}</p>')
+        extra.append(f'<p class="waiting">waiting on {WAITING_WORDS[task.waiting_on.value]}</p>')
+    if view.question is not None:
+        answered = " answered" if view.question.answered else ""
+        extra.append(f'<p class="question{answered}"><q>'
+                     f"{e(_short(view.question.text, TITLE_CHARS))}</q>"
+                     + (" · answered" if answered else "") + "</p>")
     if view.blocked_by:
         extra.append('<p class="blocked">blocked by '
                      + ", ".join(f"#{n}" for n in view.blocked_by) + "</p>")
@@ -124,26 +179,131 @@ def card(view: TaskView, vault: Vault, now: datetime) -> str:
         f'<p class="updated">changed {_when(task.updated_at, now)}</p></li>')
 
 
-def board(vault: Vault, columns: Mapping[State, Sequence[TaskView]], now: datetime) -> str:
-    """The board page: a column per state, the cards each holds."""
+HELD = ("handoff held for your approval", "handoffs held for your approval")
+SIGN_OFF = ("result awaiting your sign-off", "results awaiting your sign-off")
+QUESTIONS = ("question waiting on you", "questions waiting on you")
+CONTROLS = ("agent held or stopped", "agents held or stopped")
+BUDGETS = ("budget nearly spent", "budgets nearly spent")
+"""What "needs you" calls each kind of entry, for one and for several."""
+
+
+def _need(kind: str, count: int, what: tuple[str, str], items: Iterable[str]) -> str:
+    """One kind of thing waiting on the owner; ``what`` in the singular and the plural."""
+    listed = "".join(f"<li>{item}</li>" for item in items)
+    return (f'<li class="need" data-need="{kind}"><span class="count">{count}</span>'
+            f' {e(what[count != 1])}<ul>{listed}</ul></li>')
+
+
+def _task_link(view: TaskView, vault: Vault, extra: str = "") -> str:
+    return (f'<a href="{e(vault.base)}/tasks/{view.number}"><span class="number">'
+            f"#{view.number}</span> {e(_short(view.task.packet.task, 80))}</a>{extra}")
+
+
+def needs_you(needs: NeedsYou, vault: Vault, now: datetime, forms: Forms) -> str:
+    """The section that comes first: each kind of thing waiting on the owner, its count,
+    and a link to each task (an agent's controls can be lifted from here)."""
+    def tasks(views: Sequence[TaskView], extra: Callable[[TaskView], str]) -> list[str]:
+        shown = [_task_link(v, vault, extra(v)) for v in views[:NEED_ITEMS]]
+        if len(views) > NEED_ITEMS:
+            shown.append(f"{len(views) - NEED_ITEMS} more")
+        return shown
+
+    def quoted(view: TaskView) -> str:
+        return f" <q>{e(_short(view.question.text, 120))}</q>" if view.question else ""
+
+    entries = []
+    if needs.held:
+        entries.append(_need("held", len(needs.held), HELD, tasks(
+            needs.held, lambda v: f" from {e(v.task.requester)}")))
+    if needs.sign_off:
+        entries.append(_need("sign_off", len(needs.sign_off), SIGN_OFF, tasks(
+            needs.sign_off, lambda v: f" by {e(v.task.assignee)}")))
+    if needs.questions:
+        entries.append(_need("questions", len(needs.questions), QUESTIONS,
+                             tasks(needs.questions, quoted)))
+    if needs.controls:
+        entries.append(_need("controls", len(needs.controls), CONTROLS, [
+            f"{e(_scope(c))} {e(c.kind)} {_when(c.at, now)}"
+            + (f": {e(c.reason)}" if c.reason else "") + forms.lift(c, "board")
+            for c in needs.controls]))
+    if needs.budgets:
+        entries.append(_need("budgets", len(needs.budgets), BUDGETS, [
+            f'<a href="{e(vault.base)}{Filters(search=b.agent).query()}">{e(b.agent)}</a>'
+            f" has used {e(share)} today; resets {_when(b.resets_at, now)}"
+            for b, share in needs.budgets]))
+    if not entries:
+        return ('<section class="needs none" aria-label="needs you"><h2>needs you</h2>'
+                "<p>Nothing waits on you.</p></section>")
+    return (f'<section class="needs" aria-label="needs you"><h2>needs you'
+            f' <span class="count">{needs.count}</span></h2><ul>{"".join(entries)}</ul>'
+            "</section>")
+
+
+def _scope(control: Control) -> str:
+    if control.agent:
+        return control.agent
+    return f"instance {control.instance}" if control.instance else "every agent"
+
+
+def _filters(vault: Vault, filters: Filters) -> str:
+    """Search and the closed states' switch: a plain GET form, so a filter is a link."""
+    closed = vault.counts and sum(vault.counts.get(s.value, 0) for s in TERMINAL)
+    switch = (f'<a class="closed" href="{e(vault.base)}'
+              f'{filters.query(closed=not filters.closed)}">'
+              + ("hide closed" if filters.closed else f"show closed ({closed or 0})") + "</a>")
+    keep = '<input type="hidden" name="closed" value="1">' if filters.closed else ""
+    return (f'<form class="filters" method="get" action="{e(vault.base)}" role="search">'
+            f'<input type="search" name="q" value="{e(filters.search)}" maxlength="200"'
+            ' placeholder="search titles, assignees, labels" aria-label="search">'
+            f'{keep}<button type="submit">Search</button>{switch}</form>')
+
+
+def board(vault: Vault, columns: Mapping[State, Sequence[TaskView]], now: datetime, *,
+          needs: NeedsYou = NeedsYou(), filters: Filters = Filters(),
+          forms: Forms | None = None, notice: Notice | None = None) -> str:
+    """The board page: what needs the owner, then a column per state with its cards.
+
+    A column with no task collapses to its heading; the closed states are left out
+    unless ``filters.closed``; with a search, a column counts the cards found."""
+    forms = forms or Forms(vault.base, "")
     sections = []
     for state in COLUMNS:
+        if state in TERMINAL and not filters.closed:
+            continue
         views = columns.get(state, ())
-        count = vault.counts.get(state.value, 0)
+        count = len(views) if filters.search else vault.counts.get(state.value, 0)
         if state is State.requested and not count:
             continue  # the gate decides at once: only a failing gate leaves tasks here
         more = count - len(views)
         shown = "".join(card(v, vault, now) for v in views)
         tail = (f'<p class="more">{more} more {"finished " if state in TERMINAL else ""}'
                 f"not shown</p>" if more > 0 else "")
+        empty = " empty" if not count else ""
         sections.append(
-            f'<section class="column state-{state.value}" data-state="{state.value}">'
+            f'<section class="column state-{state.value}{empty}" data-state="{state.value}">'
             f'<h2 title="{e(STATE_NOTES[state])}">{state.value}'
             f' <span class="count">{count}</span></h2>'
-            f'<ol class="cards">{shown}</ol>{tail}</section>')
-    return page(f"hivelite · {vault.owner} · board",
-                _header(vault, now) + '<main class="board">' + "".join(sections) + "</main>",
-                vault=vault)
+            + (f'<ol class="cards">{shown}</ol>{tail}' if count else "") + "</section>")
+    title = f"hivelite · {vault.owner} · board"
+    if needs.count:
+        title = f"({needs.count}) {title}"
+    return page(title, _header(vault, now)
+                + (notice.html() if notice else "")
+                + needs_you(needs, vault, now, forms) + _filters(vault, filters)
+                + '<main class="board">' + "".join(sections) + "</main>", vault=vault)
+
+
+def _evidence(evidence: Sequence[Evidence]) -> str:
+    """Each piece of a result's evidence whole: what kind, what it says, its link and its
+    content (what the owner reads before signing off)."""
+    items = []
+    for piece in evidence:
+        link = (f' <a href="{e(piece.url)}" rel="noreferrer noopener">{e(piece.url)}</a>'
+                if piece.url else "")
+        content = f"<pre>{e(piece.content)}</pre>" if piece.content else ""
+        items.append(f'<li class="evidence"><span class="kind">{e(piece.kind)}</span>'
+                     f" {e(piece.summary)}{link}{content}</li>")
+    return f'<h3>evidence</h3><ul class="evidence">{"".join(items)}</ul>' if items else ""
 
 
 def _items(title: str, items: Iterable[str]) -> str:
@@ -172,7 +332,7 @@ def entry(row: JournalEntry, now: datetime) -> str:
         what = f'<span class="move">created, {e(row.to_state)}</span>'
     else:
         what = '<span class="event">event</span>'
-    waiting = (f' <span class="waiting">waiting on {e(row.waiting_on.value)}</span>'
+    waiting = (f' <span class="waiting">waiting on {WAITING_WORDS[row.waiting_on.value]}</span>'
                if row.waiting_on is not None else "")
     reason = f' <span class="reason">{e(row.reason)}</span>' if row.reason else ""
     return (f'<li class="entry" data-seq="{row.seq}">{_when(row.at, now)}'
@@ -180,12 +340,28 @@ def entry(row: JournalEntry, now: datetime) -> str:
             f"{_detail(row.detail)}</li>")
 
 
+def _question(view: TaskView, now: datetime) -> str:
+    question = view.question
+    if question is None:
+        return ""
+    answers = "".join(f'<li class="answer"><span class="actor">{e(a.by)}</span>'
+                      f" {_when(a.at, now)}: {e(a.text)}</li>" for a in question.answers)
+    whom = "you" if question.on == "human" else "another agent"
+    return (f'<section class="question"><h3>question for {whom}</h3>'
+            f'<p><span class="actor">{e(question.asked_by)}</span> asked'
+            f" {_when(question.at, now)}: <q>{e(question.text)}</q></p>"
+            + (f"<ol>{answers}</ol>" if answers else "<p>No answer yet.</p>") + "</section>")
+
+
 def task_page(view: TaskView, history: Sequence[JournalEntry], vault: Vault,
-              now: datetime) -> str:
-    """One task: what it asks, where it stands, its result and verdicts, and its journal
-    as a timeline (newest first)."""
+              now: datetime, *, forms: Forms | None = None,
+              controls: Sequence[Control] = (), notice: Notice | None = None) -> str:
+    """One task: what it asks, where it stands, the owner's decisions on it and on its
+    assignee, its result with its evidence and verdicts, and its journal as a timeline
+    (newest first). ``controls``: the live ones bearing on the assignee."""
+    forms = forms or Forms(vault.base, "")
     task, packet = view.task, view.task.packet
-    facts = [("state", task.state.value + (f" (waiting on {task.waiting_on.value})"
+    facts = [("state", task.state.value + (f" (waiting on {WAITING_WORDS[task.waiting_on.value]})"
                                            if task.waiting_on else "")),
              ("project", task.project), ("requester", task.requester),
              ("assignee", task.assignee), ("priority", view.priority),
@@ -195,7 +371,8 @@ def task_page(view: TaskView, history: Sequence[JournalEntry], vault: Vault,
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in facts)
     times = (f"<tr><th>created</th><td>{_when(task.created_at, now)}</td></tr>"
              f"<tr><th>changed</th><td>{_when(task.updated_at, now)}</td></tr>")
-    parts = [f'<table class="facts">{rows}{times}</table>', _claim(view, now)]
+    parts = [f'<table class="facts">{rows}{times}</table>', _claim(view, now),
+             _question(view, now)]
     if packet.context:
         parts.append(f'<h3>context</h3><p class="context">{e(packet.context)}</p>')
     parts.append(_items("acceptance criteria", packet.acceptance_criteria))
@@ -209,15 +386,20 @@ def task_page(view: TaskView, history: Sequence[JournalEntry], vault: Vault,
         parts.append(
             f'<h3>result ({e(view.outcome or "completed")})</h3>'
             f'<p class="summary">{e(result.summary)}</p>'
-            + _items("evidence", (f"{ev.kind}: {ev.summary}" for ev in result.evidence)))
+            + _evidence(result.evidence))
     if view.confirmations:
         parts.append(_items("verdicts", (
             f"{c.verdict} by {c.reviewer} on {c.instance}"
             + ("" if c.counted else f" (not counted: {c.why})")
             + (f": {c.reason}" if c.reason else "") for c in view.confirmations)))
+    # after the result and its evidence: read, then decide
+    parts.append(forms.on_task(view, history[-1].seq if history else 0))
+    if task.state not in TERMINAL:
+        parts.append(forms.on_agent(task.assignee, controls, str(view.number)))
     timeline = "".join(entry(row, now) for row in reversed(history))
     crumb = f' <span class="crumb">/ #{view.number}</span>'
-    body = (_header(vault, now, crumb) + '<main class="task">'
+    body = (_header(vault, now, crumb) + (notice.html() if notice else "")
+            + '<main class="task">'
             f'<h1><span class="number">#{view.number}</span> {e(packet.task)}'
             f' <span class="state state-{task.state.value}">{task.state.value}</span></h1>'
             f'<div class="about">{"".join(parts)}</div>'
