@@ -16,7 +16,7 @@ import apsw
 import pytest
 
 from hivelite import Hive, InvalidInput, ManualClock, StoreError
-from hivelite.store import SCHEMA_VERSION, SqliteStore
+from hivelite.store import SCHEMA_VERSION, SqliteStore, transfer
 from hivelite.store.doctor import diagnose
 from hivelite.store.transfer import FORMAT_VERSION, backup, export_lines, import_lines
 
@@ -121,11 +121,11 @@ def test_a_backup_is_a_sound_copy(source: Path, tmp_path: Path) -> None:
 WRITER = """
 import sys
 from hivelite import Caller, Hive
-owner, coder = Caller.owner("ana"), Caller.agent("ana/coder", "laptop")
+owner, coder = Caller.owner("ana"), Caller.agent("ana/writer", "laptop")  # no budget
 with Hive.open(sys.argv[1], owner="ana") as hive:
     print("ready", flush=True)
     while True:
-        n = hive.handoff(owner, requester="ana/planner", assignee="ana/coder",
+        n = hive.handoff(owner, requester="ana/planner", assignee="ana/writer",
                          project="demo", packet={"task": "Write it", "deliverable_type": "code",
                                                  "acceptance_criteria": ["ok"]}).number
         lease = hive.claim(coder, n)
@@ -135,8 +135,11 @@ with Hive.open(sys.argv[1], owner="ana") as hive:
 
 
 @pytest.mark.slow
-def test_a_backup_while_another_process_writes_is_consistent(source: Path,
-                                                             tmp_path: Path) -> None:
+def test_a_backup_while_another_process_writes_is_consistent(
+        source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copied a page a step, each step between the writer's commits: every copy is still
+    the one snapshot it started from (and ends, rather than starting over at each write)."""
+    monkeypatch.setattr(transfer, "BACKUP_STEP", 8)
     env = {**os.environ, "HIVELITE_LOAD_PLUGINS": ""}
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(source)],
                               stdout=subprocess.PIPE, text=True, env=env)
@@ -147,8 +150,20 @@ def test_a_backup_while_another_process_writes_is_consistent(source: Path,
         conn.set_busy_timeout(10_000)
         for k in range(3):
             dest = tmp_path / f"backup-{k}.db"
-            backup(conn, dest)
+            heard: list[tuple[int, int | None]] = []
+
+            def told(done: int, total: int | None, note: str = "",
+                     heard: list[tuple[int, int | None]] = heard) -> None:
+                assert not heard or done > heard[-1][0], "the backup started over"
+                heard.append((done, total))
+                time.sleep(0.005)  # the writer commits between two steps
+
+            backup(conn, dest, told)
             sound(dest)
+            pages = heard[-1][1]
+            assert pages is not None and pages > 10 and heard[-1] == (pages, pages)
+            assert len(heard) == -(-pages // 8)  # eight pages a step, each told
+        assert writer.poll() is None  # it wrote all along
         conn.close()
     finally:
         writer.kill()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import Any
 import apsw
 
 from ..core.errors import StoreError
+from ..core.progress import Progress
 from .chain import CONTENT, broken_links
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
 from .schema import instance_key
@@ -358,21 +359,34 @@ def _head(conn: apsw.Connection, head: str) -> Finding:
                    " rewritten")
 
 
-def diagnose(conn: apsw.Connection, *, quick: bool = False,
-             head: str | None = None) -> list[Finding]:
+CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Finding]], ...] = (
+    ("schema", _schema), ("hash chain", _chain), ("replay", _replay), ("tokens", _tokens),
+    ("leases and results", _leases_and_results), ("queue", _queue),
+    ("controls", _controls), ("policy", _policy))
+"""The checks after SQLite's own, in order (each named as progress tells it)."""
+
+
+def diagnose(conn: apsw.Connection, *, quick: bool = False, head: str | None = None,
+             progress: Progress | None = None) -> list[Finding]:
     """Every check, in order; the store is sound when each is ``ok``. Read in one snapshot.
-    A file SQLite cannot read at all fails the first check, and the others are not run."""
+    A file SQLite cannot read at all fails the first check, and the others are not run.
+    ``progress`` hears the checks done, each named as it starts."""
     pragma = "quick_check" if quick else "integrity_check"
+    told = progress or (lambda done, total, note="": None)
+    total = 1 + len(CHECKS) + (head is not None)
     try:
         conn.execute("BEGIN")
         try:
+            told(0, total, pragma)
             findings = [_integrity(conn, quick)]
             if findings[0].ok:  # on a damaged file the other checks would read garbage
-                findings += [_schema(conn), _chain(conn), _replay(conn), _tokens(conn),
-                             _leases_and_results(conn), _queue(conn), _controls(conn),
-                             _policy(conn)]
+                for done, (name, check) in enumerate(CHECKS, start=1):
+                    told(done, total, name)
+                    findings.append(check(conn))
                 if head is not None:
+                    told(total - 1, total, "head")
                     findings.append(_head(conn, head))
+            told(total, total)
             return findings
         finally:
             if conn.in_transaction:
@@ -381,8 +395,8 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False,
         return [Finding(pragma, False, f"SQLite cannot read the file: {exc}")]
 
 
-def diagnose_file(path: Path, *, quick: bool = False,
-                  head: str | None = None) -> list[Finding]:
+def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
+                  progress: Progress | None = None) -> list[Finding]:
     """:func:`diagnose` on a store file, opened read-only: nothing is migrated, swept or
     written, so a damaged or tampered store can be looked at as it is."""
     if not path.is_file():
@@ -399,7 +413,7 @@ def diagnose_file(path: Path, *, quick: bool = False,
         if conn.execute("PRAGMA application_id").get != APPLICATION_ID:
             return [Finding("integrity_check", False,
                             f"{path} is not a hivelite store (another program's database)")]
-        return diagnose(conn, quick=quick, head=head)
+        return diagnose(conn, quick=quick, head=head, progress=progress)
     except (apsw.CorruptError, apsw.NotADBError) as exc:
         return [Finding("integrity_check", False, f"SQLite cannot read the file: {exc}")]
     finally:

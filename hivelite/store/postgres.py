@@ -634,6 +634,10 @@ class PostgresTables:
         with self.store.read():
             yield
 
+    def count(self, table: str) -> int:
+        ((rows,),) = self.conn.execute(f"SELECT count(*) FROM {table}").fetchall()
+        return int(rows)
+
     def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]:
         text = {str(r[0]) for r in self.conn.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"

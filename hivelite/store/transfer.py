@@ -27,6 +27,7 @@ import apsw
 
 from ..core.errors import InvalidInput, StoreError
 from ..core.jsontext import loads_bounded
+from ..core.progress import STEP, Progress, counted, lines_in
 from .chain import chain_all
 from .doctor import CHAIN_SINCE
 from .schema import QUEUE_BACKFILL
@@ -48,8 +49,17 @@ exported store's, so the copy's chain verifies; an export from before the chain 
 new store's, and its journal is chained on import."""
 
 
-def backup(conn: apsw.Connection, dest: Path) -> None:
-    """A consistent copy of the store behind ``conn`` at ``dest``, which must not exist."""
+BACKUP_STEP = 1024
+"""Pages copied between two calls of a backup's progress (4 MiB of 4 KiB pages)."""
+
+
+def backup(conn: apsw.Connection, dest: Path, progress: Progress | None = None) -> None:
+    """A consistent copy of the store behind ``conn`` at ``dest``, which must not exist;
+    ``progress`` hears the pages copied.
+
+    The copy is taken in steps inside one read transaction on ``conn``: the snapshot it
+    reads stays the same from the first page to the last while others write (SQLite's
+    backup would otherwise start over at each write made between two steps)."""
     try:
         fd = os.open(dest, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
@@ -62,9 +72,16 @@ def backup(conn: apsw.Connection, dest: Path) -> None:
     try:
         target = apsw.Connection(str(dest))
         try:
-            with target.backup("main", conn, "main") as copy:
-                while not copy.done:
-                    copy.step(-1)  # all pages in one step: one snapshot of the source
+            conn.execute("BEGIN")
+            try:
+                conn.execute("SELECT count(*) FROM meta").fetchall()  # the snapshot starts
+                with target.backup("main", conn, "main") as copy:
+                    while not copy.done:
+                        copy.step(BACKUP_STEP)
+                        if progress:
+                            progress(copy.page_count - copy.remaining, copy.page_count)
+            finally:
+                conn.execute("COMMIT")
             target.execute("PRAGMA journal_mode = WAL")
         finally:
             target.close()
@@ -83,6 +100,9 @@ class Tables(Protocol):
         ...
     def snapshot(self) -> AbstractContextManager[None]:
         """One consistent read of every table (an export)."""
+        ...
+    def count(self, table: str) -> int:
+        """The table's rows (in the snapshot)."""
         ...
     def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]: ...
     def bulk(self) -> AbstractContextManager[None]:
@@ -123,6 +143,9 @@ class SqliteTables:
         finally:
             if self.conn.in_transaction:
                 self.conn.execute("COMMIT")
+
+    def count(self, table: str) -> int:
+        return int(self.conn.execute(f"SELECT count(*) FROM {table}").get)
 
     def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]:
         return self.conn.execute(f"SELECT {', '.join(names)} FROM {table} ORDER BY {order}")
@@ -172,28 +195,38 @@ def _tables(store: apsw.Connection | Tables) -> Tables:
     return SqliteTables(store) if isinstance(store, apsw.Connection) else store
 
 
-def export_lines(store: apsw.Connection | Tables) -> Iterator[str]:
+def export_lines(store: apsw.Connection | Tables, progress: Progress | None = None
+                 ) -> Iterator[str]:
     """The store as JSON Lines, read in one snapshot (an apsw connection is an SQLite
-    store's)."""
+    store's); ``progress`` hears the rows written of the snapshot's rows."""
     tables = _tables(store)
     version = tables.schema_version()
     with tables.snapshot():
         yield json.dumps({"format": FORMAT, "version": FORMAT_VERSION,
                           "schema_version": version}, sort_keys=True)
-        for table in TABLES:
-            names = tables.columns(table)
-            if not names:  # a store of a schema from before this table
-                continue
+        present = [(table, names) for table in TABLES if (names := tables.columns(table))]
+        # (a table missing is one of a schema from before it)
+        total = sum(tables.count(table) for table, _ in present) if progress else None
+        done = 0
+        if progress:
+            progress(0, total)
+        for table, names in present:
             for values in tables.rows(table, names, KEYS[table]):
+                done += 1
+                if progress and not done % STEP:
+                    progress(done, total, table)
                 row = dict(zip(names, values, strict=True))
                 yield json.dumps({"table": table, "row": row}, sort_keys=True,
                                  ensure_ascii=False)
+        if progress:
+            progress(done, done)
 
 
-def export(store: apsw.Connection | Tables, out: TextIO) -> int:
+def export(store: apsw.Connection | Tables, out: TextIO,
+           progress: Progress | None = None) -> int:
     """Write the store to ``out``; returns how many rows were written."""
     lines = 0
-    for line in export_lines(store):
+    for line in export_lines(store, progress):
         out.write(line + "\n")
         lines += 1
     return lines - 1  # the header is no row
@@ -215,15 +248,17 @@ def _parse(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, item
 
 
-def import_lines(store: apsw.Connection | Tables, lines: Iterable[str]) -> int:
+def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
+                 progress: Progress | None = None) -> int:
     """Read an export into the empty store (an apsw connection is an SQLite store's);
-    returns the rows imported.
+    returns the rows imported. ``progress`` hears the lines read (of the file's lines,
+    when ``lines`` is a file).
 
     Refused, with nothing written: a store that has a task or a journal row, a file that is
     no hivelite export, a newer export format or a newer schema than this store's.
     """
     tables = _tables(store)
-    rows = _parse(lines)
+    rows = _parse(counted(lines, progress, lines_in(lines) if progress else None))
     first = next(rows, None)
     if first is None or first[1].get("format") != FORMAT:
         raise InvalidInput("invalid_export", "the file is not a hivelite export (its first"

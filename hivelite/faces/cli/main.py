@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -22,6 +22,7 @@ from ... import __version__
 from ...core import diagrams
 from ...core.errors import HiveliteError, InvalidInput, UnexpectedError
 from ...core.jsontext import loads_bounded
+from ...core.progress import counted, lines_in
 from ...core.protocol import PRIORITIES, SORTS, State
 from ...verbs.table import VERBS
 from ..terminal import coloured, fits, printable
@@ -35,6 +36,7 @@ from .context import (
     plain,
 )
 from .owner import COMMANDS
+from .progress import progress
 from .serve import mcp_stdio, serve
 from .verbs import (
     BESPOKE,
@@ -198,8 +200,8 @@ def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | 
         raise click.UsageError("--from-jsonl works on a store file, not over --url")
     default = requester or agent
 
-    def tasks() -> Iterator[dict[str, Any]]:
-        for number, line in enumerate(jsonl, 1):
+    def tasks(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
@@ -216,7 +218,9 @@ def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | 
 
     caller = ctx.caller(agent, instance, session)
     with ctx.open_store() as hive:
-        receipts = hive.handoff_many(acting(hive, caller), tasks())
+        with progress("handoff", "lines", as_json=ctx.as_json) as bar:
+            receipts = hive.handoff_many(acting(hive, caller), tasks(counted(
+                jsonl, bar, lines_in(jsonl) if bar else None)))
         states = Counter(r.state.value for r in receipts)
         ctx.emit(receipts, lambda: f"handed off {len(receipts)} tasks"
                  f" (#{receipts[0].number} to #{receipts[-1].number}): "
@@ -730,7 +734,8 @@ def doctor(ctx: Context, quick: bool, head: str | None) -> None:
 
     ctx.file_only("doctor", "the server checks its own files (pg_amcheck), and hivelite"
                   " export | hivelite --db CHECK.db import checks the rows and the chain")
-    found = diagnose_file(Path(ctx.db), quick=quick, head=head)
+    with progress("doctor", "checks", as_json=ctx.as_json, timed=False) as shown:
+        found = diagnose_file(Path(ctx.db), quick=quick, head=head, progress=shown)
     ok = all(f.ok for f in found)
     report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail,
                                     **(f.data or {})} for f in found]}
@@ -757,8 +762,8 @@ def backup(ctx: Context, dest: str) -> None:
     from ...store.transfer import backup as take_backup
 
     ctx.file_only("backup", "use the server's own backups (pg_dump), or hivelite export")
-    with ctx.open_store() as hive:
-        take_backup(_sqlite(hive).conn, Path(dest))
+    with ctx.open_store() as hive, progress("backup", "pages", as_json=ctx.as_json) as bar:
+        take_backup(_sqlite(hive).conn, Path(dest), bar)
     data = {"backup": os.path.abspath(dest), "of": os.path.abspath(ctx.db)}
     ctx.emit(data, lambda: f"backup of {data['of']} written to {data['backup']}")
 
@@ -777,10 +782,11 @@ def export(ctx: Context, out: str | None) -> None:
     from ...store.transfer import export as write_export
     from ...store.transfer import export_lines
 
-    with ctx.open_store() as hive:
+    with ctx.open_store() as hive, progress("export", "rows", as_json=ctx.as_json,
+                                            output_too=out is None) as bar:
         tables = _tables(hive)
         if out is None:
-            for line in export_lines(tables):
+            for line in export_lines(tables, bar):
                 click.echo(line)
             return
         try:
@@ -789,7 +795,7 @@ def export(ctx: Context, out: str | None) -> None:
             raise InvalidInput("export_exists", f"{out} exists; export to a new file",
                                field="out") from None
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            rows = write_export(tables, handle)
+            rows = write_export(tables, handle, bar)
     data = {"export": os.path.abspath(out), "rows": rows}
     ctx.emit(data, lambda: f"{rows} rows written to {data['export']}")
 
@@ -811,12 +817,14 @@ def import_(ctx: Context, source: Any) -> None:
 
     store: Any = open_url(ctx.db) if ctx.on_server else SqliteStore(Path(ctx.db))
     try:
-        rows = import_lines(store.tables(), source)
+        with progress("import", "lines", as_json=ctx.as_json) as bar:
+            rows = import_lines(store.tables(), source, bar)
         sound = store.chain_sound() if ctx.on_server else None
     finally:
         store.close()
     if sound is None:
-        sound = all(f.ok for f in diagnose_file(Path(ctx.db)))
+        with progress("doctor", "checks", as_json=ctx.as_json, timed=False) as shown:
+            sound = all(f.ok for f in diagnose_file(Path(ctx.db), progress=shown))
     data = {"db": ctx.where(), "rows": rows, "doctor": sound}
     ctx.emit(data, lambda: f"{rows} rows imported into {data['db']};"
              f" doctor: {'ok' if data['doctor'] else 'FAILED'}")
