@@ -68,7 +68,10 @@ def test_an_export_moves_a_store_between_engines_unchanged(tmp_path: Path,
     try:
         assert import_lines(server.tables(), first) == len(first) - 1
         assert server.chain_sound()
-        on_server = list(export_lines(server.tables()))
+        heard: list[tuple[int, int | None]] = []
+        on_server = list(export_lines(server.tables(),
+                                      lambda done, total, note="": heard.append((done, total))))
+        assert heard[0] == (0, len(first) - 1) and heard[-1] == (len(first) - 1,) * 2
     finally:
         server.close()
     assert on_server == first
