@@ -19,7 +19,7 @@ from hivelite import Hive, ManualClock
 from . import rawsql
 from .conftest import CODER, START, own_task, packet
 
-COLUMNS = ["number", "id", "title", "state", "waiting_on", "assignee", "requester",
+COLUMNS = ["number", "title", "state", "waiting_on", "assignee", "requester",
            "project", "priority", "labels", "holder", "instance", "claim_expires",
            "created_at", "updated_at"]
 

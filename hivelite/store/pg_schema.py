@@ -292,7 +292,7 @@ END $$;
 
 TASK_BOARD = """
 CREATE VIEW task_board AS
-SELECT t.number, t.id, hl_json(p.body) ->> 'task' AS title,
+SELECT t.number, hl_json(p.body) ->> 'task' AS title,
        t.state, t.waiting_on, t.assignee, t.requester, t.project, t.priority, t.labels,
        t.lease_holder AS holder, t.lease_instance AS instance,
        t.lease_expires AS claim_expires, t.created_at, t.updated_at

@@ -526,7 +526,7 @@ history, so pruned after a day and neither journaled nor exported."""
 
 TASK_BOARD = """
 CREATE VIEW task_board AS
-SELECT t.number, t.id,
+SELECT t.number,
        CASE WHEN json_valid(p.body) THEN json_extract(p.body, '$.task') END AS title,
        t.state, t.waiting_on, t.assignee, t.requester, t.project, t.priority, t.labels,
        t.lease_holder AS holder, t.lease_instance AS instance,
@@ -534,8 +534,9 @@ SELECT t.number, t.id,
 FROM tasks t JOIN packets p ON p.task = t.number;
 """
 """One row per task for other tools on the file (migration 9: the ``sqlite3`` shell,
-datasette): its title out of the packet's JSON, where it stands and who holds it, never a
-lease id or a fencing token. A view: it can be read, not written."""
+datasette): its number (migration 10: not its id, the widest column), its title out of the
+packet's JSON, where it stands and who holds it, never a lease id or a fencing token. A
+view: it can be read, not written."""
 
 
 def target_sql() -> str:

@@ -1,10 +1,11 @@
 """Frozen, numbered migrations of a PostgreSQL store: ``NNNN_name.sql``, run in order, once.
 
-A version means the same contract on both engines: a PostgreSQL store at version 9
-keeps exactly the rules of an SQLite store at version 9 (``pg_schema`` generates both
-from the same sources, and ``tests/test_postgres_schema.py`` holds this file to it). The
-first PostgreSQL migration is version 9; a later change to the schema is a pair of new
-files, one per engine, with the same number.
+A version means the same contract on both engines: a PostgreSQL store at version N keeps
+exactly the rules of an SQLite store at version N. The first PostgreSQL migration is
+version 9 (the whole contract as it stood, generated then by ``pg_schema``); a later
+change to the schema is a pair of new files, one per engine, with the same number.
+``pg_schema`` generates today's schema, and ``tests/test_postgres_schema.py`` holds the
+migrations to it on a real server, as ``tests/test_migrations.py`` does SQLite's.
 """
 
 from __future__ import annotations
