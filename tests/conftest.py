@@ -28,6 +28,11 @@ from hivelite.store import SqliteStore, Store
 
 from . import pg, rawsql
 
+# The width of the terminal the suite started from (or the one pytest-xdist sets in each
+# worker) must not change what a command prints into a pipe: a test that wants a width
+# names it.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 # Installed entry-point plugins must not change test results (a test may opt in).
 sys._hivelite_under_test = True  # type: ignore[attr-defined]
 # The entry points the CLI finds are cached in the user's cache folder: not this user's.
