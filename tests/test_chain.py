@@ -305,3 +305,94 @@ def test_the_cli_prints_the_head_and_checks_one(path: Path) -> None:
     assert failed.returncode == 6
     assert "failed: head" in failed.stderr and "rewritten" in failed.stdout
 
+
+
+FORGERIES = {
+    "a guest approves its own held handoff": (
+        "UPDATE tasks SET state = 'routed', waiting_on = NULL, actor = 'guest/scout',"
+        " reason = NULL WHERE state = 'waiting' AND waiting_on = 'owner_approval'",
+        "approve) was made by guest/scout"),
+    "an agent cancels a task": (
+        "UPDATE tasks SET state = 'cancelled', actor = 'ana/coder', reason = 'mine now',"
+        " lease_id = NULL, lease_holder = NULL, lease_instance = NULL, lease_session = NULL,"
+        " lease_expires = NULL WHERE number = (SELECT min(number) FROM tasks WHERE state = 'accepted')",
+        "cancel_accepted) was made by ana/coder"),
+}
+
+
+@pytest.mark.parametrize("forgery", FORGERIES)
+def test_a_move_made_by_one_who_may_not_make_it_fails_doctor_even_rechained(
+        path: Path, forgery: str) -> None:
+    statement, named = FORGERIES[forgery]
+    conn = apsw.Connection(str(path))
+    conn.execute(statement)  # the rules let it through: the actor is doctor's to check
+    conn.close()
+    rechain(path)
+    found = chain_finding(path)
+    assert found["hash chain"].ok and found["replay"].ok
+    assert not found["actors"].ok and named in found["actors"].detail, found["actors"]
+
+
+def chained(lines: list[str]) -> list[str]:
+    """An export's journal rows hashed again from its store's identity, as a forger who
+    read ``store/chain.py`` does after editing the file."""
+    items = [json.loads(line) for line in lines]
+    before = next(i["row"]["value"] for i in items[1:]
+                  if i["table"] == "meta" and i["row"]["key"] == "store_id")
+    for item in items[1:]:
+        if item["table"] == "journal":
+            row = item["row"]
+            row["hash"] = before = link(before, [row[c.strip()] for c in CONTENT.split(",")])
+    return [json.dumps(i, sort_keys=True, ensure_ascii=False) for i in items]
+
+
+def owner_changed(lines: list[str]) -> list[str]:
+    """The export with another owner named in its facts, every hash right."""
+    return chained([line.replace('"value": "ana"', '"value": "eve"')
+                    if '"key": "owner"' in line else line for line in lines])
+
+
+def test_an_export_whose_owner_was_changed_is_refused_and_nothing_is_imported(
+        path: Path, tmp_path: Path) -> None:
+    from hivelite.core.errors import InvalidInput
+    from hivelite.store import SqliteStore
+
+    lines = owner_changed(list(export_lines(apsw.Connection(str(path)))))
+    assert any('"value": "eve"' in line for line in lines)
+    store = SqliteStore(tmp_path / "copy.db")
+    try:
+        with pytest.raises(InvalidInput) as refused:
+            import_lines(store.conn, lines)
+        assert refused.value.reason == "import_unsound"
+        assert "nothing was imported" in refused.value.message
+        assert any(p.startswith("actors: ") and "made by ana, who may not" in p
+                   for p in refused.value.extra["problems"])
+        assert store.conn.execute("SELECT count(*) FROM journal").get == 0
+        assert store.conn.execute("SELECT count(*) FROM tasks").get == 0
+        with pytest.raises(InvalidInput) as kept:
+            import_lines(store.conn, lines, keep_failed=True)
+        assert kept.value.extra["kept"] is True and "--keep-failed" in kept.value.message
+        assert store.conn.execute("SELECT count(*) FROM tasks").get > 0  # for a look
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_the_cli_import_of_a_tampered_export_exits_6_and_leaves_no_store(
+        path: Path, tmp_path: Path) -> None:
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text("\n".join(owner_changed(list(export_lines(
+        apsw.Connection(str(path)))))) + "\n")
+
+    def imported(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "hivelite", "--db", str(db), "import",
+                               str(tampered), *args], capture_output=True, text=True,
+                              timeout=60)
+
+    refused = imported(tmp_path / "copy.db")
+    assert refused.returncode == 6, refused.stderr
+    assert "invalid_input/import_unsound" in refused.stderr and "actors" in refused.stderr
+    assert not list(tmp_path.glob("copy.db*"))  # no store, no -wal, no -shm
+    kept = imported(tmp_path / "kept.db", "--keep-failed")
+    assert kept.returncode == 6 and "do not serve it" in kept.stderr
+    assert (tmp_path / "kept.db").is_file()

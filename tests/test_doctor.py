@@ -19,7 +19,7 @@ from . import rawsql
 from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
-CHECKS = ["integrity_check", "schema", "hash chain", "replay", "fencing tokens",
+CHECKS = ["integrity_check", "schema", "hash chain", "replay", "actors", "fencing tokens",
           "leases and results", "queue", "controls", "policy"]
 
 

@@ -22,6 +22,7 @@ import apsw
 
 from ..core.errors import StoreError
 from ..core.progress import Progress
+from ..core.protocol import MOVES_BY_PAIR, Actor, State
 from .chain import CONTENT, broken_links
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
 from .schema import instance_key
@@ -142,6 +143,38 @@ def _replay(conn: apsw.Connection) -> Finding:
     return Finding("replay", not problems,
                    f"{len(tasks)} task(s) are where their journal's moves lead" if not problems
                    else _examples(problems))
+
+
+def _actors(conn: apsw.Connection) -> Finding:
+    """Each move was made by one who may make it (the protocol's actors): the owner's
+    decisions by the store's owner, the gate's and the guard's by them, a claim, a resume
+    and the holder's moves by the task's assignee, a completion or a decline by the owner
+    or an agent other than the assignee (a confirmation, a verifier's rejection)."""
+    owner = conn.execute("SELECT value FROM meta WHERE key = 'owner'").get
+    problems = []
+    for seq, task, actor, source, target, assignee in conn.execute(
+            "SELECT j.seq, j.task, j.actor, j.from_state, j.to_state, t.assignee"
+            " FROM journal j JOIN tasks t ON t.number = j.task"
+            " WHERE j.from_state IS NOT NULL AND j.from_state <> j.to_state ORDER BY j.seq"):
+        move = MOVES_BY_PAIR.get((State(source), State(target)))
+        if move is None:  # replay names it
+            continue
+        if not any(_may(kind, actor, owner, assignee) for kind in move.actors):
+            problems.append(f"journal row {seq} (task {task}, {move.name}) was made by"
+                            f" {actor}, who may not make it")
+    return Finding("actors", not problems, "every move was made by one who may make it"
+                   if not problems else _examples(problems))
+
+
+def _may(kind: Actor, actor: str | None, owner: str | None, assignee: str) -> bool:
+    """Whether ``actor`` acts as ``kind`` on a task assigned to ``assignee``."""
+    if kind is Actor.person:  # the one person hivelite knows: the store's owner
+        return actor is not None and actor == owner
+    if kind in (Actor.assignee, Actor.holder):  # only the assignee claims
+        return actor == assignee
+    if kind in (Actor.verifier, Actor.threshold):  # a confirming or rejecting agent
+        return actor is not None and "/" in actor and actor != assignee
+    return actor == kind.value  # gate, guard, clock: the parts of hivelite that decide
 
 
 def _tokens(conn: apsw.Connection) -> Finding:
@@ -360,7 +393,8 @@ def _head(conn: apsw.Connection, head: str) -> Finding:
 
 
 CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Finding]], ...] = (
-    ("schema", _schema), ("hash chain", _chain), ("replay", _replay), ("tokens", _tokens),
+    ("schema", _schema), ("hash chain", _chain), ("replay", _replay), ("actors", _actors),
+    ("tokens", _tokens),
     ("leases and results", _leases_and_results), ("queue", _queue),
     ("controls", _controls), ("policy", _policy))
 """The checks after SQLite's own, in order (each named as progress tells it)."""
@@ -374,8 +408,10 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False, head: str | None = N
     pragma = "quick_check" if quick else "integrity_check"
     told = progress or (lambda done, total, note="": None)
     total = 1 + len(CHECKS) + (head is not None)
+    inside = conn.in_transaction  # an import's own, before it commits
     try:
-        conn.execute("BEGIN")
+        if not inside:
+            conn.execute("BEGIN")
         try:
             told(0, total, pragma)
             findings = [_integrity(conn, quick)]
@@ -389,7 +425,7 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False, head: str | None = N
             told(total, total)
             return findings
         finally:
-            if conn.in_transaction:
+            if not inside and conn.in_transaction:
                 conn.execute("COMMIT")
     except (apsw.CorruptError, apsw.NotADBError) as exc:
         return [Finding(pragma, False, f"SQLite cannot read the file: {exc}")]

@@ -24,7 +24,7 @@ import hashlib
 import re
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, NoReturn
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -648,7 +648,7 @@ class PostgresTables:
                                  f" ORDER BY {keys}")
 
     @contextmanager
-    def bulk(self) -> Iterator[None]:
+    def bulk(self, check: Callable[[], None] | None = None) -> Iterator[None]:
         """The import's transaction, under the write lock; each table's own triggers are
         disabled inside it (``ALTER TABLE … DISABLE TRIGGER USER``, transactional: a
         rollback restores them) and enabled again before it commits."""
@@ -663,9 +663,19 @@ class PostgresTables:
                 yield
                 for table in TABLES:
                     self.conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+                if check is not None:
+                    check()
         except psycopg.Error as exc:
             raise InvalidInput("invalid_export", f"the export does not fit this store:"
                                f" {exc}", field="file") from None
+
+    def problems(self) -> list[str]:
+        """The hash chain, read in the import's transaction (the rest of a doctor on a
+        PostgreSQL store is still to come)."""
+        found = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        rows = self.conn.execute(f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq")
+        return [f"hash chain: journal row {seq} {why}"
+                for seq, why in broken_links(found[0] if found else None, rows)]
 
     def is_empty(self) -> bool:
         found = self.conn.execute(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -105,9 +105,14 @@ class Tables(Protocol):
         """The table's rows (in the snapshot)."""
         ...
     def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]: ...
-    def bulk(self) -> AbstractContextManager[None]:
+    def bulk(self, check: Callable[[], None] | None = None) -> AbstractContextManager[None]:
         """One write transaction with the store's triggers set aside, and restored exactly
-        before it commits (an import); any error rolls all of it back."""
+        before it commits (an import), then ``check`` run on the rows as written, before
+        the commit; any error (``check``'s too) rolls all of it back."""
+        ...
+    def problems(self) -> list[str]:
+        """What a doctor finds wrong with the store as this connection sees it (inside
+        the import's transaction, its rules restored)."""
         ...
     def is_empty(self) -> bool:
         """No task, no journal row, no fact but the store's identity."""
@@ -151,7 +156,7 @@ class SqliteTables:
         return self.conn.execute(f"SELECT {', '.join(names)} FROM {table} ORDER BY {order}")
 
     @contextmanager
-    def bulk(self) -> Iterator[None]:
+    def bulk(self, check: Callable[[], None] | None = None) -> Iterator[None]:
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -162,6 +167,8 @@ class SqliteTables:
             yield
             for _, sql in triggers:  # exactly as they were: the schema is unchanged
                 conn.execute(sql)
+            if check is not None:
+                check()
         except apsw.Error as exc:
             conn.execute("ROLLBACK")
             raise InvalidInput("invalid_export", f"the export does not fit this store: {exc}",
@@ -170,6 +177,11 @@ class SqliteTables:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    def problems(self) -> list[str]:
+        from .doctor import diagnose
+
+        return [f"{f.check}: {f.detail}" for f in diagnose(self.conn) if not f.ok]
 
     def is_empty(self) -> bool:
         return not self.conn.execute(
@@ -249,10 +261,15 @@ def _parse(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
-                 progress: Progress | None = None) -> int:
+                 progress: Progress | None = None, *, keep_failed: bool = False) -> int:
     """Read an export into the empty store (an apsw connection is an SQLite store's);
     returns the rows imported. ``progress`` hears the lines read (of the file's lines,
     when ``lines`` is a file).
+
+    An import is a gate: the rows as written are checked as ``doctor`` checks a store
+    (the hash chain, the replay, the actors…) before the transaction commits, and an
+    export that fails is refused (``import_unsound``) with nothing written, unless
+    ``keep_failed``, when the rows are committed for a look and refused all the same.
 
     Refused, with nothing written: a store that has a task or a journal row, a file that is
     no hivelite export, a newer export format or a newer schema than this store's.
@@ -273,7 +290,14 @@ def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
         raise InvalidInput("newer_export", f"the export comes from schema"
                            f" {header.get('schema_version')!r}, newer than this store's"
                            f" ({schema}); upgrade hivelite", field="schema_version")
-    with tables.bulk():
+    failed: list[str] = []
+
+    def check() -> None:
+        failed.extend(tables.problems())
+        if failed and not keep_failed:
+            raise _unsound(failed)
+
+    with tables.bulk(check):
         if not tables.is_empty():
             raise StoreError("store_not_empty", "import goes into a new, empty store; this"
                              " one has tasks, journal rows or an owner")
@@ -293,4 +317,15 @@ def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
             tables.chain_all()
         if header["schema_version"] < QUEUE_SINCE:  # before the queue: derive its rows
             tables.derive_queue()
+    if failed:  # kept, as asked, for a look: still no store to trust
+        raise _unsound(failed, kept=True)
     return count
+
+
+def _unsound(problems: list[str], *, kept: bool = False) -> InvalidInput:
+    shown = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)"
+                                       if len(problems) > 3 else "")
+    then = ("the store was kept for a look (--keep-failed): do not serve it" if kept
+            else "nothing was imported")
+    return InvalidInput("import_unsound", f"the export fails doctor: {shown}; {then}",
+                        field="file", problems=problems, kept=kept)
