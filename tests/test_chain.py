@@ -315,7 +315,8 @@ FORGERIES = {
     "an agent cancels a task": (
         "UPDATE tasks SET state = 'cancelled', actor = 'ana/coder', reason = 'mine now',"
         " lease_id = NULL, lease_holder = NULL, lease_instance = NULL, lease_session = NULL,"
-        " lease_expires = NULL WHERE number = (SELECT min(number) FROM tasks WHERE state = 'accepted')",
+        " lease_expires = NULL"
+        " WHERE number = (SELECT min(number) FROM tasks WHERE state = 'accepted')",
         "cancel_accepted) was made by ana/coder"),
 }
 
