@@ -508,6 +508,9 @@ def test_list_after_a_number_beyond_64_bits_is_a_usage_error(store: Path) -> Non
         assert "--after" in ran.doc()["error"]["message"] and "Traceback" not in ran.err
     assert listed(hivelite(store, "--json", "list", "--after", str(2**63 - 1))) == []
     refused(hivelite(store, "--json", "show", "99999999999999999999"), 5, "not_found",
+            "invalid_ref")  # more digits than any task number has
+    refused(hivelite(store, "--json", "show", "9" * 5000), 5, "not_found", "invalid_ref")
+    refused(hivelite(store, "--json", "show", "9999999999999999999"), 5, "not_found",
             "no_such_task")
 
 
@@ -823,3 +826,30 @@ def test_the_reasons_are_in_the_hierarchy() -> None:
                                             "reason": "store_readonly", "message": "x"}
     assert StoreCorrupt("y").reason == "store_corrupt"
     assert (StoreFull("disk_full").status, StoreFull("disk_full").exit_code) == (507, 1)
+
+
+def test_a_file_that_is_not_utf8_is_invalid_utf8_naming_its_line(store: Path,
+                                                                 tmp_path: Path) -> None:
+    """Bulk handoff, import and --packet read bytes, so a stray byte is a documented
+    refusal naming the line, not a decoder's traceback; nothing is written."""
+    bad = tmp_path / "bad.jsonl"
+    good = json.dumps({"requester": "ana/planner", "assignee": "ana/coder",
+                       "project": "demo", "packet": {"task": "Write it",
+                                                     "deliverable_type": "code",
+                                                     "acceptance_criteria": ["ok"]}})
+    bad.write_bytes(good.encode() + b'\n{"task": "caf\xe9"}\n')
+    before = listed(hivelite(store, "--json", "list"))
+    ran = hivelite(store, "--json", "handoff", "--from-jsonl", str(bad))
+    error = refused(ran, 6, "invalid_input", "invalid_utf8")
+    assert "line 2 is not UTF-8 text" in error["message"] and "0xe9" in error["message"]
+    assert listed(hivelite(store, "--json", "list")) == before
+    bad.write_bytes(b"\xff\xfe\n")
+    ran = hivelite(tmp_path / "new.db", "--json", "import", str(bad))
+    refused(ran, 6, "invalid_input", "invalid_utf8")
+    assert not (tmp_path / "new.db").exists()
+    packet = tmp_path / "packet.json"
+    packet.write_bytes(b'{"task": "\xff"}')
+    ran = hivelite(store, "--json", "handoff", "--packet", str(packet), "--requester",
+                   "ana/planner", "--assignee", "ana/coder", "--project", "demo")
+    assert "--packet is not UTF-8" in refused(ran, 6, "invalid_input", "invalid_utf8")[
+        "message"]

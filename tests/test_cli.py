@@ -88,7 +88,7 @@ class Runner:
         argv = ["--db", str(db or self.db), *group, *(["--json"] if as_json else []), *args]
         self.monkeypatch.setenv("HIVELITE_NOW", t if isinstance(t, str) else at(t))
         if stdin is not None:
-            self.monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+            self.monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
         # main gives the hivelite logger a handler on the stderr of its first call; pytest
         # swaps the captured stderr between phases, so each call starts without one.
         self.monkeypatch.setattr(logging.getLogger("hivelite"), "handlers", [])

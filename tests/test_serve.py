@@ -240,6 +240,30 @@ def test_a_body_too_deep_or_too_large_is_refused_not_a_failure(server: Server) -
     assert server.call("POST", f"/{n}/claim", body={}).status_code == 200
 
 
+def test_a_body_not_sent_as_json_is_415_and_changes_nothing(server: Server) -> None:
+    """A form or a text (what another site's page can send without asking) is not read
+    as JSON, however JSON it looks; a JSON type with a charset is."""
+    before = len(server.call("GET", who="reader").json()["items"])
+    auth = {"Authorization": f"Bearer {server.tokens['planner']}"}
+    text = json.dumps(TASK).encode()
+    for kind in ("text/plain", "application/x-www-form-urlencoded", None):
+        headers = {**auth, **({"Content-Type": kind} if kind else {})}
+        refused = httpx.post(server.tasks(), content=text, headers=headers, timeout=30)
+        error = error_of(refused, 415, "not_json")
+        assert error["code"] == "invalid_input" and "application/json" in error["message"]
+    assert len(server.call("GET", who="reader").json()["items"]) == before
+    made = httpx.post(server.tasks(), content=text, timeout=30, headers={
+        **auth, "Content-Type": "application/json; charset=utf-8"})
+    assert made.status_code == 200, made.text
+
+
+def test_a_number_of_thousands_of_digits_is_404_invalid_ref(server: Server) -> None:
+    error_of(server.call("GET", "/" + "9" * 5000, who="reader"), 404, "invalid_ref")
+    error_of(server.call("POST", "/" + "9" * 20 + "/claim", body={}), 404, "invalid_ref")
+    error_of(server.call("GET", "/" + "9" * 19, who="reader"), 404, "no_such_task")
+    assert "Traceback" not in server.log.read_text()
+
+
 def test_a_retry_with_the_same_idempotency_key_gets_the_first_answer(server: Server) -> None:
     key = {"Idempotency-Key": "propose-once"}
     first = server.call("POST", who="planner", body=TASK, **key).json()

@@ -26,7 +26,8 @@ class HiveliteError(Exception):
     def about(self, number: object) -> HiveliteError:
         """Name the task this error is about (seed 004: errors carry ``number``), unless it
         names one already or ``number`` is not a task number; ``self``."""
-        if isinstance(number, str) and number.isascii() and number.isdigit():
+        if isinstance(number, str) and number.isascii() and number.isdigit() and len(
+                number) < 20:
             number = int(number)
         if (isinstance(number, int) and not isinstance(number, bool)
                 and 0 < number < 2**63 and "number" not in self.extra):
@@ -79,6 +80,13 @@ class RateLimited(HiveliteError):
     """A daily budget is used up (``429``); ``retry_after_s`` says when it resets."""
 
     status, code, exit_code = 429, "rate_limited", 7
+
+
+class NotJson(InvalidInput):
+    """A request body that does not say it is JSON (``415``): read as JSON anyway, a form
+    or a text another site's page can send would pass for a client's call."""
+
+    status = 415
 
 
 class StoreError(InvalidInput):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import secrets
 from datetime import datetime
 
+from .errors import NotFound
+
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
@@ -41,3 +43,20 @@ def new_task_id(moment: datetime) -> str:
 def new_lease_id() -> str:
     """An opaque lease id; it names a claim, the fencing token orders claims."""
     return "L" + secrets.token_hex(8)
+
+
+NUMBER_DIGITS = 19
+"""The most digits a task number has (numbers are 64-bit: below 2**63)."""
+
+
+def number_of(text: str) -> int | None:
+    """The task number ``text`` spells in ASCII digits, or None when it spells none (an
+    id). Digits no task number can have (more than :data:`NUMBER_DIGITS`) are
+    ``404 invalid_ref``, before Python is asked to read thousands of digits."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    if len(text) > NUMBER_DIGITS:
+        shown = text[:20] + ("…" if len(text) > 20 else "")
+        raise NotFound("invalid_ref", f"no task has the number {shown} ({len(text)} digits):"
+                       f" a task number has at most {NUMBER_DIGITS}")
+    return int(text)

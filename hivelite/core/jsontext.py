@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .errors import InvalidInput
@@ -50,3 +51,15 @@ def loads_bounded(text: str, what: str) -> Any:
         raise InvalidInput("too_deep", f"{what} nests arrays and objects more than"
                            f" {MAX_JSON_DEPTH} deep", field=what)
     return json.loads(text)
+
+
+def text_lines(lines: Iterable[bytes]) -> Iterator[str]:
+    """Lines of a file read as bytes, each decoded as UTF-8: a line that is not UTF-8 is
+    ``422 invalid_utf8`` naming the line and the byte, not a decoder's traceback."""
+    for number, raw in enumerate(lines, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput("invalid_utf8", f"line {number} is not UTF-8 text (byte"
+                               f" {exc.start + 1} of the line is {raw[exc.start]:#04x})",
+                               field=f"line {number}", line=number) from None

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.ids import number_of
+
 
 @dataclass(slots=True)
 class TaskRow:
@@ -292,5 +294,6 @@ def task_key(ref: str | int) -> tuple[str | None, str | int]:
         return "id", ref
     if isinstance(ref, bool) or not isinstance(ref, int | str):
         return None, ref
-    number = int(ref)
+    number = ref if isinstance(ref, int) else number_of(ref)
+    assert number is not None  # ASCII digits
     return ("number", number) if 0 < number < 2**63 else (None, ref)

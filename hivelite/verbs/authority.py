@@ -84,7 +84,7 @@ def policy_value(name: str, value: object, project: str | None) -> tuple[str, st
         key = f"threshold:{project}" if project is not None else "threshold"
         if value is None:
             return key, None
-        if isinstance(value, str) and value.isascii() and value.isdigit():
+        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 20:
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or not (
                 0 <= value <= MAX_THRESHOLD):

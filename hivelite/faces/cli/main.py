@@ -21,7 +21,7 @@ import click
 from ... import __version__
 from ...core import diagrams
 from ...core.errors import HiveliteError, InvalidInput, UnexpectedError
-from ...core.jsontext import loads_bounded
+from ...core.jsontext import loads_bounded, text_lines
 from ...core.progress import counted, lines_in
 from ...core.protocol import PRIORITIES, SORTS, State
 from ...verbs.table import VERBS
@@ -121,13 +121,13 @@ def init(ctx: Context, owner: str | None, parents: bool) -> None:
 @click.option("--context", "context_text", default="", help="Background for the assignee.")
 @click.option("--file", "files", multiple=True, help="A file the work concerns (repeat).")
 @click.option("--depends-on", multiple=True, help="A task id that must complete first (repeat).")
-@click.option("--packet", "packet_file", type=click.File("r", encoding="utf-8"),
+@click.option("--packet", "packet_file", type=click.File("rb"),
               help="The whole packet as JSON from a file, or - for stdin.")
 @click.option("--id", "task_id", help="Use this task id instead of a generated one.")
 @click.option("--priority", default="normal", show_default=True,
               type=click.Choice(["low", "normal", "high", "urgent"]))
 @click.option("--label", "labels", multiple=True, help="A label (repeat).")
-@click.option("--from-jsonl", "jsonl", type=click.File("r", encoding="utf-8"),
+@click.option("--from-jsonl", "jsonl", type=click.File("rb"),
               help="Many tasks, one JSON object a line (requester, assignee, project,"
               " packet, ...), from a file or - for stdin: all in one transaction, or none.")
 @caller_options(agent_verb=False)
@@ -220,7 +220,7 @@ def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | 
     with ctx.open_store() as hive:
         with progress("handoff", "lines", as_json=ctx.as_json) as bar:
             receipts = hive.handoff_many(acting(hive, caller), tasks(counted(
-                jsonl, bar, lines_in(jsonl) if bar else None)))
+                text_lines(jsonl), bar, lines_in(jsonl) if bar else None)))
         states = Counter(r.state.value for r in receipts)
         ctx.emit(receipts, lambda: f"handed off {len(receipts)} tasks"
                  f" (#{receipts[0].number} to #{receipts[-1].number}): "
@@ -470,7 +470,14 @@ def load_json(handle: Any, option: str) -> Any:
     """The JSON document an option's file holds, nested at most ``MAX_JSON_DEPTH`` deep
     (``422 invalid_input too_deep`` naming the option otherwise); invalid JSON raises
     ``json.JSONDecodeError`` for the caller to report."""
-    return loads_bounded(handle.read(), option)
+    raw = handle.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("invalid_utf8", f"{option} is not UTF-8 text (byte"
+                           f" {exc.start + 1} is {raw[exc.start]:#04x})",
+                           field=option) from None
+    return loads_bounded(text, option)
 
 
 _EVIDENCE = re.compile(
@@ -500,7 +507,7 @@ def parse_evidence(items: Sequence[str], evidence_file: Any) -> list[dict[str, A
 
 
 def evidence_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    command = click.option("--evidence-file", type=click.File("r", encoding="utf-8"),
+    command = click.option("--evidence-file", type=click.File("rb"),
                            help="Evidence as JSON (an object or a list), or - for stdin.")(command)
     return click.option("--evidence", "evidence_items", multiple=True,
                         help="KIND:SUMMARY[:URL] (repeat); kinds: test_output, screenshot, "
@@ -801,7 +808,7 @@ def export(ctx: Context, out: str | None) -> None:
 
 
 @cli.command(name="import")
-@click.argument("source", type=click.File("r", encoding="utf-8"))
+@click.argument("source", type=click.File("rb"))
 @click.option("--keep-failed", is_flag=True, help="Keep a store whose rows fail doctor, to"
               " look at (the import still exits 6); without it nothing is left behind.")
 @pass_context
@@ -823,7 +830,8 @@ def import_(ctx: Context, source: Any, keep_failed: bool) -> None:
     store: Any = open_url(ctx.db) if ctx.on_server else SqliteStore(Path(ctx.db))
     try:
         with progress("import", "lines", as_json=ctx.as_json) as bar:
-            rows = import_lines(store.tables(), source, bar, keep_failed=keep_failed)
+            lines = counted(text_lines(source), bar, lines_in(source) if bar else None)
+            rows = import_lines(store.tables(), lines, keep_failed=keep_failed)
     except BaseException as error:
         kept = isinstance(error, HiveliteError) and error.extra.get("kept")
         if store.created and not kept:  # the store this import made goes with it

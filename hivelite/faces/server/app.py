@@ -33,8 +33,10 @@ from ...core.errors import (
     HiveliteError,
     InvalidInput,
     NotFound,
+    NotJson,
     UnexpectedError,
 )
+from ...core.ids import number_of
 from ...core.models import Identity
 from ...hive import Hive
 from ...verbs.base import invalid
@@ -88,11 +90,20 @@ def _ref(request: Request) -> int | str | None:
     text = request.path_params.get("number")
     if text is None:
         return None
-    if text.isascii() and text.isdigit():
-        if not 0 < int(text) < 2**63:
-            raise NotFound("no_such_task", f"no task {text!r} in this vault")
-        return int(text)
-    return str(text)
+    number = number_of(text)
+    if number is None:
+        return str(text)
+    if not 0 < number < 2**63:
+        raise NotFound("no_such_task", f"no task {text!r} in this vault")
+    return number
+
+
+def is_json(content_type: str) -> bool:
+    """Whether a ``Content-Type`` names JSON: ``application/json`` or a ``+json`` type,
+    with any parameters (``; charset=utf-8``)."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/")
+                                            and media.endswith("+json"))
 
 
 async def _input(request: Request, route: Route) -> Any:
@@ -105,6 +116,9 @@ async def _input(request: Request, route: Route) -> Any:
                                  for k in request.query_params})
     else:
         raw = await read_body(request)
+        if raw.strip() and not is_json(request.headers.get("content-type", "")):
+            raise NotJson("not_json", "a request body is JSON, sent as Content-Type:"
+                          " application/json", field="content-type")
         try:
             data = json.loads(raw) if raw.strip() else {}
         except (ValueError, RecursionError):  # not JSON, or nested past what Python parses

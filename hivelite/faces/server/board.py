@@ -41,6 +41,7 @@ from ...core.errors import (
     NotFound,
     Unauthenticated,
 )
+from ...core.ids import number_of
 from ...core.models import Budget
 from ...core.protocol import TERMINAL, WaitingOn
 from ...hive import Hive
@@ -430,11 +431,12 @@ class Board:
 
 def task_ref(text: str) -> int | str:
     """The task a board path names: its number (``404`` past any number), or its id."""
-    if text.isascii() and text.isdigit():
-        if not 0 < len(text) < 19:
-            raise NotFound("no_such_task", f"no task {text[:24]!r} in this vault")
-        return int(text)
-    return text
+    number = number_of(text)
+    if number is None:
+        return text
+    if not 0 < number < 2**63:
+        raise NotFound("no_such_task", f"no task {text!r} in this vault")
+    return number
 
 
 def spent(budget: Budget) -> str | None:

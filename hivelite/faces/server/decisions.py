@@ -49,7 +49,8 @@ def fields_of(verb: Verb, form: Mapping[str, Sequence[str]]) -> dict[str, object
     for name in FIELDS:
         value = (form.get(name) or [""])[0].strip()
         if value and name in verb.input.model_fields:
-            found[name] = int(value) if name == "control" and value.isdigit() else value
+            found[name] = (int(value) if name == "control" and value.isascii()
+                           and value.isdigit() and len(value) < 20 else value)
     return found
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from ... import __version__
 from ...core.caller import Caller
 from ...core.errors import HiveliteError, InvalidInput
+from ...core.ids import number_of
 from ...core.models import Page
 from ...core.protocol import Who
 from ...hive import Hive
@@ -220,8 +221,9 @@ def build_mcp(who: Where, kind: Kind = "agent", *,
                      " verdicts.")
     def task(number: str) -> str:
         hive, _ = who()
-        ref: str | int = int(number) if number.isdigit() else number
         try:
+            found = number_of(number)
+            ref: str | int = number if found is None else found
             return json.dumps(plain(hive.get(ref)))
         except HiveliteError as error:
             raise _refusal(error.about(ref)) from None

@@ -79,7 +79,7 @@ def query_input(model: type[BaseModel], query: Mapping[str, str],
         name = QUERY_ALIASES.get(key, key)
         if name in QUERY_LISTS:
             data[name] = [v for item in lists.get(key, [value]) for v in item.split(",") if v]
-        elif value.isascii() and value.isdigit() and _integer(model, name):
+        elif value.isascii() and value.isdigit() and len(value) < 20 and _integer(model, name):
             data[name] = int(value)
         else:
             data[name] = value
