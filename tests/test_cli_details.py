@@ -39,9 +39,10 @@ def test_an_unreadable_packet_is_an_error_not_a_traceback(
     code, out, err = run(capsys, "--db", str(store), "--json", "handoff", "--requester",
                          "ana/planner", "--assignee", "ana/coder", "--project", "demo",
                          "--packet", str(bad))
-    assert code == 1
-    assert json.loads(out)["error"]["code"] == "internal"
-    assert err.startswith("error: internal/unexpected: ") and "Traceback" not in err
+    assert code == 6  # a documented refusal naming the option, not internal/unexpected
+    assert json.loads(out)["error"]["reason"] == "invalid_utf8"
+    assert err.startswith("error: invalid_input/invalid_utf8: --packet is not UTF-8")
+    assert "Traceback" not in err
 
 
 def test_packet_and_packet_options_together_are_a_usage_error(
