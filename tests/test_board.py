@@ -422,11 +422,7 @@ def test_a_real_browser_signs_in_by_clicking_and_another_site_cannot(
     owner who types the token into the real page and clicks lands on the board. (A
     sign-in tested through httpx once passed while every real browser was refused: the
     page's no-referrer policy makes Chromium send ``Origin: null``.)"""
-    import http.server
-    import threading
-
-    from .test_serve import free_port
-    from .webdriver import chromium
+    from .webdriver import another_site, chromium
 
     url, _ = guarded  # http://127.0.0.1:PORT; the board by the name localhost
     board = url.replace("127.0.0.1", "localhost")
@@ -435,31 +431,17 @@ def test_a_real_browser_signs_in_by_clicking_and_another_site_cannot(
             '<input name="form" value="guessed"></form>'
             "<script>document.forms[0].submit()</script>").encode()
 
-    class Evil(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.end_headers()
-            self.wfile.write(evil)
+    with another_site(evil) as elsewhere, chromium(tmp_path / "profile") as browser:
+        browser.go(elsewhere)  # another site
+        browser.wait_for(lambda: browser.url.startswith(board))
+        browser.wait_for(lambda: "own page" in browser.source)
+        assert "hivelite_board" not in browser.cookies()
 
-        def log_message(self, *args: object) -> None:
-            pass
+        browser.go(board + "/login")
+        browser.type('input[name="token"]', seeded.owner_token)
+        browser.click('button[type="submit"]')
+        browser.wait_for(lambda: "/board/" in browser.url)
+        assert browser.url == f"{board}/board/{seeded.vault}"
+        assert "Write the parser" in browser.source
+        assert "hivelite_board" in browser.cookies()
 
-    other = http.server.HTTPServer(("127.0.0.1", free_port()), Evil)
-    threading.Thread(target=other.serve_forever, daemon=True).start()
-    try:
-        with chromium(tmp_path / "profile") as browser:
-            browser.go(f"http://127.0.0.1:{other.server_port}/")  # another site
-            browser.wait_for(lambda: browser.url.startswith(board))
-            browser.wait_for(lambda: "own page" in browser.source)
-            assert "hivelite_board" not in browser.cookies()
-
-            browser.go(board + "/login")
-            browser.type('input[name="token"]', seeded.owner_token)
-            browser.click('button[type="submit"]')
-            browser.wait_for(lambda: "/board/" in browser.url)
-            assert browser.url == f"{board}/board/{seeded.vault}"
-            assert "Write the parser" in browser.source
-            assert "hivelite_board" in browser.cookies()
-    finally:
-        other.shutdown()

@@ -9,8 +9,6 @@ clicks each decision; the store is then read to see what the click did.
 
 from __future__ import annotations
 
-import http.server
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +20,8 @@ from hivelite import Hive, ManualClock
 
 from .conftest import CODER, GUEST, OWNER, START, packet
 from .test_board import ARTIFACTS, png_size
-from .test_serve import ROOT, free_port, hivelite, serving
+from .test_serve import ROOT, hivelite, serving
+from .webdriver import another_site
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
@@ -326,8 +325,7 @@ def test_a_decision_from_another_site_is_refused_and_changes_nothing(
     """A page of another site that posts a decision: the browser sends no board cookie
     (``SameSite=Strict``) and says ``cross-site``; a post with the cookie but without the
     page's form token is refused too. The store keeps the task as it was."""
-    number = store.tasks["cancel_cli"] + 100  # a task made here, kept routed
-    with store.hive() as hive:
+    with store.hive() as hive:  # a task made here, kept routed
         number = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
                               project="site", packet=packet(task="Keep me")).number
     before = moves(store, number)
@@ -335,24 +333,10 @@ def test_a_decision_from_another_site_is_refused_and_changes_nothing(
             '<input name="reason" value="gone"><input name="form" value="guessed"></form>'
             "<script>document.forms[0].submit()</script>").encode()
 
-    class Evil(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.end_headers()
-            self.wfile.write(evil)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    other = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Evil)
-    threading.Thread(target=other.serve_forever, daemon=True).start()
-    try:
-        browser.go(f"http://127.0.0.1:{other.server_port}/")
+    with another_site(evil) as elsewhere:
+        browser.go(elsewhere)
         browser.wait_for(lambda: browser.url.startswith(store.board))
         browser.wait_for(lambda: "own page" in browser.source)
-    finally:
-        other.shutdown()
     cookie = {"hivelite_board": browser.cookies()["hivelite_board"]}
     same_site = httpx.post(f"{store.board}/tasks/{number}/cancel", cookies=cookie,
                            data={"reason": "gone", "form": "guessed"},

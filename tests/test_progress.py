@@ -25,6 +25,7 @@ from hivelite.store.transfer import backup, export, import_lines
 
 from .conftest import OWNER, own_task
 from .test_discovery import clean_env, hivelite_script
+from .test_terminal import drained
 
 Heard = list[tuple[int, "int | None", str]]
 
@@ -148,17 +149,10 @@ def run(args: list[str], *, cwd: Path, terminal: bool, stdin: int | None = None
     if not terminal:
         return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
     os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the terminal closed
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    return proc.returncode, proc.stdout.decode(), b"".join(chunks).decode()
+    try:
+        return proc.returncode, proc.stdout.decode(), drained(leader)
+    finally:
+        os.close(leader)
 
 
 @pytest.mark.slow

@@ -60,6 +60,20 @@ def test_a_pipe_gets_whole_rows(store: Path) -> None:
     assert LONG[:47] in lines[1] and "\x1b[" not in ran.stdout
 
 
+def drained(leader: int) -> str:
+    """All a pseudo-terminal holds once the process writing to it has ended."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode()
+
+
 def on_a_terminal(store: Path, *args: str, columns: int = 100, **env: str | None) -> str:
     """``hivelite list`` (or ``args``) with its stdout on a pseudo-terminal of ``columns``;
     what it printed."""
@@ -71,16 +85,7 @@ def on_a_terminal(store: Path, *args: str, columns: int = 100, **env: str | None
         assert proc.returncode == 0, proc.stderr
         os.close(follower)
         follower = -1
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks).decode()
+        return drained(leader)
     finally:
         os.close(leader)
         if follower != -1:

@@ -133,3 +133,33 @@ def chromium(profile: Path) -> Iterator[Browser]:
         driver.terminate()
         driver.wait(timeout=10)
         log.close()
+
+
+@contextmanager
+def another_site(page: bytes) -> Iterator[str]:
+    """A web server of another origin (127.0.0.1 on a port of its own) serving ``page`` at
+    ``/``: what a page of another site can make a signed-in browser post. Yields its URL."""
+    import http.server
+    import socket
+    import threading
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: object) -> None:
+            pass  # no line a request on the tests' output
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
