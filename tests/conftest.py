@@ -39,6 +39,13 @@ sys._hivelite_under_test = True  # type: ignore[attr-defined]
 _CACHE = tempfile.mkdtemp(prefix="hivelite-tests-cache-")
 os.environ["XDG_CACHE_HOME"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, True)
+# The owner's chain keys and witnessed heads (in the config folder): the run's own, never
+# the user's; a command run with the $HIVELITE_ variables cleared still finds them.
+# A process a test starts that imports this module again (a worker) keeps its parent's.
+if "hivelite-tests-config-" not in os.environ.get("XDG_CONFIG_HOME", ""):
+    os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="hivelite-tests-config-")
+    atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)
+os.environ.pop("HIVELITE_KEYS", None)
 atexit.register(pg.drop_database)
 
 

@@ -14,6 +14,7 @@ import apsw
 import pytest
 
 from hivelite.core.protocol import State, WaitingOn
+from hivelite.store.schema import OWNER_DECIDES
 
 RESULT = {
     "summary": "done",
@@ -93,8 +94,11 @@ def set_state(conn: apsw.Connection, number: int, state: State,
     elif state.value not in leased:
         lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
                  " lease_session = NULL, lease_expires = NULL")
+    # The owner's own moves (cancel, approve, deny) name the owner, as the store insists.
+    decided = any(m.source.value == current and m.target is state for m in OWNER_DECIDES)
+    actor = "(SELECT value FROM meta WHERE key = 'owner')" if decided else "'raw'"
     conn.execute(
-        "UPDATE tasks SET state = ?, waiting_on = ?, actor = 'raw', reason = 'raw sql'"
+        f"UPDATE tasks SET state = ?, waiting_on = ?, actor = {actor}, reason = 'raw sql'"
         f"{lease} WHERE number = ?",
         (state.value, waiting_on.value if waiting_on else None, number),
     )

@@ -18,6 +18,7 @@ import pytest
 from hivelite import Hive, ManualClock
 from hivelite.store.chain import CONTENT, HASH_CHARS, chain_all, link
 from hivelite.store.doctor import Finding, diagnose, diagnose_file
+from hivelite.store.keys import load_key
 from hivelite.store.transfer import export_lines, import_lines
 
 from .conftest import CODER, START, own_task
@@ -53,13 +54,15 @@ def rewrite(path: Path, *statements: str) -> None:
     conn.close()
 
 
-def rechain(path: Path) -> None:
-    """What a careful forger does after an edit: recompute every hash."""
+def rechain(path: Path, keyed: bool = False) -> None:
+    """What a careful forger does after an edit: recompute every hash (with the owner's
+    key when ``keyed``: one who holds the file and the key)."""
     conn = apsw.Connection(str(path))
     kept = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'journal_no_update'").get
+    key = load_key(conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get)
     with conn:
         conn.execute("DROP TRIGGER journal_no_update")
-        chain_all(conn)
+        chain_all(conn, key if keyed else None)
         conn.execute(kept)
     conn.close()
 
@@ -76,14 +79,18 @@ def test_every_row_follows_from_the_one_before_the_first_from_the_store_identity
     identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get
     rows = list(conn.execute(f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq"))
     assert len(identity) == 32 and len(rows) > 20
+    key = load_key(identity)
+    assert key is not None and key.keyed_from == 1
     before = identity
-    for _seq, stored, *content in rows:
-        assert stored == link(before, content) and len(stored) == HASH_CHARS
+    for _seq, stored, *content in rows:  # the link, then its seal under the owner's key
+        assert stored[:HASH_CHARS] == link(before, content) and len(stored) == 2 * HASH_CHARS
+        assert stored == key.seal(stored[:HASH_CHARS])
         before = stored
     found = chain_finding(path)["hash chain"]
     assert found.ok and f"{len(rows)} journal row(s)" in found.detail
+    assert "sealed with the owner's key from row 1 on" in found.detail
     assert found.data == {"rows": len(rows), "head": f"{rows[-1][0]}:{rows[-1][1]}",
-                          "store_id": identity}
+                          "store_id": identity, "keyed": True, "key": str(key.path)}
 
 
 def test_two_stores_have_two_identities_and_so_two_chains(tmp_path: Path) -> None:
@@ -135,11 +142,26 @@ def test_a_row_changed_with_its_own_hash_recomputed_breaks_at_the_next(path: Pat
     content = list(conn.execute(f"SELECT {CONTENT} FROM journal WHERE seq = 5").fetchone())
     conn.close()
     content[list(map(str.strip, CONTENT.split(","))).index("reason")] = "approved"
-    forged = link(before, content)
+    forged = link(before, content) + "0" * HASH_CHARS  # a seal made up: the key is not known
     rewrite(path, f"UPDATE journal SET reason = 'approved', hash = '{forged}' WHERE seq = 5")
     detail = chain_finding(path)["hash chain"].detail
-    assert detail.startswith("journal row 6 does not follow"), detail
-    assert "journal row 5" not in detail
+    assert detail.startswith("journal row 5 is sealed with another key"), detail
+    assert "journal row 6 does not follow" in detail
+
+
+def test_without_the_key_a_row_changed_with_its_own_hash_recomputed_breaks_at_the_next(
+        path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = apsw.Connection(str(path))
+    before = conn.execute("SELECT hash FROM journal WHERE seq = 4").get
+    content = list(conn.execute(f"SELECT {CONTENT} FROM journal WHERE seq = 5").fetchone())
+    conn.close()
+    content[list(map(str.strip, CONTENT.split(","))).index("reason")] = "approved"
+    forged = link(before, content) + "0" * HASH_CHARS
+    rewrite(path, f"UPDATE journal SET reason = 'approved', hash = '{forged}' WHERE seq = 5")
+    monkeypatch.setenv("HIVELITE_KEYS", str(tmp_path / "elsewhere"))  # no key here
+    found = chain_finding(path)["hash chain"]
+    assert found.detail.startswith("journal row 6 does not follow"), found.detail
+    assert "journal row 5" not in found.detail
 
 
 def test_a_rewritten_history_with_every_hash_recomputed_fails_against_a_noted_head(
@@ -147,9 +169,9 @@ def test_a_rewritten_history_with_every_hash_recomputed_fails_against_a_noted_he
     noted = head_of(path)
     assert chain_finding(path, head=noted)["head"].ok
     rewrite(path, "UPDATE journal SET actor = 'ana/thief' WHERE seq = 2")
-    rechain(path)
+    rechain(path, keyed=True)  # a forger who holds the owner's key too
     found = chain_finding(path, head=noted)
-    assert found["hash chain"].ok  # self-consistent again: only the noted head can tell
+    assert found["hash chain"].ok  # sealed and self-consistent: only a noted head can tell
     assert not found["head"].ok
     assert "the history up to it was rewritten" in found["head"].detail
 
@@ -299,11 +321,11 @@ def test_the_cli_prints_the_head_and_checks_one(path: Path) -> None:
     assert subprocess.run([sys.executable, "-m", "hivelite", "--db", str(path), "doctor",
                            "--head", noted], timeout=60).returncode == 0
     rewrite(path, "UPDATE journal SET reason = 'approved' WHERE seq = 5")
-    rechain(path)
+    rechain(path, keyed=True)
     failed = subprocess.run([sys.executable, "-m", "hivelite", "--db", str(path), "doctor",
                              "--head", noted], capture_output=True, text=True, timeout=60)
     assert failed.returncode == 6
-    assert "failed: head" in failed.stderr and "rewritten" in failed.stdout
+    assert "failed: witnesses, head" in failed.stderr and "rewritten" in failed.stdout
 
 
 
@@ -326,9 +348,14 @@ def test_a_move_made_by_one_who_may_not_make_it_fails_doctor_even_rechained(
         path: Path, forgery: str) -> None:
     statement, named = FORGERIES[forgery]
     conn = apsw.Connection(str(path))
-    conn.execute(statement)  # the rules let it through: the actor is doctor's to check
+    with pytest.raises(apsw.ConstraintError, match="forbidden_right:not_owner"):
+        conn.execute(statement)  # the store refuses it (migration 11) ...
+    rule = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'task_decided_by'").get
+    conn.execute("DROP TRIGGER task_decided_by")  # ... unless its rule is set aside
+    conn.execute(statement)
+    conn.execute(rule)  # and put back as it was: the actor is doctor's to check
     conn.close()
-    rechain(path)
+    rechain(path, keyed=True)  # even by one who holds the key
     found = chain_finding(path)
     assert found["hash chain"].ok and found["replay"].ok
     assert not found["actors"].ok and named in found["actors"].detail, found["actors"]

@@ -20,7 +20,9 @@ from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 CHECKS = ["integrity_check", "schema", "hash chain", "replay", "actors", "fencing tokens",
-          "leases and results", "queue", "controls", "policy"]
+          "leases and results", "queue", "controls", "policy", "results", "usage",
+          "kept answers",
+          "witnesses"]
 
 
 def busy_store(path: Path) -> None:
@@ -109,7 +111,7 @@ def test_an_edited_trigger_and_a_foreign_index_are_found(path: Path) -> None:
 def test_a_state_changed_behind_the_journals_back_is_found(path: Path) -> None:
     conn = rawsql.connect(path)
     conn.execute("DROP TRIGGER task_journal")  # the journal no longer hears of moves
-    conn.execute("UPDATE tasks SET state = 'cancelled', waiting_on = NULL"
+    conn.execute("UPDATE tasks SET state = 'cancelled', waiting_on = NULL, actor = 'ana'"
                  " WHERE state = 'waiting' AND waiting_on = 'owner_approval'")
     conn.close()
     found = findings(path)

@@ -105,8 +105,9 @@ def test_export_import_backup_and_doctor_tell_how_far_they_are(store: Path,
 
     heard, told = listener()
     assert all(f.ok for f in diagnose_file(store, progress=told))  # type: ignore[arg-type]
-    assert [n for _, _, n in heard] == ["integrity_check", *(c for c, _ in CHECKS), ""]
-    assert heard[-1][:2] == (len(CHECKS) + 1,) * 2
+    assert [n for _, _, n in heard] == ["integrity_check", *(c for c, _ in CHECKS),
+                                        "witnesses", ""]
+    assert heard[-1][:2] == (len(CHECKS) + 2,) * 2
 
 
 def test_the_bar_fits_and_says_counts_rate_and_time_left() -> None:

@@ -61,8 +61,12 @@ def imported(lines: list[str], path: Path) -> int:
 def test_an_export_round_trips(source: Path, tmp_path: Path) -> None:
     lines = lines_of(source)
     header = json.loads(lines[0])
+    head, seal = header.pop("head"), header.pop("head_seal")
     assert header == {"format": "hivelite-export", "version": FORMAT_VERSION,
                       "schema_version": SCHEMA_VERSION}
+    journal = sum(json.loads(line)["table"] == "journal" for line in lines[1:])
+    assert head.startswith(f"{journal}:")
+    assert len(seal) == 32  # the head, sealed with the owner's key
     tables = {json.loads(line)["table"] for line in lines[1:]}
     assert tables == {"meta", "tasks", "deps", "packets", "checkpoints", "results",
                       "confirmations", "updates", "journal", "policy", "controls", "budgets",
@@ -92,7 +96,8 @@ def test_import_refuses_a_store_that_is_not_empty(source: Path) -> None:
      "invalid_export"),
     (lambda ls: [ls[0], json.dumps({"table": "tasks", "row": {"nope": 1}})], "invalid_export"),
     (lambda ls: [ls[0], "[" * 100_000 + "]" * 100_000], "invalid_export"),
-    (lambda ls: [*ls, ls[3]], "invalid_export"),  # a row twice
+    (lambda ls: [*ls, next(line for line in ls if '"table": "tasks"' in line)],
+     "invalid_export"),  # a row twice
 ])
 def test_import_refuses_a_bad_file_and_writes_nothing(source: Path, tmp_path: Path,
                                                       mutate: object, reason: str) -> None:

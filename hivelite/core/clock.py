@@ -17,7 +17,14 @@ Clock = Callable[[], datetime]
 
 
 def system_clock() -> datetime:
-    return datetime.now(UTC)
+    """The machine's clock; ``422 invalid_input clock_out_of_range`` when it reads a time
+    a timestamp cannot hold (past the year 9999: Python's dates end there)."""
+    try:
+        return datetime.now(UTC)
+    except (ValueError, OverflowError, OSError) as exc:
+        raise InvalidInput("clock_out_of_range", f"the system clock reads a time outside the"
+                           f" years 1 to 9999 ({exc}); set the machine's clock right, or"
+                           " HIVELITE_NOW for a script", field="now") from None
 
 
 class ManualClock:

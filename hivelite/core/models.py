@@ -704,6 +704,11 @@ class StoreInfo(_Model):
     live_controls: int
     required_plugins: list[str]
     live_tokens: int
+    head: str | None = None
+    """The journal's newest row, ``seq:hash``: note it elsewhere, and ``hivelite doctor
+    --head`` checks later that the history up to it was not rewritten."""
+    chain_key: str | None = None
+    """Where the owner's key that seals the journal is (None: none on this machine)."""
 
 
 class Identity(_Model):

@@ -39,6 +39,11 @@ PRIORITIES: tuple[str, ...] = ("urgent", "high", "normal", "low")
 the oldest first). The store ranks them by their place here."""
 MIN_LEASE_MINUTES, DEFAULT_LEASE_MINUTES, MAX_LEASE_MINUTES = 5, 10, 15
 """How long a claim's lease lasts (seed 004): 5 to 15 minutes, 10 unless asked."""
+MAX_USAGE: dict[str, int] = {"tokens": 10**12, "usd_micros": 10**12}
+"""The most one write may report of each kind of usage (DESIGN §10: integers only): a
+million times a large model's context, a million dollars. Far below 2^63, so no day's or
+task's total can overflow a 64-bit integer. The verbs refuse more (``invalid_usage``),
+and so does the store: a usage row is an integer from 0 to this."""
 SORTS: tuple[str, ...] = ("age", "priority", "updated")
 """The orders a listing takes: oldest first, most pressing first, most recently changed."""
 

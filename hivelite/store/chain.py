@@ -8,15 +8,23 @@ lock it knows the chain's tip) and hands it to the trigger that writes the row, 
 written by raw SQL carries no fitting hash and shows up too.
 
 Someone who can set the triggers aside can also recompute every hash after a change:
-against that, ``doctor`` prints the chain's head (seq and hash) to note somewhere else,
-and ``doctor --head SEQ:HASH`` checks later that the journal still holds it.
+against that, each link is sealed with an HMAC under the owner's key, which lives outside
+the store (:mod:`.keys`): a keyed row stores its 32-character link, then the link's
+32-character MAC, and the next row's link covers both. Without the key the links still
+show whether the chain is consistent; with it, ``doctor`` knows who wrote it. Heads noted
+outside the file (``doctor --head``, and the witnesses :mod:`.keys` keeps) find a history
+rewritten by someone who had the key too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .keys import ChainKey
 
 HASH_CHARS = 32
 """A link is the first 128 bits of a SHA-256, as hex: narrow rows, and far beyond what
@@ -48,32 +56,63 @@ def link(before: str | None, content: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS]
 
 
-def broken_links(identity: str | None,
-                 rows: Iterable[Sequence[Any]]) -> Iterable[tuple[int, str]]:
+def row_problem(seq: int, stored: object, before: str | None, content: Sequence[Any],
+                key: ChainKey | None = None) -> str | None:
+    """What is wrong with one journal row's stored hash, given the hash of the row before
+    it (the store's identity for the first); None when it follows. Given the store's
+    ``key``, a row from the key's ``keyed_from`` on must carry its link's MAC (and a row
+    before it that carries one, the right one)."""
+    if stored is None:
+        return "carries no hash (written outside hivelite)"
+    if type(stored) is not str or len(stored) not in (HASH_CHARS, 2 * HASH_CHARS):
+        return "carries a hash of the wrong shape (written outside hivelite)"
+    if stored[:HASH_CHARS] != link(before, content):
+        return "does not follow from the row before it (changed, inserted or moved)"
+    if key is not None and len(stored) == HASH_CHARS and seq >= key.keyed_from:
+        return "is not sealed with the owner's key (written outside hivelite)"
+    if key is not None and len(stored) > HASH_CHARS and not key.sealed(stored):
+        return ("is sealed with another key than the owner's (written, or its history"
+                " rewritten, outside hivelite)")
+    return None
+
+
+def broken_links(identity: str | None, rows: Iterable[Sequence[Any]],
+                 key: ChainKey | None = None) -> Iterable[tuple[int, str]]:
     """Each row, given as ``(seq, hash, *content)`` in seq order, whose hash does not
-    follow from the row before it (the first from ``identity``): ``(seq, why)``.
+    follow from the row before it (the first from ``identity``), or is not sealed as
+    ``key`` seals it (:func:`row_problem`): ``(seq, why)``.
 
     Each row is checked against the hash its predecessor stores, so one changed row is
     reported once (at itself, or at the next row if its own hash was recomputed)."""
     before = identity
     for seq, stored, *content in rows:
-        if stored is None:
-            yield seq, "carries no hash (written outside hivelite)"
-        elif stored != link(before, content):
-            yield seq, "does not follow from the row before it (changed, inserted or moved)"
+        why = row_problem(seq, stored, before, content, key)
+        if why is not None:
+            yield seq, why
         before = stored
 
 
-def chain_all(conn: Any) -> int:
-    """Write every journal row's hash from scratch, from the store's identity; returns
-    the rows chained. For a journal that has none yet (a store upgraded to the chain,
-    an import of an older export); the caller sets the journal's update refusal aside."""
+def names_token(detail: object, token_id: str) -> bool:
+    """Whether a ``token add`` journal row's detail issues the token ``token_id``."""
+    try:
+        return type(detail) is str and json.loads(detail).get("token") == token_id
+    except (ValueError, AttributeError):
+        return False
+
+
+def chain_all(conn: Any, key: ChainKey | None = None) -> int:
+    """Write every journal row's hash from scratch, from the store's identity (sealed with
+    ``key`` from its ``keyed_from`` on); returns the rows chained. For a journal that has
+    none yet (a store upgraded to the chain, an import of an older export); the caller
+    sets the journal's update refusal aside."""
     identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get
     rows = conn.execute(f"SELECT seq, {CONTENT} FROM journal ORDER BY seq").fetchall()
     before = identity
     links = []
     for seq, *content in rows:
         before = link(before, content)
+        if key is not None and seq >= key.keyed_from:
+            before = key.seal(before)
         links.append((before, seq))
     conn.executemany("UPDATE journal SET hash = ? WHERE seq = ?", links)
     return len(links)

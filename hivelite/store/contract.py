@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from .keys import ChainKey
     from .transfer import Tables
 
 from .rows import (
@@ -32,6 +33,7 @@ from .rows import (
     Dependency,
     Expiry,
     JournalRow,
+    LinkRow,
     ListFilter,
     NewTask,
     RequestRow,
@@ -86,6 +88,10 @@ class Reader(Protocol):
         """The record of a caller's request id, if one is kept."""
         ...
     def last_expiry(self, number: int) -> Expiry | None: ...
+    def head(self) -> str | None:
+        """The journal's newest row as ``seq:hash`` (None: an empty journal): the head
+        that backups, exports and servers witness outside the store."""
+        ...
     def journal_tail(self) -> str | None:
         """The time of the newest journal row, if any."""
         ...
@@ -108,6 +114,10 @@ class Reader(Protocol):
         """How many tasks are in each state (states with none left out)."""
         ...
     def token(self, token_id: str) -> TokenRow | None: ...
+    def token_issue(self, token_id: str) -> LinkRow | None:
+        """The journal row that issued the token, with the hash before it (None: no row
+        says it was issued)."""
+        ...
     def tokens(self) -> list[TokenRow]:
         """Every token, oldest first (revoked ones too)."""
         ...
@@ -221,6 +231,10 @@ class Store(Protocol):
     def read(self) -> AbstractContextManager[Reader]: ...
     def write(self) -> AbstractContextManager[Writer]: ...
     def close(self) -> None: ...
+    def chain_key(self) -> ChainKey | None:
+        """The owner's key that seals this store's journal (None: the store names none and
+        there is none here; a key it names that is missing is ``key_missing``)."""
+        ...
     def discard(self) -> None:
         """Close and remove a store this opener has just created."""
         ...

@@ -2,7 +2,8 @@
 
 The checks read only: the file's own integrity (SQLite's ``integrity_check``, or the
 faster ``quick_check``), the schema against the frozen migrations (a dropped or edited
-trigger shows here), the journal's hash chain (and, given one, a head noted earlier), and
+trigger shows here), the journal's hash chain sealed with the owner's key (:mod:`.keys`),
+the heads witnessed outside the file (and, given one, a head noted earlier), and
 the protocol's invariants: every task's state is the replay of
 its journal, every claim in the journal took the next fencing token, a live lease only on a
 claimed state, a result from ``verifying`` on.
@@ -17,15 +18,17 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import apsw
 
-from ..core.errors import StoreError
+from ..core.errors import StoreBusy, StoreError, StoreReadonly
 from ..core.progress import Progress
 from ..core.protocol import MOVES_BY_PAIR, Actor, State
 from .chain import CONTENT, broken_links
+from .keys import META_KEY, key_path, load_key, unsealed, witness, witnesses
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
-from .schema import instance_key
+from .schema import instance_key, usage_out_of_bounds
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -61,8 +64,12 @@ def expected_schema(version: int) -> Schema:
 
 
 def schema_of(conn: apsw.Connection) -> Schema:
-    return (tuple(tuple(r) for r in conn.execute(SCHEMA_QUERY)),
-            tuple(tuple(r) for r in conn.execute(MOVES_QUERY)))
+    objects = tuple(tuple(r) for r in conn.execute(SCHEMA_QUERY))
+    try:
+        moves = tuple(tuple(r) for r in conn.execute(MOVES_QUERY))
+    except apsw.SQLError:  # no moves table, or not its columns (renamed): the objects
+        moves = ()  # name the difference, and the moves differ
+    return objects, moves
 
 
 def digest(schema: Schema) -> str:
@@ -109,8 +116,13 @@ def _integrity(conn: apsw.Connection, quick: bool) -> Finding:
 
 
 def _schema(conn: apsw.Connection) -> Finding:
-    problem = schema_problem(conn)
     version = conn.execute("PRAGMA user_version").get
+    if not 1 <= version <= SCHEMA_VERSION:
+        return Finding("schema", False, f"schema version {version} is not one this hivelite"
+                       f" knows (1 to {SCHEMA_VERSION}): "
+                       + ("a newer hivelite made it" if version > SCHEMA_VERSION
+                          else "the header is damaged"), {"unknown_version": version})
+    problem = schema_problem(conn)
     return Finding("schema", problem is None,
                    f"tables, indexes, triggers and moves are migration {version}'s"
                    if problem is None else problem)
@@ -344,13 +356,68 @@ def _policy(conn: apsw.Connection) -> Finding:
                    " the owner's journal has it" if not problems else _examples(problems))
 
 
+def _results(conn: apsw.Connection) -> Finding:
+    """Each result is what the verbs made it: its version counts its submissions and its
+    worker's amends in the journal (a body swapped behind the protocol's back has neither),
+    and a merge record is on a completed task, by its worker or the owner, with the journal
+    row of that merge (and each journaled merge is on its result)."""
+    owner = conn.execute("SELECT value FROM meta WHERE key = 'owner'").get
+    problems = [f"task {t}'s result is version {v}; its journal has {n} submission(s) and"
+                " amend(s)" for t, v, n in conn.execute(
+        "SELECT r.task, r.version, (SELECT count(*) FROM journal j WHERE j.task = r.task"
+        " AND ((j.from_state = 'working' AND j.to_state = 'verifying')"
+        " OR (j.from_state = 'approval' AND j.to_state = 'approval'"
+        " AND j.reason = 'amended' AND j.actor IS r.worker))) AS n"
+        " FROM results r WHERE r.version IS NOT n ORDER BY r.task")]
+    merged = ("CASE WHEN json_valid(j.detail)"
+              " THEN json_extract(j.detail, '$.merge_commit') END")
+    for task, commit, by, worker, state, journaled in conn.execute(
+            "SELECT r.task, r.merge_commit, r.merged_by, r.worker, t.state, EXISTS (SELECT 1"
+            " FROM journal j WHERE j.task = r.task AND j.from_state = 'completed'"
+            " AND j.to_state = 'completed' AND j.reason = 'merge_recorded'"
+            f" AND j.actor IS r.merged_by AND {merged} IS r.merge_commit)"
+            " FROM results r JOIN tasks t ON t.number = r.task"
+            " WHERE r.merge_commit IS NOT NULL OR r.merged_by IS NOT NULL ORDER BY r.task"):
+        if state != State.completed.value:
+            problems.append(f"task {task} is {state}, yet its result has a merge record")
+        if by is None or by not in (owner, worker):
+            problems.append(f"the merge of task {task} was recorded by {by}, neither its"
+                            " worker nor the owner")
+        if not journaled:
+            problems.append(f"the merge {commit} of task {task} has no journal row")
+    problems += [f"journal row {seq} records merge {c} of task {t}, which its result does not"
+                 " have" for seq, t, c in conn.execute(
+        f"SELECT j.seq, j.task, {merged} FROM journal j WHERE j.reason = 'merge_recorded'"
+        " AND j.from_state = 'completed' AND j.to_state = 'completed' AND NOT EXISTS"
+        f" (SELECT 1 FROM results r WHERE r.task = j.task AND r.merge_commit IS {merged})"
+        " ORDER BY j.seq")]
+    count = conn.execute("SELECT count(*) FROM results").get
+    return Finding("results", not problems, f"{count} result(s), each at the version its"
+                   " submissions and amends made it, each merge journaled" if not problems
+                   else _examples(problems))
+
+
+def _usage(conn: apsw.Connection) -> Finding:
+    """Every usage row reports whole numbers from 0 to the bound a write may report
+    (``MAX_USAGE``): a negative or huge row would lower or break a day's budget."""
+    problems = [f"update {seq} of task {task} reports {tokens!r} tokens and {usd!r}"
+                " usd_micros" for seq, task, tokens, usd in conn.execute(
+        "SELECT seq, task, tokens, usd_micros FROM updates"
+        f" WHERE {usage_out_of_bounds('tokens', True)}"
+        f" OR {usage_out_of_bounds('usd_micros', True)} ORDER BY seq")]
+    return Finding("usage", not problems, "every usage row is within its bounds"
+                   if not problems else _examples(problems))
+
+
 CHAIN_SINCE = 4
 """The schema version that made the journal a hash chain."""
 
 
 def _chain(conn: apsw.Connection) -> Finding:
     """Every journal row's hash follows from the row before it, the first from the store's
-    identity; the detail names the head to note elsewhere (``--head`` checks it later)."""
+    identity, and (given the owner's key, :mod:`.keys`) every row the key seals carries its
+    MAC: without the key the chain is checked for consistency only, and the detail says
+    so. The detail names the head to note elsewhere (``--head`` checks it later)."""
     if conn.execute("PRAGMA user_version").get < CHAIN_SINCE:
         return Finding("hash chain", True, "the store predates the chain (schema"
                        f" {CHAIN_SINCE}); hivelite chains its journal when it next opens it")
@@ -358,22 +425,77 @@ def _chain(conn: apsw.Connection) -> Finding:
     if identity is None:
         return Finding("hash chain", False, "the store has no identity (meta.store_id) to"
                        " start its chain from")
+    named = conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).get
+    try:
+        key = load_key(str(identity))
+    except StoreError as exc:
+        return Finding("hash chain", False, exc.message)
     problems: list[str] = []
     broken = 0
     for seq, why in broken_links(identity, conn.execute(
-            f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq")):
+            f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq"), key):
         broken += 1
         if len(problems) <= SHOWN:
             problems.append(f"journal row {seq} {why}")
     tip = conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
     rows = conn.execute("SELECT count(*) FROM journal").get
     head = f"{tip[0]}:{tip[1]}" if tip is not None else None
-    data = {"rows": rows, "head": head, "store_id": identity}
+    if key is not None and named is not None and named != key.fingerprint:
+        problems.insert(0, f"the store names the chain key {named}; {key.path} holds"
+                        f" {key.fingerprint}")
+        broken += 1
+    elif key is not None and named is None and tip is not None and tip[0] >= key.keyed_from:
+        problems.insert(0, f"the store no longer names its chain key ({key.path})")
+        broken += 1
+    data = {"rows": rows, "head": head, "store_id": identity, "keyed": key is not None,
+            "key": str(key.path) if key is not None else None}
     if broken:
         more = f" (and {broken - SHOWN} more)" if broken > SHOWN else ""
         return Finding("hash chain", False, "; ".join(problems[:SHOWN]) + more, data)
+    if key is None:
+        where = key_path(str(identity))
+        why = (f"the owner's key is not at {where}" if named is not None
+               else "the store has no chain key yet (its next write makes one)")
+        return Finding("hash chain", True, f"{rows} journal row(s) chained from the store's"
+                       f" identity, checked for consistency only: {why}; head"
+                       f" {head or '(empty)'}", data)
     return Finding("hash chain", True, f"{rows} journal row(s) chained from the store's"
-                   f" identity; head {head or '(empty)'}", data)
+                   f" identity, sealed with the owner's key from row {key.keyed_from} on;"
+                   f" head {head or '(empty)'}", data)
+
+
+def _witnessed(conn: apsw.Connection, older_copy: bool) -> Finding:
+    """The journal holds every head witnessed outside the file (:func:`.keys.witness`: at
+    each backup, export, server start and sound doctor): a row witnessed and since changed
+    means a rewritten history, even one whose every hash and MAC was recomputed; a
+    witnessed row that is gone means the newest rows were dropped (or an older copy put in
+    the store's place; ``older_copy`` says the file is one, a backup)."""
+    identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get
+    seen = witnesses(str(identity)) if identity is not None else []
+    if not seen:
+        return Finding("witnesses", True, "no head of this store was witnessed outside the"
+                       " file yet (backup, export, serve and doctor witness one)")
+    last = conn.execute("SELECT coalesce(max(seq), 0) FROM journal").get
+    problems = []
+    missing = [w for w in seen if w.seq > last]
+    for w in seen:
+        if w.seq > last:
+            continue
+        found = conn.execute("SELECT hash FROM journal WHERE seq = ?", (w.seq,)).fetchone()
+        if found is None or found[0] != w.hash:
+            problems.append(f"journal row {w.seq} is not the one {w.by} witnessed at {w.at}:"
+                            " the history up to it was rewritten")
+    if missing and not older_copy:
+        newest = max(missing, key=lambda w: w.seq)
+        problems.append(f"the journal ends at row {last}, but {newest.by} witnessed row"
+                        f" {newest.seq} at {newest.at}: the newest rows were dropped, or an"
+                        " older copy took the store's place (doctor --older-copy for a"
+                        " backup)")
+    held = len(seen) - len(missing)
+    return Finding("witnesses", not problems, f"the journal holds the {held} head(s)"
+                   " witnessed outside the file" + (f"; {len(missing)} witnessed after this"
+                                                    " copy was taken" if missing else "")
+                   if not problems else _examples(problems))
 
 
 def _head(conn: apsw.Connection, head: str) -> Finding:
@@ -392,22 +514,73 @@ def _head(conn: apsw.Connection, head: str) -> Finding:
                    " rewritten")
 
 
+REQUESTS_SINCE = 6
+"""The schema version that keeps first answers for retries."""
+
+
+def _answers(conn: apsw.Connection) -> Finding:
+    """Each first answer kept for retries (``requests``) carries the seal of the owner's
+    key: an answer rewritten behind hivelite's back would be replayed to the caller."""
+    if conn.execute("PRAGMA user_version").get < REQUESTS_SINCE:
+        return Finding("kept answers", True, "the store predates kept answers (schema 6)")
+    identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get
+    try:
+        key = load_key(str(identity)) if identity is not None else None
+    except StoreError as exc:
+        return Finding("kept answers", False, exc.message)
+    rows = conn.execute("SELECT caller, id, verb, digest, answer, at FROM requests"
+                        " ORDER BY at, caller, id").fetchall()
+    if key is None:
+        return Finding("kept answers", True, f"{len(rows)} kept answer(s), not checked:"
+                       " no owner's key here")
+    problems = [f"the answer kept for {caller}'s request {rid!r} ({verb}, {at}) is not sealed"
+                " with the owner's key" for caller, rid, verb, kept, answer, at in rows
+                if not unsealed(key, *(str(v) for v in (caller, rid, verb, kept, answer,
+                                                          at)))[1]]
+    return Finding("kept answers", not problems, f"{len(rows)} kept answer(s), each sealed"
+                   " with the owner's key" if not problems else _examples(problems))
+
+
 CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Finding]], ...] = (
     ("schema", _schema), ("hash chain", _chain), ("replay", _replay), ("actors", _actors),
     ("tokens", _tokens),
     ("leases and results", _leases_and_results), ("queue", _queue),
-    ("controls", _controls), ("policy", _policy))
+    ("controls", _controls), ("policy", _policy), ("results", _results), ("usage", _usage),
+    ("kept answers", _answers))
 """The checks after SQLite's own, in order (each named as progress tells it)."""
 
 
+SKIPPED = {"tokens": "fencing tokens"}
+"""A check's finding by another name than its progress note."""
+
+
+def _run(name: str, check: Callable[[apsw.Connection], Finding], conn: apsw.Connection,
+         before: list[Finding]) -> Finding:
+    """One check; a check that cannot run on this schema (a table or column renamed or
+    dropped: ``no such table``) is reported as skipped, failed, naming why, never as a
+    traceback. The schema check (in ``before``) names what differs."""
+    schema = next((f for f in before if f.check == "schema"), None)
+    if schema is not None and schema.data and "unknown_version" in schema.data:
+        return Finding(SKIPPED.get(name, name), False, "skipped: the schema version is not"
+                       " one this hivelite knows", {"skipped": True})
+    try:
+        return check(conn)
+    except apsw.SQLError as exc:
+        why = ("the schema is not hivelite's (see the schema check)"
+               if schema is not None and not schema.ok else "the schema is not hivelite's")
+        return Finding(SKIPPED.get(name, name), False, f"skipped: {why}: {exc}",
+                       {"skipped": True})
+
+
 def diagnose(conn: apsw.Connection, *, quick: bool = False, head: str | None = None,
-             progress: Progress | None = None) -> list[Finding]:
+             older_copy: bool = False, progress: Progress | None = None) -> list[Finding]:
     """Every check, in order; the store is sound when each is ``ok``. Read in one snapshot.
     A file SQLite cannot read at all fails the first check, and the others are not run.
-    ``progress`` hears the checks done, each named as it starts."""
+    ``older_copy``: the file is a backup, so heads witnessed after it are not missing
+    rows. ``progress`` hears the checks done, each named as it starts."""
     pragma = "quick_check" if quick else "integrity_check"
     told = progress or (lambda done, total, note="": None)
-    total = 1 + len(CHECKS) + (head is not None)
+    total = 2 + len(CHECKS) + (head is not None)
     inside = conn.in_transaction  # an import's own, before it commits
     try:
         if not inside:
@@ -418,10 +591,14 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False, head: str | None = N
             if findings[0].ok:  # on a damaged file the other checks would read garbage
                 for done, (name, check) in enumerate(CHECKS, start=1):
                     told(done, total, name)
-                    findings.append(check(conn))
+                    findings.append(_run(name, check, conn, findings[1:]))
+                told(total - 1 - (head is not None), total, "witnesses")
+                findings.append(_run("witnesses", lambda c: _witnessed(c, older_copy),
+                                     conn, findings[1:]))
                 if head is not None:
                     told(total - 1, total, "head")
-                    findings.append(_head(conn, head))
+                    findings.append(_run("head", lambda c: _head(c, head), conn,
+                                         findings[1:]))
             told(total, total)
             return findings
         finally:
@@ -431,10 +608,44 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False, head: str | None = N
         return [Finding(pragma, False, f"SQLite cannot read the file: {exc}")]
 
 
+def _open_readonly(path: Path) -> apsw.Connection:
+    """The store file opened read-only, its header read. A reader of a WAL store needs
+    its ``-shm`` file, which SQLite creates beside the store: in a folder (or on a
+    filesystem) that cannot be written it cannot, so a store with no ``-wal`` to read
+    (every write is in the file itself) is opened as an immutable file instead, and one
+    whose ``-wal`` holds writes is ``store_readonly``, saying what to do."""
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.execute("PRAGMA application_id").fetchall()  # opens the file, and its -shm
+        return conn
+    except (apsw.CantOpenError, apsw.ReadOnlyError) as exc:
+        conn.close()
+        wal = Path(f"{path}-wal")
+        if wal.is_file() and wal.stat().st_size > 0:
+            raise StoreReadonly(
+                f"doctor cannot read {path} here: {wal.name} beside it holds writes not yet"
+                f" in the file, and SQLite must create {path.name}-shm to read them, in a"
+                f" folder it cannot write ({exc}). Copy {path.name} and {wal.name} to a"
+                " writable folder and run doctor on the copy; nothing was written") from exc
+    except BaseException:
+        conn.close()
+        raise
+    immutable = apsw.Connection(f"file:{quote(str(path.absolute()))}?immutable=1",
+                                flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    try:
+        immutable.execute("PRAGMA application_id").fetchall()
+    except BaseException:
+        immutable.close()
+        raise
+    return immutable
+
+
 def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
-                  progress: Progress | None = None) -> list[Finding]:
+                  older_copy: bool = False, progress: Progress | None = None,
+                  at: str | None = None) -> list[Finding]:
     """:func:`diagnose` on a store file, opened read-only: nothing is migrated, swept or
-    written, so a damaged or tampered store can be looked at as it is."""
+    written, so a damaged or tampered store can be looked at as it is. A sound store's
+    head is witnessed (at ``at``) beside its key, for later doctors to hold it to."""
     if not path.is_file():
         raise StoreError("no_store", f"no store at {path}; create it first (hivelite --db"
                          f" {path} init, or Hive.open(path))")
@@ -442,15 +653,36 @@ def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
         if handle.read(len(SQLITE_HEADER)) not in (SQLITE_HEADER, b""):
             return [Finding("integrity_check", False, f"{path} is not an SQLite database")]
     try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        conn = _open_readonly(path)
+    except apsw.BusyError as exc:
+        raise StoreBusy("busy", f"another program holds {path} locked ({exc}); try again"
+                        ) from exc
+    except (apsw.CorruptError, apsw.NotADBError, apsw.SQLError) as exc:
+        return [Finding("integrity_check", False, f"SQLite cannot read the file: {exc}")]
     except apsw.Error as exc:
         return [Finding("integrity_check", False, f"SQLite cannot open the file: {exc}")]
     try:
-        if conn.execute("PRAGMA application_id").get != APPLICATION_ID:
+        app_id = conn.execute("PRAGMA application_id").get
+        if app_id != APPLICATION_ID:
+            tables = {str(r[0]) for r in conn.execute(
+                "SELECT name FROM sqlite_schema WHERE type = 'table'")}
+            if tables >= {"meta", "moves", "tasks", "packets", "journal"}:
+                return [Finding("integrity_check", False, f"{path} has hivelite's tables but"
+                                f" not its application id ({app_id}): its header is damaged")]
             return [Finding("integrity_check", False,
                             f"{path} is not a hivelite store (another program's database)")]
-        return diagnose(conn, quick=quick, head=head, progress=progress)
-    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        found = diagnose(conn, quick=quick, head=head, older_copy=older_copy,
+                         progress=progress)
+    except apsw.BusyError as exc:
+        raise StoreBusy("busy", f"another program holds {path} locked ({exc}); try again"
+                        ) from exc
+    except (apsw.CorruptError, apsw.NotADBError, apsw.SQLError) as exc:
+        # a header SQLite refuses ("unsupported file format"), a schema it cannot parse
         return [Finding("integrity_check", False, f"SQLite cannot read the file: {exc}")]
     finally:
         conn.close()
+    chain = next((f for f in found if f.check == "hash chain"), None)
+    if (at is not None and all(f.ok for f in found) and chain and chain.data
+            and chain.data.get("head")):
+        witness(str(chain.data["store_id"]), str(chain.data["head"]), at, "doctor")
+    return found

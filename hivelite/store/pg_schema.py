@@ -37,11 +37,16 @@ from .schema import (
     KEPT_KEYS,
     LEASE_MINUTES,
     MODES,
+    OWNER,
+    OWNER_ROWS,
     PROPOSALS,
     RIGHTS,
     _in_list,
     _quote,
+    by_verifier_too,
     insert_moves_sql,
+    owner_decides,
+    usage_out_of_bounds,
 )
 
 SCHEMA = "hivelite"
@@ -640,6 +645,66 @@ def rules() -> list[Rule]:
         " OR NEW.expires_at IS DISTINCT FROM OLD.expires_at"
         " OR NEW.\"by\" IS DISTINCT FROM OLD.\"by\""))
     add("tokens_kept", "BEFORE", "DELETE", "tokens", _refuse("forbidden_right:tokens_kept"))
+
+    # -- who decides, and what decides, written only by its verb (migration 11) ----------
+    add("task_decided_by", "BEFORE", "UPDATE OF state", "tasks",
+        f"IF {owner_decides()}\n    AND NEW.actor IS DISTINCT FROM {OWNER} THEN\n    "
+        + _cases((f"OLD.state NOT IN {by_verifier_too()}", "forbidden_right:not_owner"),
+                 ("NOT EXISTS (SELECT 1 FROM confirmations c JOIN results r ON r.task = c.task"
+                  " AND r.version = c.version WHERE c.task = NEW.number"
+                  " AND c.reviewer = NEW.actor AND c.verdict = 'reject' AND c.counted <> 0)",
+                  "forbidden_right:not_decided"))
+        + "\n    END IF;")
+    state = "(SELECT state FROM tasks WHERE number = OLD.task)"
+    holder = ("EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task"
+              f" AND state IN {LEASED} AND lease_holder IS NOT DISTINCT FROM NEW.worker"
+              " AND lease_instance IS NOT DISTINCT FROM NEW.instance)")
+    same = " AND ".join(f"NEW.{c} IS NOT DISTINCT FROM OLD.{c}" for c in (
+        "task", "worker", "instance", "session", "outcome", "threshold"))
+    grown = "NEW.version IS NOT DISTINCT FROM OLD.version + 1"
+
+    def newest(condition: str) -> str:
+        return ("EXISTS (SELECT 1 FROM (SELECT to_state, actor, reason, hl_json(detail) AS"
+                " detail FROM journal WHERE task = OLD.task ORDER BY seq DESC LIMIT 1) j"
+                f" WHERE {condition})")
+
+    add("results_amended", "BEFORE", "UPDATE OF body, version", "results",
+        "IF (NEW.body IS DISTINCT FROM OLD.body OR NEW.version IS DISTINCT FROM OLD.version)"
+        f"\n        AND {state} NOT IN {TERMINAL_SQL}"
+        f"\n        AND NOT ({grown} AND {holder})"
+        f"\n        AND (({same}) OR {holder})"
+        f"\n        AND NOT ({grown} AND " + newest(
+            "j.to_state = 'approval' AND j.reason = 'amended'"
+            " AND j.actor IS NOT DISTINCT FROM OLD.worker"
+            " AND j.detail ->> 'version' = NEW.version::text") + ") THEN\n    "
+        + _refuse("invalid_state:result_version", "NEW.version IS DISTINCT FROM OLD.version + 1")
+        + "\n    " + _refuse("forbidden_right:amend_not_journaled") + "\n    END IF;")
+    merger = (f"(NEW.merged_by IS NOT DISTINCT FROM {OWNER}"
+              " OR NEW.merged_by IS NOT DISTINCT FROM OLD.worker)")
+    add("results_merged", "BEFORE", "UPDATE OF merge_commit, merged_by", "results",
+        "IF (NEW.merge_commit IS DISTINCT FROM OLD.merge_commit"
+        " OR NEW.merged_by IS DISTINCT FROM OLD.merged_by)"
+        f"\n        AND NOT (OLD.merge_commit IS NOT NULL AND {state} IN {TERMINAL_SQL})"
+        f"\n        AND NOT (NEW.merge_commit IS NOT NULL AND {state} NOT IN {TERMINAL_SQL})"
+        "\n        AND NOT (OLD.merge_commit IS NULL AND NEW.merge_commit IS NOT NULL"
+        f" AND {merger} AND " + newest(
+            "j.to_state = 'completed' AND j.reason = 'merge_recorded'"
+            " AND j.actor IS NOT DISTINCT FROM NEW.merged_by"
+            " AND j.detail ->> 'merge_commit' = NEW.merge_commit") + ") THEN\n    "
+        + _cases((f"NEW.merge_commit IS NULL OR {state} IS DISTINCT FROM 'completed'",
+                  "invalid_state:not_amendable"),
+                 (f"NOT {merger}", "forbidden_right:not_submitter"))
+        + "\n    " + _refuse("forbidden_right:merge_not_journaled") + "\n    END IF;")
+    add("updates_bounded", "BEFORE", "INSERT", "updates", _refuse(
+        "invalid_input:invalid_usage", usage_out_of_bounds("NEW.tokens", False)
+        + " OR " + usage_out_of_bounds("NEW.usd_micros", False)))
+    for name, table, column in OWNER_ROWS:
+        add(name, "BEFORE", "INSERT", table, _refuse(
+            "forbidden_right:not_owner", f'NEW."{column}" IS DISTINCT FROM {OWNER}'))
+    add("controls_lifted_by_owner", "BEFORE", "UPDATE OF lifted_by", "controls", _refuse(
+        "forbidden_right:not_owner",
+        "NEW.lifted_by IS NOT NULL AND NEW.lifted_by IS DISTINCT FROM OLD.lifted_by"
+        f" AND NEW.lifted_by IS DISTINCT FROM {OWNER}"))
     return _in_firing_order(out)
 
 
@@ -686,20 +751,27 @@ def _in_firing_order(items: list[Rule]) -> list[Rule]:
     return sorted(items, key=place)
 
 
-def trigger_sql(items: Iterable[Rule]) -> str:
-    """Each rule as a trigger function and its trigger, named ``hl<place>_<name>``."""
-    parts = []
+def rule_functions(items: Iterable[Rule]) -> list[tuple[str, Rule, str]]:
+    """Each rule's trigger function as :func:`trigger_sql` makes it: its name
+    (``hl<place>_<name>``), the rule, and its body as PostgreSQL keeps it
+    (``pg_proc.prosrc``, the text between the ``$$``), which the store's guard compares."""
+    made = []
     for place, rule in enumerate(items, start=1):
-        name = f"hl{place:03d}_{rule.name}"
         returns = ("RETURN NULL;" if rule.each == "STATEMENT"
                    else "RETURN OLD;" if rule.event == "DELETE" else "RETURN NEW;")
-        parts.append(
-            f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql"
-            " SET search_path FROM CURRENT AS $$\nBEGIN\n"
-            f"    {rule.body}\n    {returns}\nEND $$;\n"
-            f"CREATE TRIGGER {name} {rule.timing} {rule.event} ON {rule.table}"
-            f" FOR EACH {rule.each} EXECUTE FUNCTION {name}();\n")
-    return "\n".join(parts)
+        made.append((f"hl{place:03d}_{rule.name}", rule,
+                     f"\nBEGIN\n    {rule.body}\n    {returns}\nEND "))
+    return made
+
+
+def trigger_sql(items: Iterable[Rule]) -> str:
+    """Each rule as a trigger function and its trigger, named ``hl<place>_<name>``."""
+    return "\n".join(
+        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql"
+        f" SET search_path FROM CURRENT AS $${body}$$;\n"
+        f"CREATE TRIGGER {name} {rule.timing} {rule.event} ON {rule.table}"
+        f" FOR EACH {rule.each} EXECUTE FUNCTION {name}();\n"
+        for name, rule, body in rule_functions(items))
 
 
 def target_sql() -> str:

@@ -43,7 +43,7 @@ from ..core.errors import (
     UnexpectedError,
     from_trigger,
 )
-from .chain import CONTENT, broken_links, link
+from .chain import CONTENT, broken_links, link, names_token
 from .columns import (
     JOURNAL,
     QUESTION,
@@ -56,6 +56,8 @@ from .columns import (
     journal_row,
     usage_sum,
 )
+from .keys import META_KEY, ChainKey, key_for_writes, load_key, named_key, sealed_digest, unsealed
+from .pg_guard import Guard
 from .pg_migrations import MIGRATIONS, SCHEMA_VERSION
 from .pg_schema import RANK, READY, SCHEMA, instance_key
 from .rows import (
@@ -66,6 +68,7 @@ from .rows import (
     Dependency,
     Expiry,
     JournalRow,
+    LinkRow,
     ListFilter,
     NewTask,
     RequestRow,
@@ -127,6 +130,11 @@ def _failure(exc: psycopg.Error, where: str) -> HiveliteError | None:
                   | pg_errors.SerializationFailure | pg_errors.QueryCanceled):
         return StoreBusy("busy", f"{where} is busy ({str(exc).strip()}); nothing was"
                          " written. Try again")
+    if isinstance(exc, pg_errors.UndefinedTable | pg_errors.UndefinedColumn
+                  | pg_errors.UndefinedFunction):
+        return StoreError("schema_tampered", f"{where} does not have the tables hivelite"
+                          f" made ({str(exc).strip().splitlines()[0]}); nothing was written."
+                          " Run: hivelite doctor")
     if isinstance(exc, pg_errors.DiskFull):
         return StoreFull("disk_full", f"the server of {where} is out of disk space"
                          f" ({str(exc).strip()}); nothing was written")
@@ -165,13 +173,16 @@ SEARCH = ("(strpos(lower(t.assignee), %s) > 0 OR EXISTS (SELECT 1 FROM packets p
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("conn", "tip")
+    __slots__ = ("conn", "key", "tip")
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], key: ChainKey | None = None) -> None:
         self.conn = conn
         self.tip: tuple[int, str] | None = None
         """In a write: the journal's newest row (seq and hash) once read; each link this
         write adds moves it on (the write lock keeps every other writer out meanwhile)."""
+        self.key = key
+        """The owner's key that seals each journal row a write adds (and each kept
+        answer, which a read checks with it)."""
 
     def _one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         return self.conn.execute(sql, args).fetchone()
@@ -196,6 +207,8 @@ class PostgresTx(ViewRows):
         becomes the chain's new tip: each link is one journal row."""
         seq, before = self._tip()
         after = link(before, content)
+        if self.key is not None:
+            after = self.key.seal(after)
         self.tip = (seq + 1, after)
         return after
 
@@ -364,7 +377,11 @@ class PostgresTx(ViewRows):
     def request(self, caller: str, request_id: str) -> RequestRow | None:
         row = self._one("SELECT caller, id, verb, digest, answer, at FROM requests"
                         " WHERE caller = %s AND id = %s", (caller, request_id))
-        return RequestRow(*row) if row else None
+        if not row:
+            return None
+        digest, sealed = unsealed(self.key, *(str(v) for v in row))
+        return RequestRow(str(row[0]), str(row[1]), str(row[2]), digest, str(row[4]),
+                          str(row[5]), sealed)
 
     def last_expiry(self, number: int) -> Expiry | None:
         row = self._one(
@@ -372,6 +389,10 @@ class PostgresTx(ViewRows):
             " FROM journal WHERE task = %s AND actor = 'clock' AND reason = 'expired'"
             " ORDER BY seq DESC LIMIT 1", (number,))
         return Expiry(str(row[0]), int(row[1])) if row and row[1] is not None else None
+
+    def head(self) -> str | None:
+        row = self._one("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
+        return None if row is None else f"{row[0]}:{row[1]}"
 
     def journal_tail(self) -> str | None:
         value = self._value("SELECT at FROM journal ORDER BY seq DESC LIMIT 1")
@@ -413,6 +434,19 @@ class PostgresTx(ViewRows):
     def token(self, token_id: str) -> TokenRow | None:
         row = self._one(f"SELECT {TOKEN} FROM tokens WHERE id = %s", (token_id,))
         return TokenRow(*row) if row else None
+
+    def token_issue(self, token_id: str) -> LinkRow | None:
+        for seq, stored, detail, *content in self._all(
+                f"SELECT seq, hash, detail, {CONTENT} FROM journal WHERE task IS NULL"
+                " AND reason = 'token add' AND strpos(detail, %s) > 0 ORDER BY seq",
+                (token_id,)):
+            if names_token(detail, token_id):
+                before = self._value("SELECT hash FROM journal WHERE seq < %s"
+                                     " ORDER BY seq DESC LIMIT 1", (seq,))
+                return LinkRow(int(seq), stored,
+                               self.meta("store_id") if before is None else str(before),
+                               tuple(content))
+        return None
 
     def tokens(self) -> list[TokenRow]:
         return [TokenRow(*r) for r in self._all(
@@ -545,7 +579,9 @@ class PostgresTx(ViewRows):
             " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (caller, id) DO UPDATE SET"
             " verb = excluded.verb, digest = excluded.digest, answer = excluded.answer,"
             " at = excluded.at",
-            (row.caller, row.id, row.verb, row.digest, row.answer, row.at))
+            (row.caller, row.id, row.verb, sealed_digest(self.key, row.caller, row.id,
+                                                         row.verb, row.digest, row.answer,
+                                                         row.at), row.answer, row.at))
 
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
@@ -673,9 +709,19 @@ class PostgresTables:
         """The hash chain, read in the import's transaction (the rest of a doctor on a
         PostgreSQL store is still to come)."""
         found = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        identity = found[0] if found else None
         rows = self.conn.execute(f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq")
+        key = load_key(identity) if identity else None
         return [f"hash chain: journal row {seq} {why}"
-                for seq, why in broken_links(found[0] if found else None, rows)]
+                for seq, why in broken_links(identity, rows, key)]
+
+    def head(self) -> tuple[str | None, str | None]:
+        identity = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'"
+                                     ).fetchone()
+        row = self.conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
+                                ).fetchone()
+        return (identity[0] if identity else None,
+                None if row is None else f"{row[0]}:{row[1]}")
 
     def is_empty(self) -> bool:
         found = self.conn.execute(
@@ -714,7 +760,7 @@ def _quoted(name: str) -> str:
 class PostgresStore:
     """One hivelite store in a PostgreSQL database; a connection per thread."""
 
-    def __init__(self, url: str, *, create: bool = True) -> None:
+    def __init__(self, url: str, *, create: bool = True, upgrade: bool = True) -> None:
         if not is_url(url):
             raise StoreError("not_a_url", f"a PostgreSQL store is named by a URL"
                              f" (postgresql://user@host/dbname), not {url!r}")
@@ -728,7 +774,11 @@ class PostgresStore:
         self._closed = False
         self._created = False
         self.tampered: str | None = None
-        """Never set here: the server's rules are checked on the server (docs/postgres.md)."""
+        """What differs between the store's rules in the catalogs and the code's
+        (:mod:`.pg_guard`); writes are refused."""
+        self.guard = Guard(self.schema)
+        self.key: ChainKey | None = None
+        """The owner's key that seals the journal: found (or made) by the first write."""
         conn = self.conn
         version = self._version(conn)
         if version is None:
@@ -741,7 +791,13 @@ class PostgresStore:
                              f" newer than this hivelite understands ({SCHEMA_VERSION});"
                              " upgrade hivelite. Left it untouched")
         elif version < SCHEMA_VERSION:
+            if not upgrade:  # a look at the store as it is (doctor): no guard to hold
+                return  # an older version's rules to
             self._upgrade(conn)
+        try:
+            self.tampered = self.guard.check(conn)
+        except psycopg.Error as exc:
+            _reraise(_failure(exc, self._where), exc)
 
     # -- the contract's properties --------------------------------------------
 
@@ -766,7 +822,8 @@ class PostgresStore:
         with self.read() as tx:
             identity = tx.meta("store_id")
             rows = tx._all(f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq")
-        return next(iter(broken_links(identity, rows)), None) is None
+        key = load_key(identity) if identity else None
+        return next(iter(broken_links(identity, rows, key)), None) is None
 
     # -- connections -------------------------------------------------------------
 
@@ -850,6 +907,19 @@ class PostgresStore:
         for item in held:
             _close_quietly(item.conn)
 
+    def chain_key(self) -> ChainKey | None:
+        """The owner's key that seals the journal: the one the writes use, else the key
+        the store names (:func:`.keys.named_key`; None: it names none, and there is none
+        here)."""
+        if self.key is not None:
+            return self.key
+        with self.read() as tx:
+            identity, named = tx.meta("store_id"), tx.meta(META_KEY)
+        key = named_key(identity, named, self._where)
+        if named is not None:  # the store's own: every read and write uses it from now on
+            self.key = key
+        return key
+
     def discard(self) -> None:
         """Remove the store this opener has just made (its schema), then close."""
         if self._created and not self._closed:
@@ -861,15 +931,17 @@ class PostgresStore:
 
     @contextmanager
     def _transaction(self, conn: psycopg.Connection[Any],
-                     begin: str = "BEGIN") -> Iterator[psycopg.Connection[Any]]:
+                     begin: str = "BEGIN") -> Iterator[psycopg.Cursor[Any]]:
+        """A transaction begun with ``begin`` (one round trip: it may hold several
+        statements); yields the cursor of their results."""
         try:
-            conn.execute(begin)
+            began = conn.execute(begin)
         except psycopg.Error as exc:  # the lock may have failed after BEGIN: end it too
             mapped = _failure(exc, self._where)
             _rollback(conn)
             _reraise(mapped, exc)
         try:
-            yield conn
+            yield began
         except psycopg.Error as exc:
             mapped = _failure(exc, self._where)
             _rollback(conn)
@@ -893,20 +965,36 @@ class PostgresStore:
         if conn.info.transaction_status != TransactionStatus.IDLE:
             raise UnexpectedError("nested_write", f"a write to {self._where} began inside"
                                   " another read or write of this thread")
-        # one round trip: the transaction and its lock (a literal integer, no parameter)
+        # one round trip: the transaction and its lock (a literal integer, no parameter);
+        # then the stamp of the store's rules (a prepared statement: planning it would cost
+        # more than running it), which the guard holds to its last full check
+        guard = self.guard
         with self._transaction(conn, f"BEGIN; SELECT pg_advisory_xact_lock({self._write_lock})"):
-            yield PostgresTx(conn)
+            stamp = conn.execute(guard.sql, prepare=True).fetchone()
+            problem = guard.before_write(conn, tuple(stamp or ()))
+            if problem is not None:
+                self.tampered = problem
+                raise StoreError("schema_tampered", f"{self._where} does not have the rules"
+                                 f" hivelite made ({problem}); writes are refused until it is"
+                                 " repaired. Run: hivelite doctor")
+            self.tampered = None
+            tx = PostgresTx(conn)
+            key = tx.key = self.key or key_for_writes(
+                tx.meta("store_id"), tx.meta(META_KEY), tx._tip()[0],
+                lambda fingerprint: tx.set_meta(META_KEY, fingerprint), self._where)
+            yield tx
+        self.key = key  # named in the store now: every later write seals with it
 
     @contextmanager
     def read(self) -> Iterator[PostgresTx]:
         """A consistent snapshot for several reads (joins this thread's open write)."""
         conn = self.conn
         if conn.info.transaction_status == TransactionStatus.INTRANS:
-            yield PostgresTx(conn)
+            yield PostgresTx(conn, self.key)
             return
         _rollback(conn)  # a transaction an error left behind is over
         with self._transaction(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"):
-            yield PostgresTx(conn)
+            yield PostgresTx(conn, self.key)
 
 
 class _Conn:

@@ -191,6 +191,10 @@ class RequestRow:
     digest: str
     answer: str
     at: str
+    sealed: bool | None = None
+    """As read: whether the record carries the seal of the owner's key (None: the reader
+    had no key at hand to check it). A record written outside hivelite is never
+    replayed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,3 +301,16 @@ def task_key(ref: str | int) -> tuple[str | None, str | int]:
     number = ref if isinstance(ref, int) else number_of(ref)
     assert number is not None  # ASCII digits
     return ("number", number) if 0 < number < 2**63 else (None, ref)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    """One journal row as its chain link covers it: its seq and stored hash, the hash of
+    the row before it (the store's identity for the first), and its content
+    (``chain.CONTENT``'s columns)."""
+
+    seq: int
+    hash: object
+    """As stored: raw SQL may have written anything."""
+    before: str | None
+    content: tuple[Any, ...]

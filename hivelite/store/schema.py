@@ -16,7 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..core.protocol import MOVES, PRIORITIES, TERMINAL, TOKEN_RIGHTS, Move, State, WaitingOn
+from ..core.protocol import (
+    MAX_USAGE,
+    MOVES,
+    PRIORITIES,
+    TERMINAL,
+    TOKEN_RIGHTS,
+    Actor,
+    Move,
+    State,
+    WaitingOn,
+)
 
 
 def _quote(value: str) -> str:
@@ -539,6 +549,161 @@ packet's JSON, where it stands and who holds it, never a lease id or a fencing t
 view: it can be read, not written."""
 
 
+OWNER_DECIDES: tuple[Move, ...] = tuple(
+    m for m in MOVES if Actor.person in m.actors and set(m.actors) <= {Actor.person,
+                                                                       Actor.verifier})
+"""The moves only the store's owner makes (approve, deny, cancel), and the decline, which
+a verifier's counted rejection makes too. (The sign-off, which enough confirmations make
+too, is ``task_completion_decided``'s.)"""
+OWNER = "(SELECT value FROM meta WHERE key = 'owner')"
+"""The store's owner, as SQL."""
+OWNER_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("controls_by_owner", "controls", "by"),
+    ("policy_by_owner", "policy", "by"),
+    ("required_plugins_by_owner", "required_plugins", "by"),
+    ("budgets_by_owner", "budgets", "by"),
+    ("tokens_by_owner", "tokens", "by"),
+)
+"""The owner's own tables (name of the rule, table, column naming who wrote the row): a
+row is written by the store's owner, or refused."""
+
+
+def owner_decides(old: str = "OLD", new: str = "NEW") -> str:
+    """SQL true when the change from ``old`` to ``new`` (a task's rows) is one of
+    :data:`OWNER_DECIDES`; plain SQL, the same on both engines."""
+    groups: dict[tuple[State, tuple[WaitingOn, ...]], list[State]] = {}
+    for move in OWNER_DECIDES:
+        groups.setdefault((move.target, move.from_waiting), []).append(move.source)
+    parts = []
+    for (target, waiting), sources in groups.items():
+        part = (f"({new}.state = {_quote(target.value)}"
+                f" AND {old}.state IN {_in_list(s.value for s in sources)}")
+        if waiting:
+            part += f" AND {old}.waiting_on IN {_in_list(w.value for w in waiting)}"
+        parts.append(part + ")")
+    targets = _in_list({m.target.value for m in OWNER_DECIDES})
+    return f"{new}.state IN {targets} AND (\n    " + "\n    OR ".join(parts) + ")"
+
+
+def by_verifier_too() -> str:
+    """The states a move of :data:`OWNER_DECIDES` that a verifier may make leaves from."""
+    return _in_list({m.source.value for m in OWNER_DECIDES if Actor.verifier in m.actors})
+
+
+def usage_out_of_bounds(column: str, typed: bool) -> str:
+    """SQL true when a usage value is not an integer from 0 to :data:`MAX_USAGE` (``typed``:
+    also check SQLite's storage class, which takes any value in any column)."""
+    kind = f"typeof({column}) != 'integer' OR " if typed else ""
+    return (f"({column} IS NOT NULL AND ({kind}{column} < 0"
+            f" OR {column} > {MAX_USAGE[column.split('.')[-1]]}))")
+
+
+def decisions_sql() -> str:
+    """Who decides, and what decides, written only by its verb (migration 11): the owner's
+    moves by the owner, a decline by the owner or a counted rejection; a result changed
+    only by its holder's submission or its worker's journaled amend; a merge recorded
+    once, journaled, by the worker or the owner; usage within bounds; the owner's tables
+    written by the owner. Messages are ``code:reason`` like every trigger's."""
+    terminal = _in_list(s.value for s in TERMINAL)
+    leased = _in_list(s.value for s in (State.accepted, State.working))
+    state = "(SELECT state FROM tasks WHERE number = OLD.task)"
+    holder = ("EXISTS (\n        SELECT 1 FROM tasks WHERE number = NEW.task"
+              f" AND state IN {leased}\n          AND lease_holder IS NEW.worker"
+              " AND lease_instance IS NEW.instance)")
+    same = ("NEW.task IS OLD.task AND NEW.worker IS OLD.worker AND NEW.instance IS OLD.instance"
+            "\n          AND NEW.session IS OLD.session AND NEW.outcome IS OLD.outcome"
+            " AND NEW.threshold IS OLD.threshold")
+
+    def newest(condition: str) -> str:
+        return ("EXISTS (\n        SELECT 1 FROM (SELECT to_state, actor, reason, CASE WHEN"
+                " json_valid(detail) THEN detail END AS detail\n"
+                "                       FROM journal WHERE task = OLD.task"
+                " ORDER BY seq DESC LIMIT 1) j\n        WHERE " + condition + ")")
+
+    amended = newest("j.to_state = 'approval' AND j.reason = 'amended'"
+                     " AND j.actor IS OLD.worker\n"
+                     "          AND json_extract(j.detail, '$.version') IS NEW.version")
+    merged = newest("j.to_state = 'completed' AND j.reason = 'merge_recorded'"
+                    " AND j.actor IS NEW.merged_by\n"
+                    "          AND json_extract(j.detail, '$.merge_commit') IS NEW.merge_commit")
+    owner_rows = "\n".join(
+        f"CREATE TRIGGER {name} BEFORE INSERT ON {table}\n"
+        f"WHEN NEW.{column} IS NOT {OWNER}\n"
+        "BEGIN SELECT RAISE(ABORT, 'forbidden_right:not_owner'); END;\n"
+        for name, table, column in OWNER_ROWS)
+    return f"""
+-- The owner's decisions are the owner's: approve, deny and cancel are made by the store's
+-- owner; a decline by the owner, or by a verifier whose counted rejection of the current
+-- result it is.
+CREATE TRIGGER task_decided_by BEFORE UPDATE OF state ON tasks
+WHEN {owner_decides()}
+    AND NEW.actor IS NOT {OWNER}
+BEGIN
+    SELECT CASE
+        WHEN OLD.state NOT IN {by_verifier_too()}
+            THEN RAISE(ABORT, 'forbidden_right:not_owner')
+        WHEN NOT EXISTS (SELECT 1 FROM confirmations c JOIN results r ON r.task = c.task
+                         AND r.version = c.version WHERE c.task = NEW.number
+                         AND c.reviewer = NEW.actor AND c.verdict = 'reject' AND c.counted)
+            THEN RAISE(ABORT, 'forbidden_right:not_decided')
+    END;
+END;
+
+-- A result's body and version change one version at a time, by a new submission of the
+-- task's holder, or by its worker's amend journaled just before (the task's newest journal
+-- row names the new version). A change of who returned it is results_fixed's to refuse.
+CREATE TRIGGER results_amended BEFORE UPDATE OF body, version ON results
+WHEN (NEW.body IS NOT OLD.body OR NEW.version IS NOT OLD.version)
+    AND {state} NOT IN {terminal}
+    AND NOT (NEW.version IS OLD.version + 1 AND {holder})
+    AND (({same}) OR {holder})
+    AND NOT (NEW.version IS OLD.version + 1 AND {amended})
+BEGIN
+    SELECT CASE
+        WHEN NEW.version IS NOT OLD.version + 1
+            THEN RAISE(ABORT, 'invalid_state:result_version')
+        ELSE RAISE(ABORT, 'forbidden_right:amend_not_journaled')
+    END;
+END;
+
+-- A merge is recorded once, on a completed task, by the result's worker or the owner,
+-- with its journal row written just before (the task's newest names the commit; a row
+-- ending in 'completed' is only ever written on a completed task). A second record is
+-- results_update's to refuse, one on an open task results_fixed's.
+CREATE TRIGGER results_merged BEFORE UPDATE OF merge_commit, merged_by ON results
+WHEN (NEW.merge_commit IS NOT OLD.merge_commit OR NEW.merged_by IS NOT OLD.merged_by)
+    AND NOT (OLD.merge_commit IS NOT NULL AND {state} IN {terminal})
+    AND NOT (NEW.merge_commit IS NOT NULL AND {state} NOT IN {terminal})
+    AND NOT (OLD.merge_commit IS NULL AND NEW.merge_commit IS NOT NULL
+             AND (NEW.merged_by IS {OWNER} OR NEW.merged_by IS OLD.worker)
+             AND {merged})
+BEGIN
+    SELECT CASE
+        WHEN NEW.merge_commit IS NULL OR {state} IS NOT 'completed'
+            THEN RAISE(ABORT, 'invalid_state:not_amendable')
+        WHEN NEW.merged_by IS NOT {OWNER}
+            AND NEW.merged_by IS NOT OLD.worker
+            THEN RAISE(ABORT, 'forbidden_right:not_submitter')
+        ELSE RAISE(ABORT, 'forbidden_right:merge_not_journaled')
+    END;
+END;
+
+-- Usage is whole, non-negative and bounded: no row lowers or overflows a day's budget.
+CREATE TRIGGER updates_bounded BEFORE INSERT ON updates
+WHEN {usage_out_of_bounds("NEW.tokens", True)}
+    OR {usage_out_of_bounds("NEW.usd_micros", True)}
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_usage'); END;
+
+-- The owner's tables are written by the owner: a control, and its lift; the policy, the
+-- required plugins, the budgets, the tokens.
+{owner_rows}
+CREATE TRIGGER controls_lifted_by_owner BEFORE UPDATE OF lifted_by ON controls
+WHEN NEW.lifted_by IS NOT NULL AND NEW.lifted_by IS NOT OLD.lifted_by
+    AND NEW.lifted_by IS NOT {OWNER}
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:not_owner'); END;
+"""
+
+
 def target_sql() -> str:
     """The whole schema as this version of the code defines it, moves included.
 
@@ -547,7 +712,7 @@ def target_sql() -> str:
     """
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
-            + REQUESTS + authority_sql() + TOKENS + TASK_BOARD)
+            + REQUESTS + authority_sql() + TOKENS + TASK_BOARD + decisions_sql())
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:

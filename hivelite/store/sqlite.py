@@ -33,8 +33,8 @@ from ..core.errors import (
     from_trigger,
 )
 from ..core.protocol import PRIORITIES
-from . import mounts
-from .chain import link
+from . import mounts, quickcheck
+from .chain import CONTENT, link, names_token
 from .columns import (
     JOURNAL,
     QUESTION,
@@ -48,6 +48,7 @@ from .columns import (
     usage_sum,
 )
 from .doctor import schema_problem
+from .keys import META_KEY, ChainKey, key_for_writes, named_key, sealed_digest, unsealed
 from .known import NO_LEASE, Known
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .mounts import network_filesystem
@@ -59,6 +60,7 @@ from .rows import (
     Dependency,
     Expiry,
     JournalRow,
+    LinkRow,
     ListFilter,
     NewTask,
     RequestRow,
@@ -194,13 +196,16 @@ labels that are not JSON match on the assignee alone, never fail the page)."""
 class SqliteTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("conn", "known")
+    __slots__ = ("conn", "key", "known")
 
-    def __init__(self, conn: apsw.Connection, known: Known | None = None) -> None:
+    def __init__(self, conn: apsw.Connection, known: Known | None = None,
+                 key: ChainKey | None = None) -> None:
         self.conn = conn
         self.known = known
         """In a write: what the file held when this write began, as far as this
         connection knows it (see :mod:`.known`); filled in as the write reads."""
+        self.key = key
+        """In a write: the owner's key that seals each journal row it adds."""
 
     def _tip(self) -> tuple[int, str]:
         """The journal's newest row (seq and hash), or (0, the store's identity)."""
@@ -221,6 +226,8 @@ class SqliteTx(ViewRows):
         writes the journal until this transaction ends, and each link is one row."""
         seq, before = self._tip()
         after = link(before, content)
+        if self.key is not None:
+            after = self.key.seal(after)
         if self.known is not None:
             self.known.tip = (seq + 1, after)
         return after
@@ -474,7 +481,11 @@ class SqliteTx(ViewRows):
         row = self.conn.execute(
             "SELECT caller, id, verb, digest, answer, at FROM requests"
             " WHERE caller = ? AND id = ?", (caller, request_id)).fetchone()
-        return RequestRow(*row) if row else None
+        if not row:
+            return None
+        digest, sealed = unsealed(self.key, *(str(v) for v in row))
+        return RequestRow(str(row[0]), str(row[1]), str(row[2]), digest, str(row[4]),
+                          str(row[5]), sealed)
 
     def last_expiry(self, number: int) -> Expiry | None:
         row = self.conn.execute(
@@ -482,6 +493,11 @@ class SqliteTx(ViewRows):
             " FROM journal WHERE task = ? AND actor = 'clock' AND reason = 'expired'"
             " ORDER BY seq DESC LIMIT 1", (number,)).fetchone()
         return Expiry(str(row[0]), int(row[1])) if row and row[1] is not None else None
+
+    def head(self) -> str | None:
+        row = self.conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
+                                ).fetchone()
+        return None if row is None else f"{row[0]}:{row[1]}"
 
     def journal_tail(self) -> str | None:
         value = self.conn.execute("SELECT at FROM journal ORDER BY seq DESC LIMIT 1").get
@@ -548,6 +564,19 @@ class SqliteTx(ViewRows):
         row = self.conn.execute(f"SELECT {TOKEN} FROM tokens WHERE id = ?",
                                 (token_id,)).fetchone()
         return TokenRow(*row) if row else None
+
+    def token_issue(self, token_id: str) -> LinkRow | None:
+        for seq, stored, detail, *content in self.conn.execute(
+                f"SELECT seq, hash, detail, {CONTENT} FROM journal WHERE task IS NULL"
+                " AND reason = 'token add' AND instr(detail, ?) ORDER BY seq",
+                (token_id,)).fetchall():
+            if names_token(detail, token_id):
+                before = self.conn.execute("SELECT hash FROM journal WHERE seq < ?"
+                                           " ORDER BY seq DESC LIMIT 1", (seq,)).get
+                return LinkRow(int(str(seq)), stored,
+                               self.meta("store_id") if before is None else str(before),
+                               tuple(content))
+        return None
 
     def tokens(self) -> list[TokenRow]:
         return [TokenRow(*r) for r in self.conn.execute(
@@ -688,7 +717,9 @@ class SqliteTx(ViewRows):
         self.conn.execute(
             "INSERT OR REPLACE INTO requests(caller, id, verb, digest, answer, at)"
             " VALUES (?, ?, ?, ?, ?, ?)",
-            (row.caller, row.id, row.verb, row.digest, row.answer, row.at))
+            (row.caller, row.id, row.verb, sealed_digest(self.key, row.caller, row.id,
+                                                         row.verb, row.digest, row.answer,
+                                                         row.at), row.answer, row.at))
 
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
@@ -796,6 +827,11 @@ class SqliteStore:
                     " set HIVELITE_ALLOW_NETWORK_FS=1 if only this machine ever opens it")
         self.tampered: str | None = None
         """What differs between the file's schema and its migrations'; writes are refused."""
+        self.damaged: str | None = None
+        """What the first open's quick check found wrong with the file
+        (:mod:`.quickcheck`); writes are refused, reads go on."""
+        self.key: ChainKey | None = None
+        """The owner's key that seals the journal: found (or made) by the first write."""
         self.synchronous: Synchronous = synchronous
         self._created = False
         if self.path.exists():
@@ -820,9 +856,16 @@ class SqliteStore:
         self._adopt(self._open(self._first_open))
 
     def _first_open(self, conn: apsw.Connection) -> None:
-        """The opener's connection: check whose file it is, configure, migrate, compare."""
+        """The opener's connection: check whose file it is, configure, check the file's
+        pages (a damaged file is neither migrated nor written), migrate, compare."""
         self._check_identity(conn)
         self._configure(conn)
+        self.damaged = None if self._created else quickcheck.damage(conn)
+        if self.damaged is not None and conn.execute(
+                "PRAGMA user_version").get < SCHEMA_VERSION:
+            raise StoreCorrupt(f"{self.path} is damaged ({self.damaged}); it needs a"
+                               " migration, which writes, so it cannot be opened. Left it"
+                               " untouched: run hivelite doctor, and restore a backup")
         self._migrate(conn)
         self.tampered = schema_problem(conn)
 
@@ -848,7 +891,14 @@ class SqliteStore:
 
     def _failure(self, exc: apsw.Error, conn: apsw.Connection | None = None
                  ) -> HiveliteError | None:
-        """What an SQLite failure of this store's file means (see :func:`_sqlite_failure`)."""
+        """What an SQLite failure of this store's file means (see :func:`_sqlite_failure`);
+        on a store whose schema is not its migrations' (a table or column renamed, ...), a
+        statement that cannot run on it is ``schema_tampered`` too, for reads as well."""
+        tampered = getattr(self, "tampered", None)  # None until the first open compared
+        if tampered is not None and isinstance(exc, apsw.SQLError):
+            return StoreError("schema_tampered", f"{self.path} does not have the schema its"
+                              f" migrations built ({tampered}), and this cannot run on it"
+                              f" ({exc}). Run: hivelite doctor")
         return _sqlite_failure(exc, self.path, conn)
 
     # -- the contract's properties --------------------------------------------
@@ -999,6 +1049,19 @@ class SqliteStore:
         for slot in slots:
             _close_quietly(slot.conn)
 
+    def chain_key(self) -> ChainKey | None:
+        """The owner's key that seals the journal: the one the writes use, else the key
+        the store names (:func:`.keys.named_key`; None: it names none, and there is none
+        here)."""
+        if self.key is not None:
+            return self.key
+        with self.read() as tx:
+            identity, named = tx.meta("store_id"), tx.meta(META_KEY)
+        key = named_key(identity, named, str(self.path))
+        if named is not None:  # the store's own: every read and write uses it from now on
+            self.key = key
+        return key
+
     def discard(self) -> None:
         self.close()
         made = os.path.realpath(self.path)  # made through a symlink: the link stays
@@ -1045,27 +1108,36 @@ class SqliteStore:
             raise StoreError("schema_tampered", f"{self.path} does not have the schema its"
                              f" migrations built ({self.tampered}); writes are refused until"
                              " it is repaired. Run: hivelite doctor")
+        if self.damaged is not None:
+            raise StoreCorrupt(f"{self.path} is damaged ({self.damaged}); writes are refused"
+                               " so the damage goes no further (reads go on). Run hivelite"
+                               " doctor, and restore a backup")
         slot = self._slot()
         conn = slot.conn
         with self._transaction(conn):
             version = conn.data_version()
             known = slot.known if slot.known.version == version else Known()
             slot.known = Known()  # nothing is known unless this write commits
-            yield SqliteTx(conn, known)
+            tx = SqliteTx(conn, known)
+            key = tx.key = self.key or key_for_writes(
+                tx.meta("store_id"), tx.meta(META_KEY), tx.last_seq(),
+                lambda fingerprint: tx.set_meta(META_KEY, fingerprint), str(self.path))
+            yield tx
         known.version = conn.data_version()
         slot.known = known
+        self.key = key  # named in the store now: every later write seals with it
 
     @contextmanager
     def read(self) -> Iterator[SqliteTx]:
         """A consistent snapshot for several reads (joins this thread's open write)."""
         conn = self.conn
         if conn.in_transaction:
-            yield SqliteTx(conn)
+            yield SqliteTx(conn, key=self.key)
             return
         try:
             conn.execute("BEGIN")
             try:
-                yield SqliteTx(conn)
+                yield SqliteTx(conn, key=self.key)
             finally:
                 if conn.in_transaction:  # an I/O error may have ended it already
                     conn.execute("COMMIT")

@@ -16,6 +16,8 @@ day they were written.
 
 from __future__ import annotations
 
+import errno
+import hmac
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -25,11 +27,13 @@ from typing import Any, Protocol, TextIO
 
 import apsw
 
-from ..core.errors import InvalidInput, StoreError
+from ..core.clock import format_ts, system_clock
+from ..core.errors import InvalidInput, StoreError, StoreFull
 from ..core.jsontext import loads_bounded
 from ..core.progress import STEP, Progress, counted, lines_in
 from .chain import chain_all
 from .doctor import CHAIN_SINCE
+from .keys import load_key, witness
 from .schema import QUEUE_BACKFILL
 
 FORMAT = "hivelite-export"
@@ -53,9 +57,11 @@ BACKUP_STEP = 1024
 """Pages copied between two calls of a backup's progress (4 MiB of 4 KiB pages)."""
 
 
-def backup(conn: apsw.Connection, dest: Path, progress: Progress | None = None) -> None:
+def backup(conn: apsw.Connection, dest: Path, progress: Progress | None = None
+           ) -> str | None:
     """A consistent copy of the store behind ``conn`` at ``dest``, which must not exist;
-    ``progress`` hears the pages copied.
+    ``progress`` hears the pages copied. Returns the copy's journal head (``seq:hash``),
+    which is witnessed beside the owner's key: a later doctor holds the store to it.
 
     The copy is taken in steps inside one read transaction on ``conn``: the snapshot it
     reads stays the same from the first page to the last while others write (SQLite's
@@ -66,6 +72,8 @@ def backup(conn: apsw.Connection, dest: Path, progress: Progress | None = None) 
         raise InvalidInput("backup_exists", f"{dest} exists; a backup goes to a new file",
                            field="dest") from None
     except OSError as exc:
+        if exc.errno in NO_SPACE:
+            raise copy_full(dest, exc.strerror) from None
         raise InvalidInput("backup_unwritable", f"cannot create {dest}: {exc.strerror}",
                            field="dest") from None
     os.close(fd)
@@ -74,7 +82,10 @@ def backup(conn: apsw.Connection, dest: Path, progress: Progress | None = None) 
         try:
             conn.execute("BEGIN")
             try:
-                conn.execute("SELECT count(*) FROM meta").fetchall()  # the snapshot starts
+                try:
+                    identity, head = SqliteTables(conn).head()  # the snapshot starts
+                except apsw.SQLError:  # a schema not hivelite's: copied as it is, unwitnessed
+                    identity, head = None, None
                 with target.backup("main", conn, "main") as copy:
                     while not copy.done:
                         copy.step(BACKUP_STEP)
@@ -83,12 +94,48 @@ def backup(conn: apsw.Connection, dest: Path, progress: Progress | None = None) 
             finally:
                 conn.execute("COMMIT")
             target.execute("PRAGMA journal_mode = WAL")
+        except apsw.IOError as exc:  # the copy's disk, when its errno says so
+            if _errno(target) in NO_SPACE:
+                raise copy_full(dest, f"{exc}, {os.strerror(_errno(target))}") from exc
+            raise
         finally:
             target.close()
-    except BaseException:
+    except BaseException as exc:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{dest}{suffix}").unlink(missing_ok=True)
+        if isinstance(exc, apsw.FullError):  # only the copy is written
+            raise copy_full(dest, os.strerror(errno.ENOSPC)) from exc
         raise
+    return _witnessed(identity, head, f"backup {dest}")
+
+
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def _errno(conn: apsw.Connection) -> int:
+    """The OS error behind the connection's last I/O error (0: none known)."""
+    try:
+        return int(conn.system_errno)
+    except apsw.Error:
+        return 0
+
+
+def copy_full(dest: Path | str, why: str | None, *, removed: bool = True) -> StoreFull:
+    """A copy (backup, export) that did not fit on its disk; ``removed``: nothing of it is
+    left (a file this process made), else what was written stays, incomplete (standard
+    output, which the caller opened)."""
+    left = ("the copy was not made and nothing of it is left" if removed
+            else "what was written there is incomplete: remove it")
+    return StoreFull("disk_full", f"the disk holding {dest} is full ({why}); {left}. Free"
+                     " some space, or copy to another disk, and try again; the store is"
+                     " unchanged")
+
+
+def _witnessed(identity: str | None, head: str | None, by: str) -> str | None:
+    """Witness a copy's head beside the owner's key (:func:`.keys.witness`); the head."""
+    if identity is not None and head is not None:
+        witness(identity, head, format_ts(system_clock()), by)
+    return head
 
 
 class Tables(Protocol):
@@ -116,6 +163,9 @@ class Tables(Protocol):
         ...
     def is_empty(self) -> bool:
         """No task, no journal row, no fact but the store's identity."""
+        ...
+    def head(self) -> tuple[str | None, str | None]:
+        """The store's identity and its journal's head (``seq:hash``; None: empty)."""
         ...
     def insert(self, table: str, row: dict[str, Any]) -> None: ...
     def drop_identity(self) -> None:
@@ -181,12 +231,19 @@ class SqliteTables:
     def problems(self) -> list[str]:
         from .doctor import diagnose
 
-        return [f"{f.check}: {f.detail}" for f in diagnose(self.conn) if not f.ok]
+        return [f"{f.check}: {f.detail}" for f in diagnose(self.conn, older_copy=True)
+                if not f.ok]  # an export is a copy taken then: later heads are no loss
 
     def is_empty(self) -> bool:
         return not self.conn.execute(
             "SELECT EXISTS (SELECT 1 FROM tasks) OR EXISTS (SELECT 1 FROM journal)"
             " OR EXISTS (SELECT 1 FROM meta WHERE key IS NOT 'store_id')").get
+
+    def head(self) -> tuple[str | None, str | None]:
+        identity = self.conn.execute("SELECT value FROM meta WHERE key = ?", (IDENTITY,)).get
+        row = self.conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
+                                ).fetchone()
+        return identity, None if row is None else f"{row[0]}:{row[1]}"
 
     def insert(self, table: str, row: dict[str, Any]) -> None:
         names = ", ".join(row)
@@ -214,8 +271,12 @@ def export_lines(store: apsw.Connection | Tables, progress: Progress | None = No
     tables = _tables(store)
     version = tables.schema_version()
     with tables.snapshot():
+        identity, head = tables.head() if version >= CHAIN_SINCE else (None, None)
+        key = load_key(identity) if identity is not None and head is not None else None
         yield json.dumps({"format": FORMAT, "version": FORMAT_VERSION,
-                          "schema_version": version}, sort_keys=True)
+                          "schema_version": version, "head": head,
+                          "head_seal": None if key is None else key.mac(f"head {head}")},
+                         sort_keys=True)
         present = [(table, names) for table in TABLES if (names := tables.columns(table))]
         # (a table missing is one of a schema from before it)
         total = sum(tables.count(table) for table, _ in present) if progress else None
@@ -232,6 +293,7 @@ def export_lines(store: apsw.Connection | Tables, progress: Progress | None = No
                                  ensure_ascii=False)
         if progress:
             progress(done, done)
+    _witnessed(identity, head, "export")
 
 
 def export(store: apsw.Connection | Tables, out: TextIO,
@@ -294,6 +356,7 @@ def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
 
     def check() -> None:
         failed.extend(tables.problems())
+        failed.extend(_head_problems(tables, header))
         if failed and not keep_failed:
             raise _unsound(failed)
 
@@ -320,6 +383,24 @@ def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
     if failed:  # kept, as asked, for a look: still no store to trust
         raise _unsound(failed, kept=True)
     return count
+
+
+def _head_problems(tables: Tables, header: dict[str, Any]) -> list[str]:
+    """An export names the journal's head it was taken at, sealed with the owner's key:
+    rows dropped from its end (each one left is sealed, so the chain alone cannot tell),
+    or a head edited to fit, show here when the key is at hand."""
+    identity, head = tables.head()
+    named, seal = header.get("head"), header.get("head_seal")
+    key = load_key(identity) if identity is not None and head is not None else None
+    if named is not None and named != head:
+        return [f"head: the export names the journal's head {named}; its rows end at"
+                f" {head} (rows were dropped or changed)"]
+    if key is None or int(str(head).partition(":")[0]) < key.keyed_from:
+        return []
+    if not isinstance(seal, str) or not hmac.compare_digest(seal, key.mac(f"head {head}")):
+        return [f"head: the export's head {head} is not sealed with the owner's key (rows"
+                " were dropped from its end, or its header was edited)"]
+    return []
 
 
 def _unsound(problems: list[str], *, kept: bool = False) -> InvalidInput:

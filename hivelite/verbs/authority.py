@@ -218,12 +218,20 @@ class Day:
 
 
 def day_of(now: datetime, timezone: str) -> Day:
-    """The day ``now`` falls in, in ``timezone`` (an IANA name)."""
+    """The day ``now`` falls in, in ``timezone`` (an IANA name); ``422 invalid_input
+    time_out_of_range`` when that day, or the next (when the budgets reset), is outside
+    the years 1 to 9999 that a timestamp can hold."""
     tz = zone(timezone)
-    local = now.astimezone(tz)
-    start = datetime.combine(local.date(), time(0), tz)
-    end = datetime.combine(local.date() + timedelta(days=1), time(0), tz)
-    return Day(local.date().isoformat(), timezone, format_ts(start), format_ts(end), end)
+    try:
+        local = now.astimezone(tz)
+        start = datetime.combine(local.date(), time(0), tz)
+        end = datetime.combine(local.date() + timedelta(days=1), time(0), tz)
+        return Day(local.date().isoformat(), timezone, format_ts(start), format_ts(end), end)
+    except OverflowError:  # "date value out of range": 9999-12-31 has no next day
+        edge = "ends after the year 9999" if now.year > 1 else "starts before the year 1"
+        raise InvalidInput("time_out_of_range", f"the budgets' day at {format_ts(now)} in"
+                           f" {timezone} {edge}; check the clock ($HIVELITE_NOW)",
+                           field="now") from None
 
 
 def budget_view(row: BudgetRow, spend: Spend, day: Day) -> Budget:

@@ -9,6 +9,7 @@ one ``Hive`` serves many threads. Every write verb runs through :meth:`_write`
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import logging
 import threading
@@ -30,6 +31,7 @@ from ..core.errors import (
     InvalidState,
     PluginError,
     StoreCorrupt,
+    StoreError,
 )
 from ..core.models import (
     DamagedRow,
@@ -60,7 +62,7 @@ from .authority import (
 )
 from .inputs import MAX_PAGE, MAX_SEARCH
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
-from .retries import KEEP, PENDING, Pending, dump_answer, idempotent, load_answer
+from .retries import PENDING, Pending, dump_answer, idempotent, kept_since, load_answer
 from .settings import settings_path
 from .table import BY_NAME, Verb, mode_of, right_of
 from .unit import Unit
@@ -220,7 +222,7 @@ class HiveBase:
             if pending is not None and caller is not None:
                 tx.save_request(RequestRow(caller.name, pending.id, pending.verb,
                                            pending.digest, dump_answer(result), unit.at),
-                                prune_before=format_ts(unit.now - KEEP))
+                                prune_before=kept_since(unit.now))
         if notifiers and last > unit.seq_before:
             self._notify(unit.seq_before, last)
         return result
@@ -230,6 +232,8 @@ class HiveBase:
         (its first call changed what the verb would check: a submitted result has no lease
         left to fence), or None when the request is new."""
         checked = self._caller(caller, pending.verb)
+        with contextlib.suppress(StoreError):  # without it, the write refuses anyway
+            self.store.chain_key()  # the reads check the record's seal with it
         with self.store.read() as reader:
             row = reader.request(checked.name, pending.id)
         return self._answered(row, pending, self.clock())
@@ -238,8 +242,12 @@ class HiveBase:
                   now: datetime) -> object | None:
         """A kept record's answer if it is this request's; a record of the same id with
         other arguments is ``409 idempotency_conflict``; an expired one is no answer."""
-        if row is None or row.at < format_ts(now - KEEP):
+        if row is None or row.at < kept_since(now):
             return None
+        if row.sealed is False:
+            raise StoreError("answer_tampered", f"the kept answer to request {pending.id!r}"
+                             " is not sealed with the owner's chain key: it was written"
+                             " outside hivelite, and is not replayed. Run: hivelite doctor")
         if (row.verb, row.digest) != (pending.verb, pending.digest):
             raise InvalidState(
                 "idempotency_conflict", f"request id {pending.id!r} was used at {row.at} for"
@@ -392,6 +400,10 @@ class HiveBase:
     def info(self) -> StoreInfo:
         """Which store this is (its vault id, owner, schema) and how it stands."""
         now = format_ts(self.clock())
+        try:
+            key = self.store.chain_key()
+        except StoreError:  # reads work without the key: info says there is none here
+            key = None
         with self.store.read() as reader:
             policy = store_policy(reader.policy(), reader.required_plugins())
             return StoreInfo(
@@ -401,7 +413,8 @@ class HiveBase:
                 live_controls=len(reader.controls()),
                 required_plugins=[r.name for r in policy.required_plugins],
                 live_tokens=sum(1 for t in reader.tokens() if t.revoked_at is None
-                                and (t.expires_at is None or t.expires_at > now)))
+                                and (t.expires_at is None or t.expires_at > now)),
+                head=reader.head(), chain_key=None if key is None else str(key.path))
 
     def last_seq(self) -> int:
         """The journal's newest row: it moves whenever anything in the store changes, so a
@@ -528,7 +541,8 @@ class HiveBase:
             return
         with self.store.read() as reader:
             overdue = reader.overdue(format_ts(self.clock()))
-        if overdue and self.store.tampered is None:  # else: reads only
+        damaged = getattr(self.store, "damaged", None)  # the SQLite store's quick check
+        if overdue and self.store.tampered is None and damaged is None:  # else: reads only
             self.expired_on_open = self._run(None, _reopened)
 
 

@@ -14,10 +14,10 @@ import builtins
 from ..core.caller import Caller, require_owner
 from ..core.errors import InvalidInput, NotFound
 from ..core.models import Budget
+from ..core.protocol import MAX_USAGE
 from ..store import BudgetRow
 from .authority import budget_view, day_of, store_policy
 from .base import HiveBase
-from .claims import MAX_USAGE
 from .controls import agent_name
 from .unit import Unit
 

@@ -21,6 +21,7 @@ from ..core.models import DEFERRED, Checkpoint, ClaimReceipt, NextClaim, Receipt
 from ..core.protocol import (
     DEFAULT_LEASE_MINUTES,
     MAX_LEASE_MINUTES,
+    MAX_USAGE,
     MIN_LEASE_MINUTES,
     State,
     WaitingOn,
@@ -32,9 +33,6 @@ from .retries import idempotent, idempotent_as
 from .unit import Unit
 from .views import question_of
 
-MAX_USAGE = {"tokens": 10**12, "usd_micros": 10**12}
-"""The most one write may report of each: a million times a large model's context, a
-million dollars. Far below 2^63, so no task's total can overflow SQLite's integers."""
 _SUMMARY = TypeAdapter(UpdateSummary, config=DEFERRED)
 
 

@@ -22,6 +22,7 @@ from ..core.models import HandoffRequest
 from ..core.protocol import (
     DEFAULT_LEASE_MINUTES,
     MAX_LEASE_MINUTES,
+    MAX_USAGE,
     MIN_LEASE_MINUTES,
     PRIORITIES,
     SORTS,
@@ -70,10 +71,10 @@ Token = Annotated[Any, schema(
     "The claim's fencing token, from the same answer: every write under the claim carries"
     " it.", 1)]
 Usage = Annotated[Any, schema(
-    _maybe({"type": "integer", "minimum": 0}),
+    _maybe({"type": "integer", "minimum": 0, "maximum": MAX_USAGE["tokens"]}),
     "Model tokens used by this step (counted against the agent's daily budget).", 1200)]
 Money = Annotated[Any, schema(
-    _maybe({"type": "integer", "minimum": 0}),
+    _maybe({"type": "integer", "minimum": 0, "maximum": MAX_USAGE["usd_micros"]}),
     "Money spent by this step, in millionths of a dollar.", 4500)]
 Reason = Annotated[str | None, about(
     "Why, in words (at most 500 characters).", "the tests pass on my machine")]

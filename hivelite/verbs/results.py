@@ -320,8 +320,9 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
             if meta.merge_commit is not None:
                 raise InvalidState("merge_recorded",
                                    f"merge {meta.merge_commit} is already recorded")
-            unit.tx.record_merge(row.number, merge_commit, who)
+            # the journal row first: the store takes a merge record only right after it
             unit.event(row, "merge_recorded", {"merge_commit": merge_commit})
+            unit.tx.record_merge(row.number, merge_commit, who)
         return unit.receipt(row)
 
     return hive._write(caller, "amend", body)
@@ -348,7 +349,8 @@ def _replace_result(hive: HiveBase, unit: Unit, row: TaskRow, version: int, summ
         raise InvalidInput("evidence_refused", "; ".join(p["problem"] for p in problems),
                            field="evidence", problems=problems)
     dismissed = len(unit.tx.confirmations(row.number, version))
-    new_version = unit.tx.amend_result(row.number,
-                                       result.model_dump_json(exclude_none=True))
+    # the journal row first, naming the new version: the store changes a result awaiting a
+    # decision only right after its worker's amend is journaled
+    unit.event(row, "amended", {"version": version + 1, "dismissed": dismissed})
+    unit.tx.amend_result(row.number, result.model_dump_json(exclude_none=True))
     unit.tx.touch(row.number, unit.at)
-    unit.event(row, "amended", {"version": new_version, "dismissed": dismissed})

@@ -19,16 +19,26 @@ import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
+from ..core.clock import format_ts
 from ..core.errors import HiveliteError, InvalidInput
 from ..core.models import DEFERRED, ClaimReceipt, ExpiredClaim, Receipt
 
 KEEP = timedelta(hours=24)
 """How long a request id answers its retries."""
+
+
+def kept_since(now: datetime) -> str:
+    """The oldest time (``format_ts``) a kept answer still answers from at ``now``: the
+    start of time on the first day of the year 1, when ``now - KEEP`` has no date."""
+    try:
+        return format_ts(now - KEEP)
+    except OverflowError:
+        return format_ts(datetime.min.replace(tzinfo=UTC))
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -146,4 +156,4 @@ def _idempotent(method: Callable[P, T], *, name: str) -> Callable[P, T]:
 
 
 __all__ = ["KEEP", "PENDING", "Pending", "digest", "dump_answer", "idempotent",
-           "idempotent_as", "load_answer", "request_id"]
+           "idempotent_as", "kept_since", "load_answer", "request_id"]

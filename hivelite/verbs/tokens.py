@@ -22,6 +22,7 @@ from ..core.clock import format_ts, parse_ts
 from ..core.errors import InvalidInput, NotFound, Unauthenticated
 from ..core.models import IssuedToken, TokenView
 from ..store import TokenRow
+from ..store.chain import row_problem
 from ..store.schema import RIGHTS
 from .base import HiveBase
 from .controls import agent_name, instance_name
@@ -140,13 +141,20 @@ def revoke_token(hive: HiveBase, caller: Caller, token_id: str) -> TokenView:
 
 def authenticate(hive: HiveBase, token: object, *, session: str | None = None) -> Authenticated:
     """The caller a token proves (``session`` as the request names it), or
-    ``401 unauthenticated``: unknown, revoked or expired tokens alike say only that."""
+    ``401 unauthenticated``: unknown, revoked or expired tokens alike say only that. A
+    token the journal does not show the owner issuing (in a row sealed with the owner's
+    chain key) never authenticates, whatever its row in ``tokens`` says."""
     token_id, secret = parse_token(token)
     with hive.store.read() as reader:
         row = reader.token(token_id)
+        issue = reader.token_issue(token_id) if row is not None else None
     now = format_ts(hive.clock())
     if row is None or not hmac.compare_digest(row.hash, _hash(secret)):
         raise Unauthenticated("invalid_token", "unknown token")
+    if issue is None or row_problem(issue.seq, issue.hash, issue.before, issue.content,
+                                    hive.store.chain_key()) is not None:
+        raise Unauthenticated("unissued_token", f"token {token_id} was not issued by the"
+                              " owner: no sound, sealed journal row issues it")
     if row.revoked_at is not None:
         raise Unauthenticated("revoked_token", f"token {token_id} was revoked at"
                               f" {row.revoked_at}")

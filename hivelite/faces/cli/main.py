@@ -20,7 +20,8 @@ import click
 
 from ... import __version__
 from ...core import diagrams
-from ...core.errors import HiveliteError, InvalidInput, UnexpectedError
+from ...core.clock import clock_from_env, format_ts
+from ...core.errors import HiveliteError, InvalidInput, StoreError, UnexpectedError
 from ...core.jsontext import loads_bounded, text_lines
 from ...core.progress import counted, lines_in
 from ...core.protocol import PRIORITIES, SORTS, State
@@ -331,7 +332,8 @@ def info(ctx: Context) -> None:
     """Which store this is and how it stands.
 
     Its vault id (what hivelite serve names it by), owner, schema, tasks by state,
-    controls, required plugins and live tokens.
+    controls, required plugins, live tokens, the journal's head (note it elsewhere:
+    doctor --head checks it) and where the owner's chain key is.
 
     \b
     Example:
@@ -346,7 +348,8 @@ def info(ctx: Context) -> None:
                                        sorted(found.tasks.items())) or "none"),
             f"mode       {found.mode}", f"controls   {found.live_controls} live",
             "requires   " + (", ".join(found.required_plugins) or "no plugin"),
-            f"tokens     {found.live_tokens} live"]))
+            f"tokens     {found.live_tokens} live", f"head       {found.head or '(empty)'}",
+            f"chain key  {found.chain_key or 'none on this machine'}"]))
 
 
 @cli.command()
@@ -723,26 +726,38 @@ def _sqlite(hive: Hive) -> SqliteStore:
               " integrity_check.")
 @click.option("--head", metavar="SEQ:HASH", help="A head an earlier doctor printed: check"
               " that the journal still holds it.")
+@click.option("--older-copy", is_flag=True, help="The file is a backup: heads witnessed"
+              " after it was taken are not missing rows.")
 @pass_context
-def doctor(ctx: Context, quick: bool, head: str | None) -> None:
-    """Check the store file: pages, schema, the journal's hash chain, invariants.
+def doctor(ctx: Context, quick: bool, head: str | None, older_copy: bool) -> None:
+    """Check the store: pages, schema, the journal's hash chain, invariants.
 
     Opens the file read-only (nothing is migrated, swept or written) and prints each
-    check; exits 0 only when every one holds, else 6 naming what failed. The chain's
-    head (SEQ:HASH) is worth noting somewhere else: --head checks later that the history
-    up to it was not rewritten.
+    check; exits 0 only when every one holds, else 6 naming what failed. On PostgreSQL
+    the rules are checked in the server's catalogs and the rows as on a file. The chain is
+    checked with the owner's key (beside the other keys, $HIVELITE_KEYS or
+    ~/.config/hivelite/keys), and against every head witnessed outside the file (each
+    backup, export, server start and sound doctor witnesses one); --head checks one more,
+    noted elsewhere.
 
     \b
     Example:
       hivelite doctor
       hivelite doctor --head 1042:5d0c2a8e4f9b71c3a6e2d8f0b4c7a913
+      hivelite --db ~/backups/hive.db doctor --older-copy
     """
-    from ...store.doctor import diagnose_file
-
-    ctx.file_only("doctor", "the server checks its own files (pg_amcheck), and hivelite"
-                  " export | hivelite --db CHECK.db import checks the rows and the chain")
+    now = format_ts(clock_from_env()())
     with progress("doctor", "checks", as_json=ctx.as_json, timed=False) as shown:
-        found = diagnose_file(Path(ctx.db), quick=quick, head=head, progress=shown)
+        if ctx.on_server:  # the rules in the catalogs, the rows as on a file
+            from ...store.pg_doctor import diagnose_url
+
+            found = diagnose_url(ctx.db, head=head, older_copy=older_copy, progress=shown,
+                                 at=now)
+        else:
+            from ...store.doctor import diagnose_file
+
+            found = diagnose_file(Path(ctx.db), quick=quick, head=head,
+                                  older_copy=older_copy, progress=shown, at=now)
     ok = all(f.ok for f in found)
     report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail,
                                     **(f.data or {})} for f in found]}
@@ -786,23 +801,44 @@ def export(ctx: Context, out: str | None) -> None:
     Example:
       hivelite export --out work.jsonl
     """
+    from ...store.transfer import NO_SPACE, copy_full, export_lines
     from ...store.transfer import export as write_export
-    from ...store.transfer import export_lines
 
     with ctx.open_store() as hive, progress("export", "rows", as_json=ctx.as_json,
                                             output_too=out is None) as bar:
+        if hive.store.tampered is not None:
+            raise StoreError("schema_tampered", f"{ctx.where()} does not have the schema its"
+                             f" migrations built ({hive.store.tampered}): an export would not"
+                             " hold what hivelite keeps. Run: hivelite doctor (hivelite"
+                             " backup copies the file as it is)")
         tables = _tables(hive)
         if out is None:
-            for line in export_lines(tables, bar):
-                click.echo(line)
+            try:
+                for line in export_lines(tables, bar):
+                    click.echo(line)
+            except OSError as exc:  # standard output is a file on a full disk
+                if exc.errno not in NO_SPACE:
+                    raise
+                _quiet_stdout()
+                raise copy_full("standard output", exc.strerror, removed=False) from None
             return
         try:
             fd = os.open(out, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except FileExistsError:
             raise InvalidInput("export_exists", f"{out} exists; export to a new file",
                                field="out") from None
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            rows = write_export(tables, handle, bar)
+        except OSError as exc:
+            if exc.errno in NO_SPACE:
+                raise copy_full(out, exc.strerror) from None
+            raise
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                rows = write_export(tables, handle, bar)
+        except BaseException as exc:  # nothing of a failed export is left
+            Path(out).unlink(missing_ok=True)
+            if isinstance(exc, OSError) and exc.errno in NO_SPACE:
+                raise copy_full(out, exc.strerror) from None
+            raise
     data = {"export": os.path.abspath(out), "rows": rows}
     ctx.emit(data, lambda: f"{rows} rows written to {data['export']}")
 
@@ -841,6 +877,18 @@ def import_(ctx: Context, source: Any, keep_failed: bool) -> None:
         store.close()
     data = {"db": ctx.where(), "rows": rows, "doctor": True}
     ctx.emit(data, lambda: f"{rows} rows imported into {data['db']}; doctor: ok")
+
+
+def _quiet_stdout() -> None:
+    """Standard output cannot take more (a full disk): what is still buffered, and what
+    ``--json`` would print there, goes nowhere, so the error reaches stderr alone instead
+    of a second failure at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is no file descriptor (a test's capture)
+        pass
 
 
 def _fail(error: HiveliteError, as_json: bool) -> NoReturn:

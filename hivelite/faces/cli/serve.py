@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from ...core.clock import clock_from_env
+from ...core.clock import clock_from_env, format_ts
 from ...core.errors import InvalidInput
 from ..server.hosts import is_loopback
 from .context import Context, pass_context
@@ -47,6 +47,7 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
       hivelite serve ~/hives/hive.db --port 8377
     """
     from ...hive import Hive
+    from ...store.keys import witness
 
     if board_on_loopback and (uds is not None or not is_loopback(host) or allowed_hosts):
         raise click.UsageError("--board-on-loopback needs a loopback --host and no proxy"
@@ -62,6 +63,11 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
                            field="serve") from None
     hives = [Hive.open(path, plugins_dir=ctx.plugins_dir, clock=clock_from_env(),
                        create=False) for path in (stores or (ctx.db,))]
+    for hive in hives:  # the server holds each store's key, and witnesses where it starts
+        hive.store.chain_key()  # a key the store names and that is missing: no serving
+        info = hive.info()
+        if info.head is not None:
+            witness(info.vault_id, info.head, format_ts(hive.clock()), "serve")
     app = create_app(hives, allowed_hosts=allowed_hosts, board_on_loopback=board_on_loopback)
     origin = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     where = f"unix socket {uds}" if uds else origin

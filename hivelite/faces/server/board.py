@@ -223,7 +223,9 @@ class Board:
     @staticmethod
     def _vault(hive: Hive) -> pages.Vault:
         info = hive.info()
-        return pages.Vault(info.vault_id, info.owner, info.tasks, hive.last_seq())
+        head = info.head
+        return pages.Vault(info.vault_id, info.owner, info.tasks,
+                           int(head.partition(":")[0]) if head else 0, head)
 
     @staticmethod
     def _needs(hive: Hive) -> pages.NeedsYou:

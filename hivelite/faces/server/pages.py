@@ -61,6 +61,8 @@ class Vault:
     counts: Mapping[str, int]
     seq: int
     """The journal's newest row: the page reloads when the store's moves past it."""
+    head: str | None = None
+    """That row as ``seq:hash``: the owner can note it, and doctor --head checks it."""
 
     @property
     def base(self) -> str:
@@ -127,12 +129,23 @@ def page(title: str, body: str, *, vault: Vault | None = None) -> str:
         + f"</head><body{watch}>\n{body}\n</body></html>\n")
 
 
+def _short_head(head: str) -> str:
+    """A head as a page shows it: the row, and the hash's first 12 characters."""
+    seq, _, value = head.partition(":")
+    return f"{seq}:{value[:12]}…"
+
+
 def _header(vault: Vault, now: datetime, crumb: str = "") -> str:
     total = sum(vault.counts.values())
     return (
         f'<header><a class="home" href="{e(vault.base)}">hivelite</a>{crumb}'
         f'<span class="facts">owner <b>{e(vault.owner)}</b> · vault'
-        f' <code>{e(vault.vault_id)}</code> · {total} task{"s" * (total != 1)}</span>'
+        f' <code>{e(vault.vault_id)}</code> · {total} task{"s" * (total != 1)}'
+        + (f' · head <code class="head" data-head="{e(vault.head)}" title="the journal\'s'
+           f' head {e(vault.head)}: note it (hivelite info prints it), and hivelite doctor'
+           f' --head checks it later">{e(_short_head(vault.head))}</code>' if vault.head
+           else "")
+        + '</span>'
         f'<span class="asof" title="{e(now.isoformat())}">as of'
         f' {e(now.strftime("%H:%M:%S"))} UTC</span></header>')
 

@@ -1,0 +1,263 @@
+"""The owner's chain key and the heads witnessed outside the store.
+
+The journal's hash chain (:mod:`.chain`) shows a changed row to anyone who recomputes it,
+but anyone who can write the file can also recompute every hash after a change. So each
+link also carries an HMAC under a key that lives **outside the store**: a file of the
+owner's, ``<keys>/<store_id>.key`` (mode 0600, in a folder of mode 0700), made when the
+store first writes. A forger who has the file but not the key cannot write a row that
+``doctor`` accepts, nor rewrite the history before it.
+
+The key file also says from which journal row on the links carry the MAC
+(``keyed_from``): a store that predates the key keeps its older rows as they were, and
+the first keyed row's MAC covers, through its link, the whole history before it.
+
+Heads (``seq:hash``) are witnessed in ``<keys>/<store_id>.heads`` beside the key: every
+backup, export, server start and sound doctor adds one line. A history rewritten by
+someone with the key too, or rows dropped from the end (an older copy put in the store's
+place), disagree with a head witnessed before.
+
+``<keys>`` is ``$HIVELITE_KEYS`` if set, else ``$XDG_CONFIG_HOME/hivelite/keys``, else
+``~/.config/hivelite/keys``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import StoreError
+
+ENV = "HIVELITE_KEYS"
+MAC_CHARS = 32
+"""A MAC is the first 128 bits of an HMAC-SHA256, as hex, after the link it seals."""
+META_KEY = "chain_key"
+"""The meta row naming the key's fingerprint: a store that names one refuses writes
+without it."""
+_STORE_ID = re.compile(r"^[0-9a-f]{16,64}$")
+
+
+def keys_dir() -> Path:
+    """Where the owner's keys and witnessed heads live (see the module's text)."""
+    given = os.environ.get(ENV)
+    if given:
+        return Path(given).expanduser()
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "hivelite" / "keys"
+
+
+def _named(store_id: str, suffix: str) -> Path:
+    if not _STORE_ID.match(store_id):
+        raise StoreError("invalid_identity", f"the store's identity {store_id[:80]!r} is not"
+                         " one hivelite makes (16-64 lowercase hex); its key cannot be found")
+    return keys_dir() / f"{store_id}{suffix}"
+
+
+def key_path(store_id: str) -> Path:
+    """The file that holds (or would hold) the key of the store ``store_id``."""
+    return _named(store_id, ".key")
+
+
+def heads_path(store_id: str) -> Path:
+    """The file of heads witnessed for the store ``store_id``."""
+    return _named(store_id, ".heads")
+
+
+@dataclass(frozen=True)
+class ChainKey:
+    """One store's chain key: the secret, and the first journal row it seals."""
+
+    store_id: str
+    secret: bytes
+    keyed_from: int
+    path: Path
+
+    @property
+    def fingerprint(self) -> str:
+        """Names the key in the store (``meta.chain_key``) without giving it away."""
+        return hashlib.sha256(b"hivelite chain key:" + self.secret).hexdigest()[:16]
+
+    def mac(self, link: str) -> str:
+        """The seal of one link (an HMAC-SHA256 of the link's text, cut to 32 hex)."""
+        return hmac.new(self.secret, link.encode("utf-8", "surrogatepass"),
+                        hashlib.sha256).hexdigest()[:MAC_CHARS]
+
+    def seal(self, link: str) -> str:
+        """The hash a keyed journal row stores: its link, then the link's MAC."""
+        return link + self.mac(link)
+
+    def request_seal(self, caller: str, request_id: str, verb: str, digest: str,
+                     answer: str, at: str) -> str:
+        """The seal of a kept first answer (``requests``): a retry replays only a record
+        hivelite wrote, never one rewritten behind its back."""
+        return self.mac(json.dumps(["request", caller, request_id, verb, digest, answer, at],
+                                   ensure_ascii=True))
+
+    def sealed(self, stored: str) -> bool:
+        """Whether a stored keyed hash carries the right MAC for its link."""
+        link, mac = stored[:-MAC_CHARS], stored[-MAC_CHARS:]
+        return len(stored) > MAC_CHARS and hmac.compare_digest(mac, self.mac(link))
+
+
+def load_key(store_id: str) -> ChainKey | None:
+    """The key of the store ``store_id``, or None when there is no key file. A key file
+    that cannot be read, or is not a key of this store, is an error naming it."""
+    path = key_path(store_id)
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError("key_unreadable", f"cannot read the store's chain key {path}:"
+                         f" {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+        secret = bytes.fromhex(data["key"])
+        keyed_from = data["keyed_from"]
+        named = data["store_id"]
+    except (ValueError, KeyError, TypeError):
+        raise StoreError("key_unreadable", f"{path} is not a hivelite chain key") from None
+    if (named != store_id or len(secret) != 32 or type(keyed_from) is not int
+            or keyed_from < 1):
+        raise StoreError("key_unreadable", f"{path} is not the chain key of store"
+                         f" {store_id}")
+    return ChainKey(store_id, secret, keyed_from, path)
+
+
+def make_key(store_id: str, keyed_from: int) -> ChainKey:
+    """A new key for the store ``store_id``, sealing rows from ``keyed_from`` on; written
+    0600 in one step (another opener that made it first wins, and its key is read)."""
+    path = key_path(store_id)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        secret = secrets.token_bytes(32)
+        text = json.dumps({"format": "hivelite-chain-key", "store_id": store_id,
+                           "key": secret.hex(), "keyed_from": keyed_from}, indent=1) + "\n"
+        draft = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+        fd = os.open(draft, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="ascii") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            with suppress(FileExistsError):  # never over a key that exists
+                os.link(draft, path)
+        finally:
+            draft.unlink(missing_ok=True)
+    except OSError as exc:
+        raise StoreError("key_unwritable", f"cannot write the store's chain key {path}:"
+                         f" {exc.strerror}; set ${ENV} to a folder of yours") from None
+    found = load_key(store_id)
+    assert found is not None  # just written, by us or by the opener that won
+    return found
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A head (``seq:hash``) seen outside the store, when and by what."""
+
+    seq: int
+    hash: str
+    at: str
+    by: str
+
+    @property
+    def head(self) -> str:
+        return f"{self.seq}:{self.hash}"
+
+
+def witness(store_id: str, head: str, at: str, by: str) -> Path | None:
+    """Record ``head`` as seen by ``by`` at ``at``; the file it went to, or None when it
+    could not be written (a witness is worth having, never worth failing a backup for)."""
+    if ":" not in head or "\t" in by or "\n" in by:
+        return None
+    try:
+        path = heads_path(store_id)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as handle:
+            handle.write(f"{head}\t{at}\t{by}\n")
+    except (OSError, StoreError):
+        return None
+    return path
+
+
+def witnesses(store_id: str) -> list[Witness]:
+    """Every head witnessed for the store ``store_id`` (lines that do not read are
+    skipped: a witness file is evidence, not a rule)."""
+    try:
+        text = heads_path(store_id).read_text(encoding="utf-8", errors="replace")
+    except (OSError, StoreError):
+        return []
+    found = []
+    for line in text.splitlines():
+        head, _, rest = line.partition("\t")
+        at, _, by = rest.partition("\t")
+        seq, _, value = head.partition(":")
+        if seq.isdigit() and len(seq) <= 19 and value:
+            found.append(Witness(int(seq), value, at, by))
+    return found
+
+
+def named_key(identity: str | None, named: str | None, where: str) -> ChainKey | None:
+    """The key a store names (its fingerprint ``named``, from ``meta.chain_key``), from
+    the key file of its ``identity``; a store that names none yet gets its key file's key
+    if there is one. A named key that is missing or another is an error: the store's
+    writes, and the tokens it issued, cannot be trusted without it."""
+    if identity is None:
+        return None
+    key = load_key(identity)
+    if named is None:
+        return key
+    if key is None:
+        raise StoreError("key_missing", f"{where} seals its journal with the owner's chain"
+                         f" key, which is not at {key_path(identity)}: writes are refused"
+                         f" (reads work). Put the key file there, or set ${ENV} to the"
+                         " folder that holds it")
+    if key.fingerprint != named:
+        raise StoreError("key_mismatch", f"{key.path} is not the chain key {where} names"
+                         f" ({named}): writes are refused (reads work)")
+    return key
+
+
+def key_for_writes(identity: str | None, named: str | None, tip: int,
+                   record: Callable[[str], None], where: str) -> ChainKey:
+    """The key a store's writes seal their journal rows with, read in the first write's
+    transaction (:func:`named_key`); a store that names none yet (a new one, or one from
+    before the key) adopts its key file, made now if there is none, and ``record`` names
+    it in the store. ``tip`` is the journal's last row (the key seals the rows after
+    it)."""
+    if identity is None:
+        raise StoreError("no_identity", f"{where} has no identity (meta.store_id): its"
+                         " chain cannot be sealed; run hivelite doctor")
+    key = named_key(identity, named, where)
+    if named is None:
+        key = key or make_key(identity, tip + 1)
+        record(key.fingerprint)
+    assert key is not None  # named_key raised for a named key it could not find
+    return key
+
+
+def sealed_digest(key: ChainKey | None, caller: str, request_id: str, verb: str, digest: str,
+                  answer: str, at: str) -> str:
+    """A request record's digest as the store keeps it: with its seal after a ``.``."""
+    if key is None:
+        return digest
+    return f"{digest}.{key.request_seal(caller, request_id, verb, digest, answer, at)}"
+
+
+def unsealed(key: ChainKey | None, caller: str, request_id: str, verb: str, kept: str,
+             answer: str, at: str) -> tuple[str, bool | None]:
+    """A kept request record's digest, and whether its seal verifies (None: no key)."""
+    digest, _, seal = kept.partition(".")
+    if key is None:
+        return digest, None
+    want = key.request_seal(caller, request_id, verb, digest, answer, at)
+    return digest, bool(seal) and hmac.compare_digest(seal, want)

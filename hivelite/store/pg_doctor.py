@@ -1,0 +1,76 @@
+"""``doctor`` on a PostgreSQL store: the same checks as on an SQLite file.
+
+The store's rules are checked in the server's catalogs (:mod:`.pg_guard`: every trigger
+present and enabled, every function's body hivelite's). Every other check reads the
+rows: they are copied, in one snapshot, into a scratch SQLite store that nobody else
+sees, and :func:`.doctor.diagnose` runs there, so both engines answer to one set of
+checks (the hash chain with the owner's key, the replay, the actors, the tokens, leases,
+queue, controls, policy, results, usage, kept answers, and the heads witnessed). Nothing
+is written to the store; its pages are the server's to check (``pg_amcheck``).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import psycopg
+
+from ..core.errors import InvalidInput
+from ..core.progress import Progress
+from .doctor import Finding, diagnose
+from .keys import witness
+from .pg_guard import problems
+from .pg_migrations import SCHEMA_VERSION
+from .postgres import PostgresStore
+from .sqlite import SqliteStore
+from .transfer import export_lines, import_lines
+
+
+def _rules(store: PostgresStore) -> Finding:
+    version = store.schema_version
+    if version != SCHEMA_VERSION:
+        return Finding("schema", True, f"the store is at version {version}, older than"
+                       f" this hivelite's {SCHEMA_VERSION}: its rules are checked when it"
+                       " is upgraded, at its next open")
+    found = problems(store.conn, store.schema)
+    return Finding("schema", not found, f"every trigger and rule function is migration"
+                   f" {version}'s, each trigger enabled" if not found else "; ".join(found))
+
+
+def diagnose_url(url: str, *, head: str | None = None, older_copy: bool = False,
+                 progress: Progress | None = None, at: str | None = None) -> list[Finding]:
+    """Every check of :func:`.doctor.diagnose` on the PostgreSQL store at ``url``; a
+    sound store's head is witnessed (at ``at``) beside the owner's key."""
+    store = PostgresStore(url, create=False, upgrade=False)
+    try:
+        rules = _rules(store)
+        with tempfile.TemporaryDirectory(prefix="hivelite-doctor-") as folder:
+            scratch = SqliteStore(Path(folder) / "rows.db")
+            try:
+                try:
+                    import_lines(scratch.conn, export_lines(store.tables()),
+                                 keep_failed=True)
+                except InvalidInput as exc:
+                    if exc.reason != "import_unsound":  # rows doctor cannot read at all
+                        return [rules, Finding("rows", False, exc.message)]
+                except psycopg.Error as exc:  # a table renamed, a column dropped, ...
+                    return [rules, Finding("rows", False, "the rows cannot be read:"
+                                           f" {str(exc).strip()}")]
+                found = diagnose(scratch.conn, head=head, older_copy=older_copy,
+                                 progress=progress)
+            finally:
+                scratch.close()
+    finally:
+        store.close()
+    # the scratch file's own pages and schema are not the store's: the rules are
+    findings = [rules, *(f for f in found if f.check not in ("integrity_check", "quick_check",
+                                                               "schema"))]
+    chain = next((f for f in findings if f.check == "hash chain"), None)
+    if (at is not None and all(f.ok for f in findings) and chain and chain.data
+            and chain.data.get("head")):
+        witness(str(chain.data["store_id"]), str(chain.data["head"]), at, "doctor")
+    return findings
+
+
+__all__ = ["diagnose_url"]

@@ -1,0 +1,181 @@
+"""PostgreSQL's rules, guarded against the role that owns them.
+
+On SQLite a dropped or edited trigger changes the schema text, which every open compares
+with the migrations'. On PostgreSQL the role that owns the tables can switch every rule
+off without touching a table (``ALTER TABLE … DISABLE TRIGGER USER``), drop a rule
+function (``DROP FUNCTION … CASCADE`` takes its trigger along), or replace its body
+(``CREATE OR REPLACE FUNCTION``). So a store checks its own rules in the catalogs:
+
+- **in full** (every trigger present, enabled and on its table, each calling its function,
+  each function's body the one :mod:`.pg_schema` generates, nothing added) when it opens,
+  and again at most once a second while it writes (``FULL_EVERY_S``);
+- **cheaply, before every write**: in the write's first round trip, a stamp of the
+  triggers on the store's tables (their state and row versions) and of the tables
+  themselves, compared with the stamp the last full check saw. A different stamp means a
+  full check now.
+
+A failed check refuses every write with ``invalid_input/schema_tampered``, as SQLite's
+does, naming what differs. Tables owned by a role nobody logs in as, with hivelite's role
+granted only what it needs (``docs/postgres.md``), keep the rules out of its reach in the
+first place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from .pg_schema import HELPERS, rule_functions, rules
+
+FULL_EVERY_S = 1.0
+"""How often at most a writing store checks its rules in full (function bodies too)."""
+
+_HELPER = re.compile(r"CREATE FUNCTION (\w+)\(.*?AS \$\$(.*?)\$\$;", re.DOTALL)
+
+RULES = """
+SELECT c.relname, t.tgname, t.tgenabled::text, p.proname, md5(p.prosrc)
+FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+JOIN pg_proc p ON p.oid = t.tgfoid
+WHERE c.relnamespace = %(schema)s::regnamespace AND NOT t.tgisinternal
+ORDER BY c.relname, t.tgname
+"""
+FUNCTIONS = """
+SELECT p.proname, md5(p.prosrc) FROM pg_proc p
+WHERE p.pronamespace = %(schema)s::regnamespace ORDER BY p.proname
+"""
+COLUMNS = """
+SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+WHERE c.relnamespace = %(schema)s::regnamespace AND c.relkind IN ('r', 'p', 'v')
+  AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY c.relname, a.attnum
+"""
+COLUMNS_DIGEST = "19be673b62b2dd9434462a2ff90f2887378705b977c067e5922ce511b6776cb7"
+"""The digest of :data:`COLUMNS` on a store of this version (``tests/test_postgres_guard``
+holds it to a new store's): a column renamed, added, dropped or retyped changes it."""
+TABLES = """
+SELECT c.oid, c.relname FROM pg_class c
+WHERE c.relnamespace = %(schema)s::regnamespace AND c.relkind IN ('r', 'p')
+"""
+
+
+def _md5(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The rules a current store has: each trigger's table, function and body digest."""
+
+    triggers: dict[str, tuple[str, str]]
+    """Trigger name: (table, md5 of its function's body); the function has its name."""
+    helpers: dict[str, str]
+    """Helper function name: md5 of its body."""
+    tables: frozenset[str]
+
+
+@cache
+def expected() -> Expected:
+    """What :mod:`.pg_schema` makes (the migrations are held to it by the tests)."""
+    made = rule_functions(rules())
+    helpers = {name: _md5(body) for name, body in _HELPER.findall(HELPERS)}
+    return Expected({name: (rule.table, _md5(body)) for name, rule, body in made}, helpers,
+                    frozenset(rule.table for _, rule, _ in made))
+
+
+def problems(conn: Any, schema: str) -> list[str]:
+    """What differs between the store's rules in the catalogs and the code's (none: [])."""
+    want = expected()
+    args = {"schema": schema}
+    found: list[str] = []
+    tables = {str(r[1]) for r in conn.execute(TABLES, args).fetchall()}
+    found += [f"table {t} is missing" for t in sorted(want.tables - tables)]
+    have: dict[str, tuple[str, str, str, str]] = {
+        str(r[1]): (str(r[0]), str(r[2]), str(r[3]), str(r[4]))
+        for r in conn.execute(RULES, args).fetchall()}
+    for name, (table, body) in sorted(want.triggers.items()):
+        got = have.get(name)
+        if got is None:
+            found.append(f"trigger {name} is missing (its function dropped?)")
+            continue
+        on, enabled, function, digest = got
+        if enabled != "O":
+            found.append(f"trigger {name} is disabled ({_ENABLED.get(enabled, enabled)})")
+        if on != table or function != name:
+            found.append(f"trigger {name} is on {on} calling {function}, not on {table}"
+                         f" calling {name}")
+        elif digest != body:
+            found.append(f"function {name}'s body is not the one hivelite made")
+    found += [f"trigger {name} on {have[name][0]} is not hivelite's"
+              for name in sorted(set(have) - set(want.triggers))]
+    if columns_digest(conn, schema) != COLUMNS_DIGEST:
+        found.append("the tables' columns are not the ones hivelite made (a column renamed,"
+                     " added, dropped or retyped)")
+    functions = {str(r[0]): str(r[1]) for r in conn.execute(FUNCTIONS, args).fetchall()}
+    for name, body in sorted(want.helpers.items()):
+        if functions.get(name) != body:
+            found.append(f"function {name} is missing or not the one hivelite made")
+    return found
+
+
+def columns_digest(conn: Any, schema: str) -> str:
+    """The digest of the store's columns (:data:`COLUMNS`)."""
+    rows = [list(r) for r in conn.execute(COLUMNS, {"schema": schema}).fetchall()]
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+
+
+_ENABLED = {"D": "DISABLE TRIGGER", "R": "ENABLE REPLICA TRIGGER", "A": "ENABLE ALWAYS"}
+
+
+def stamp_sql(table_oids: Iterable[int]) -> str:
+    """One query whose answer changes whenever a trigger on these tables is disabled,
+    dropped, added or replaced, or a table renamed or altered: cheap enough for every
+    write. A changed catalog row gets a newer ``xmin`` (transaction ids only grow), so
+    the sums of the rows' ``xmin`` grow with any change, whatever else it does."""
+    oids = ", ".join(str(int(o)) for o in sorted(table_oids)) or "0"
+    return ("SELECT count(*), sum(t.xmin::text::bigint), bool_and(t.tgenabled = 'O'),"
+            " sum(t.tgfoid::bigint), sum(c.xmin::text::bigint), count(DISTINCT c.oid)"
+            " FROM pg_class c LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND NOT"
+            f" t.tgisinternal WHERE c.oid IN ({oids})")
+
+
+@dataclass
+class Guard:
+    """One store's watch on its rules: the stamp of the last full check, and when."""
+
+    schema: str
+    problem: str | None = None
+    stamp: tuple[Any, ...] | None = None
+    sql: str = "SELECT NULL"
+    checked_at: float = field(default=-1e9)
+
+    def check(self, conn: Any) -> str | None:
+        """A full check now; remembers its stamp when the rules hold. Returns the
+        problem (None: the rules are hivelite's)."""
+        found = problems(conn, self.schema)
+        self.problem = "; ".join(found) if found else None
+        self.checked_at = time.monotonic()
+        if self.problem is None:
+            oids = [int(r[0]) for r in conn.execute(TABLES, {"schema": self.schema})]
+            self.sql = stamp_sql(oids)
+            self.stamp = tuple(conn.execute(self.sql).fetchone() or ())
+        else:
+            self.stamp = None
+        return self.problem
+
+    def before_write(self, conn: Any, stamp: tuple[Any, ...]) -> str | None:
+        """Given the stamp the write's first round trip read: the problem, if any (a full
+        check when the stamp moved or a second has passed)."""
+        if (self.problem is None and stamp == self.stamp
+                and time.monotonic() - self.checked_at < FULL_EVERY_S):
+            return None
+        return self.check(conn)
+
+
+__all__ = ["FULL_EVERY_S", "Guard", "expected", "problems", "stamp_sql"]

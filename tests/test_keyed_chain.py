@@ -1,0 +1,409 @@
+"""The keyed chain (issue 30, part 1): each journal row is sealed with an HMAC under the
+owner's key, which lives outside the store; heads are witnessed outside the file.
+
+A forger here holds the store file and has read ``store/chain.py``: every row they write
+carries the hash hivelite would give it, but not the seal. Each forgery passes every check
+of ``doctor`` without the key (as it did before the key existed), and fails with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from hivelite import Hive, ManualClock
+from hivelite.core.errors import InvalidInput, StoreError, Unauthenticated
+from hivelite.store.chain import CONTENT, link
+from hivelite.store.doctor import Finding, diagnose_file
+from hivelite.store.keys import heads_path, key_path, load_key, witness, witnesses
+from hivelite.store.transfer import backup, export_lines, import_lines
+from hivelite.verbs.tokens import _hash
+
+from .conftest import CODER, OWNER, REVIEWER, START, own_task
+from .test_chain import rechain, rewrite
+from .test_doctor import EVIDENCE, busy_store
+
+SECRET = "f" * 43
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    """A busy store, plus a task awaiting the owner's sign-off (a threshold of 2)."""
+    made = tmp_path / "keyed.db"
+    busy_store(made)
+    with Hive.open(made, clock=ManualClock(START)) as hive:
+        hive.set_policy(OWNER, "threshold", 2)
+        number = own_task(hive)
+        lease = hive.claim(CODER, number)
+        hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+        hive.verify(REVIEWER, number, verdict="accept")
+        assert hive.get(number).task.state == "approval"
+    return made
+
+
+def checks(path: Path, **given: object) -> dict[str, Finding]:
+    return {f.check: f for f in diagnose_file(path, **given)}  # type: ignore[arg-type]
+
+
+def identity_of(path: Path) -> str:
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return str(conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get)
+    finally:
+        conn.close()
+
+
+def forge(path: Path, *statements: str) -> int:
+    """Run ``statements`` as the file's holder (the rules let a legal move through from any
+    connection), then give every new journal row the hash ``chain.py`` would: what passed
+    ``doctor`` before the key. Returns the first forged row."""
+    conn = apsw.Connection(str(path))
+    conn.set_busy_timeout(5000)
+    tip = conn.execute("SELECT max(seq) FROM journal").get
+    refusal = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'journal_no_update'").get
+    with conn:
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute("DROP TRIGGER journal_no_update")
+        before = conn.execute("SELECT hash FROM journal WHERE seq = ?", (tip,)).get
+        for seq, *content in conn.execute(
+                f"SELECT seq, {CONTENT} FROM journal WHERE seq > ? ORDER BY seq",
+                (tip,)).fetchall():
+            before = link(before, content)
+            conn.execute("UPDATE journal SET hash = ? WHERE seq = ?", (before, seq))
+        conn.execute(refusal)
+    conn.close()
+    return int(tip) + 1
+
+
+def event(reason: str, detail: dict[str, object]) -> str:
+    """A journal row of the owner's, about no task, as raw SQL writes it."""
+    return ("INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail)"
+            f" VALUES (NULL, '{START}', 'ana', NULL, NULL, '{reason}',"
+            f" '{json.dumps(detail)}')")
+
+
+FORGERIES = {
+    "a guest's held handoff approved": (
+        "UPDATE tasks SET state = 'routed', waiting_on = NULL, actor = 'ana', reason = NULL"
+        " WHERE number = (SELECT max(number) FROM tasks WHERE state = 'waiting'"
+        " AND waiting_on = 'owner_approval')",),
+    "the owner's sign-off": (
+        "UPDATE tasks SET state = 'completed', actor = 'ana', reason = 'signed off'"
+        " WHERE state = 'approval'",),
+    "a task cancelled": (
+        "UPDATE tasks SET state = 'cancelled', actor = 'ana', reason = 'withdrawn',"
+        " lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
+        " lease_session = NULL, lease_expires = NULL"
+        " WHERE number = (SELECT min(number) FROM tasks WHERE state = 'accepted')",),
+    "an owner token, issued": (
+        "INSERT INTO tokens(id, agent, instance, rights, hash, created_at, by) VALUES"
+        f" ('f0f0f0f0f0f0', NULL, NULL, 'owner', '{_hash(SECRET)}', '{START}', 'ana')",
+        event("token add", {"token": "f0f0f0f0f0f0", "agent": None, "instance": None,
+                            "rights": ["owner"], "expires_at": None})),
+    "a budget cleared": (
+        "DELETE FROM budgets WHERE agent = 'ana/coder'",
+        event("budget", {"agent": "ana/coder", "cleared": True})),
+    "a hold lifted": (
+        f"UPDATE controls SET lifted_at = '{START}', lifted_by = 'ana'"
+        " WHERE kind = 'hold' AND lifted_at IS NULL",
+        event("lift", {"control": 2})),
+}
+
+
+@pytest.mark.parametrize("forgery", FORGERIES)
+def test_a_forgery_with_every_unkeyed_hash_right_is_found_with_the_key(
+        path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forgery: str) -> None:
+    first = forge(path, *FORGERIES[forgery])
+    with monkeypatch.context() as away:  # the key elsewhere: what doctor saw before it
+        away.setenv("HIVELITE_KEYS", str(tmp_path / "no-keys"))
+        unkeyed = checks(path)
+        assert all(f.ok for f in unkeyed.values()), [f for f in unkeyed.values() if not f.ok]
+        assert "checked for consistency only" in unkeyed["hash chain"].detail
+    found = checks(path)
+    assert not found["hash chain"].ok
+    assert found["hash chain"].detail.startswith(
+        f"journal row {first} is not sealed with the owner's key"), found["hash chain"]
+
+
+def test_a_forged_owner_token_never_authenticates(path: Path) -> None:
+    forge(path, *FORGERIES["an owner token, issued"])
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        with pytest.raises(Unauthenticated) as refused:
+            hive.authenticate(f"hl_f0f0f0f0f0f0_{SECRET}")
+        assert refused.value.reason == "unissued_token"
+        issued = hive.add_token(OWNER)  # one the owner issued works
+        assert hive.authenticate(issued.token).caller.kind == "owner"
+
+
+def test_a_token_row_with_no_journaled_issue_never_authenticates(path: Path) -> None:
+    conn = apsw.Connection(str(path))
+    conn.execute("INSERT INTO tokens(id, agent, instance, rights, hash, created_at, by)"
+                 f" VALUES ('0a0a0a0a0a0a', NULL, NULL, 'owner', '{_hash(SECRET)}',"
+                 f" '{START}', 'ana')")
+    conn.close()
+    with Hive.open(path, clock=ManualClock(START)) as hive, \
+            pytest.raises(Unauthenticated) as refused:
+        hive.authenticate(f"hl_0a0a0a0a0a0a_{SECRET}")
+    assert refused.value.reason == "unissued_token"
+
+
+def test_a_recomputed_history_is_found(path: Path) -> None:
+    rewrite(path, "UPDATE journal SET actor = 'ana/thief' WHERE seq = 3")
+    rechain(path)  # every hash recomputed as chain.py does, without the key
+    found = checks(path)
+    assert not found["hash chain"].ok
+    assert found["hash chain"].detail.startswith(
+        "journal row 1 is not sealed with the owner's key"), found["hash chain"]
+
+
+def test_a_history_rewritten_with_the_key_too_is_found_by_the_witnesses(path: Path) -> None:
+    """One who holds the file and the key can reseal a rewritten history: a head witnessed
+    outside the file before (here by a sound doctor) tells."""
+    assert all(f.ok for f in checks(path, at=START).values())
+    assert witnesses(identity_of(path))
+    rewrite(path, "UPDATE journal SET actor = 'ana/thief' WHERE seq = 3")
+    rechain(path, keyed=True)
+    found = checks(path)
+    assert found["hash chain"].ok  # sealed with the right key: only a witness can tell
+    assert not found["witnesses"].ok
+    assert "the history up to it was rewritten" in found["witnesses"].detail
+
+
+def test_dropping_the_newest_rows_is_found_by_the_witnesses(path: Path) -> None:
+    """Each row left is sealed, so the chain alone cannot tell a journal cut short."""
+    assert all(f.ok for f in checks(path, at=START).values())
+    rewrite(path, "DELETE FROM journal WHERE seq > (SELECT max(seq) - 3 FROM journal)")
+    found = checks(path)
+    assert found["hash chain"].ok and not found["witnesses"].ok
+    assert "the newest rows were dropped" in found["witnesses"].detail
+
+
+def test_a_backup_is_witnessed_and_an_older_copy_passes_as_one(path: Path,
+                                                               tmp_path: Path) -> None:
+    copy = tmp_path / "backup.db"
+    conn = apsw.Connection(str(path))
+    head = backup(conn, copy)
+    conn.close()
+    assert head is not None and head in [w.head for w in witnesses(identity_of(path))]
+    with Hive.open(path, clock=ManualClock(START)) as hive:  # the store moves on
+        own_task(hive)
+    assert all(f.ok for f in checks(path, at=START).values())  # witnesses the newer head
+    older = checks(copy)
+    assert not older["witnesses"].ok and "older copy" in older["witnesses"].detail
+    assert all(f.ok for f in checks(copy, older_copy=True).values())
+
+
+def test_an_export_names_its_head_sealed_and_a_cut_export_is_refused(
+        path: Path, tmp_path: Path) -> None:
+    from hivelite.store import SqliteStore
+
+    conn = apsw.Connection(str(path))
+    lines = list(export_lines(conn))
+    conn.close()
+    header = json.loads(lines[0])
+    key = load_key(identity_of(path))
+    assert key is not None and header["head_seal"] == key.mac(f"head {header['head']}")
+    journal = [i for i, line in enumerate(lines) if '"table": "journal"' in line]
+    for name, cut in {"its last journal rows dropped": [
+                          line for i, line in enumerate(lines) if i not in journal[-2:]],
+                      "and its header's head to fit": [
+                          json.dumps({**header, "head": None}), *[
+                              line for i, line in enumerate(lines[1:], 1)
+                              if i not in journal[-2:]]]}.items():
+        store = SqliteStore(tmp_path / f"{len(name)}.db")
+        try:
+            with pytest.raises(InvalidInput) as refused:
+                import_lines(store.conn, cut)
+            assert refused.value.reason == "import_unsound", name
+            assert any(p.startswith("head: ") for p in refused.value.extra["problems"]), name
+        finally:
+            store.close()
+
+
+def test_the_key_is_the_owners_alone_and_a_store_refuses_writes_without_it(
+        path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    identity = identity_of(path)
+    where = key_path(identity)
+    assert stat.S_IMODE(where.stat().st_mode) == 0o600
+    assert stat.S_IMODE(where.parent.stat().st_mode) == 0o700
+    monkeypatch.setenv("HIVELITE_KEYS", str(tmp_path / "no-keys"))
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        assert hive.get(1).number == 1  # reads work
+        before = hive.last_seq()
+        with pytest.raises(StoreError) as refused:
+            own_task(hive)
+        assert refused.value.reason == "key_missing" and str(key_path(identity)) in str(
+            refused.value.message)
+        assert hive.last_seq() == before
+        assert hive.info().chain_key is None
+    other = tmp_path / "other-keys"
+    other.mkdir()
+    (other / where.name).write_text(json.dumps(
+        {"store_id": identity, "key": "00" * 32, "keyed_from": 1}))
+    monkeypatch.setenv("HIVELITE_KEYS", str(other))
+    with Hive.open(path, clock=ManualClock(START)) as hive, \
+            pytest.raises(StoreError) as refused:
+        own_task(hive)
+    assert refused.value.reason == "key_mismatch"
+
+
+def test_a_store_from_before_the_key_is_sealed_from_its_next_write_and_all_before(
+        tmp_path: Path) -> None:
+    """The first sealed row's link covers the history before it: an old row changed and
+    every link recomputed breaks that row's seal."""
+    old = tmp_path / "old.db"
+    clock = ManualClock(START)
+    with Hive.open(old, owner="ana", clock=clock) as hive:
+        own_task(hive)
+        hive.claim(CODER, own_task(hive))
+    identity = identity_of(old)
+    key = key_path(identity)
+    conn = apsw.Connection(str(old))  # as a store made before the key looks
+    rows = conn.execute("SELECT max(seq) FROM journal").get
+    refusal = [r[0] for r in conn.execute("SELECT sql FROM sqlite_schema WHERE name IN"
+                                          " ('meta_kept', 'journal_no_update')")]
+    with conn:
+        conn.execute("DROP TRIGGER meta_kept")
+        conn.execute("DROP TRIGGER journal_no_update")
+        conn.execute("DELETE FROM meta WHERE key = 'chain_key'")
+        conn.execute("UPDATE journal SET hash = substr(hash, 1, 32)")
+        from hivelite.store.chain import chain_all
+        chain_all(conn)
+        for sql in refusal:
+            conn.execute(sql)
+    conn.close()
+    key.unlink()
+    with Hive.open(old, clock=clock) as hive:
+        own_task(hive)
+    sealed = load_key(identity)
+    assert sealed is not None and sealed.keyed_from == rows + 1
+    assert all(f.ok for f in checks(old).values())
+    rewrite(old, "UPDATE journal SET reason = 'forged' WHERE seq = 2")
+    rechain(old)  # unkeyed, as before the key: the older rows pass, the sealed one not
+    found = checks(old)["hash chain"]
+    assert found.detail.startswith(f"journal row {rows + 1} "), found
+
+
+def test_a_witness_file_is_the_owners_and_reads_what_it_can(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    monkeypatch.setenv("HIVELITE_KEYS", str(tmp_path / "keys"))
+    identity = "ab" * 16
+    assert witness(identity, "7:" + "c" * 64, START, "backup x.db") is not None
+    with heads_path(identity).open("a") as handle:
+        handle.write("not a head\n")
+    assert [w.head for w in witnesses(identity)] == ["7:" + "c" * 64]
+    assert stat.S_IMODE(os.stat(heads_path(identity)).st_mode) == 0o600
+
+
+def test_an_identity_that_is_no_name_never_reaches_a_path() -> None:
+    with pytest.raises(StoreError) as refused:
+        key_path("../../etc/passwd")
+    assert refused.value.reason == "invalid_identity"
+
+
+@pytest.mark.slow
+def test_hivelite_serve_refuses_a_forged_owner_token_and_witnesses_its_start(
+        path: Path, tmp_path: Path) -> None:
+    httpx = pytest.importorskip("httpx")
+    pytest.importorskip("uvicorn")
+    from .test_serve import serving
+
+    forge(path, *FORGERIES["an owner token, issued"])
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        issued = hive.add_token(OWNER).token
+    with serving(tmp_path, [str(path)]) as (url, _, log):
+        def whoami(token: str) -> Any:
+            return httpx.get(f"{url}/v1/whoami", headers={"Authorization": f"Bearer {token}"},
+                             timeout=30)
+        forged = whoami(f"hl_f0f0f0f0f0f0_{SECRET}")
+        assert forged.status_code == 401, forged.text
+        assert forged.json()["error"]["reason"] == "unissued_token"
+        assert whoami(issued).status_code == 200
+    assert any(w.by == "serve" for w in witnesses(identity_of(path))), log.read_text()
+
+
+@pytest.mark.slow
+def test_hivelite_serve_does_not_start_without_the_key(path: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    from .test_cli_e2e import hivelite_command
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    done = subprocess.run([*hivelite_command(), "serve", str(path), "--port", "0"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**env, "HIVELITE_KEYS": str(tmp_path / "none")})
+    assert done.returncode == 6, done.stderr
+    assert "invalid_input/key_missing" in done.stderr
+
+
+def test_a_postgresql_store_seals_its_journal_and_a_forged_row_shows(tmp_path: Path) -> None:
+    from . import pg
+
+    if not pg.available():
+        pytest.skip("no PostgreSQL server")
+    schema = pg.new_schema()
+    with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+        hive.claim(CODER, own_task(hive))
+        key = hive.store.chain_key()
+        assert key is not None and key.keyed_from == 1
+        assert hive.store.chain_sound()  # type: ignore[attr-defined]
+        conn = pg.connect()
+        conn.execute(f"SET search_path = {schema}")
+        rows = conn.execute(f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq"
+                            ).fetchall()
+        assert all(len(r[1]) == 64 and key.sealed(r[1]) for r in rows)
+        before = rows[-1][1]  # a row with the hash chain.py gives it, without the key
+        content = [None, START, "ana", None, None, None, "budget",
+                   '{"agent": "ana/coder", "cleared": true}']
+        conn.execute("INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on,"
+                     " reason, detail, hash) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                     (*content, link(before, content)))
+        conn.close()
+        assert not hive.store.chain_sound()  # type: ignore[attr-defined]
+
+
+def test_a_kept_answer_rewritten_behind_hivelites_back_is_never_replayed(
+        path: Path) -> None:
+    """A retry replays the first answer it kept; one rewritten by raw SQL (here: another
+    task's number, so the caller would act on the wrong task) is refused, and doctor names
+    it."""
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        first = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                             project="demo", packet={"task": "Write the parser",
+                                                     "deliverable_type": "code",
+                                                     "acceptance_criteria": ["tests pass"]},
+                             request_id="req-1")
+        again = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                             project="demo", packet={"task": "Write the parser",
+                                                     "deliverable_type": "code",
+                                                     "acceptance_criteria": ["tests pass"]},
+                             request_id="req-1")
+        assert again.number == first.number
+    assert checks(path)["kept answers"].ok
+    conn = apsw.Connection(str(path))
+    conn.execute("UPDATE requests SET answer = replace(answer, ?, ?) WHERE id = 'req-1'",
+                 (f'"number":{first.number},', '"number":1,'))
+    assert '"number":1,' in conn.execute("SELECT answer FROM requests").get
+    conn.close()
+    found = checks(path)["kept answers"]
+    assert not found.ok and "'req-1'" in found.detail, found
+    for fresh in (True, False):  # a new process (no key read yet), and one that wrote
+        with Hive.open(path, clock=ManualClock(START)) as hive:
+            if not fresh:
+                own_task(hive)
+            with pytest.raises(StoreError) as refused:
+                hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                             project="demo", packet={"task": "Write the parser",
+                                                     "deliverable_type": "code",
+                                                     "acceptance_criteria": ["tests pass"]},
+                             request_id="req-1")
+            assert refused.value.reason == "answer_tampered"

@@ -1,0 +1,153 @@
+"""PostgreSQL guards its own rules (issue 30, part 4): the role that owns the tables can
+switch the triggers off, drop a rule function or replace its body; hivelite then refuses
+to write (``schema_tampered``), as it does on SQLite, instead of writing with no rules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from hivelite import Hive, ManualClock
+from hivelite.core.errors import StoreError
+from hivelite.store import pg_guard
+
+from . import pg
+from .conftest import CODER, START, own_task
+
+pytestmark = pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
+
+
+@pytest.fixture
+def store() -> Iterator[tuple[str, Any]]:
+    """A store with a task, and a raw connection to its schema as the tables' owner."""
+    schema = pg.new_schema()
+    with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+        own_task(hive)
+    raw = pg.connect()
+    raw.execute(f"SET search_path = {schema}")
+    yield schema, raw
+    raw.close()
+
+
+def journal(raw: Any) -> int:
+    return int(raw.execute("SELECT count(*) FROM journal").fetchone()[0])
+
+
+TAMPERING = {
+    "every trigger switched off": (
+        "ALTER TABLE tasks DISABLE TRIGGER USER", "is disabled (DISABLE TRIGGER)"),
+    "a rule function dropped, its trigger with it": (
+        "DROP FUNCTION {lease_rule}() CASCADE", "is missing (its function dropped?)"),
+    "a rule function's body replaced": (
+        "CREATE OR REPLACE FUNCTION {lease_rule}() RETURNS trigger LANGUAGE plpgsql AS"
+        " $$BEGIN RETURN NEW; END $$", "body is not the one hivelite made"),
+    "a trigger only a replica fires": (
+        "ALTER TABLE tasks ENABLE REPLICA TRIGGER {lease_rule}", "ENABLE REPLICA TRIGGER"),
+    "a trigger of someone else's": (
+        "CREATE FUNCTION sneak() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW;"
+        " END $$; CREATE TRIGGER a_sneak BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE"
+        " FUNCTION sneak()", "trigger a_sneak on tasks is not hivelite's"),
+    "a table renamed": ("ALTER TABLE budgets RENAME TO budgets_old", "table budgets is missing"),
+    "a column renamed": ("ALTER TABLE tasks RENAME COLUMN lease_holder TO holder",
+                         "lease_holder"),
+}
+
+
+def lease_rule() -> str:
+    return next(name for name in pg_guard.expected().triggers
+                if name.endswith("_task_lease_taken"))
+
+
+@pytest.mark.parametrize("tampering", TAMPERING)
+def test_the_next_write_after_a_rule_is_switched_off_is_refused(
+        store: tuple[str, Any], tampering: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    schema, raw = store
+    statement, named = TAMPERING[tampering]
+    with Hive.open(pg.store_url(schema), clock=ManualClock(START)) as hive:
+        number = own_task(hive)  # a writing store: its guard has checked and stamped
+        raw.execute(statement.format(lease_rule=lease_rule()))
+        before = journal(raw)
+        # the stamp read with every write's lock finds the rest at once; a replaced body
+        # leaves it alone, and is found by the full check, which a writing store runs at
+        # most a second apart (here at once)
+        monkeypatch.setattr(pg_guard, "FULL_EVERY_S", 0.0 if "body" in tampering else 3600.0)
+        with pytest.raises(StoreError) as refused:
+            hive.claim(CODER, number)
+        assert refused.value.reason == "schema_tampered"
+        assert named in refused.value.message, refused.value.message
+        assert journal(raw) == before  # nothing written: not the move, not its journal
+    with pytest.raises(StoreError) as reopened, \
+            Hive.open(pg.store_url(schema), clock=ManualClock(START)) as hive:
+        own_task(hive)  # a new opener finds it too
+    assert reopened.value.reason == "schema_tampered"
+
+
+def test_switching_the_triggers_off_and_on_again_costs_one_full_check(
+        store: tuple[str, Any]) -> None:
+    schema, raw = store
+    with Hive.open(pg.store_url(schema), clock=ManualClock(START)) as hive:
+        own_task(hive)
+        stamp = hive.store.guard.stamp  # type: ignore[attr-defined]
+        raw.execute("ALTER TABLE tasks DISABLE TRIGGER USER")
+        raw.execute("ALTER TABLE tasks ENABLE TRIGGER USER")
+        hive.claim(CODER, own_task(hive))  # the rules are back: writes go on
+        assert hive.store.guard.stamp != stamp  # type: ignore[attr-defined]
+
+
+def test_the_guard_knows_every_rule_of_a_new_store(store: tuple[str, Any]) -> None:
+    schema, raw = store
+    assert pg_guard.problems(raw, schema) == []
+    assert len(pg_guard.expected().triggers) > 50 and pg_guard.expected().helpers
+    assert pg_guard.columns_digest(raw, schema) == pg_guard.COLUMNS_DIGEST, (
+        "a migration changed the tables' columns: set pg_guard.COLUMNS_DIGEST to"
+        f" {pg_guard.columns_digest(raw, schema)}")
+
+
+def doctor(schema: str, **given: Any) -> dict[str, Any]:
+    from hivelite.store.pg_doctor import diagnose_url
+
+    return {f.check: f for f in diagnose_url(pg.store_url(schema), **given)}
+
+
+def test_doctor_on_a_postgresql_store_runs_every_check(store: tuple[str, Any]) -> None:
+    schema, _ = store
+    found = doctor(schema, at=START)
+    assert all(f.ok for f in found.values()), [f for f in found.values() if not f.ok]
+    assert {"schema", "hash chain", "replay", "actors", "fencing tokens", "controls",
+            "policy", "kept answers", "witnesses"} <= set(found)
+    assert "sealed with the owner's key" in found["hash chain"].detail
+
+
+def test_doctor_on_postgresql_finds_rules_switched_off_and_forged_rows(
+        store: tuple[str, Any]) -> None:
+    from hivelite.store.chain import CONTENT, link
+
+    schema, raw = store
+    raw.execute("ALTER TABLE tasks DISABLE TRIGGER USER")
+    raw.execute("UPDATE tasks SET state = 'cancelled', actor = 'ana/coder',"
+                " reason = 'mine now' WHERE number = 1")  # no rule stops it now, no journal
+    found = doctor(schema)
+    assert not found["schema"].ok and "is disabled" in found["schema"].detail
+    assert not found["replay"].ok  # the move has no journal row
+    raw.execute("ALTER TABLE tasks ENABLE TRIGGER USER")
+    before = raw.execute("SELECT hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()[0]
+    content = [None, START, "ana", None, None, None, "budget",
+               '{"agent": "ana/coder", "cleared": true}']
+    raw.execute(f"INSERT INTO journal({CONTENT}, hash) VALUES"
+                " (%s, %s, %s, %s, %s, %s, %s, %s, %s)", (*content, link(before, content)))
+    found = doctor(schema)
+    assert not found["hash chain"].ok
+    assert "is not sealed with the owner's key" in found["hash chain"].detail
+
+
+@pytest.mark.parametrize("change", ["ALTER TABLE tasks RENAME TO tasks_old",
+                                    "ALTER TABLE journal RENAME COLUMN actor TO who"])
+def test_doctor_on_postgresql_names_a_table_it_cannot_read(store: tuple[str, Any],
+                                                           change: str) -> None:
+    schema, raw = store
+    raw.execute(change)
+    found = doctor(schema)
+    assert not found["schema"].ok, found["schema"]
+    assert not all(f.ok for f in found.values())
