@@ -151,3 +151,105 @@ def test_doctor_on_postgresql_names_a_table_it_cannot_read(store: tuple[str, Any
     found = doctor(schema)
     assert not found["schema"].ok, found["schema"]
     assert not all(f.ok for f in found.values())
+
+
+def test_an_import_into_postgresql_is_a_gate(tmp_path: Any) -> None:
+    """A tampered export (another owner, every hash recomputed) is refused with every
+    check doctor has, and the new store the import made is gone."""
+    import apsw
+
+    from hivelite.core.errors import InvalidInput
+    from hivelite.store.postgres import PostgresStore
+    from hivelite.store.transfer import export_lines, import_lines
+
+    from .test_chain import owner_changed
+    from .test_doctor import busy_store
+
+    source = tmp_path / "source.db"
+    busy_store(source)
+    lines = owner_changed(list(export_lines(apsw.Connection(str(source)))))
+    schema = pg.new_schema()
+    store = PostgresStore(pg.store_url(schema))
+    try:
+        with pytest.raises(InvalidInput) as refused:
+            import_lines(store.tables(), lines)
+        assert refused.value.reason == "import_unsound"
+        problems = refused.value.extra["problems"]
+        assert any(p.startswith("actors: ") for p in problems), problems
+        assert any(p.startswith("hash chain: ") for p in problems), problems
+    finally:
+        store.discard()
+    with pg.connect() as conn:
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s",
+                            (schema,)).fetchone() == (0,)
+
+
+@pytest.fixture
+def roles() -> Iterator[tuple[str, str]]:
+    """A role that owns the tables and that nobody logs in as, and hivelite's own."""
+    import os
+
+    owner, app = f"hive_owner_{os.getpid()}", f"hive_app_{os.getpid()}"
+    with pg.connect() as conn:
+        conn.execute(f"CREATE ROLE {owner} NOLOGIN")
+        conn.execute(f"CREATE ROLE {app} LOGIN")
+        conn.execute(f"GRANT CREATE ON DATABASE {pg.database()} TO {owner}")
+    yield owner, app
+    with pg.connect() as conn:
+        for role in (app, owner):
+            conn.execute(f"DROP OWNED BY {role} CASCADE")
+            conn.execute(f"DROP ROLE {role}")
+
+
+def test_tables_owned_by_a_role_nobody_logs_in_as_keep_the_rules_out_of_reach(
+        roles: tuple[str, str]) -> None:
+    import psycopg
+
+    from hivelite.store.postgres import grants
+
+    owner, app = roles
+    schema = pg.new_schema()
+    admin_url = pg.store_url(schema) + f"&role={owner}"  # the admin installs, as the owner
+    with Hive.open(admin_url, owner="ana", clock=ManualClock(START)) as hive:
+        own_task(hive)
+    with pg.connect() as conn:
+        assert conn.execute("SELECT tableowner FROM pg_tables WHERE schemaname = %s"
+                            " AND tablename = 'tasks'", (schema,)).fetchone() == (owner,)
+        for statement in grants(schema, app):
+            conn.execute(statement)
+    app_url = pg.store_url(schema).replace("postgresql://postgres@", f"postgresql://{app}@")
+    with Hive.open(app_url, clock=ManualClock(START)) as hive:  # hivelite as its own role
+        number = own_task(hive)
+        lease = hive.claim(CODER, number)
+        hive.checkpoint(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                        progress="half")
+        assert hive.get(number).task.state == "working"
+    from hivelite.store.pg_doctor import diagnose_url
+
+    assert all(f.ok for f in diagnose_url(app_url))
+    raw = psycopg.connect(app_url.partition("?")[0] + "?" + "&".join(
+        p for p in app_url.partition("?")[2].split("&") if not p.startswith("schema=")),
+        autocommit=True)
+    raw.execute(f"SET search_path = {schema}")
+    for statement in ("ALTER TABLE tasks DISABLE TRIGGER USER",
+                      f"DROP FUNCTION {lease_rule()}() CASCADE",
+                      f"CREATE OR REPLACE FUNCTION {lease_rule()}() RETURNS trigger"
+                      " LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END $$",
+                      "CREATE FUNCTION sneak() RETURNS trigger LANGUAGE plpgsql AS"
+                      " $$BEGIN RETURN NEW; END $$",
+                      "ALTER TABLE budgets RENAME TO budgets_old"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            raw.execute(statement)
+    with pytest.raises(psycopg.errors.RaiseException, match="no_such_move"):
+        raw.execute("UPDATE tasks SET state = 'completed' WHERE number = 1")
+    raw.close()
+
+
+def test_the_grants_docs_postgres_shows_are_the_ones_the_code_gives() -> None:
+    from pathlib import Path
+
+    from hivelite.store.postgres import grants
+
+    page = (Path(__file__).parent.parent / "docs" / "postgres.md").read_text()
+    for statement in grants("hivelite", "hive_app"):
+        assert f"-c '{statement}'" in page, statement

@@ -22,9 +22,9 @@ from .doctor import Finding, diagnose
 from .keys import witness
 from .pg_guard import problems
 from .pg_migrations import SCHEMA_VERSION
-from .postgres import PostgresStore
+from .postgres import PostgresStore, PostgresTables
 from .sqlite import SqliteStore
-from .transfer import export_lines, import_lines
+from .transfer import Tables, export_lines, import_lines
 
 
 def _rules(store: PostgresStore) -> Finding:
@@ -38,34 +38,37 @@ def _rules(store: PostgresStore) -> Finding:
                    f" {version}'s, each trigger enabled" if not found else "; ".join(found))
 
 
+def _rows(tables: Tables, *, head: str | None = None, older_copy: bool = False,
+          progress: Progress | None = None) -> list[Finding]:
+    """:func:`.doctor.diagnose` on the rows ``tables`` reads (in its snapshot), copied to
+    a scratch SQLite store; its own pages and schema are not the store's, so their
+    findings are left out."""
+    with tempfile.TemporaryDirectory(prefix="hivelite-doctor-") as folder:
+        scratch = SqliteStore(Path(folder) / "rows.db")
+        try:
+            try:
+                import_lines(scratch.conn, export_lines(tables, witnessed=False), gate=False)
+            except InvalidInput as exc:  # rows no hivelite table takes
+                return [Finding("rows", False, exc.message)]
+            except psycopg.Error as exc:  # a table renamed, a column dropped, ...
+                return [Finding("rows", False, f"the rows cannot be read: {str(exc).strip()}")]
+            found = diagnose(scratch.conn, head=head, older_copy=older_copy,
+                             progress=progress)
+        finally:
+            scratch.close()
+    return [f for f in found if f.check not in ("integrity_check", "quick_check", "schema")]
+
+
 def diagnose_url(url: str, *, head: str | None = None, older_copy: bool = False,
                  progress: Progress | None = None, at: str | None = None) -> list[Finding]:
     """Every check of :func:`.doctor.diagnose` on the PostgreSQL store at ``url``; a
     sound store's head is witnessed (at ``at``) beside the owner's key."""
     store = PostgresStore(url, create=False, upgrade=False)
     try:
-        rules = _rules(store)
-        with tempfile.TemporaryDirectory(prefix="hivelite-doctor-") as folder:
-            scratch = SqliteStore(Path(folder) / "rows.db")
-            try:
-                try:
-                    import_lines(scratch.conn, export_lines(store.tables()),
-                                 keep_failed=True)
-                except InvalidInput as exc:
-                    if exc.reason != "import_unsound":  # rows doctor cannot read at all
-                        return [rules, Finding("rows", False, exc.message)]
-                except psycopg.Error as exc:  # a table renamed, a column dropped, ...
-                    return [rules, Finding("rows", False, "the rows cannot be read:"
-                                           f" {str(exc).strip()}")]
-                found = diagnose(scratch.conn, head=head, older_copy=older_copy,
-                                 progress=progress)
-            finally:
-                scratch.close()
+        findings = [_rules(store), *_rows(store.tables(), head=head, older_copy=older_copy,
+                                          progress=progress)]
     finally:
         store.close()
-    # the scratch file's own pages and schema are not the store's: the rules are
-    findings = [rules, *(f for f in found if f.check not in ("integrity_check", "quick_check",
-                                                               "schema"))]
     chain = next((f for f in findings if f.check == "hash chain"), None)
     if (at is not None and all(f.ok for f in findings) and chain and chain.data
             and chain.data.get("head")):
@@ -73,4 +76,11 @@ def diagnose_url(url: str, *, head: str | None = None, older_copy: bool = False,
     return findings
 
 
-__all__ = ["diagnose_url"]
+def problems_of(tables: PostgresTables) -> list[str]:
+    """What doctor finds wrong with a store being imported, read inside the import's
+    transaction (its rules back in place): the import's gate on PostgreSQL."""
+    return [f"{f.check}: {f.detail}" for f in [_rules(tables.store),
+                                                *_rows(tables, older_copy=True)] if not f.ok]
+
+
+__all__ = ["diagnose_url", "problems_of"]

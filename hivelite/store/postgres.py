@@ -93,9 +93,10 @@ def write_lock(schema: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def split_url(url: str) -> tuple[str, str]:
-    """The connection URL libpq reads, and the store's schema (``?schema=NAME``, else
-    ``hivelite``)."""
+def split_url(url: str) -> tuple[str, str, str | None]:
+    """The connection URL libpq reads, the store's schema (``?schema=NAME``, else
+    ``hivelite``) and the role to act as once connected (``?role=NAME``: the role that
+    owns the tables, for the one who installs, upgrades or imports; docs/postgres.md)."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     named = [v for k, v in query if k == "schema"]
@@ -104,8 +105,30 @@ def split_url(url: str) -> tuple[str, str]:
         raise StoreError("invalid_schema", f"schema={schema!r} in {shown(url)} is not a"
                          " schema name a store can have (lowercase letters, digits and _, at"
                          " most 63, not starting pg_)")
-    rest = urlencode([(k, v) for k, v in query if k != "schema"], quote_via=quote)
-    return urlunsplit(parts._replace(query=rest)), schema
+    roles = [v for k, v in query if k == "role"]
+    role = roles[-1] if roles else None
+    if role is not None and not SCHEMA_NAME.fullmatch(role):
+        raise StoreError("invalid_role", f"role={role!r} in {shown(url)} is not a role name"
+                         " hivelite takes (lowercase letters, digits and _, at most 63)")
+    rest = urlencode([(k, v) for k, v in query if k not in ("schema", "role")],
+                     quote_via=quote)
+    return urlunsplit(parts._replace(query=rest)), schema, role
+
+
+def grants(schema: str, role: str) -> list[str]:
+    """What hivelite's own role needs on a store whose tables another role owns (a role
+    nobody logs in as): to read and write rows, and nothing that changes a rule. The rules
+    then stay out of its reach: it cannot disable a trigger, drop or replace a function,
+    or add one. docs/postgres.md shows these for ``hivelite`` and ``hive_app``."""
+    for name in (schema, role):
+        if not SCHEMA_NAME.fullmatch(name):
+            raise StoreError("invalid_role", f"{name!r} is not a name hivelite grants to")
+    return [f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}";',
+            f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}"'
+            f' TO "{role}";',
+            f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}";']
+
+
 CONNECT_TIMEOUT_S = 10
 MAX_KEY = (1 << 63) - 1
 """The largest bigint: a cursor beyond it names no task."""
@@ -706,14 +729,11 @@ class PostgresTables:
                                f" {exc}", field="file") from None
 
     def problems(self) -> list[str]:
-        """The hash chain, read in the import's transaction (the rest of a doctor on a
-        PostgreSQL store is still to come)."""
-        found = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
-        identity = found[0] if found else None
-        rows = self.conn.execute(f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq")
-        key = load_key(identity) if identity else None
-        return [f"hash chain: journal row {seq} {why}"
-                for seq, why in broken_links(identity, rows, key)]
+        """What doctor finds, read in the import's transaction: the rules in the catalogs,
+        the rows as on a file (:mod:`.pg_doctor`)."""
+        from .pg_doctor import problems_of
+
+        return problems_of(self)
 
     def head(self) -> tuple[str | None, str | None]:
         identity = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'"
@@ -766,7 +786,7 @@ class PostgresStore:
                              f" (postgresql://user@host/dbname), not {url!r}")
         self.url = url
         self._where = shown(url)
-        self._libpq, self.schema = split_url(url)
+        self._libpq, self.schema, self._role = split_url(url)
         self._write_lock = write_lock(self.schema)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -834,6 +854,13 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise StoreBusy("unreachable", f"cannot connect to {self._where}"
                             f" ({str(exc).strip()}); nothing was written") from None
+        if self._role is not None:  # the tables' owner, for installing and upgrading
+            try:
+                conn.execute(f'SET ROLE "{self._role}"')
+            except psycopg.Error as exc:
+                conn.close()
+                raise StoreError("role_refused", f"{self._where}: cannot act as role"
+                                 f" {self._role} ({str(exc).strip()})") from None
         conn.execute(f'SET search_path = "{self.schema}", pg_temp')
         return conn
 

@@ -264,10 +264,11 @@ def _tables(store: apsw.Connection | Tables) -> Tables:
     return SqliteTables(store) if isinstance(store, apsw.Connection) else store
 
 
-def export_lines(store: apsw.Connection | Tables, progress: Progress | None = None
-                 ) -> Iterator[str]:
+def export_lines(store: apsw.Connection | Tables, progress: Progress | None = None, *,
+                 witnessed: bool = True) -> Iterator[str]:
     """The store as JSON Lines, read in one snapshot (an apsw connection is an SQLite
-    store's); ``progress`` hears the rows written of the snapshot's rows."""
+    store's); ``progress`` hears the rows written of the snapshot's rows. The head it
+    ends at is ``witnessed`` beside the owner's key (not for a copy doctor reads)."""
     tables = _tables(store)
     version = tables.schema_version()
     with tables.snapshot():
@@ -293,7 +294,8 @@ def export_lines(store: apsw.Connection | Tables, progress: Progress | None = No
                                  ensure_ascii=False)
         if progress:
             progress(done, done)
-    _witnessed(identity, head, "export")
+    if witnessed:
+        _witnessed(identity, head, "export")
 
 
 def export(store: apsw.Connection | Tables, out: TextIO,
@@ -323,7 +325,8 @@ def _parse(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
-                 progress: Progress | None = None, *, keep_failed: bool = False) -> int:
+                 progress: Progress | None = None, *, keep_failed: bool = False,
+                 gate: bool = True) -> int:
     """Read an export into the empty store (an apsw connection is an SQLite store's);
     returns the rows imported. ``progress`` hears the lines read (of the file's lines,
     when ``lines`` is a file).
@@ -332,6 +335,7 @@ def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
     (the hash chain, the replay, the actors…) before the transaction commits, and an
     export that fails is refused (``import_unsound``) with nothing written, unless
     ``keep_failed``, when the rows are committed for a look and refused all the same.
+    Without the ``gate`` the rows are not checked (a copy doctor checks itself).
 
     Refused, with nothing written: a store that has a task or a journal row, a file that is
     no hivelite export, a newer export format or a newer schema than this store's.
@@ -360,7 +364,7 @@ def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
         if failed and not keep_failed:
             raise _unsound(failed)
 
-    with tables.bulk(check):
+    with tables.bulk(check if gate else None):
         if not tables.is_empty():
             raise StoreError("store_not_empty", "import goes into a new, empty store; this"
                              " one has tasks, journal rows or an owner")
