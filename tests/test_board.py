@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+import apsw
 import pytest
 
 from hivelite import Hive, ManualClock
@@ -178,6 +179,12 @@ def test_the_board_shows_each_task_in_its_state_s_column(seeded: Seeded,
     assert "held by ana/coder on laptop, expires in 10m" in text_of(shown)
     assert "show closed (3)" in text_of(shown)
     assert board.scripts == ["/static/board.js"]  # the only script is the page's own
+    conn = apsw.Connection(str(seeded.db), flags=apsw.SQLITE_OPEN_READONLY)
+    seq, value = conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
+                              ).fetchone()
+    conn.close()  # the journal's head, to note (doctor --head checks it later)
+    assert f'data-head="{seq}:{value}"' in shown and f"head {seq}:{value[:12]}…" in text_of(
+        shown)
     every = parsed(browse(tmp_path / "closed", f"{seeded.url}/board/{seeded.vault}?closed=1",
                           "--dump-dom").stdout)
     assert every.cards == seeded.states
