@@ -68,7 +68,7 @@ def _unguarded(hive: Hive) -> Iterator[None]:
 def _unkeyed(hive: Hive) -> Iterator[None]:
     """The chain's links written unsealed (the store's key set aside)."""
     original = keys.ChainKey.seal
-    keys.ChainKey.seal = lambda self, link: link  # type: ignore[method-assign]
+    keys.ChainKey.seal = lambda self, seq, link: link  # type: ignore[method-assign]
     try:
         yield
     finally:

@@ -84,7 +84,7 @@ def test_every_row_follows_from_the_one_before_the_first_from_the_store_identity
     before = identity
     for _seq, stored, *content in rows:  # the link, then its seal under the owner's key
         assert stored[:HASH_CHARS] == link(before, content) and len(stored) == 2 * HASH_CHARS
-        assert stored == key.seal(stored[:HASH_CHARS])
+        assert stored == key.seal(_seq, stored[:HASH_CHARS])
         before = stored
     found = chain_finding(path)["hash chain"]
     assert found.ok and f"{len(rows)} journal row(s)" in found.detail

@@ -360,7 +360,7 @@ def test_a_postgresql_store_seals_its_journal_and_a_forged_row_shows(tmp_path: P
         conn.execute(f"SET search_path = {schema}")
         rows = conn.execute(f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq"
                             ).fetchall()
-        assert all(len(r[1]) == 64 and key.sealed(r[1]) for r in rows)
+        assert all(len(r[1]) == 64 and key.sealed(r[0], r[1]) for r in rows)
         before = rows[-1][1]  # a row with the hash chain.py gives it, without the key
         content = [None, START, "ana", None, None, None, "budget",
                    '{"agent": "ana/coder", "cleared": true}']
@@ -407,3 +407,136 @@ def test_a_kept_answer_rewritten_behind_hivelites_back_is_never_replayed(
                                                      "acceptance_criteria": ["tests pass"]},
                              request_id="req-1")
             assert refused.value.reason == "answer_tampered"
+
+
+def test_a_new_identity_with_every_hash_recomputed_does_not_shed_the_key(
+        path: Path) -> None:
+    """A forger gives the store a new identity (so no key file is found for it), drops
+    its key's name, and rechains every row from the new identity: the store's place still
+    names its old identity, and its key."""
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        own_task(hive)  # the place is recorded by a write
+    conn = apsw.Connection(str(path))
+    kept = [r[0] for r in conn.execute("SELECT sql FROM sqlite_schema WHERE name IN"
+                                       " ('meta_kept', 'meta_identity_fixed',"
+                                       " 'journal_no_update')")]
+    with conn:
+        for name in ("meta_kept", "meta_identity_fixed", "journal_no_update"):
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'store_id'", ("ee" * 16,))
+        conn.execute("DELETE FROM meta WHERE key = 'chain_key'")
+        from hivelite.store.chain import chain_all
+        chain_all(conn)
+        for sql in kept:
+            conn.execute(sql)
+    conn.close()
+    found = checks(path)
+    assert not found["witnesses"].ok and "it now says it is eeee" in found["witnesses"].detail
+    with Hive.open(path, clock=ManualClock(START)) as hive, \
+            pytest.raises(StoreError) as refused:
+        own_task(hive)
+    assert refused.value.reason == "identity_changed"
+
+
+def test_rows_renumbered_to_slip_under_the_key_are_found(path: Path) -> None:
+    """The seal covers a row's place: rows moved below the key's first row, and a forged
+    row after them, show."""
+    rewrite(path, "UPDATE journal SET seq = seq - 1000000")
+    first = forge(path, event("budget", {"agent": "ana/coder", "cleared": True}))
+    found = checks(path)["hash chain"]
+    assert not found.ok and "is not in its place" in found.detail, found
+    assert first  # the forged row was written
+
+
+def test_a_token_issued_at_row_zero_never_authenticates(path: Path) -> None:
+    conn = apsw.Connection(str(path))
+    identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get
+    content = [None, START, "ana", None, None, None, "token add",
+               json.dumps({"token": "0b0b0b0b0b0b", "agent": None, "instance": None,
+                           "rights": ["owner"], "expires_at": None})]
+    conn.execute(f"INSERT INTO journal(seq, {CONTENT}, hash) VALUES (0, ?, ?, ?, ?, ?, ?,"
+                 " ?, ?, ?)", (*content, link(identity, content)))
+    conn.execute("INSERT INTO tokens(id, agent, instance, rights, hash, created_at, by)"
+                 f" VALUES ('0b0b0b0b0b0b', NULL, NULL, 'owner', '{_hash(SECRET)}',"
+                 f" '{START}', 'ana')")
+    conn.close()
+    with Hive.open(path, clock=ManualClock(START)) as hive, \
+            pytest.raises(Unauthenticated) as refused:
+        hive.authenticate(f"hl_0b0b0b0b0b0b_{SECRET}")
+    assert refused.value.reason == "unissued_token"
+
+
+@pytest.mark.parametrize("change", [
+    "UPDATE tokens SET hash = '{mine}' WHERE id = '{id}'",  # the owner's token, my secret
+    "UPDATE tokens SET rights = 'owner', agent = NULL, instance = NULL WHERE id = '{agent}'",
+    "UPDATE tokens SET revoked_at = NULL WHERE id = '{revoked}'",
+])
+def test_a_token_row_changed_behind_the_journals_back_proves_nothing_new(
+        path: Path, change: str) -> None:
+    """With the key, a token's secret hash, agent, rights and revocation are the sealed
+    journal's, not the table's."""
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        owner = hive.add_token(OWNER)
+        agent = hive.add_token(OWNER, "ana/coder", instance="laptop", rights=["tasks.read"])
+        revoked = hive.add_token(OWNER, "ana/coder", instance="laptop")
+        hive.revoke_token(OWNER, revoked.id)
+    conn = apsw.Connection(str(path))  # the tokens' refusal set aside, then put back
+    kept = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'tokens_revoked_once'").get
+    conn.execute("DROP TRIGGER tokens_revoked_once")
+    conn.execute(change.format(mine=_hash(SECRET), id=owner.id, agent=agent.id,
+                               revoked=revoked.id))
+    conn.execute(kept)
+    conn.close()
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        if "hash" in change:  # neither the forger's secret nor, now, the owner's
+            for token in (f"hl_{owner.id}_{SECRET}", owner.token):
+                with pytest.raises(Unauthenticated):
+                    hive.authenticate(token)
+        elif "rights" in change:
+            proved = hive.authenticate(agent.token)
+            assert proved.caller.kind == "agent" and proved.rights == {"tasks.read"}
+        else:
+            with pytest.raises(Unauthenticated) as refused:
+                hive.authenticate(revoked.token)
+            assert refused.value.reason == "revoked_token"
+    assert not checks(path)["policy"].ok  # and doctor names the row
+
+
+def test_tokens_and_kept_answers_from_before_the_key_are_sealed_when_it_is_made(
+        path: Path) -> None:
+    """A store from before the key: its first write under the key journals the tokens
+    issued before (with their secrets' hashes) in a sealed row, and seals the kept answers,
+    so both still work and neither can be changed unseen."""
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        issued = hive.add_token(OWNER, "ana/coder", instance="laptop")
+        hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder", project="demo",
+                     packet={"task": "Write the parser", "deliverable_type": "code",
+                             "acceptance_criteria": ["tests pass"]}, request_id="old-1")
+    identity = identity_of(path)
+    conn = apsw.Connection(str(path))  # as a store from before the key looks
+    kept = [r[0] for r in conn.execute("SELECT sql FROM sqlite_schema WHERE name IN"
+                                       " ('meta_kept', 'journal_no_update')")]
+    with conn:
+        conn.execute("DROP TRIGGER meta_kept")
+        conn.execute("DROP TRIGGER journal_no_update")
+        conn.execute("DELETE FROM meta WHERE key = 'chain_key'")
+        conn.execute("UPDATE requests SET digest = substr(digest, 1, instr(digest, '.') - 1)")
+        conn.execute("UPDATE journal SET detail = json_remove(detail, '$.hash')"
+                     " WHERE reason = 'token add'")
+        from hivelite.store.chain import chain_all
+        chain_all(conn)
+        for sql in kept:
+            conn.execute(sql)
+    conn.close()
+    key_path(identity).unlink()
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        own_task(hive)  # the first write: the key is made, what came before sealed
+        assert hive.authenticate(issued.token).caller.name == "ana/coder"
+        again = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                             project="demo", packet={"task": "Write the parser",
+                                                     "deliverable_type": "code",
+                                                     "acceptance_criteria": ["tests pass"]},
+                             request_id="old-1")
+        assert again.number  # the kept answer, replayed
+    found = checks(path)
+    assert all(f.ok for f in found.values()), [f for f in found.values() if not f.ok]

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.caller import Caller
 from ..core.clock import ManualClock, format_ts, parse_ts
-from ..core.errors import HiveliteError
+from ..core.errors import HiveliteError, InvalidInput
 from ..core.models import ClaimReceipt, Receipt
 from ..hive import Hive
 from .render import journal_table
@@ -27,11 +27,19 @@ STORY_MINUTES = 40
 def demo_clock(hive: Hive) -> ManualClock:
     """A clock that starts the story 40 minutes ago (so it ends about now), or just after
     the store's newest journal row if that is later."""
-    start = hive.clock() - timedelta(minutes=STORY_MINUTES)
+    now = hive.clock()
     with hive.store.read() as reader:
         newest = reader.journal_tail()
-    if newest is not None:
-        start = max(start, parse_ts(newest) + timedelta(seconds=1))
+    try:
+        start = now - timedelta(minutes=STORY_MINUTES)
+        if newest is not None:
+            start = max(start, parse_ts(newest) + timedelta(seconds=1))
+        start + timedelta(minutes=2 * STORY_MINUTES)  # the story, and how far it may run
+    except OverflowError:
+        raise InvalidInput("time_out_of_range", f"the demo's story takes {STORY_MINUTES}"
+                           f" minutes around {format_ts(now)}, which runs outside the years"
+                           " 1 to 9999; check the clock ($HIVELITE_NOW)", field="now"
+                           ) from None
     return ManualClock(start)
 
 

@@ -70,7 +70,7 @@ def row_problem(seq: int, stored: object, before: str | None, content: Sequence[
         return "does not follow from the row before it (changed, inserted or moved)"
     if key is not None and len(stored) == HASH_CHARS and seq >= key.keyed_from:
         return "is not sealed with the owner's key (written outside hivelite)"
-    if key is not None and len(stored) > HASH_CHARS and not key.sealed(stored):
+    if key is not None and len(stored) > HASH_CHARS and not key.sealed(seq, stored):
         return ("is sealed with another key than the owner's (written, or its history"
                 " rewritten, outside hivelite)")
     return None
@@ -80,24 +80,46 @@ def broken_links(identity: str | None, rows: Iterable[Sequence[Any]],
                  key: ChainKey | None = None) -> Iterable[tuple[int, str]]:
     """Each row, given as ``(seq, hash, *content)`` in seq order, whose hash does not
     follow from the row before it (the first from ``identity``), or is not sealed as
-    ``key`` seals it (:func:`row_problem`): ``(seq, why)``.
+    ``key`` seals it (:func:`row_problem`): ``(seq, why)``. Rows are numbered 1, 2, 3, …
+    with no gap; the first row out of its place ends the walk.
 
     Each row is checked against the hash its predecessor stores, so one changed row is
     reported once (at itself, or at the next row if its own hash was recomputed)."""
     before = identity
-    for seq, stored, *content in rows:
+    for place, (seq, stored, *content) in enumerate(rows, start=1):
+        if seq != place:  # the MAC covers the place; the count must too
+            yield seq, (f"is not in its place: the journal's rows are numbered 1, 2, 3, …"
+                        f" and this is its row {place} (renumbered, or rows removed)")
+            return
         why = row_problem(seq, stored, before, content, key)
         if why is not None:
             yield seq, why
         before = stored
 
 
-def names_token(detail: object, token_id: str) -> bool:
-    """Whether a ``token add`` journal row's detail issues the token ``token_id``."""
+TOKEN_EVENTS = "('token add', 'token seal', 'token revoke')"
+"""The journal's reasons for a token's issue, the key's seal of the tokens issued before
+it, and a revoke, as SQL."""
+
+
+def token_facts(content: Sequence[Any], token_id: str) -> dict[str, Any] | None:
+    """What a token journal row (``CONTENT``'s columns) says of the token ``token_id``:
+    its facts (agent, instance, rights, expiry and, since the key, its secret's hash) for
+    an issue or a seal, ``{"revoked": True}`` for a revoke; None when it is about another
+    token."""
+    reason, detail = content[6], content[7]
     try:
-        return type(detail) is str and json.loads(detail).get("token") == token_id
-    except (ValueError, AttributeError):
-        return False
+        data = json.loads(detail) if type(detail) is str else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if reason == "token seal":
+        return next((t for t in data.get("tokens", ()) if isinstance(t, dict)
+                     and t.get("token") == token_id), None)
+    if data.get("token") != token_id:
+        return None
+    return {"revoked": True} if reason == "token revoke" else data
 
 
 def chain_all(conn: Any, key: ChainKey | None = None) -> int:
@@ -112,7 +134,7 @@ def chain_all(conn: Any, key: ChainKey | None = None) -> int:
     for seq, *content in rows:
         before = link(before, content)
         if key is not None and seq >= key.keyed_from:
-            before = key.seal(before)
+            before = key.seal(seq, before)
         links.append((before, seq))
     conn.executemany("UPDATE journal SET hash = ? WHERE seq = ?", links)
     return len(links)

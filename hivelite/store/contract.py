@@ -114,9 +114,9 @@ class Reader(Protocol):
         """How many tasks are in each state (states with none left out)."""
         ...
     def token(self, token_id: str) -> TokenRow | None: ...
-    def token_issue(self, token_id: str) -> LinkRow | None:
-        """The journal row that issued the token, with the hash before it (None: no row
-        says it was issued)."""
+    def token_journal(self, token_id: str) -> list[LinkRow]:
+        """The journal rows about a token (its issue, the key's seal of it, its revoke),
+        each with the hash before it, oldest first; rows that only mention its id too."""
         ...
     def tokens(self) -> list[TokenRow]:
         """Every token, oldest first (revoked ones too)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -25,8 +26,8 @@ import apsw
 from ..core.errors import StoreBusy, StoreError, StoreReadonly
 from ..core.progress import Progress
 from ..core.protocol import MOVES_BY_PAIR, Actor, State
-from .chain import CONTENT, broken_links
-from .keys import META_KEY, key_path, load_key, unsealed, witness, witnesses
+from .chain import CONTENT, HASH_CHARS, broken_links
+from .keys import META_KEY, key_path, load_key, place_of, unsealed, witness, witnesses
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
 from .schema import instance_key, usage_out_of_bounds
 
@@ -339,18 +340,25 @@ def _policy(conn: apsw.Connection) -> Finding:
         "SELECT agent, tasks, tokens, usd_micros FROM budgets")}, dict(budgets))
     if conn.execute("PRAGMA user_version").get >= TOKENS_SINCE:
         issued: dict[str, tuple[object, ...]] = {}
+        hashes: dict[str, object] = {}  # a token's secret hash, where the journal has it
         for text, reason in conn.execute(
                 "SELECT detail, reason FROM journal WHERE task IS NULL AND reason IN"
-                " ('token add', 'token revoke') ORDER BY seq"):
+                " ('token add', 'token seal', 'token revoke') ORDER BY seq"):
             d = json.loads(text)
-            if reason == "token add":
-                issued[d["token"]] = (d["agent"], d["instance"], ",".join(d["rights"]),
-                                      d["expires_at"], False)
-            elif d["token"] in issued:
-                issued[d["token"]] = (*issued[d["token"]][:4], True)
+            for t in d["tokens"] if reason == "token seal" else [d]:
+                if reason == "token revoke":
+                    if t["token"] in issued:
+                        issued[t["token"]] = (*issued[t["token"]][:4], True)
+                    continue
+                issued[t["token"]] = (t["agent"], t["instance"], ",".join(t["rights"]),
+                                      t["expires_at"], False)
+                if "hash" in t:
+                    hashes[t["token"]] = t["hash"]
         compare("token", {str(i): (a, n, r, e, v is not None) for i, a, n, r, e, v in
                           conn.execute("SELECT id, agent, instance, rights, expires_at,"
                                        " revoked_at FROM tokens")}, dict(issued))
+        compare("secret hash of token", {str(i): h for i, h in conn.execute(
+            "SELECT id, hash FROM tokens") if i in hashes}, hashes)
     return Finding("policy", not problems, f"{len(policy)} policy value(s),"
                    f" {len(required)} required plugin(s), {len(budgets)} budget(s), each as"
                    " the owner's journal has it" if not problems else _examples(problems))
@@ -452,6 +460,12 @@ def _chain(conn: apsw.Connection) -> Finding:
     if broken:
         more = f" (and {broken - SHOWN} more)" if broken > SHOWN else ""
         return Finding("hash chain", False, "; ".join(problems[:SHOWN]) + more, data)
+    if key is None and named is None and conn.execute(
+            "SELECT 1 FROM journal WHERE length(hash) > ? LIMIT 1", (HASH_CHARS,)).get:
+        return Finding("hash chain", False, "the journal's rows are sealed with a key, but"
+                       " the store names none, and no key of its identity"
+                       f" ({identity}) is here: its identity or its key's name was"
+                       " rewritten", data)
     if key is None:
         where = key_path(str(identity))
         why = (f"the owner's key is not at {where}" if named is not None
@@ -464,13 +478,19 @@ def _chain(conn: apsw.Connection) -> Finding:
                    f" head {head or '(empty)'}", data)
 
 
-def _witnessed(conn: apsw.Connection, older_copy: bool) -> Finding:
+def _witnessed(conn: apsw.Connection, older_copy: bool, place: str | None = None
+               ) -> Finding:
     """The journal holds every head witnessed outside the file (:func:`.keys.witness`: at
     each backup, export, server start and sound doctor): a row witnessed and since changed
     means a rewritten history, even one whose every hash and MAC was recomputed; a
     witnessed row that is gone means the newest rows were dropped (or an older copy put in
     the store's place; ``older_copy`` says the file is one, a backup)."""
     identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get
+    recorded = place_of(place) if place is not None else None
+    if recorded is not None and recorded != identity and key_path(recorded).exists():
+        return Finding("witnesses", False, f"the store at {place} was store {recorded} (its"
+                       f" key is {key_path(recorded)}); it now says it is {identity}: the"
+                       " file was replaced by another store's, or its identity rewritten")
     seen = witnesses(str(identity)) if identity is not None else []
     if not seen:
         return Finding("witnesses", True, "no head of this store was witnessed outside the"
@@ -573,11 +593,13 @@ def _run(name: str, check: Callable[[apsw.Connection], Finding], conn: apsw.Conn
 
 
 def diagnose(conn: apsw.Connection, *, quick: bool = False, head: str | None = None,
-             older_copy: bool = False, progress: Progress | None = None) -> list[Finding]:
+             older_copy: bool = False, progress: Progress | None = None,
+             place: str | None = None) -> list[Finding]:
     """Every check, in order; the store is sound when each is ``ok``. Read in one snapshot.
     A file SQLite cannot read at all fails the first check, and the others are not run.
     ``older_copy``: the file is a backup, so heads witnessed after it are not missing
-    rows. ``progress`` hears the checks done, each named as it starts."""
+    rows; ``place``: where the store lives (its identity is held to the one last written
+    there). ``progress`` hears the checks done, each named as it starts."""
     pragma = "quick_check" if quick else "integrity_check"
     told = progress or (lambda done, total, note="": None)
     total = 2 + len(CHECKS) + (head is not None)
@@ -593,7 +615,8 @@ def diagnose(conn: apsw.Connection, *, quick: bool = False, head: str | None = N
                     told(done, total, name)
                     findings.append(_run(name, check, conn, findings[1:]))
                 told(total - 1 - (head is not None), total, "witnesses")
-                findings.append(_run("witnesses", lambda c: _witnessed(c, older_copy),
+                findings.append(_run("witnesses",
+                                     lambda c: _witnessed(c, older_copy, place),
                                      conn, findings[1:]))
                 if head is not None:
                     told(total - 1, total, "head")
@@ -672,7 +695,7 @@ def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
             return [Finding("integrity_check", False,
                             f"{path} is not a hivelite store (another program's database)")]
         found = diagnose(conn, quick=quick, head=head, older_copy=older_copy,
-                         progress=progress)
+                         progress=progress, place=os.path.realpath(path))
     except apsw.BusyError as exc:
         raise StoreBusy("busy", f"another program holds {path} locked ({exc}); try again"
                         ) from exc

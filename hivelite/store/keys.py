@@ -32,6 +32,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import StoreError
 
@@ -89,9 +90,10 @@ class ChainKey:
         return hmac.new(self.secret, link.encode("utf-8", "surrogatepass"),
                         hashlib.sha256).hexdigest()[:MAC_CHARS]
 
-    def seal(self, link: str) -> str:
-        """The hash a keyed journal row stores: its link, then the link's MAC."""
-        return link + self.mac(link)
+    def seal(self, seq: int, link: str) -> str:
+        """The hash the journal row ``seq`` stores: its link, then the MAC of its place
+        and link (a row moved to another place no longer verifies)."""
+        return link + self.mac(f"{seq}:{link}")
 
     def request_seal(self, caller: str, request_id: str, verb: str, digest: str,
                      answer: str, at: str) -> str:
@@ -100,10 +102,10 @@ class ChainKey:
         return self.mac(json.dumps(["request", caller, request_id, verb, digest, answer, at],
                                    ensure_ascii=True))
 
-    def sealed(self, stored: str) -> bool:
-        """Whether a stored keyed hash carries the right MAC for its link."""
+    def sealed(self, seq: int, stored: str) -> bool:
+        """Whether the journal row ``seq``'s stored hash carries the right MAC."""
         link, mac = stored[:-MAC_CHARS], stored[-MAC_CHARS:]
-        return len(stored) > MAC_CHARS and hmac.compare_digest(mac, self.mac(link))
+        return len(stored) > MAC_CHARS and hmac.compare_digest(mac, self.mac(f"{seq}:{link}"))
 
 
 def load_key(store_id: str) -> ChainKey | None:
@@ -159,6 +161,51 @@ def make_key(store_id: str, keyed_from: int) -> ChainKey:
     return found
 
 
+def _place(location: str) -> Path:
+    digest = hashlib.sha256(location.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return keys_dir() / "places" / f"{digest}.id"
+
+
+def place_of(location: str) -> str | None:
+    """The identity of the store that was last written at ``location`` (a file's real
+    path, a PostgreSQL store's URL without its password), as recorded beside the keys."""
+    try:
+        found = _place(location).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return found if _STORE_ID.match(found) else None
+
+
+def remember_place(location: str, store_id: str) -> None:
+    """Record which store lives at ``location`` (best effort: a record is evidence)."""
+    if place_of(location) == store_id:
+        return
+    path = _place(location)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        draft = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+        draft.write_text(store_id + "\n", encoding="ascii")
+        os.chmod(draft, 0o600)
+        os.replace(draft, path)
+    except OSError:
+        return
+
+
+def check_place(location: str | None, identity: str, where: str) -> None:
+    """Refuse a store whose identity is not the one last written at its place: the file
+    replaced by another store's, or its identity (and with it, the key it is held to)
+    rewritten by someone without the key."""
+    if location is None:
+        return
+    recorded = place_of(location)
+    if recorded is not None and recorded != identity and key_path(recorded).exists():
+        raise StoreError("identity_changed", f"{where} was store {recorded} (its key is"
+                         f" {key_path(recorded)}); it now says it is {identity}: the file was"
+                         " replaced by another store's, or its identity rewritten. Writes are"
+                         " refused; run hivelite doctor (a store put there on purpose: remove"
+                         f" {_place(location)})")
+
+
 @dataclass(frozen=True)
 class Witness:
     """A head (``seq:hash``) seen outside the store, when and by what."""
@@ -206,13 +253,15 @@ def witnesses(store_id: str) -> list[Witness]:
     return found
 
 
-def named_key(identity: str | None, named: str | None, where: str) -> ChainKey | None:
+def named_key(identity: str | None, named: str | None, where: str,
+              location: str | None = None) -> ChainKey | None:
     """The key a store names (its fingerprint ``named``, from ``meta.chain_key``), from
     the key file of its ``identity``; a store that names none yet gets its key file's key
     if there is one. A named key that is missing or another is an error: the store's
     writes, and the tokens it issued, cannot be trusted without it."""
     if identity is None:
         return None
+    check_place(location, identity, where)
     key = load_key(identity)
     if named is None:
         return key
@@ -228,7 +277,8 @@ def named_key(identity: str | None, named: str | None, where: str) -> ChainKey |
 
 
 def key_for_writes(identity: str | None, named: str | None, tip: int,
-                   record: Callable[[str], None], where: str) -> ChainKey:
+                   record: Callable[[str], None], where: str,
+                   location: str | None = None) -> ChainKey:
     """The key a store's writes seal their journal rows with, read in the first write's
     transaction (:func:`named_key`); a store that names none yet (a new one, or one from
     before the key) adopts its key file, made now if there is none, and ``record`` names
@@ -237,11 +287,13 @@ def key_for_writes(identity: str | None, named: str | None, tip: int,
     if identity is None:
         raise StoreError("no_identity", f"{where} has no identity (meta.store_id): its"
                          " chain cannot be sealed; run hivelite doctor")
-    key = named_key(identity, named, where)
-    if named is None:
+    key = named_key(identity, named, where, location if tip else None)  # (an empty
+    if named is None:                                 # store may take another's place)
         key = key or make_key(identity, tip + 1)
         record(key.fingerprint)
     assert key is not None  # named_key raised for a named key it could not find
+    if location is not None:
+        remember_place(location, identity)
     return key
 
 
@@ -261,3 +313,19 @@ def unsealed(key: ChainKey | None, caller: str, request_id: str, verb: str, kept
         return digest, None
     want = key.request_seal(caller, request_id, verb, digest, answer, at)
     return digest, bool(seal) and hmac.compare_digest(seal, want)
+
+
+def seal_what_came_before(tx: Any, key: ChainKey) -> None:
+    """When a store takes its key (its first write under it): the tokens issued before,
+    journaled again with their secrets' hashes in one sealed row (``token seal``: a token
+    authenticates by a sealed row), and the first answers kept for retries sealed, so
+    neither is taken for a forgery, nor can be changed unseen from now on. ``tx`` is the
+    write's transaction, its key set."""
+    live = [t for t in tx.tokens() if t.revoked_at is None]
+    if live:
+        tx.record_event(None, at=tx.journal_tail() or "1970-01-01T00:00:00.000Z",
+                        actor="guard", state=None, reason="token seal", detail={"tokens": [
+                            {"token": t.id, "agent": t.agent, "instance": t.instance,
+                             "rights": t.rights.split(","), "expires_at": t.expires_at,
+                             "hash": t.hash} for t in live]})
+    tx.reseal_requests(key)

@@ -39,7 +39,7 @@ def _rules(store: PostgresStore) -> Finding:
 
 
 def _rows(tables: Tables, *, head: str | None = None, older_copy: bool = False,
-          progress: Progress | None = None) -> list[Finding]:
+          progress: Progress | None = None, place: str | None = None) -> list[Finding]:
     """:func:`.doctor.diagnose` on the rows ``tables`` reads (in its snapshot), copied to
     a scratch SQLite store; its own pages and schema are not the store's, so their
     findings are left out."""
@@ -53,7 +53,7 @@ def _rows(tables: Tables, *, head: str | None = None, older_copy: bool = False,
             except psycopg.Error as exc:  # a table renamed, a column dropped, ...
                 return [Finding("rows", False, f"the rows cannot be read: {str(exc).strip()}")]
             found = diagnose(scratch.conn, head=head, older_copy=older_copy,
-                             progress=progress)
+                             progress=progress, place=place)
         finally:
             scratch.close()
     return [f for f in found if f.check not in ("integrity_check", "quick_check", "schema")]
@@ -66,7 +66,7 @@ def diagnose_url(url: str, *, head: str | None = None, older_copy: bool = False,
     store = PostgresStore(url, create=False, upgrade=False)
     try:
         findings = [_rules(store), *_rows(store.tables(), head=head, older_copy=older_copy,
-                                          progress=progress)]
+                                          progress=progress, place=store.place)]
     finally:
         store.close()
     chain = next((f for f in findings if f.check == "hash chain"), None)

@@ -43,7 +43,7 @@ from ..core.errors import (
     UnexpectedError,
     from_trigger,
 )
-from .chain import CONTENT, broken_links, link, names_token
+from .chain import CONTENT, TOKEN_EVENTS, broken_links, link
 from .columns import (
     JOURNAL,
     QUESTION,
@@ -56,7 +56,16 @@ from .columns import (
     journal_row,
     usage_sum,
 )
-from .keys import META_KEY, ChainKey, key_for_writes, load_key, named_key, sealed_digest, unsealed
+from .keys import (
+    META_KEY,
+    ChainKey,
+    key_for_writes,
+    load_key,
+    named_key,
+    seal_what_came_before,
+    sealed_digest,
+    unsealed,
+)
 from .pg_guard import Guard
 from .pg_migrations import MIGRATIONS, SCHEMA_VERSION
 from .pg_schema import RANK, READY, SCHEMA, instance_key
@@ -231,7 +240,7 @@ class PostgresTx(ViewRows):
         seq, before = self._tip()
         after = link(before, content)
         if self.key is not None:
-            after = self.key.seal(after)
+            after = self.key.seal(seq + 1, after)
         self.tip = (seq + 1, after)
         return after
 
@@ -458,18 +467,17 @@ class PostgresTx(ViewRows):
         row = self._one(f"SELECT {TOKEN} FROM tokens WHERE id = %s", (token_id,))
         return TokenRow(*row) if row else None
 
-    def token_issue(self, token_id: str) -> LinkRow | None:
-        for seq, stored, detail, *content in self._all(
-                f"SELECT seq, hash, detail, {CONTENT} FROM journal WHERE task IS NULL"
-                " AND reason = 'token add' AND strpos(detail, %s) > 0 ORDER BY seq",
-                (token_id,)):
-            if names_token(detail, token_id):
-                before = self._value("SELECT hash FROM journal WHERE seq < %s"
-                                     " ORDER BY seq DESC LIMIT 1", (seq,))
-                return LinkRow(int(seq), stored,
-                               self.meta("store_id") if before is None else str(before),
-                               tuple(content))
-        return None
+    def token_journal(self, token_id: str) -> list[LinkRow]:
+        found = []
+        for seq, stored, *content in self._all(
+                f"SELECT seq, hash, {CONTENT} FROM journal WHERE task IS NULL AND reason IN"
+                f" {TOKEN_EVENTS} AND strpos(detail, %s) > 0 ORDER BY seq", (token_id,)):
+            before = self._value("SELECT hash FROM journal WHERE seq < %s"
+                                 " ORDER BY seq DESC LIMIT 1", (seq,))
+            found.append(LinkRow(int(seq), stored,
+                                 self.meta("store_id") if before is None else str(before),
+                                 tuple(content)))
+        return found
 
     def tokens(self) -> list[TokenRow]:
         return [TokenRow(*r) for r in self._all(
@@ -594,6 +602,14 @@ class PostgresTx(ViewRows):
             " reason, at, counted, why) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (number, version, row.reviewer, row.instance, row.session, row.verdict, row.reason,
              row.at, int(row.counted), row.why))
+
+    def reseal_requests(self, key: ChainKey) -> None:
+        """Seal every kept first answer with ``key`` (a store taking its key)."""
+        rows = self._all("SELECT caller, id, verb, digest, answer, at FROM requests")
+        for c, i, v, d, a, t in rows:
+            self.conn.execute(
+                "UPDATE requests SET digest = %s WHERE caller = %s AND id = %s",
+                (sealed_digest(key, c, i, v, str(d).partition(".")[0], a, t), c, i))
 
     def save_request(self, row: RequestRow, *, prune_before: str) -> None:
         self.conn.execute("DELETE FROM requests WHERE at < %s", (prune_before,))
@@ -798,7 +814,10 @@ class PostgresStore:
         (:mod:`.pg_guard`); writes are refused."""
         self.guard = Guard(self.schema)
         self.key: ChainKey | None = None
-        """The owner's key that seals the journal: found (or made) by the first write."""
+        """The owner's key that seals the journal: found (or made) by the first write, or
+        by :meth:`chain_key`."""
+        self._key_named = False
+        """Whether this store names :attr:`key` (a write has checked, or recorded, it)."""
         conn = self.conn
         version = self._version(conn)
         if version is None:
@@ -824,6 +843,12 @@ class PostgresStore:
     @property
     def location(self) -> str:
         return self._where
+
+    @property
+    def place(self) -> str:
+        """Where the store lives, as its place record names it (server, database and
+        schema; no password, no role)."""
+        return f"{shown(self._libpq)}#{self.schema}"
 
     @property
     def created(self) -> bool:
@@ -942,10 +967,8 @@ class PostgresStore:
             return self.key
         with self.read() as tx:
             identity, named = tx.meta("store_id"), tx.meta(META_KEY)
-        key = named_key(identity, named, self._where)
-        if named is not None:  # the store's own: every read and write uses it from now on
-            self.key = key
-        return key
+        self.key = named_key(identity, named, self._where, self.place)
+        return self.key  # the reads check kept answers with it from now on
 
     def discard(self) -> None:
         """Remove the store this opener has just made (its schema), then close."""
@@ -1006,11 +1029,15 @@ class PostgresStore:
                                  " repaired. Run: hivelite doctor")
             self.tampered = None
             tx = PostgresTx(conn)
-            key = tx.key = self.key or key_for_writes(
+            named = self._key_named or tx.meta(META_KEY) is not None
+            key = tx.key = self.key if self._key_named and self.key else key_for_writes(
                 tx.meta("store_id"), tx.meta(META_KEY), tx._tip()[0],
-                lambda fingerprint: tx.set_meta(META_KEY, fingerprint), self._where)
+                lambda fingerprint: tx.set_meta(META_KEY, fingerprint), self._where,
+                self.place)
+            if not named:  # the store takes its key now
+                seal_what_came_before(tx, key)
             yield tx
-        self.key = key  # named in the store now: every later write seals with it
+        self.key, self._key_named = key, True  # named in the store now: every write seals
 
     @contextmanager
     def read(self) -> Iterator[PostgresTx]:

@@ -34,7 +34,7 @@ from ..core.errors import (
 )
 from ..core.protocol import PRIORITIES
 from . import mounts, quickcheck
-from .chain import CONTENT, link, names_token
+from .chain import CONTENT, TOKEN_EVENTS, link
 from .columns import (
     JOURNAL,
     QUESTION,
@@ -48,7 +48,15 @@ from .columns import (
     usage_sum,
 )
 from .doctor import schema_problem
-from .keys import META_KEY, ChainKey, key_for_writes, named_key, sealed_digest, unsealed
+from .keys import (
+    META_KEY,
+    ChainKey,
+    key_for_writes,
+    named_key,
+    seal_what_came_before,
+    sealed_digest,
+    unsealed,
+)
 from .known import NO_LEASE, Known
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .mounts import network_filesystem
@@ -227,7 +235,7 @@ class SqliteTx(ViewRows):
         seq, before = self._tip()
         after = link(before, content)
         if self.key is not None:
-            after = self.key.seal(after)
+            after = self.key.seal(seq + 1, after)
         if self.known is not None:
             self.known.tip = (seq + 1, after)
         return after
@@ -565,18 +573,17 @@ class SqliteTx(ViewRows):
                                 (token_id,)).fetchone()
         return TokenRow(*row) if row else None
 
-    def token_issue(self, token_id: str) -> LinkRow | None:
-        for seq, stored, detail, *content in self.conn.execute(
-                f"SELECT seq, hash, detail, {CONTENT} FROM journal WHERE task IS NULL"
-                " AND reason = 'token add' AND instr(detail, ?) ORDER BY seq",
-                (token_id,)).fetchall():
-            if names_token(detail, token_id):
-                before = self.conn.execute("SELECT hash FROM journal WHERE seq < ?"
-                                           " ORDER BY seq DESC LIMIT 1", (seq,)).get
-                return LinkRow(int(str(seq)), stored,
-                               self.meta("store_id") if before is None else str(before),
-                               tuple(content))
-        return None
+    def token_journal(self, token_id: str) -> list[LinkRow]:
+        found = []
+        for seq, stored, *content in self.conn.execute(
+                f"SELECT seq, hash, {CONTENT} FROM journal WHERE task IS NULL AND reason IN"
+                f" {TOKEN_EVENTS} AND instr(detail, ?) ORDER BY seq", (token_id,)).fetchall():
+            before = self.conn.execute("SELECT hash FROM journal WHERE seq < ?"
+                                       " ORDER BY seq DESC LIMIT 1", (seq,)).get
+            found.append(LinkRow(int(str(seq)), stored,
+                                 self.meta("store_id") if before is None else str(before),
+                                 tuple(content)))
+        return found
 
     def tokens(self) -> list[TokenRow]:
         return [TokenRow(*r) for r in self.conn.execute(
@@ -712,6 +719,15 @@ class SqliteTx(ViewRows):
              row.at, int(row.counted), row.why),
         )
 
+    def reseal_requests(self, key: ChainKey) -> None:
+        """Seal every kept first answer with ``key`` (a store taking its key)."""
+        rows = self.conn.execute("SELECT caller, id, verb, digest, answer, at FROM requests"
+                                 ).fetchall()
+        self.conn.executemany(
+            "UPDATE requests SET digest = ? WHERE caller = ? AND id = ?",
+            [(sealed_digest(key, str(c), str(i), str(v), str(d).partition(".")[0], str(a),
+                            str(t)), c, i) for c, i, v, d, a, t in rows])
+
     def save_request(self, row: RequestRow, *, prune_before: str) -> None:
         self.conn.execute("DELETE FROM requests WHERE at < ?", (prune_before,))
         self.conn.execute(
@@ -831,7 +847,10 @@ class SqliteStore:
         """What the first open's quick check found wrong with the file
         (:mod:`.quickcheck`); writes are refused, reads go on."""
         self.key: ChainKey | None = None
-        """The owner's key that seals the journal: found (or made) by the first write."""
+        """The owner's key that seals the journal: found (or made) by the first write, or
+        by :meth:`chain_key`."""
+        self._key_named = False
+        """Whether this store names :attr:`key` (a write has checked, or recorded, it)."""
         self.synchronous: Synchronous = synchronous
         self._created = False
         if self.path.exists():
@@ -906,6 +925,11 @@ class SqliteStore:
     @property
     def location(self) -> str:
         return str(self.path)
+
+    @property
+    def place(self) -> str:
+        """Where the store lives, as its place record names it (the file's real path)."""
+        return os.path.realpath(self.path)
 
     @property
     def created(self) -> bool:
@@ -1057,10 +1081,8 @@ class SqliteStore:
             return self.key
         with self.read() as tx:
             identity, named = tx.meta("store_id"), tx.meta(META_KEY)
-        key = named_key(identity, named, str(self.path))
-        if named is not None:  # the store's own: every read and write uses it from now on
-            self.key = key
-        return key
+        self.key = named_key(identity, named, str(self.path), self.place)
+        return self.key  # the reads check kept answers with it from now on
 
     def discard(self) -> None:
         self.close()
@@ -1119,13 +1141,17 @@ class SqliteStore:
             known = slot.known if slot.known.version == version else Known()
             slot.known = Known()  # nothing is known unless this write commits
             tx = SqliteTx(conn, known)
-            key = tx.key = self.key or key_for_writes(
+            named = self._key_named or tx.meta(META_KEY) is not None
+            key = tx.key = self.key if self._key_named and self.key else key_for_writes(
                 tx.meta("store_id"), tx.meta(META_KEY), tx.last_seq(),
-                lambda fingerprint: tx.set_meta(META_KEY, fingerprint), str(self.path))
+                lambda fingerprint: tx.set_meta(META_KEY, fingerprint), str(self.path),
+                self.place)
+            if not named:  # the store takes its key now
+                seal_what_came_before(tx, key)
             yield tx
         known.version = conn.data_version()
         slot.known = known
-        self.key = key  # named in the store now: every later write seals with it
+        self.key, self._key_named = key, True  # named in the store now: every write seals
 
     @contextmanager
     def read(self) -> Iterator[SqliteTx]:

@@ -9,7 +9,6 @@ one ``Hive`` serves many threads. Every write verb runs through :meth:`_write`
 from __future__ import annotations
 
 import builtins
-import contextlib
 import json
 import logging
 import threading
@@ -232,8 +231,10 @@ class HiveBase:
         (its first call changed what the verb would check: a submitted result has no lease
         left to fence), or None when the request is new."""
         checked = self._caller(caller, pending.verb)
-        with contextlib.suppress(StoreError):  # without it, the write refuses anyway
+        try:
             self.store.chain_key()  # the reads check the record's seal with it
+        except StoreError:  # no key to check it with: no replay (the write says why)
+            return None
         with self.store.read() as reader:
             row = reader.request(checked.name, pending.id)
         return self._answered(row, pending, self.clock())
@@ -539,10 +540,11 @@ class HiveBase:
         never from inside a hook, which may open a store to read it)."""
         if inside_hook() is not None:
             return
+        if self.store.tampered is not None or getattr(self.store, "damaged", None):
+            return  # writes are refused (a schema not hivelite's may not even run the read)
         with self.store.read() as reader:
             overdue = reader.overdue(format_ts(self.clock()))
-        damaged = getattr(self.store, "damaged", None)  # the SQLite store's quick check
-        if overdue and self.store.tampered is None and damaged is None:  # else: reads only
+        if overdue:
             self.expired_on_open = self._run(None, _reopened)
 
 

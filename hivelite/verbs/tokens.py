@@ -16,13 +16,15 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from ..core.caller import Caller, require_owner
 from ..core.clock import format_ts, parse_ts
 from ..core.errors import InvalidInput, NotFound, Unauthenticated
 from ..core.models import IssuedToken, TokenView
-from ..store import TokenRow
-from ..store.chain import row_problem
+from ..store import LinkRow, TokenRow
+from ..store.chain import HASH_CHARS, row_problem, token_facts
+from ..store.keys import ChainKey
 from ..store.schema import RIGHTS
 from .base import HiveBase
 from .controls import agent_name, instance_name
@@ -107,7 +109,7 @@ def add_token(hive: HiveBase, caller: Caller, agent: str | None = None, *,
         unit.tx.record_event(None, at=unit.at, actor=who, state=None, reason="token add",
                              detail={"token": token_id, "agent": agent,
                                      "instance": where, "rights": granted,
-                                     "expires_at": expires})
+                                     "expires_at": expires, "hash": row.hash})
         view = token_view(row)
         return IssuedToken(**view.model_dump(), token=f"{PREFIX}_{token_id}_{secret}")
 
@@ -143,18 +145,28 @@ def authenticate(hive: HiveBase, token: object, *, session: str | None = None) -
     """The caller a token proves (``session`` as the request names it), or
     ``401 unauthenticated``: unknown, revoked or expired tokens alike say only that. A
     token the journal does not show the owner issuing (in a row sealed with the owner's
-    chain key) never authenticates, whatever its row in ``tokens`` says."""
+    chain key) never authenticates, whatever its row in ``tokens`` says; with the key, its
+    secret's hash, agent, rights and expiry are the sealed row's, and a journaled revoke
+    stands."""
     token_id, secret = parse_token(token)
+    key = hive.store.chain_key()
     with hive.store.read() as reader:
         row = reader.token(token_id)
-        issue = reader.token_issue(token_id) if row is not None else None
+        told = reader.token_journal(token_id) if row is not None else []
     now = format_ts(hive.clock())
     if row is None or not hmac.compare_digest(row.hash, _hash(secret)):
         raise Unauthenticated("invalid_token", "unknown token")
-    if issue is None or row_problem(issue.seq, issue.hash, issue.before, issue.content,
-                                    hive.store.chain_key()) is not None:
+    facts = _sealed_facts(told, token_id, key)
+    if facts is None:
         raise Unauthenticated("unissued_token", f"token {token_id} was not issued by the"
                               " owner: no sound, sealed journal row issues it")
+    if key is not None:  # the sealed row's word, not the table's
+        if not hmac.compare_digest(str(facts.get("hash")), _hash(secret)):
+            raise Unauthenticated("invalid_token", "unknown token")
+        row = TokenRow(row.id, facts.get("agent"), facts.get("instance"),
+                       ",".join(facts.get("rights") or ()), row.hash, row.created_at,
+                       facts.get("expires_at"), row.revoked_at or facts.get("revoked_at"),
+                       row.by)
     if row.revoked_at is not None:
         raise Unauthenticated("revoked_token", f"token {token_id} was revoked at"
                               f" {row.revoked_at}")
@@ -169,6 +181,29 @@ def authenticate(hive: HiveBase, token: object, *, session: str | None = None) -
         caller = Caller.agent(row.agent, str(row.instance), session, origin=origin,
                               rights=rights)
     return Authenticated(caller, token_id, rights)
+
+
+def _sealed_facts(rows: builtins.list[LinkRow], token_id: str,
+                  key: ChainKey | None) -> dict[str, Any] | None:
+    """The token's facts as the newest sound journal row about it gives them (an issue,
+    or the key's seal of a token issued before it), with ``revoked_at`` when a row revokes
+    it; None when no sound row issues it. With the key, only a sealed row that carries the
+    secret's hash counts."""
+    facts: dict[str, Any] | None = None
+    revoked: str | None = None
+    for told in rows:
+        said = token_facts(told.content, token_id)
+        if said is None or told.seq < 1 or row_problem(told.seq, told.hash, told.before,
+                                                       told.content, key) is not None:
+            continue
+        sealed = key is not None and type(told.hash) is str and len(told.hash) > HASH_CHARS
+        if said.get("revoked"):
+            revoked = revoked or str(told.content[1])
+        elif key is None or (sealed and "hash" in said):
+            facts = dict(said)
+    if facts is not None and revoked is not None:
+        facts["revoked_at"] = revoked
+    return facts
 
 
 __all__ = ["Authenticated", "add_token", "authenticate", "parse_token", "revoke_token", "tokens"]
