@@ -540,3 +540,25 @@ def test_tokens_and_kept_answers_from_before_the_key_are_sealed_when_it_is_made(
         assert again.number  # the kept answer, replayed
     found = checks(path)
     assert all(f.ok for f in found.values()), [f for f in found.values() if not f.ok]
+
+
+def test_a_backup_put_back_on_purpose_is_recorded_and_held_to_from_then_on(
+        path: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "backup.db"
+    conn = apsw.Connection(str(path))
+    backup(conn, copy)
+    conn.close()
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        own_task(hive)
+    assert all(f.ok for f in checks(path, at=START).values())  # witnesses the newer head
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    copy.rename(path)  # the backup put back in the store's place, and written on
+    with Hive.open(path, clock=ManualClock("2026-12-02T10:00:00.000Z")) as hive:
+        own_task(hive)
+    found = checks(path)
+    assert not found["witnesses"].ok and "rewritten" in found["witnesses"].detail
+    assert all(f.ok for f in checks(path, restored=True, at=START).values())
+    assert all(f.ok for f in checks(path).values())  # from then on
+    rewrite(path, "DELETE FROM journal WHERE seq = (SELECT max(seq) FROM journal)")
+    assert not checks(path)["witnesses"].ok  # and held to what was witnessed since

@@ -52,7 +52,31 @@ TAMPERING = {
     "a table renamed": ("ALTER TABLE budgets RENAME TO budgets_old", "table budgets is missing"),
     "a column renamed": ("ALTER TABLE tasks RENAME COLUMN lease_holder TO holder",
                          "lease_holder"),
+    "a rule made to fire never": (
+        "DROP TRIGGER {decided} ON tasks; CREATE TRIGGER {decided} BEFORE UPDATE OF state"
+        " ON tasks FOR EACH ROW WHEN (false) EXECUTE FUNCTION {decided}()",
+        "is not defined as hivelite made it"),
+    "a rule function reading another schema's tables": (
+        "ALTER FUNCTION {decided}() SET search_path = public", "does not run as hivelite"),
+    "a rewrite that swallows the journal": (
+        "CREATE RULE swallow AS ON INSERT TO journal DO INSTEAD NOTHING",
+        "swallow on journal is not hivelite's"),
+    "row security switched on": (
+        "ALTER TABLE tasks ENABLE ROW LEVEL SECURITY", "row security on tasks"),
+    "a primary key dropped": (
+        "ALTER TABLE budgets DROP CONSTRAINT budgets_pkey", "the tables are not the ones"),
 }
+
+
+def decided() -> str:
+    return next(name for name in pg_guard.expected().triggers
+                if name.endswith("_task_decided_by"))
+
+
+PERIODIC = ("a rule function's body replaced",
+            "a rule function reading another schema's tables", "a primary key dropped")
+"""What leaves the stamp alone (the function's own row, a constraint's): found by the
+full check a writing store runs at most a second apart, and by every open."""
 
 
 def lease_rule() -> str:
@@ -67,12 +91,13 @@ def test_the_next_write_after_a_rule_is_switched_off_is_refused(
     statement, named = TAMPERING[tampering]
     with Hive.open(pg.store_url(schema), clock=ManualClock(START)) as hive:
         number = own_task(hive)  # a writing store: its guard has checked and stamped
-        raw.execute(statement.format(lease_rule=lease_rule()))
+        raw.execute(statement.format(lease_rule=lease_rule(), decided=decided()))
         before = journal(raw)
         # the stamp read with every write's lock finds the rest at once; a replaced body
         # leaves it alone, and is found by the full check, which a writing store runs at
         # most a second apart (here at once)
-        monkeypatch.setattr(pg_guard, "FULL_EVERY_S", 0.0 if "body" in tampering else 3600.0)
+        monkeypatch.setattr(pg_guard, "FULL_EVERY_S",
+                            0.0 if tampering in PERIODIC else 3600.0)
         with pytest.raises(StoreError) as refused:
             hive.claim(CODER, number)
         assert refused.value.reason == "schema_tampered"
@@ -84,25 +109,63 @@ def test_the_next_write_after_a_rule_is_switched_off_is_refused(
     assert reopened.value.reason == "schema_tampered"
 
 
+class Ticks:
+    """The guard's clock (``time.monotonic``), moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
 def test_switching_the_triggers_off_and_on_again_costs_one_full_check(
-        store: tuple[str, Any]) -> None:
+        store: tuple[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     schema, raw = store
+    ticks = Ticks()
+    monkeypatch.setattr(pg_guard, "time", ticks)
     with Hive.open(pg.store_url(schema), clock=ManualClock(START)) as hive:
         own_task(hive)
-        stamp = hive.store.guard.stamp  # type: ignore[attr-defined]
+        guard = hive.store.guard  # type: ignore[attr-defined]
+        stamp, checked = guard.stamp, guard.checked_at
+        own_task(hive)
+        assert guard.checked_at == checked  # the stamp held: no full check
         raw.execute("ALTER TABLE tasks DISABLE TRIGGER USER")
         raw.execute("ALTER TABLE tasks ENABLE TRIGGER USER")
+        ticks.now += 0.1
         hive.claim(CODER, own_task(hive))  # the rules are back: writes go on
-        assert hive.store.guard.stamp != stamp  # type: ignore[attr-defined]
+        assert guard.stamp != stamp and guard.checked_at == ticks.now  # one full check
+        ticks.now += 0.1
+        own_task(hive)
+        assert guard.checked_at == ticks.now - 0.1  # and then the stamp holds again
+
+
+def test_a_replaced_body_is_found_within_a_second_of_writes(
+        store: tuple[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stamp cannot see a function's body (its own catalog row): the full check, at
+    most a second apart while the store writes, does. That second is the window."""
+    schema, raw = store
+    ticks = Ticks()
+    monkeypatch.setattr(pg_guard, "time", ticks)
+    with Hive.open(pg.store_url(schema), clock=ManualClock(START)) as hive:
+        own_task(hive)
+        raw.execute(f"CREATE OR REPLACE FUNCTION {lease_rule()}() RETURNS trigger"
+                    " LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END $$")
+        ticks.now += 0.5
+        own_task(hive)  # within the second: the stamp alone, which holds
+        ticks.now += pg_guard.FULL_EVERY_S
+        with pytest.raises(StoreError) as refused:
+            own_task(hive)
+        assert refused.value.reason == "schema_tampered"
 
 
 def test_the_guard_knows_every_rule_of_a_new_store(store: tuple[str, Any]) -> None:
     schema, raw = store
     assert pg_guard.problems(raw, schema) == []
     assert len(pg_guard.expected().triggers) > 50 and pg_guard.expected().helpers
-    assert pg_guard.columns_digest(raw, schema) == pg_guard.COLUMNS_DIGEST, (
-        "a migration changed the tables' columns: set pg_guard.COLUMNS_DIGEST to"
-        f" {pg_guard.columns_digest(raw, schema)}")
+    assert pg_guard.shape_digest(raw, schema) == pg_guard.SHAPE_DIGEST, (
+        "a migration changed the tables (columns, constraints, indexes): set"
+        f" pg_guard.SHAPE_DIGEST to {pg_guard.shape_digest(raw, schema)}")
 
 
 def doctor(schema: str, **given: Any) -> dict[str, Any]:
@@ -237,7 +300,8 @@ def test_tables_owned_by_a_role_nobody_logs_in_as_keep_the_rules_out_of_reach(
                       " LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END $$",
                       "CREATE FUNCTION sneak() RETURNS trigger LANGUAGE plpgsql AS"
                       " $$BEGIN RETURN NEW; END $$",
-                      "ALTER TABLE budgets RENAME TO budgets_old"):
+                      "ALTER TABLE budgets RENAME TO budgets_old",
+                      "DELETE FROM schema_versions"):
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             raw.execute(statement)
     with pytest.raises(psycopg.errors.RaiseException, match="no_such_move"):
@@ -253,3 +317,18 @@ def test_the_grants_docs_postgres_shows_are_the_ones_the_code_gives() -> None:
     page = (Path(__file__).parent.parent / "docs" / "postgres.md").read_text()
     for statement in grants("hivelite", "hive_app"):
         assert f"-c '{statement}'" in page, statement
+
+
+def test_a_version_lowered_by_hand_skips_no_check(store: tuple[str, Any]) -> None:
+    """Rules switched off, then the recorded version lowered so that they would be
+    checked "at the next upgrade": doctor fails, and opening is a documented error."""
+    schema, raw = store
+    raw.execute("ALTER TABLE tasks DISABLE TRIGGER USER")
+    raw.execute("DELETE FROM schema_versions WHERE version = (SELECT max(version)"
+                " FROM schema_versions)")
+    found = doctor(schema)
+    assert not found["schema"].ok and "not this hivelite's" in found["schema"].detail
+    with pytest.raises(StoreError) as refused, \
+            Hive.open(pg.store_url(schema), clock=ManualClock(START)):
+        pass
+    assert refused.value.reason == "upgrade_failed"

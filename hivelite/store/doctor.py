@@ -27,7 +27,16 @@ from ..core.errors import StoreBusy, StoreError, StoreReadonly
 from ..core.progress import Progress
 from ..core.protocol import MOVES_BY_PAIR, Actor, State
 from .chain import CONTENT, HASH_CHARS, broken_links
-from .keys import META_KEY, key_path, load_key, place_of, unsealed, witness, witnesses
+from .keys import (
+    META_KEY,
+    RESTORED,
+    key_path,
+    load_key,
+    place_of,
+    unsealed,
+    witness,
+    witnesses,
+)
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
 from .schema import instance_key, usage_out_of_bounds
 
@@ -510,7 +519,7 @@ def _witnessed(conn: apsw.Connection, older_copy: bool, place: str | None = None
         problems.append(f"the journal ends at row {last}, but {newest.by} witnessed row"
                         f" {newest.seq} at {newest.at}: the newest rows were dropped, or an"
                         " older copy took the store's place (doctor --older-copy for a"
-                        " backup)")
+                        " backup; doctor --restored when you put it there on purpose)")
     held = len(seen) - len(missing)
     return Finding("witnesses", not problems, f"the journal holds the {held} head(s)"
                    " witnessed outside the file" + (f"; {len(missing)} witnessed after this"
@@ -663,9 +672,18 @@ def _open_readonly(path: Path) -> apsw.Connection:
     return immutable
 
 
+def restore(conn: apsw.Connection, at: str | None) -> None:
+    """Record that the owner put this copy in the store's place on purpose (a backup
+    restored, rows dropped and written again): the heads witnessed before are history."""
+    identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get
+    tip = conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+    if identity is not None and tip is not None:
+        witness(str(identity), f"{tip[0]}:{tip[1]}", at or "", RESTORED)
+
+
 def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
                   older_copy: bool = False, progress: Progress | None = None,
-                  at: str | None = None) -> list[Finding]:
+                  at: str | None = None, restored: bool = False) -> list[Finding]:
     """:func:`diagnose` on a store file, opened read-only: nothing is migrated, swept or
     written, so a damaged or tampered store can be looked at as it is. A sound store's
     head is witnessed (at ``at``) beside its key, for later doctors to hold it to."""
@@ -694,6 +712,8 @@ def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
                                 f" not its application id ({app_id}): its header is damaged")]
             return [Finding("integrity_check", False,
                             f"{path} is not a hivelite store (another program's database)")]
+        if restored:  # the owner says so: the journal as it stands is the yardstick
+            restore(conn, at)
         found = diagnose(conn, quick=quick, head=head, older_copy=older_copy,
                          progress=progress, place=os.path.realpath(path))
     except apsw.BusyError as exc:

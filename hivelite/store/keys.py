@@ -151,6 +151,11 @@ def make_key(store_id: str, keyed_from: int) -> ChainKey:
                 os.fsync(handle.fileno())
             with suppress(FileExistsError):  # never over a key that exists
                 os.link(draft, path)
+            folder = os.open(path.parent, os.O_RDONLY)
+            try:  # the key's name on the disk before the store names the key
+                os.fsync(folder)
+            finally:
+                os.close(folder)
         finally:
             draft.unlink(missing_ok=True)
     except OSError as exc:
@@ -236,19 +241,27 @@ def witness(store_id: str, head: str, at: str, by: str) -> Path | None:
     return path
 
 
+RESTORED = "restored"
+"""What a witness line says when the owner put an older copy in the store's place on
+purpose (``hivelite doctor --restored``): the heads before it are history, not a
+yardstick."""
+
+
 def witnesses(store_id: str) -> list[Witness]:
-    """Every head witnessed for the store ``store_id`` (lines that do not read are
-    skipped: a witness file is evidence, not a rule)."""
+    """Every head witnessed for the store ``store_id`` since the owner last restored it
+    (lines that do not read are skipped: a witness file is evidence, not a rule)."""
     try:
         text = heads_path(store_id).read_text(encoding="utf-8", errors="replace")
     except (OSError, StoreError):
         return []
-    found = []
+    found: list[Witness] = []
     for line in text.splitlines():
         head, _, rest = line.partition("\t")
         at, _, by = rest.partition("\t")
         seq, _, value = head.partition(":")
         if seq.isdigit() and len(seq) <= 19 and value:
+            if by == RESTORED:  # the owner took the journal as it stands: start again
+                found.clear()
             found.append(Witness(int(seq), value, at, by))
     return found
 

@@ -19,7 +19,7 @@ import psycopg
 from ..core.errors import InvalidInput
 from ..core.progress import Progress
 from .doctor import Finding, diagnose
-from .keys import witness
+from .keys import RESTORED, witness
 from .pg_guard import problems
 from .pg_migrations import SCHEMA_VERSION
 from .postgres import PostgresStore, PostgresTables
@@ -29,10 +29,11 @@ from .transfer import Tables, export_lines, import_lines
 
 def _rules(store: PostgresStore) -> Finding:
     version = store.schema_version
-    if version != SCHEMA_VERSION:
-        return Finding("schema", True, f"the store is at version {version}, older than"
-                       f" this hivelite's {SCHEMA_VERSION}: its rules are checked when it"
-                       " is upgraded, at its next open")
+    if version != SCHEMA_VERSION:  # (a version lowered by hand must not skip the check)
+        return Finding("schema", False, f"the store is at version {version}, not this"
+                       f" hivelite's {SCHEMA_VERSION}: its rules are checked at this"
+                       " version only. Open it once with this hivelite (it upgrades), then"
+                       " run doctor again")
     found = problems(store.conn, store.schema)
     return Finding("schema", not found, f"every trigger and rule function is migration"
                    f" {version}'s, each trigger enabled" if not found else "; ".join(found))
@@ -60,11 +61,17 @@ def _rows(tables: Tables, *, head: str | None = None, older_copy: bool = False,
 
 
 def diagnose_url(url: str, *, head: str | None = None, older_copy: bool = False,
-                 progress: Progress | None = None, at: str | None = None) -> list[Finding]:
+                 progress: Progress | None = None, at: str | None = None,
+                 restored: bool = False) -> list[Finding]:
     """Every check of :func:`.doctor.diagnose` on the PostgreSQL store at ``url``; a
     sound store's head is witnessed (at ``at``) beside the owner's key."""
     store = PostgresStore(url, create=False, upgrade=False)
     try:
+        if restored:  # the owner says so: the journal as it stands is the yardstick
+            with store.read() as reader:
+                identity, tip = reader.meta("store_id"), reader.head()
+            if identity is not None and tip is not None:
+                witness(identity, tip, at or "", RESTORED)
         findings = [_rules(store), *_rows(store.tables(), head=head, older_copy=older_copy,
                                           progress=progress, place=store.place)]
     finally:

@@ -39,26 +39,53 @@ FULL_EVERY_S = 1.0
 _HELPER = re.compile(r"CREATE FUNCTION (\w+)\(.*?AS \$\$(.*?)\$\$;", re.DOTALL)
 
 RULES = """
-SELECT c.relname, t.tgname, t.tgenabled::text, p.proname, md5(p.prosrc)
+SELECT c.relname, t.tgname, t.tgenabled::text, p.proname, md5(p.prosrc),
+       pg_get_triggerdef(t.oid)
 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
 JOIN pg_proc p ON p.oid = t.tgfoid
 WHERE c.relnamespace = %(schema)s::regnamespace AND NOT t.tgisinternal
 ORDER BY c.relname, t.tgname
 """
 FUNCTIONS = """
-SELECT p.proname, md5(p.prosrc) FROM pg_proc p
+SELECT p.proname, md5(p.prosrc), coalesce(array_to_string(p.proconfig, ';'), ''),
+       p.prosecdef, l.lanname
+FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
 WHERE p.pronamespace = %(schema)s::regnamespace ORDER BY p.proname
 """
-COLUMNS = """
-SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+REWRITES = """
+SELECT c.relname, r.rulename FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class
+WHERE c.relnamespace = %(schema)s::regnamespace AND r.rulename <> '_RETURN'
+UNION ALL
+SELECT c.relname, 'row security' FROM pg_class c
+WHERE c.relnamespace = %(schema)s::regnamespace
+  AND (c.relrowsecurity OR c.relforcerowsecurity)
+UNION ALL
+SELECT c.relname, 'policy ' || p.polname FROM pg_policy p JOIN pg_class c
+    ON c.oid = p.polrelid
+WHERE c.relnamespace = %(schema)s::regnamespace
+ORDER BY 1, 2
+"""
+SHAPE = """
+SELECT 'column', c.relname, a.attname,
+       format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' not null'
+                                                  ELSE '' END
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 WHERE c.relnamespace = %(schema)s::regnamespace AND c.relkind IN ('r', 'p', 'v')
   AND a.attnum > 0 AND NOT a.attisdropped
-ORDER BY c.relname, a.attnum
+UNION ALL
+SELECT 'constraint', c.relname, k.conname, pg_get_constraintdef(k.oid)
+FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+WHERE c.relnamespace = %(schema)s::regnamespace
+UNION ALL
+SELECT 'index', c.relname, i.relname, pg_get_indexdef(i.oid)
+FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid JOIN pg_class i ON i.oid = x.indexrelid
+WHERE c.relnamespace = %(schema)s::regnamespace
+ORDER BY 1, 2, 3
 """
-COLUMNS_DIGEST = "19be673b62b2dd9434462a2ff90f2887378705b977c067e5922ce511b6776cb7"
-"""The digest of :data:`COLUMNS` on a store of this version (``tests/test_postgres_guard``
-holds it to a new store's): a column renamed, added, dropped or retyped changes it."""
+SHAPE_DIGEST = "9be3ee91af7fac8419c491658c85e021fb21f0b3024e78c6a92593f2c338e1f7"
+"""The digest of :data:`SHAPE` on a store of this version, its schema's name taken out
+(``tests/test_postgres_guard`` holds it to a new store's): a column renamed, added,
+dropped or retyped, a constraint or an index dropped or changed, changes it."""
 TABLES = """
 SELECT c.oid, c.relname FROM pg_class c
 WHERE c.relnamespace = %(schema)s::regnamespace AND c.relkind IN ('r', 'p')
@@ -69,12 +96,19 @@ def _md5(text: str) -> str:
     return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
+def _plain(text: str, schema: str) -> str:
+    """A catalog's SQL text with its spacing and the store's schema name taken out."""
+    plain = re.sub(r"\s+", " ", text).strip()
+    return plain.replace(f'"{schema}".', "").replace(f"{schema}.", "") if schema else plain
+
+
 @dataclass(frozen=True)
 class Expected:
-    """The rules a current store has: each trigger's table, function and body digest."""
+    """The rules a current store has: each trigger's table, definition and function body."""
 
-    triggers: dict[str, tuple[str, str]]
-    """Trigger name: (table, md5 of its function's body); the function has its name."""
+    triggers: dict[str, tuple[str, str, str]]
+    """Trigger name: (table, its definition as ``pg_get_triggerdef`` gives it, its schema
+    taken out, and the md5 of its function's body); the function has its name."""
     helpers: dict[str, str]
     """Helper function name: md5 of its body."""
     tables: frozenset[str]
@@ -85,8 +119,11 @@ def expected() -> Expected:
     """What :mod:`.pg_schema` makes (the migrations are held to it by the tests)."""
     made = rule_functions(rules())
     helpers = {name: _md5(body) for name, body in _HELPER.findall(HELPERS)}
-    return Expected({name: (rule.table, _md5(body)) for name, rule, body in made}, helpers,
-                    frozenset(rule.table for _, rule, _ in made))
+    return Expected(
+        {name: (rule.table, _plain(f"CREATE TRIGGER {name} {rule.timing} {rule.event} ON"
+                                   f" {rule.table} FOR EACH {rule.each} EXECUTE FUNCTION"
+                                   f" {name}()", ""), _md5(body))
+         for name, rule, body in made}, helpers, frozenset(rule.table for _, rule, _ in made))
 
 
 def problems(conn: Any, schema: str) -> list[str]:
@@ -96,37 +133,55 @@ def problems(conn: Any, schema: str) -> list[str]:
     found: list[str] = []
     tables = {str(r[1]) for r in conn.execute(TABLES, args).fetchall()}
     found += [f"table {t} is missing" for t in sorted(want.tables - tables)]
-    have: dict[str, tuple[str, str, str, str]] = {
-        str(r[1]): (str(r[0]), str(r[2]), str(r[3]), str(r[4]))
+    have: dict[str, tuple[str, str, str, str, str]] = {
+        str(r[1]): (str(r[0]), str(r[2]), str(r[3]), str(r[4]), _plain(str(r[5]), schema))
         for r in conn.execute(RULES, args).fetchall()}
-    for name, (table, body) in sorted(want.triggers.items()):
+    for name, (table, definition, body) in sorted(want.triggers.items()):
         got = have.get(name)
         if got is None:
             found.append(f"trigger {name} is missing (its function dropped?)")
             continue
-        on, enabled, function, digest = got
+        on, enabled, function, digest, made = got
         if enabled != "O":
             found.append(f"trigger {name} is disabled ({_ENABLED.get(enabled, enabled)})")
         if on != table or function != name:
             found.append(f"trigger {name} is on {on} calling {function}, not on {table}"
                          f" calling {name}")
-        elif digest != body:
+            continue
+        if made != definition:
+            found.append(f"trigger {name} is not defined as hivelite made it ({made})")
+        if digest != body:
             found.append(f"function {name}'s body is not the one hivelite made")
     found += [f"trigger {name} on {have[name][0]} is not hivelite's"
               for name in sorted(set(have) - set(want.triggers))]
-    if columns_digest(conn, schema) != COLUMNS_DIGEST:
-        found.append("the tables' columns are not the ones hivelite made (a column renamed,"
-                     " added, dropped or retyped)")
-    functions = {str(r[0]): str(r[1]) for r in conn.execute(FUNCTIONS, args).fetchall()}
-    for name, body in sorted(want.helpers.items()):
-        if functions.get(name) != body:
-            found.append(f"function {name} is missing or not the one hivelite made")
+    setting = f"search_path={schema}, pg_temp"
+    functions = {str(r[0]): (str(r[1]), str(r[2]), bool(r[3]), str(r[4]))
+                 for r in conn.execute(FUNCTIONS, args).fetchall()}
+    for name in sorted(set(want.triggers) | set(want.helpers)):
+        got_function = functions.get(name)
+        if got_function is None:
+            if name in want.helpers:
+                found.append(f"function {name} is missing")
+            continue
+        digest, config, definer, language = got_function
+        if name in want.helpers and digest != want.helpers[name]:
+            found.append(f"function {name}'s body is not the one hivelite made")
+        if config != setting or definer or language != "plpgsql":
+            found.append(f"function {name} does not run as hivelite made it (settings"
+                         f" {config or 'none'}{', security definer' if definer else ''},"
+                         f" {language})")
+    found += [f"{what} on {table} is not hivelite's" for table, what in
+              conn.execute(REWRITES, args).fetchall()]
+    if shape_digest(conn, schema) != SHAPE_DIGEST:
+        found.append("the tables are not the ones hivelite made (a column, constraint or"
+                     " index renamed, added, dropped or changed)")
     return found
 
 
-def columns_digest(conn: Any, schema: str) -> str:
-    """The digest of the store's columns (:data:`COLUMNS`)."""
-    rows = [list(r) for r in conn.execute(COLUMNS, {"schema": schema}).fetchall()]
+def shape_digest(conn: Any, schema: str) -> str:
+    """The digest of the store's tables: columns, constraints, indexes (:data:`SHAPE`)."""
+    rows = [[str(v) if i < 3 else _plain(str(v), schema) for i, v in enumerate(r)]
+            for r in conn.execute(SHAPE, {"schema": schema}).fetchall()]
     return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 
@@ -178,4 +233,4 @@ class Guard:
         return self.check(conn)
 
 
-__all__ = ["FULL_EVERY_S", "Guard", "expected", "problems", "stamp_sql"]
+__all__ = ["FULL_EVERY_S", "Guard", "expected", "problems", "shape_digest", "stamp_sql"]

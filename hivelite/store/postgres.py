@@ -135,6 +135,7 @@ def grants(schema: str, role: str) -> list[str]:
     return [f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}";',
             f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}"'
             f' TO "{role}";',
+            f'REVOKE INSERT, UPDATE, DELETE ON "{schema}".schema_versions FROM "{role}";',
             f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}";']
 
 
@@ -939,12 +940,18 @@ class PostgresStore:
         return True
 
     def _upgrade(self, conn: psycopg.Connection[Any]) -> None:
-        with self._transaction(conn):
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_lock,))
-            current = self._version(conn) or 0
-            for migration in MIGRATIONS:
-                if migration.version > current:
-                    self._apply(conn, migration.version, migration.name, migration.sql)
+        try:
+            with self._transaction(conn):
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_lock,))
+                current = self._version(conn) or 0
+                for migration in MIGRATIONS:
+                    if migration.version > current:
+                        self._apply(conn, migration.version, migration.name, migration.sql)
+        except psycopg.Error as exc:  # a schema not as its recorded version says
+            raise StoreError("upgrade_failed", f"{self._where} could not be upgraded to"
+                             f" version {SCHEMA_VERSION}: {str(exc).strip().splitlines()[0]};"
+                             " nothing was changed. Its schema is not what its recorded"
+                             " version says: run hivelite doctor") from None
 
     @staticmethod
     def _apply(conn: psycopg.Connection[Any], version: int, name: str, sql: str) -> None:

@@ -728,8 +728,11 @@ def _sqlite(hive: Hive) -> SqliteStore:
               " that the journal still holds it.")
 @click.option("--older-copy", is_flag=True, help="The file is a backup: heads witnessed"
               " after it was taken are not missing rows.")
+@click.option("--restored", is_flag=True, help="You put an older copy in the store's place"
+              " on purpose: record it, and hold the store to the heads witnessed from now.")
 @pass_context
-def doctor(ctx: Context, quick: bool, head: str | None, older_copy: bool) -> None:
+def doctor(ctx: Context, quick: bool, head: str | None, older_copy: bool,
+           restored: bool) -> None:
     """Check the store: pages, schema, the journal's hash chain, invariants.
 
     Opens the file read-only (nothing is migrated, swept or written) and prints each
@@ -752,12 +755,13 @@ def doctor(ctx: Context, quick: bool, head: str | None, older_copy: bool) -> Non
             from ...store.pg_doctor import diagnose_url
 
             found = diagnose_url(ctx.db, head=head, older_copy=older_copy, progress=shown,
-                                 at=now)
+                                 at=now, restored=restored)
         else:
             from ...store.doctor import diagnose_file
 
             found = diagnose_file(Path(ctx.db), quick=quick, head=head,
-                                  older_copy=older_copy, progress=shown, at=now)
+                                  older_copy=older_copy, progress=shown, at=now,
+                                  restored=restored)
     ok = all(f.ok for f in found)
     report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail,
                                     **(f.data or {})} for f in found]}
