@@ -154,7 +154,8 @@ def problems(conn: Any, schema: str) -> list[str]:
             found.append(f"function {name}'s body is not the one hivelite made")
     found += [f"trigger {name} on {have[name][0]} is not hivelite's"
               for name in sorted(set(have) - set(want.triggers))]
-    setting = f"search_path={schema}, pg_temp"
+    settings = {f"search_path={schema}, pg_temp",  # (a keyword as a schema's name is
+                f'search_path="{schema}", pg_temp'}  # kept quoted)
     functions = {str(r[0]): (str(r[1]), str(r[2]), bool(r[3]), str(r[4]))
                  for r in conn.execute(FUNCTIONS, args).fetchall()}
     for name in sorted(set(want.triggers) | set(want.helpers)):
@@ -166,7 +167,7 @@ def problems(conn: Any, schema: str) -> list[str]:
         digest, config, definer, language = got_function
         if name in want.helpers and digest != want.helpers[name]:
             found.append(f"function {name}'s body is not the one hivelite made")
-        if config != setting or definer or language != "plpgsql":
+        if config not in settings or definer or language != "plpgsql":
             found.append(f"function {name} does not run as hivelite made it (settings"
                          f" {config or 'none'}{', security definer' if definer else ''},"
                          f" {language})")
