@@ -562,3 +562,18 @@ def test_a_backup_put_back_on_purpose_is_recorded_and_held_to_from_then_on(
     assert all(f.ok for f in checks(path).values())  # from then on
     rewrite(path, "DELETE FROM journal WHERE seq = (SELECT max(seq) FROM journal)")
     assert not checks(path)["witnesses"].ok  # and held to what was witnessed since
+
+
+def test_a_decline_by_an_agent_with_no_counted_rejection_is_found(path: Path) -> None:
+    """The store lets an agent decline only after its counted rejection; doctor holds
+    the journal to the same rule (here the rule was set aside, and put back)."""
+    conn = apsw.Connection(str(path))
+    kept = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'task_decided_by'").get
+    with conn:
+        conn.execute("DROP TRIGGER task_decided_by")
+        conn.execute("UPDATE tasks SET state = 'routed', actor = 'ana/tester',"
+                     " reason = 'not good' WHERE state = 'approval'")
+        conn.execute(kept)
+    conn.close()
+    found = checks(path)["actors"]
+    assert not found.ok and "ana/tester declined with no counted rejection" in found.detail

@@ -171,7 +171,8 @@ def _actors(conn: apsw.Connection) -> Finding:
     """Each move was made by one who may make it (the protocol's actors): the owner's
     decisions by the store's owner, the gate's and the guard's by them, a claim, a resume
     and the holder's moves by the task's assignee, a completion or a decline by the owner
-    or an agent other than the assignee (a confirmation, a verifier's rejection)."""
+    or an agent other than the assignee (a confirmation; a decline, only by a verifier
+    whose rejection counted, as the store's rule says)."""
     owner = conn.execute("SELECT value FROM meta WHERE key = 'owner'").get
     problems = []
     for seq, task, actor, source, target, assignee in conn.execute(
@@ -184,6 +185,11 @@ def _actors(conn: apsw.Connection) -> Finding:
         if not any(_may(kind, actor, owner, assignee) for kind in move.actors):
             problems.append(f"journal row {seq} (task {task}, {move.name}) was made by"
                             f" {actor}, who may not make it")
+        elif (source, target) == ("approval", "routed") and actor != owner and not (
+                conn.execute("SELECT 1 FROM confirmations WHERE task = ? AND reviewer = ?"
+                             " AND verdict = 'reject' AND counted", (task, actor)).get):
+            problems.append(f"journal row {seq} (task {task}, {move.name}): {actor}"
+                            " declined with no counted rejection of the result")
     return Finding("actors", not problems, "every move was made by one who may make it"
                    if not problems else _examples(problems))
 
