@@ -14,8 +14,9 @@ from hivelite import Hive, ManualClock
 from hivelite.core.protocol import MAX_USAGE
 
 from . import rawsql
+from .attacks import AT
+from .attacks import made_by_the_library as scenario
 from .conftest import CODER, START
-from .test_decision_attacks import AT, scenario
 from .test_doctor import findings
 
 

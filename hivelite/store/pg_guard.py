@@ -32,6 +32,7 @@ from functools import cache
 from typing import Any
 
 from .pg_schema import HELPERS, rule_functions, rules
+from .schema import move_rows
 
 FULL_EVERY_S = 1.0
 """How often at most a writing store checks its rules in full (function bodies too)."""
@@ -176,7 +177,18 @@ def problems(conn: Any, schema: str) -> list[str]:
     if shape_digest(conn, schema) != SHAPE_DIGEST:
         found.append("the tables are not the ones hivelite made (a column, constraint or"
                      " index renamed, added, dropped or changed)")
+    if "moves" in tables and moves_of(conn, schema) != [tuple(r) for r in move_rows()]:
+        found.append("the moves table differs from the protocol's 22 moves")
     return found
+
+
+def moves_of(conn: Any, schema: str) -> list[tuple[object, ...]]:
+    """The store's ``moves`` rows, which its trigger keeps fixed (an owner who sets the
+    trigger aside, edits a move and puts the trigger back leaves no other trace)."""
+    table = '"' + schema.replace('"', '""') + '".moves'
+    return [tuple(r) for r in conn.execute(
+        "SELECT number, name, from_state, from_waiting, to_state, to_waiting"
+        f" FROM {table} ORDER BY number").fetchall()]
 
 
 def shape_digest(conn: Any, schema: str) -> str:
