@@ -253,13 +253,15 @@ class Confirmation(_Model):
 
 
 class UpdateView(_Model):
-    """One line of progress from the holder, with the usage it reported."""
+    """One update as a task view shows it (seed 004's TaskUpdateV1): a line of the holder's
+    progress with the usage it reported, or a verifier's verdict on the current result."""
 
     at: Timestamp
     actor: str
     summary: str
     tokens: int | None = None
     usd_micros: int | None = None
+    kind: Literal["progress", "verdict"] = "progress"
 
 
 class Usage(_Model):
@@ -270,10 +272,34 @@ class Usage(_Model):
 
 
 class Merge(_Model):
-    """A completed task's merge record."""
+    """A completed task's merge record, and the same commit as a piece of evidence (seed
+    004's ``merge_evidence``: how history shows it)."""
 
     commit: CommitHash
     by: str
+    evidence: Evidence | None = None
+
+
+def merge_evidence(commit: str) -> Evidence:
+    """The merge commit as a piece of evidence of kind ``commit``."""
+    return Evidence.model_construct(kind="commit", summary=f"merged as {commit}",
+                                    content=commit, url=None)
+
+
+class Decision(_Model):
+    """The decision on the current result (seed 004's TaskDecisionV1): accepted, by a
+    person's sign-off or the threshold's confirmations, or declined, by a person or a
+    verifier's counted reject. None while the result awaits one."""
+
+    outcome: Literal["accepted", "declined"]
+    decided_by: Literal["person", "threshold", "verifier"]
+    by: str
+    """Who made it: the owner's name, the agent whose verdict decided, or ``guard`` for a
+    threshold of 0."""
+    at: Timestamp
+    reason: str | None = None
+    seq: int
+    """The journal row that records it."""
 
 
 AnswerText = Annotated[str, StringConstraints(min_length=1, max_length=4000)]
@@ -376,6 +402,7 @@ class TaskView(_Model):
     updates: list[UpdateView] = []
     usage: Usage = Usage.model_construct(tokens=0, usd_micros=0)  # no validator built on import
     merge: Merge | None = None
+    decision: Decision | None = None
     last_reason: str | None = None
     origin: Literal["person", "agent"] = "person"
     """Who created the task: the owner, or an agent (seed 004: an agent only proposes)."""

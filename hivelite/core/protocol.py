@@ -235,29 +235,80 @@ def find_move(
     return move
 
 
-LIFECYCLE: dict[State, str] = {
-    State.requested: "queued",
-    State.routed: "queued",
-    State.accepted: "claimed",
-    State.working: "running",
-    State.verifying: "approval",
-    State.approval: "approval",
-    State.completed: "completed",
-    State.rejected: "failed",
-    State.cancelled: "cancelled",
-}
+@dataclass(frozen=True, slots=True)
+class LifecycleCell:
+    """One row of the lifecycle mapping: a task at rest in ``state`` with ``waiting_on``,
+    holding a live claim or none, reads ``lifecycle``; ``reason`` says why, wherever the word
+    is not the seeds' own (empty where seed 004 names the same thing)."""
+
+    state: State
+    waiting_on: WaitingOn | None
+    claim: bool
+    lifecycle: str
+    reason: str = ""
+    exhausted: bool = False
+    """A routed task whose attempts ran out (``max_attempts``)."""
+
+
+LIFECYCLE_CELLS: tuple[LifecycleCell, ...] = (
+    LifecycleCell(State.requested, None, False, "queued",
+                  "seed 004's proposed: a handoff the gate has not yet decided on; nothing"
+                  " before claimed but queued"),
+    LifecycleCell(State.waiting, WaitingOn.owner_approval, False, "queued",
+                  "seed 004's proposed, held for the owner's approval: still before any"
+                  " claim"),
+    LifecycleCell(State.routed, None, False, "queued"),
+    LifecycleCell(State.routed, None, False, "failed",
+                  "its attempts ran out (max_attempts failed outcomes): it can no longer be"
+                  " claimed, which is Hive v5's failed; the owner may raise the limit or"
+                  " cancel it", exhausted=True),
+    LifecycleCell(State.accepted, None, True, "claimed"),
+    LifecycleCell(State.working, None, True, "running"),
+    LifecycleCell(State.waiting, WaitingOn.human, False, "running",
+                  "paused mid-work on a person's answer: the claim ended, but the work is"
+                  " its assignee's alone to resume (never the queue's), so it is still"
+                  " under way"),
+    LifecycleCell(State.waiting, WaitingOn.agent, False, "running",
+                  "paused mid-work on another agent's answer; as for human"),
+    LifecycleCell(State.verifying, None, False, "approval",
+                  "passed through inside the submit's one transaction, never seen at rest;"
+                  " named as the step it leads to"),
+    LifecycleCell(State.approval, None, False, "approval",
+                  "seed 000's approval: a result awaiting confirmations or the owner's"
+                  " sign-off. Hive v5 ends a task at its result, with no one deciding;"
+                  " hivelite keeps seed 000's and C0 2.2's verdict, so it shows the wait"),
+    LifecycleCell(State.completed, None, False, "completed"),
+    LifecycleCell(State.rejected, None, False, "failed",
+                  "refused by the gate or denied by the owner: it ended without a result,"
+                  " and Hive v5's lifecycle has no rejected"),
+    LifecycleCell(State.cancelled, None, False, "cancelled"),
+)
+"""Every state, waiting_on and claim a task can rest in, and the lifecycle it reads
+(``docs/decisions.md`` shows this table). An expired claim not yet swept still counts as
+live until the next write returns the task to routed."""
+
+_LIFECYCLE_BY_KEY: dict[tuple[State, WaitingOn | None, bool], str] = {
+    (c.state, c.waiting_on, c.exhausted): c.lifecycle for c in LIFECYCLE_CELLS}
 
 
 def lifecycle(state: State, waiting_on: WaitingOn | None, exhausted: bool = False) -> str:
-    """The simple lifecycle a dashboard shows (seed 004's queued, claimed, running,
-    approval, completed, failed, cancelled), derived from the state.
+    """The simple lifecycle a dashboard shows (Hive v5's queued, claimed, running,
+    completed, failed, cancelled, and seed 000's approval), looked up in
+    ``LIFECYCLE_CELLS``; ``exhausted`` counts only for a routed task."""
+    return _LIFECYCLE_BY_KEY[(state, waiting_on, exhausted and state is State.routed)]
 
-    A task waiting on the owner is still queued, one paused mid-work is still running; a
-    routed task reads ``failed`` only when its attempts are exhausted, so never while it
-    can still be claimed; a rejected one reads ``failed``.
-    """
-    if state is State.waiting:
-        return "queued" if waiting_on is WaitingOn.owner_approval else "running"
-    if state is State.routed and exhausted:
-        return "failed"
-    return LIFECYCLE[state]
+
+SEED_004_STATES: dict[str, tuple[State, ...]] = {
+    "proposed": (State.requested, State.waiting),
+    "open": (State.routed,),
+    "claimed": (State.accepted, State.working),
+    "submitted": (State.verifying, State.approval),
+    "done": (State.completed,),
+    "rejected": (State.rejected,),
+    "cancelled": (State.cancelled,),
+}
+"""Seed 004's state words, each with the seed 000 states it covers; hivelite speaks and
+filters in seed 000's words only (one vocabulary on every face), and this table is how a
+reader of 004 translates. ``proposed`` covers a waiting task only while it waits on the
+owner's approval: a task paused on a question (waiting on human or agent) is 004's claimed
+work with its claim ended, and 004 has no word for it."""

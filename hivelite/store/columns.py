@@ -44,6 +44,16 @@ QUESTION = (
     f" WHERE j.task = {{p}} AND {PAUSED}) AND (({PAUSED}) OR ({ANSWERED})) ORDER BY j.seq")
 """A task's latest pause and the answers after it (``p``: the engine's placeholder): a
 pause is move 10 (working -> waiting), an answer an event recorded while it waits."""
+DECIDING = ("('working', 'verifying'), ('verifying', 'completed'), ('verifying', 'approval'),"
+            " ('verifying', 'routed'), ('approval', 'completed'), ('approval', 'routed')")
+DECISION = (
+    JOURNAL + " WHERE j.seq = (SELECT max(j.seq) FROM journal j WHERE j.task = {p}"
+    f" AND (j.from_state, j.to_state) IN (VALUES {DECIDING}))")
+"""The last move on a task's result (``p``: the engine's placeholder): its submission, the
+guard's judgement, or the decision on it; a decision only when it is 13, 16 or 17."""
+DECISIONS = frozenset({13, 16, 17})
+"""The moves that decide on a result: passed by a threshold of 0, completed by a sign-off
+or the confirmations, declined by a person or a verifier's reject."""
 TOKEN = "id, agent, instance, rights, hash, created_at, expires_at, revoked_at, by"
 VIEW = (
     "{columns}, p.body, r.body, c.body, r.worker, r.instance, r.session,"
@@ -87,6 +97,12 @@ def asks(task: TaskRow) -> bool:
             or task.reason == "resumed")
 
 
+def decides(task: TaskRow) -> bool:
+    """Whether a task with a result may show a decision on it: completed, or routed again
+    (a decline or a reject); one awaiting a verdict has none yet."""
+    return task.state in ("completed", "routed", "accepted", "working")
+
+
 class ViewRows:
     """Task views built from rows of :data:`VIEW`, the same on every engine; an engine
     gives the queries (``_recent_updates``, ``_usage_total``, ``confirmations``,
@@ -111,6 +127,9 @@ class ViewRows:
     def question(self, number: int) -> list[JournalRow]:
         raise NotImplementedError
 
+    def decision(self, number: int) -> JournalRow | None:
+        raise NotImplementedError
+
     def _view_rows(self, rows: Iterable[Sequence[Any]]) -> list[ViewRow]:
         """Each row of :data:`VIEW` with its current verdicts, last updates, usage totals
         and dependencies."""
@@ -128,6 +147,8 @@ class ViewRows:
                 tokens, usd = self._usage_total(task.number)
             needs = tuple(self.dependencies(task.number)) if task.depends else ()
             asked = tuple(self.question(task.number)) if asks(task) else ()
+            decided = self.decision(task.number) if meta and decides(task) else None
             out.append(ViewRow(task, Bodies(values[n], values[n + 1], values[n + 2]), meta,
-                               verdicts, recent, tokens, usd, needs, values[n + 11], asked))
+                               verdicts, recent, tokens, usd, needs, values[n + 11], asked,
+                               decided))
         return out

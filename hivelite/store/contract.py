@@ -78,6 +78,10 @@ class Reader(Protocol):
         """A task's latest question: the pause that asked it, then each answer given since,
         oldest first (empty when it never paused)."""
         ...
+    def decision(self, number: int) -> JournalRow | None:
+        """The move that decided on a task's current result (13, 16 or 17), or None while
+        none has since it was submitted."""
+        ...
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         """The rows after ``seq`` (up to ``upto``): an outbox read by sequence number."""
         ...

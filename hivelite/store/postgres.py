@@ -45,6 +45,8 @@ from ..core.errors import (
 )
 from .chain import CONTENT, TOKEN_EVENTS, broken_links, link
 from .columns import (
+    DECISION,
+    DECISIONS,
     JOURNAL,
     QUESTION,
     SELECT_TASK,
@@ -396,6 +398,10 @@ class PostgresTx(ViewRows):
 
     def question(self, number: int) -> list[JournalRow]:
         return [journal_row(v) for v in self._all(QUESTION.format(p="%s"), (number, number))]
+
+    def decision(self, number: int) -> JournalRow | None:
+        found = [journal_row(v) for v in self._all(DECISION.format(p="%s"), (number,))]
+        return found[0] if found and found[0].move in DECISIONS else None
 
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         bound = (1 << 63) - 1 if upto is None else upto

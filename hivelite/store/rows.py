@@ -144,6 +144,8 @@ class ViewRow:
     question: tuple[JournalRow, ...] = ()
     """Its latest question and the answers since (``Reader.question``), while it waits on
     one or has just resumed; else empty."""
+    decision: JournalRow | None = None
+    """The move that decided on its current result (``Reader.decision``), when it has one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,8 @@ from ..core.protocol import PRIORITIES
 from . import mounts, quickcheck
 from .chain import CONTENT, TOKEN_EVENTS, link
 from .columns import (
+    DECISION,
+    DECISIONS,
     JOURNAL,
     QUESTION,
     SELECT_TASK,
@@ -474,6 +476,10 @@ class SqliteTx(ViewRows):
     def question(self, number: int) -> list[JournalRow]:
         return [journal_row(v) for v in self.conn.execute(QUESTION.format(p="?"),
                                                           (number, number))]
+
+    def decision(self, number: int) -> JournalRow | None:
+        found = [journal_row(v) for v in self.conn.execute(DECISION.format(p="?"), (number,))]
+        return found[0] if found and found[0].move in DECISIONS else None
 
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         bound = (1 << 63) - 1 if upto is None else upto

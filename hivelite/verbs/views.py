@@ -19,6 +19,7 @@ from ..core.models import (
     ClaimView,
     Confirmation,
     Control,
+    Decision,
     DependencyView,
     Evidence,
     Lifecycle,
@@ -30,6 +31,7 @@ from ..core.models import (
     TaskView,
     UpdateView,
     Usage,
+    merge_evidence,
 )
 from ..core.protocol import PRIORITIES, TERMINAL, State, WaitingOn, lifecycle
 from ..store import Bodies, JournalRow, TaskRow, ViewRow
@@ -104,6 +106,35 @@ def question_of(rows: Sequence[JournalRow]) -> Question | None:
                                         by=a.actor or "", at=a.at) for a in answered])
 
 
+def decision_of(row: JournalRow | None) -> Decision | None:
+    """The decision a journal row records (``Reader.decision``): move 13 (a threshold of 0),
+    16 (a sign-off, or the confirmations), or 17 (a decline, or a verifier's reject)."""
+    if row is None:
+        return None
+    detail = row.detail or {}
+    accepted = row.to_state == State.completed.value
+    by_person = detail.get("decided_by") == "person"
+    return Decision.model_construct(
+        outcome="accepted" if accepted else "declined",
+        decided_by="person" if by_person else "threshold" if accepted else "verifier",
+        by=row.actor or "", at=row.at, reason=row.reason, seq=row.seq)
+
+
+def updates_of(found: ViewRow, confirmations: Sequence[Confirmation]) -> list[UpdateView]:
+    """The holder's recent progress and the verdicts on the current result, oldest first
+    (a verdict reads as its word, then its reason)."""
+    updates = [UpdateView.model_construct(at=u.at, actor=u.actor, summary=u.summary,
+                                          tokens=u.tokens, usd_micros=u.usd_micros,
+                                          kind="progress")
+               for u in reversed(found.updates)]
+    if confirmations:
+        updates += [UpdateView.model_construct(
+            at=c.at, actor=c.reviewer, summary=c.verdict + (f": {c.reason}" if c.reason else ""),
+            tokens=None, usd_micros=None, kind="verdict") for c in confirmations]
+        updates.sort(key=lambda u: u.at)  # stable: progress before a verdict of one instant
+    return updates
+
+
 def view_of(found: ViewRow, now: str, packets: PacketCache | None = None,
             controls: Sequence[Control] = ()) -> TaskView:
     """A task's full view; ``now`` (RFC 3339) decides whether its claim has expired;
@@ -124,9 +155,7 @@ def view_of(found: ViewRow, now: str, packets: PacketCache | None = None,
             reason=c.reason, at=c.at, counted=c.counted, why=c.why)
         for c in found.confirmations
     ]
-    updates = [UpdateView.model_construct(at=u.at, actor=u.actor, summary=u.summary,
-                                          tokens=u.tokens, usd_micros=u.usd_micros)
-               for u in reversed(found.updates)]
+    updates = updates_of(found, confirmations)
     depends = [DependencyView.model_construct(number=d.number, id=d.id, state=State(d.state))
                for d in found.dependencies]
     return TaskView.model_construct(
@@ -143,8 +172,10 @@ def view_of(found: ViewRow, now: str, packets: PacketCache | None = None,
         threshold=meta.threshold if meta else None, confirmations=confirmations,
         updates=updates,
         usage=Usage.model_construct(tokens=found.tokens, usd_micros=found.usd_micros),
-        merge=Merge.model_construct(commit=meta.merge_commit, by=meta.merged_by or "")
+        merge=Merge.model_construct(commit=meta.merge_commit, by=meta.merged_by or "",
+                                    evidence=merge_evidence(meta.merge_commit))
         if meta and meta.merge_commit else None,
+        decision=decision_of(found.decision),
         last_reason=row.reason,
         origin="agent" if found.created_by and "/" in found.created_by else "person",
         controls=list(controls),
