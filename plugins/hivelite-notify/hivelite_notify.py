@@ -6,6 +6,10 @@ Lines file and/or piped to a command's stdin. It runs in
 is raised so hivelite records it (``hive.notify_failures``, a ``warning:`` on the
 CLI's stderr), but the move itself stays committed.
 
+Each event names the move (its number, name, states, actor, journal time and seq)
+and the task: its id, number, project and agents, and ``task_object``, the whole
+task object of seed 000 as the store has it after the commit.
+
 Settings: the ``[notify]`` table of the settings file (``file``, ``command``,
 ``timeout``), overridden by ``$HIVELITE_NOTIFY_FILE`` and
 ``$HIVELITE_NOTIFY_COMMAND``. Nothing set: the plugin does nothing.
@@ -155,7 +159,11 @@ def _targets(hive: Any) -> Targets:
 
 def event_for(task: Task, move: Move, actor: str, hive: Any,
               number: int | None = None) -> dict[str, Any]:
-    """One move as a plain JSON object (the task is as it stands after the commit)."""
+    """One move as a plain JSON object (the task is as it stands after the commit).
+
+    ``task`` is the task's id (as in the journal); ``task_object`` is the whole task
+    object of seed 000 (``Task.to_json_dict()``: every key, ``null`` ones too).
+    """
     return {
         "at": task.updated_at,
         "task": task.id,
@@ -171,6 +179,7 @@ def event_for(task: Task, move: Move, actor: str, hive: Any,
         "assignee": task.assignee,
         "store": (str(Path(hive.path).absolute()) if hive.path is not None  # relative: no
                   else hive.store.location),                                # store named
+        "task_object": task.to_json_dict(),
     }
 
 

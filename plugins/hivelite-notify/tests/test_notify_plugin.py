@@ -2,7 +2,9 @@
 
 The rules are checked in-process on real store files (``Hive.open(...,
 plugins=[hivelite_notify])``); the end-to-end tests run the real ``hivelite``
-command with the plugin loaded from its installed entry point.
+command with the plugin loaded from its installed entry point. Every event's
+``task_object`` is checked against seed 000's task schema (the copy hivelite ships,
+``hivelite/data/task.schema.json``), formats included.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hivelite import Caller, Hive, ManualClock, PluginError, State
-from hivelite.core.protocol import MOVES_BY_NAME
+from hivelite import Caller, Hive, ManualClock, PluginError, State, Task, hookimpl
+from hivelite.core.protocol import MOVES, MOVES_BY_NAME
+from jsonschema import Draft202012Validator, FormatChecker  # type: ignore[import-untyped]
 
 import hivelite_notify
 
@@ -39,6 +43,10 @@ REVIEWER = Caller.agent("ana/reviewer", "desktop")
 """An independent reviewer on another instance."""
 GUEST = Caller.agent("guest/scout", "elsewhere")
 """Someone else's agent: the built-in gate holds its handoffs for the owner."""
+SCHEMA: dict[str, Any] = json.loads(
+    resources.files("hivelite").joinpath("data/task.schema.json").read_text(encoding="utf-8"))
+"""Seed 000's task object schema, as hivelite ships it."""
+TASK_OBJECT = Draft202012Validator(SCHEMA, format_checker=FormatChecker())
 
 
 @pytest.fixture(autouse=True)
@@ -56,10 +64,12 @@ def clock() -> ManualClock:
     return ManualClock(START)
 
 
-def open_hive(folder: Path, settings: str | None, clock: ManualClock) -> Hive:
+def open_hive(folder: Path, settings: str | None, clock: ManualClock,
+              *others: object) -> Hive:
     if settings is not None:
         (folder / "hivelite.toml").write_text(settings, encoding="utf-8")
-    return Hive.open(folder / "store.db", owner="ana", clock=clock, plugins=[hivelite_notify])
+    return Hive.open(folder / "store.db", owner="ana", clock=clock,
+                     plugins=[hivelite_notify, *others])
 
 
 def events(path: Path) -> list[dict[str, Any]]:
@@ -72,6 +82,12 @@ def pycommand(code: str) -> list[str]:
 
 def toml_list(words: list[str]) -> str:
     return json.dumps(words)  # a JSON array of strings is a valid TOML array
+
+
+def schema_errors(instance: Any) -> list[str]:
+    """Every violation of the seed's task schema as ``path: message`` (empty: valid)."""
+    return sorted(f"{'/'.join(str(p) for p in err.absolute_path) or '<root>'}: {err.message}"
+                  for err in TASK_OBJECT.iter_errors(instance))
 
 
 def handoff(hive: Hive, caller: Caller = OWNER, **overrides: Any) -> int:
@@ -99,6 +115,13 @@ def test_a_handoff_appends_one_event_beside_the_store(
         "from": "requested", "to": "routed", "waiting_on": None, "actor": "gate",
         "project": "demo", "requester": "ana/planner", "assignee": "ana/coder",
         "store": str(tmp_path / "store.db"),
+        "task_object": {  # seed 000's task object: every key, the null ones too
+            "id": task.id, "project": "demo", "state": "routed", "waiting_on": None,
+            "requester": "ana/planner", "assignee": "ana/coder",
+            "packet": {**PACKET, "context": "", "files": [], "depends_on": []},
+            "result": None, "latest_checkpoint": None,
+            "created_at": START, "updated_at": START,
+        },
     }]
 
 
@@ -157,6 +180,127 @@ def test_waiting_on_is_named_even_if_the_task_moved_on(
     assert hivelite_notify._waiting_on(task, MOVES_BY_NAME["hold"]) == "owner_approval"
     assert hivelite_notify._waiting_on(task, MOVES_BY_NAME["pause"]) is None  # human or agent
 
+class RefusingGate:
+    """A permission gate that refuses the handoffs whose task begins with "Refuse"."""
+
+    @hookimpl
+    def hivelite_permission_gate(self, task: Task, hive: Any) -> str | None:
+        return "deny" if task.packet.task.startswith("Refuse") else None
+
+
+def test_every_event_carries_the_task_object_as_the_store_has_it(
+        tmp_path: Path, clock: ManualClock) -> None:
+    """Every move the verbs make, each event checked against the store right after its write.
+
+    All but ``cancel_requested`` (18): the gate decides a handoff in the handoff's own
+    commit, so no task is ever left in ``requested`` to be cancelled.
+    """
+    path = tmp_path / "events.jsonl"
+    sent = 0
+    moves: set[int] = set()
+    evidence = [{"kind": "test_output", "summary": "3 passed"}]
+    with open_hive(tmp_path, '[notify]\nfile = "events.jsonl"\n', clock,
+                   RefusingGate()) as hive:
+
+        def check(number: int) -> None:
+            """The events of the write just made, against the task as the store has it now."""
+            nonlocal sent
+            got = events(path)[sent:]
+            sent += len(got)
+            assert got, "the write sent no event"
+            task = hive.get(number).task.to_json_dict()
+            for event in got:
+                assert schema_errors(event["task_object"]) == [], event
+                assert event["task_object"] == task
+                for key in ("waiting_on", "result", "latest_checkpoint"):
+                    assert key in event["task_object"]  # present even when null
+                assert (event["task"], event["number"]) == (task["id"], number)
+                assert (event["project"], event["requester"], event["assignee"]) == (
+                    task["project"], task["requester"], task["assignee"])
+                moves.add(event["move"])
+            # The state once the write committed: its last move's (a submit that passes
+            # straight through makes three moves in one write: all three carry it).
+            assert (got[-1]["to"], got[-1]["waiting_on"]) == (task["state"],
+                                                              task["waiting_on"])
+
+        def claim(number: int) -> tuple[str, int]:
+            lease = hive.claim(CODER, number)
+            check(number)
+            return lease.lease_id, lease.fencing_token
+
+        def submit(number: int, lease: tuple[str, int], **extra: Any) -> None:
+            hive.submit(CODER, number, lease_id=lease[0], token=lease[1], summary="done",
+                        evidence=evidence, **extra)
+            check(number)
+
+        check(handoff(hive, packet={**PACKET, "task": "Refuse this"}))  # 3 refuse
+        for decide in (hive.deny, hive.approve, hive.cancel):  # 2 hold, then 5, 4 or 19
+            held = handoff(hive, GUEST, requester=GUEST.name)
+            check(held)
+            decide(OWNER, held)
+            check(held)
+
+        number = handoff(hive)  # 1 route
+        check(number)
+        hive.cancel(OWNER, number)  # 20
+        check(number)
+        number = handoff(hive)
+        check(number)
+        claim(number)  # 6 claim
+        hive.cancel(OWNER, number)  # 21
+        check(number)
+
+        number = handoff(hive)
+        check(number)
+        lease = claim(number)
+        hive.release(CODER, number, lease_id=lease[0], token=lease[1])  # 8
+        check(number)
+        lease = claim(number)
+        hive.checkpoint(CODER, number, lease_id=lease[0], token=lease[1],
+                        progress="half way")  # 7 start: latest_checkpoint set
+        check(number)
+        hive.release(CODER, number, lease_id=lease[0], token=lease[1])  # 9
+        check(number)
+        lease = claim(number)
+        hive.checkpoint(CODER, number, lease_id=lease[0], token=lease[1], progress="again")
+        check(number)
+        hive.cancel(OWNER, number)  # 22
+        check(number)
+
+        number = handoff(hive)
+        check(number)
+        lease = claim(number)
+        hive.pause(CODER, number, lease_id=lease[0], token=lease[1], on="agent",
+                   reason="which format?")  # 7 start, 10 pause
+        check(number)
+        resumed = hive.resume(CODER, number)  # 11
+        check(number)
+        submit(number, (resumed.lease_id, resumed.fencing_token),
+               outcome="failed")  # 12 submit, 15 bounce
+        submit(number, claim(number))  # 7, 12, 14 await_approval: result set
+        hive.decline(OWNER, number, reason="not yet")  # 17
+        check(number)
+        submit(number, claim(number))
+        clock.advance(minutes=1)
+        hive.verify(REVIEWER, number, verdict="accept")  # 16 complete
+        check(number)
+
+        hive.set_policy(OWNER, "threshold", 0)
+        number = handoff(hive)
+        check(number)
+        submit(number, claim(number))  # 7, 12, 13 pass
+
+        number = handoff(hive)
+        check(number)
+        claim(number)
+        clock.advance(minutes=30)
+        hive.expire(OWNER)  # 8 by the clock
+        check(number)
+        assert list(hive.notify_failures) == []
+    assert moves == {m.number for m in MOVES} - {MOVES_BY_NAME["cancel_requested"].number}
+    assert sent == len(events(path))  # every event was checked
+
+
 def test_no_settings_sends_nothing(tmp_path: Path, clock: ManualClock) -> None:
     with open_hive(tmp_path, None, clock) as hive:
         handoff(hive)
@@ -173,7 +317,7 @@ def test_each_line_is_one_write_on_an_append_only_private_file(
         writes.append(bytes(data))
         return real_write(fd, data)
 
-    monkeypatch.setattr(hivelite_notify.os, "write", spy)
+    monkeypatch.setattr(os, "write", spy)  # the module hivelite_notify writes with
     (tmp_path / "events.jsonl").write_text('{"earlier": true}\n', encoding="utf-8")
     with open_hive(tmp_path, '[notify]\nfile = "events.jsonl"\n', clock) as hive:
         handoff(hive, packet={**PACKET, "task": "Write the parser " + "x" * 400})
@@ -364,6 +508,8 @@ def test_cli_handoff_appends_a_line_with_the_entry_point_plugin(
     view = json.loads(done.stdout)
     [event] = events(tmp_path / "events.jsonl")
     assert event["task"] == view["task"]["id"]
+    assert event["task_object"] == view["task"]  # the task object as the CLI shows it
+    assert schema_errors(event["task_object"]) == []
     assert (event["number"], event["move"], event["at"]) == (view["number"], 1, START)
     assert event["store"] == str(db)
 
