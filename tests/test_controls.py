@@ -26,7 +26,6 @@ from hivelite import (
     ManualClock,
     NotFound,
     State,
-    WaitingOn,
 )
 from hivelite.core.clock import format_ts
 from hivelite.core.models import Control, JournalEntry
@@ -724,85 +723,6 @@ def test_a_task_view_shows_the_controls_bearing_on_it(hive: Hive) -> None:
 # -- the store itself (a second, raw connection) -------------------------------------
 
 
-LEASE = ("UPDATE tasks SET state = 'accepted', lease_token = lease_token + 1,"
-         " lease_id = 'Lraw' || (lease_token + 1), lease_holder = ?, lease_instance = ?,"
-         " lease_expires = '2026-12-02T09:10:00.000Z', updated_at = '2026-12-02T09:00:00.000Z',"
-         " actor = 'raw', reason = 'raw sql' WHERE number = ?")
-"""A lease taken by raw SQL (routed -> accepted), bypassing the library's checks."""
-
-RAW_BINDS: dict[str, tuple[Callable[[Hive, int], Control], str, str, str]] = {
-    "held agent": (lambda h, n: h.hold(OWNER, agent=CODER.name),
-                   CODER.name, "laptop", "forbidden_right:held"),
-    "held instance": (lambda h, n: h.hold(OWNER, instance="laptop"),
-                      CODER.name, "Laptop.", "forbidden_right:held"),
-    "stopped agent": (lambda h, n: h.stop(OWNER, agent=CODER.name),
-                      CODER.name, "desktop", "forbidden_right:vetoed"),
-    "stopped instance": (lambda h, n: h.stop(OWNER, instance="laptop"),
-                         CODER.name, "LAPTOP", "forbidden_right:vetoed"),
-    "stopped everyone": (lambda h, n: h.stop(OWNER, everyone=True),
-                         CODER.name, "laptop", "forbidden_right:vetoed"),
-    "vetoed on the task": (lambda h, n: h.veto(OWNER, n, agent=CODER.name),
-                           CODER.name, "laptop", "forbidden_right:vetoed"),
-}
-
-
-@pytest.mark.parametrize(("make", "holder", "instance", "expected"), RAW_BINDS.values(),
-                         ids=RAW_BINDS.keys())
-def test_the_store_refuses_a_lease_to_whom_a_control_binds(
-        hive: Hive, hive_raw: apsw.Connection, make: Callable[[Hive, int], Control], holder: str,
-        instance: str, expected: str) -> None:
-    """``task_lease_controlled``: raw SQL cannot hand a lease to a held, stopped or vetoed
-    agent; once the control is lifted, the very same UPDATE stands."""
-    number = own_task(hive)
-    control = make(hive, number)
-    rawsql.refused(hive_raw, expected, LEASE, (holder, instance, number))
-    hive.lift(OWNER, control.id)
-    hive_raw.execute(LEASE, (holder, instance, number))
-    held = hive_raw.execute("SELECT lease_holder FROM tasks WHERE number = ?", (number,)).get
-    assert held == holder
-
-
-@pytest.mark.parametrize("spelling", ["Laptop", "laptop.", " laptop", "LAPTOP."])
-def test_the_store_takes_a_controls_instance_only_as_compared(
-        hive: Hive, hive_raw: apsw.Connection, spelling: str) -> None:
-    """DESIGN §10: instance names are normalised before comparing. The write path binds
-    ``Laptop.`` to the laptop; the store's lease trigger compares the control's instance
-    as stored, so a control must be stored normalised: any other spelling is refused."""
-    insert = ("INSERT INTO controls(kind, instance, at, by)"
-              " VALUES ('hold', ?, '2026-12-02T09:00:00.000Z', 'ana')")
-    rawsql.refused(hive_raw, "invalid_input:invalid_control", insert, (spelling,))
-    hive_raw.execute(insert, ("laptop",))
-    number = own_task(hive)
-    rawsql.refused(hive_raw, "forbidden_right:held", LEASE, (CODER.name, "Laptop.", number))
-
-
-def test_the_store_lets_a_veto_bind_only_its_task_and_agent(hive: Hive,
-                                                            hive_raw: apsw.Connection) -> None:
-    """A veto on one task refuses no lease on another, and a veto of another agent on a
-    task refuses no lease to its assignee."""
-    number, other, third = own_task(hive), own_task(hive), own_task(hive)
-    hive.veto(OWNER, number, agent=CODER.name)
-    hive.veto(OWNER, third, agent=TESTER.name)
-    hive_raw.execute(LEASE, (CODER.name, "laptop", other))
-    hive_raw.execute(LEASE, (CODER.name, "laptop", third))
-    assert [r[0] for r in hive_raw.execute("SELECT number FROM tasks WHERE lease_id IS NOT NULL"
-                                      " ORDER BY number")] == [other, third]
-
-
-def test_the_store_refuses_a_resumed_lease_to_a_held_agent(hive: Hive,
-                                                          hive_raw: apsw.Connection) -> None:
-    """The trigger guards every new lease, resume (waiting -> working) included."""
-    number = paused(hive)
-    hive.hold(OWNER, agent=CODER.name)
-    rawsql.refused(
-        hive_raw, "forbidden_right:held",
-        "UPDATE tasks SET state = 'working', waiting_on = NULL, lease_token = lease_token + 1,"
-        " lease_id = 'Lraw2', lease_holder = ?, lease_instance = 'laptop',"
-        " lease_expires = '2026-12-02T09:10:00.000Z', actor = 'raw', reason = 'raw sql'"
-        " WHERE number = ?", (CODER.name, number))
-    assert hive.get(number).task.waiting_on is WaitingOn.human
-
-
 def test_control_rows_cannot_be_deleted(hive: Hive, hive_raw: apsw.Connection) -> None:
     """Live or lifted, a control is kept: forbidden_right:controls_kept."""
     hold = hive.hold(OWNER, agent=CODER.name)
@@ -813,65 +733,12 @@ def test_control_rows_cannot_be_deleted(hive: Hive, hive_raw: apsw.Connection) -
                    (hold.id,))
 
 
-CHANGES = {
-    "lift again": "UPDATE controls SET lifted_at = '2026-12-03T00:00:00.000Z',"
-                  " lifted_by = 'ana' WHERE id = {lifted}",
-    "unlift": "UPDATE controls SET lifted_at = NULL, lifted_by = NULL WHERE id = {lifted}",
-    "retarget a lifted one": "UPDATE controls SET agent = 'ana/tester' WHERE id = {lifted}",
-    "retarget a live one": "UPDATE controls SET agent = 'ana/tester' WHERE id = {live}",
-    "rewrite its reason": "UPDATE controls SET reason = 'other' WHERE id = {live}",
-    "change its kind": "UPDATE controls SET kind = 'hold' WHERE id = {live}",
-    "backdate it": "UPDATE controls SET at = '2020-01-01T00:00:00.000Z' WHERE id = {live}",
-    "lift without a lifter": "UPDATE controls SET lifted_at = '2026-12-03T00:00:00.000Z'"
-                             " WHERE id = {live}",
-    "lift and change at once": "UPDATE controls SET lifted_at = '2026-12-03T00:00:00.000Z',"
-                               " lifted_by = 'ana', agent = NULL WHERE id = {live}",
-    "renumber it": "UPDATE controls SET id = 99 WHERE id = {live}",
-}
-
-
-@pytest.mark.parametrize("sql", CHANGES.values(), ids=CHANGES.keys())
-def test_a_control_is_lifted_once_and_never_changed(hive: Hive, hive_raw: apsw.Connection,
-                                                    sql: str) -> None:
-    """Only a live control's lift (lifted_at and lifted_by, nothing else) may be written."""
-    lifted = hive.hold(OWNER, agent=CODER.name)
-    hive.lift(OWNER, lifted.id)
-    live = hive.stop(OWNER, agent=CODER.name)
-    rawsql.refused(hive_raw, "forbidden_right:controls_kept",
-                   sql.format(lifted=lifted.id, live=live.id))
-
-
 def test_a_raw_lift_of_a_live_control_stands(hive: Hive, hive_raw: apsw.Connection) -> None:
     """The one update the store allows (so the refusals above are about their change)."""
     live = hive.stop(OWNER, agent=CODER.name)
     hive_raw.execute("UPDATE controls SET lifted_at = '2026-12-03T00:00:00.000Z', lifted_by = 'ana'"
                 " WHERE id = ?", (live.id,))
     assert hive.controls() == []
-
-
-BAD_CONTROLS = {
-    "hold of both": ("hold", CODER.name, "laptop", None, None),
-    "hold of neither": ("hold", None, None, None, None),
-    "hold on a task": ("hold", CODER.name, None, 1, None),
-    "veto without a task": ("veto", CODER.name, None, None, None),
-    "veto without an agent": ("veto", None, None, 1, None),
-    "veto of an instance": ("veto", CODER.name, "laptop", 1, None),
-    "stop on a task": ("stop", CODER.name, None, 1, None),
-    "stop of both": ("stop", CODER.name, "laptop", None, None),
-    "unknown kind": ("pause", CODER.name, None, None, None),
-    "born lifted": ("hold", CODER.name, None, None, "2026-12-02T09:00:00.000Z"),
-}
-
-
-@pytest.mark.parametrize("values", BAD_CONTROLS.values(), ids=BAD_CONTROLS.keys())
-def test_a_control_with_a_bad_scope_is_refused(hive: Hive, hive_raw: apsw.Connection,
-                                               values: tuple[object, ...]) -> None:
-    """invalid_input:invalid_control, whatever raw SQL tries."""
-    own_task(hive)
-    rawsql.refused(
-        hive_raw, "invalid_input:invalid_control",
-        "INSERT INTO controls(kind, agent, instance, task, lifted_at, at, by)"
-        " VALUES (?, ?, ?, ?, ?, '2026-12-02T09:00:00.000Z', 'ana')", values)
 
 
 GOOD_CONTROLS = {

@@ -62,65 +62,6 @@ def test_a_completed_result_cannot_be_rewritten(hive: Hive, db_path: Path) -> No
             "UPDATE results SET merge_commit = '1234567' WHERE task = ?", (number,))
 
 
-def test_a_changed_result_body_must_raise_its_version(hive: Hive, db_path: Path) -> None:
-    number = own_task(hive)
-    lease = hive.claim(CODER, number)
-    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
-                summary="done", evidence=EVIDENCE)
-    raw = rawsql.connect(db_path)
-    refused(raw, "invalid_state:result_version",
-            "UPDATE results SET body = json_set(body, '$.summary', 'swapped') WHERE task = ?",
-            (number,))
-
-
-def test_confirmations_are_append_only_and_only_in_approval(hive: Hive,
-                                                            db_path: Path) -> None:
-    number = completed(hive)
-    raw = rawsql.connect(db_path)
-    refused(raw, "forbidden_right:append_only", "DELETE FROM confirmations")
-    refused(raw, "forbidden_right:append_only", "UPDATE confirmations SET counted = 0")
-    refused(raw, "invalid_state:not_submitted",
-            "INSERT INTO confirmations(task, version, reviewer, instance, verdict, at, counted)"
-            " VALUES (?, 1, 'ana/x', 'phone', 'accept', '2026-12-02T09:00:00.000Z', 1)",
-            (number,))
-
-
-def test_updates_and_checkpoints_of_a_closed_task_stay(hive: Hive, db_path: Path) -> None:
-    number = own_task(hive)
-    lease = hive.claim(CODER, number)
-    hive.update(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
-                summary="half")
-    hive.checkpoint(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
-                    progress="half way")
-    assert hive.cancel(OWNER, number).state is State.cancelled
-    raw = rawsql.connect(db_path)
-    refused(raw, "forbidden_right:append_only", "DELETE FROM updates")
-    refused(raw, "forbidden_right:append_only", "UPDATE updates SET tokens = 999999")
-    refused(raw, "invalid_state:task_closed",
-            "INSERT INTO updates(task, at, actor, summary, tokens) VALUES"
-            " (?, '2026-12-02T09:00:00.000Z', 'ana/coder', 'late', 999999)", (number,))
-    refused(raw, "invalid_state:task_closed",
-            "UPDATE checkpoints SET body = '{}' WHERE task = ?", (number,))
-    refused(raw, "forbidden_right:checkpoints_are_kept", "DELETE FROM checkpoints")
-
-
-def test_a_forged_journal_row_is_refused(hive: Hive, db_path: Path) -> None:
-    number = completed(hive)
-    raw = rawsql.connect(db_path)
-    insert = ("INSERT INTO journal(task, at, actor, from_state, to_state) VALUES"
-              " (?, '2026-12-02T09:00:00.000Z', 'raw', ?, ?)")
-    refused(raw, "forbidden_right:journal_forged", insert, (number, "completed", "cancelled"))
-    refused(raw, "forbidden_right:journal_forged", insert, (number, "routed", "completed"))
-    raw.execute(insert, (number, "completed", "completed"))  # an event: allowed, and inert
-
-
-def test_a_claimed_state_needs_a_live_lease(hive: Hive, db_path: Path) -> None:
-    number = own_task(hive)
-    raw = rawsql.connect(db_path)
-    refused(raw, "invalid_state:claim_missing",
-            "UPDATE tasks SET state = 'accepted' WHERE number = ?", (number,))
-
-
 # -- the clock is read under the write lock --------------------------------------------
 
 

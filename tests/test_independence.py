@@ -405,34 +405,6 @@ def test_raw_sql_cannot_count_a_stranger_in_a_personal_store(hive: Hive,
     assert verdicts(hive, n) == [("bob/reviewer", "accept", False, "a stranger")]
 
 
-@pytest.mark.parametrize("instance", ["desktop", "DESKTOP", "desktop.", "Desktop.."])
-def test_raw_sql_cannot_count_a_second_verdict_per_instance(
-        hive: Hive, hive_raw: apsw.Connection, instance: str) -> None:
-    """Personal: one counted verdict per instance, however the instance is spelt."""
-    hive.set_policy(OWNER, "threshold", 2)
-    n = in_approval(hive)
-    raw_confirm(hive_raw, n, "ana/reviewer", "desktop")
-    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/other", instance, 1, None))
-    raw_confirm(hive_raw, n, "ana/second", "tablet")  # another instance counts
-
-
-@pytest.mark.parametrize("instance", ["laptop", "LAPTOP", "laptop."])
-def test_raw_sql_cannot_count_the_claiming_instance(hive: Hive, hive_raw: apsw.Connection,
-                                                    instance: str) -> None:
-    """The result's own instance never counts, in SQL either, in any case or dots."""
-    n = in_approval(hive)
-    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/reviewer", instance, 1, None))
-    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, WORKER, "desktop", 1, None))
-
-
-def test_raw_sql_cannot_count_the_claiming_instance_spelt_with_spaces(
-        hive: Hive, hive_raw: apsw.Connection) -> None:
-    """Surrounding space is part of the normalisation (Caller drops it): ' laptop ' is the
-    laptop, so SQL must refuse to count it too."""
-    n = in_approval(hive)
-    rawsql.refused(hive_raw, NOT_INDEPENDENT, CONFIRM, (n, "ana/reviewer", " laptop ", 1, None))
-
-
 def test_raw_sql_team_mode_counts_one_per_other_owner(hive: Hive,
                                                       hive_raw: apsw.Connection) -> None:
     """Team: the worker's owner never counts; another owner counts once."""
@@ -446,25 +418,7 @@ def test_raw_sql_team_mode_counts_one_per_other_owner(hive: Hive,
     assert [c.counted for c in hive.get(n).confirmations] == [True, True]
 
 
-def test_raw_sql_why_goes_with_uncounted_only(hive: Hive, hive_raw: apsw.Connection) -> None:
-    """An uncounted row needs a why; a counted row has none."""
-    n = in_approval(hive)
-    reason = "invalid_input:uncounted_needs_why"
-    rawsql.refused(hive_raw, reason, CONFIRM, (n, "ana/reviewer", "desktop", 0, None))
-    rawsql.refused(hive_raw, reason, CONFIRM, (n, "ana/reviewer", "desktop", 1, "because"))
-    raw_confirm(hive_raw, n, "ana/reviewer", "desktop")
-
-
 POLICY = "INSERT INTO policy(key, value, at, by) VALUES (?, ?, '2026-12-02T09:00:00.000Z', 'ana')"
-
-
-@pytest.mark.parametrize(("key", "value"), [
-    ("mode", "solo"), ("mode", "Personal"), ("proposals", "maybe"), ("threshold", "-1"),
-    ("threshold", "1001"), ("threshold", "x"), ("threshold", ""), ("threshold", "1.5"),
-    ("threshold:demo", "-1"), ("threshold:", "2"), ("timezone", ""), ("colour", "blue")])
-def test_raw_sql_policy_rows_must_be_valid(hive_raw: apsw.Connection, key: str, value: str) -> None:
-    """The policy table refuses a value the library would never write."""
-    rawsql.refused(hive_raw, "invalid_input:invalid_policy", POLICY, (key, value))
 
 
 @pytest.mark.parametrize(("key", "value"), [

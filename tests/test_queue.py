@@ -18,7 +18,6 @@ from hivelite.core.errors import ForbiddenRight, InvalidInput
 from hivelite.store import SCHEMA_VERSION
 from hivelite.store.schema import RANK, READY
 
-from . import rawsql
 from .conftest import (
     CODER,
     GUEST,
@@ -352,47 +351,7 @@ def test_the_attempt_limit_comes_from_the_settings(open_hive: Any, db_path: Path
     assert "max_attempts" in err.value.message
 
 
-# -- the store holds the rules too ------------------------------------------------------
-
-
-def test_raw_sql_cannot_claim_a_blocked_or_exhausted_task(hive: Hive,
-                                                          hive_raw: apsw.Connection) -> None:
-    first = own_task(hive)
-    blocked = own_task(hive, packet=packet(depends_on=[str(first)]))
-    hive_raw.execute("UPDATE tasks SET waits = 0 WHERE number = ?", (blocked,))  # lie to the index
-    claim = ("UPDATE tasks SET state = 'accepted', lease_id = 'L1', lease_token = 1,"
-             " lease_holder = 'ana/coder', lease_instance = 'laptop',"
-             " lease_expires = '2026-12-02T09:10:00.000Z', updated_at = ? WHERE number = ?")
-    with pytest.raises(apsw.ConstraintError, match="invalid_state:blocked"):
-        hive_raw.execute(claim, (START, blocked))
-    exhausted = own_task(hive)
-    for _ in range(3):
-        fail(hive, exhausted)
-    with pytest.raises(apsw.ConstraintError, match="invalid_state:attempts_exhausted"):
-        hive_raw.execute(claim, (START, exhausted))
-
-
-@pytest.mark.parametrize(("statement", "reason"), [
-    ("UPDATE tasks SET attempts = 0 WHERE number = 1", "attempts_only_grow"),
-    ("UPDATE tasks SET priority = 'asap', fields_version = 2 WHERE number = 1",
-     "invalid_priority"),
-    ("UPDATE tasks SET priority = 'urgent' WHERE number = 1", "stale_base"),
-    ("UPDATE tasks SET fields_version = 5 WHERE number = 1", "stale_base"),
-    ("DELETE FROM deps", "append_only"),
-    ("UPDATE deps SET on_task = 2", "append_only"),
-    ("INSERT INTO deps(task, on_task) VALUES (2, 1)", "dependency_fixed"),
-    ("INSERT OR REPLACE INTO deps(task, on_task) VALUES (3, 1)",
-     "rows_are_kept|dependency_fixed"),
-])
-def test_raw_sql_cannot_bend_the_queue(hive: Hive, hive_raw: apsw.Connection, statement: str,
-                                       reason: str) -> None:
-    fail(hive, own_task(hive))
-    own_task(hive)
-    own_task(hive, packet=packet(depends_on=["1"]))
-    before = rawsql.snapshot(hive_raw)
-    with pytest.raises(apsw.ConstraintError, match=reason):
-        hive_raw.execute(statement)
-    assert rawsql.snapshot(hive_raw) == before
+# -- stores from before the queue -------------------------------------------------------
 
 
 def before_the_queue(path: Path) -> tuple[int, int]:

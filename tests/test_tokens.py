@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import apsw
 import pytest
 
 from hivelite import Caller, ForbiddenRight, Hive, InvalidInput, ManualClock, NotFound
 from hivelite.core.errors import Unauthenticated
 from hivelite.store.migrations import SCHEMA_VERSION
 
-from . import rawsql
 from .conftest import CODER, OWNER, own_task
 from .test_cli_owner import Cli
 
@@ -120,26 +118,6 @@ def test_a_token_that_could_not_work_is_refused(hive: Hive, args: tuple[str, ...
         hive.add_token(OWNER, *args, **kwargs)  # type: ignore[arg-type]
     assert err.value.reason == reason
     assert hive.tokens() == []
-
-
-def test_the_store_keeps_tokens(raw: apsw.Connection) -> None:
-    """Raw SQL cannot delete a token, revoke one twice, or keep anything but a hash."""
-    insert = ("INSERT INTO tokens(id, agent, instance, rights, hash, created_at, by)"
-              " VALUES (?, ?, ?, ?, ?, '2026-12-02T09:00:00.000Z', 'ana')")
-    good = "0" * 64
-    for row in (("a", "ana/coder", "laptop", "tasks.read", "secret-in-clear"),
-                ("b", "ana/coder", "Laptop", "tasks.read", good),
-                ("c", "ana/coder", "laptop", "owner", good),
-                ("d", None, None, "tasks.read", good),
-                ("e", "ana/coder", "laptop", "tasks.read,tasks.fly", good)):
-        rawsql.refused(raw, "invalid_input:invalid_token", insert, row)
-    raw.execute(insert, ("f", "ana/coder", "laptop", "tasks.read,tasks.work", good))
-    rawsql.refused(raw, "forbidden_right:tokens_kept", "DELETE FROM tokens", ())
-    raw.execute("UPDATE tokens SET revoked_at = '2026-12-02T09:01:00.000Z' WHERE id = 'f'")
-    rawsql.refused(raw, "forbidden_right:tokens_kept",
-                   "UPDATE tokens SET revoked_at = NULL WHERE id = 'f'", ())
-    rawsql.refused(raw, "forbidden_right:rows_are_kept", insert,
-                   ("f", "ana/coder", "laptop", "tasks.read", good))
 
 
 def test_the_cli_issues_lists_and_revokes_and_info_names_the_vault(tmp_path: Path) -> None:

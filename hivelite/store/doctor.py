@@ -687,6 +687,16 @@ def restore(conn: apsw.Connection, at: str | None) -> None:
         witness(str(identity), f"{tip[0]}:{tip[1]}", at or "", RESTORED)
 
 
+def witness_sound(findings: list[Finding], at: str | None) -> None:
+    """A doctor's witness: when every finding is ``ok`` and ``at`` is given, the head the
+    hash chain check read is witnessed (at ``at``) beside the owner's key, for later
+    doctors to hold the store to. Nothing is witnessed for an unsound store."""
+    chain = next((f for f in findings if f.check == "hash chain"), None)
+    if (at is not None and all(f.ok for f in findings) and chain and chain.data
+            and chain.data.get("head")):
+        witness(str(chain.data["store_id"]), str(chain.data["head"]), at, "doctor")
+
+
 def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
                   older_copy: bool = False, progress: Progress | None = None,
                   at: str | None = None, restored: bool = False) -> list[Finding]:
@@ -730,8 +740,5 @@ def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
         return [Finding("integrity_check", False, f"SQLite cannot read the file: {exc}")]
     finally:
         conn.close()
-    chain = next((f for f in found if f.check == "hash chain"), None)
-    if (at is not None and all(f.ok for f in found) and chain and chain.data
-            and chain.data.get("head")):
-        witness(str(chain.data["store_id"]), str(chain.data["head"]), at, "doctor")
+    witness_sound(found, at)
     return found

@@ -18,7 +18,7 @@ import psycopg
 
 from ..core.errors import InvalidInput
 from ..core.progress import Progress
-from .doctor import Finding, diagnose
+from .doctor import Finding, diagnose, witness_sound
 from .keys import RESTORED, witness
 from .pg_guard import problems
 from .pg_migrations import SCHEMA_VERSION
@@ -76,10 +76,7 @@ def diagnose_url(url: str, *, head: str | None = None, older_copy: bool = False,
                                           progress=progress, place=store.place)]
     finally:
         store.close()
-    chain = next((f for f in findings if f.check == "hash chain"), None)
-    if (at is not None and all(f.ok for f in findings) and chain and chain.data
-            and chain.data.get("head")):
-        witness(str(chain.data["store_id"]), str(chain.data["head"]), at, "doctor")
+    witness_sound(findings, at)
     return findings
 
 
