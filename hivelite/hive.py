@@ -21,11 +21,13 @@ from .store.urls import is_url
 from .verbs import budgets as _budgets
 from .verbs import claims as _claims
 from .verbs import controls as _controls
+from .verbs import enrolments as _enrolments
 from .verbs import fields as _fields
 from .verbs import handoff as _handoff
 from .verbs import policy as _policy
 from .verbs import questions as _questions
 from .verbs import results as _results
+from .verbs import signers as _signers
 from .verbs import tokens as _tokens
 from .verbs.base import HiveBase
 from .verbs.plugins import call_each, get_plugin_manager
@@ -102,6 +104,12 @@ class Hive(HiveBase):
     set_budget = _budgets.set_budget
     clear_budget = _budgets.clear_budget
     budgets = _budgets.budgets
+    enrol = _enrolments.enrol
+    end_enrolment = _enrolments.end_enrolment
+    enrolments = _enrolments.enrolments
+    add_signer = _signers.add_signer
+    remove_signer = _signers.remove_signer
+    signers = _signers.signers
     set_policy = _policy.set_policy
     require_plugin = _policy.require_plugin
     unrequire_plugin = _policy.unrequire_plugin

@@ -155,7 +155,9 @@ def made_by_the_library(hive: Hive) -> dict[str, int]:
     cancelled one with a result, updates and a checkpoint, one paused on a person, a
     dependency awaiting its decision and its routed dependant, a live control (``live``:
     a veto of another agent than the assignee's, which binds no lease of the attacks), a
-    lifted one (``lifted``), and an agent's token."""
+    lifted one (``lifted``), the enrolment of an agent that holds no lease (``ana/tester``,
+    in the project demo and the role writer), an agent's token, and a routed task that
+    needs the role writer (``role``)."""
     n: dict[str, int] = {"routed": own_task(hive)}
     n["claimed"] = own_task(hive)
     hive.claim(CODER, n["claimed"])
@@ -186,12 +188,15 @@ def made_by_the_library(hive: Hive) -> dict[str, int]:
     n["live"] = hive.veto(OWNER, n["routed"], agent="ana/tester").id
     n["lifted"] = hive.hold(OWNER, agent="ana/reviewer").id
     hive.lift(OWNER, n["lifted"])
+    hive.enrol(OWNER, "ana/tester", projects=["demo"], roles=["writer"])
     hive.add_token(OWNER, "ana/tester", instance="tablet")
+    n["role"] = own_task(hive, role="writer")
     for name, state in (("approval", State.approval), ("completed", State.completed),
                         ("dep_on", State.approval), ("cancelled", State.cancelled),
                         ("paused", State.waiting), ("held", State.waiting)):
         assert hive.get(n[name]).task.state is state, name
-    assert hive.get(n["dependant"]).task.state is State.routed
+    for name in ("dependant", "role"):
+        assert hive.get(n[name]).task.state is State.routed, name
     return n
 
 

@@ -36,12 +36,13 @@ THROUGH_CLIENT = frozenset(v.method for v in VERBS
 READS = frozenset(v.method for v in VERBS
                   if not v.by_caller and v.on_task and v.http is not None)
 """Reads that go over HTTP with the owner's token."""
-LIST_ARGS = frozenset(ListInput.model_fields) - {"mine", "role"}
+LIST_ARGS = frozenset(ListInput.model_fields) - {"mine", "mine_as"}
 """What the served list route filters by (all a ``Hive``'s list does)."""
 ON_FILE = frozenset({
     "controls", "set_budget", "clear_budget", "budgets",
     "set_policy", "policy", "expire", "as_owner", "store", "owner", "clock", "plugins",
-    "info", "last_seq", "add_token", "tokens", "revoke_token", "expired_on_open"})
+    "info", "last_seq", "add_token", "tokens", "revoke_token", "expired_on_open",
+    "enrol", "end_enrolment", "enrolments", "add_signer", "remove_signer", "signers"})
 """What a served test still does on the file: the owner's verbs on the store itself
 (budgets, policy, tokens: no route serves them), the expiry sweep, and the store's own
 attributes. Anything else is an error, so no verb slips past the transport."""

@@ -16,6 +16,7 @@ case of that engine alone. ``docs/decisions.md`` says how the suite is organised
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -501,6 +502,7 @@ KEPT = {  # table: (its rows the attack copies, its key, what refuses them)
     "deps": ("task = {dependant}", "task, on_task", "invalid_input:dependency_fixed"),
     "controls": ("id = {live}", "id", "forbidden_right:rows_are_kept"),
     "tokens": ("agent = 'ana/tester'", "id", "forbidden_right:rows_are_kept"),
+    "enrolments": ("agent = 'ana/tester'", "agent", "forbidden_right:enrolment_not_journaled"),
 }
 
 
@@ -566,7 +568,7 @@ TRUNCATED = {
     "results": "results_are_kept", "confirmations": "append_only", "updates": "append_only",
     "journal": "append_only", "deps": "append_only", "policy": "append_only",
     "required_plugins": "append_only", "controls": "controls_kept", "budgets": "append_only",
-    "tokens": "tokens_kept",
+    "tokens": "tokens_kept", "enrolments": "append_only",
 }
 ROWS_KEPT += [case(f"{table} truncated", f"TRUNCATE {table} CASCADE", f"forbidden_right:{why}",
                    engines=POSTGRES) for table, why in TRUNCATED.items()]
@@ -693,13 +695,16 @@ RESULTS = [
 LEASE = ("UPDATE tasks SET state = 'accepted', lease_token = lease_token + 1,"
          " lease_id = 'Lraw' || (lease_token + 1), lease_holder = '{holder}',"
          " lease_instance = '{instance}', lease_expires = '2026-12-02T09:10:00.000Z',"
-         " updated_at = '" + NOW + "', actor = 'raw', reason = 'raw sql'"
+         " updated_at = '" + NOW + "', actor = 'raw', reason = 'raw sql'{scope}"
          " WHERE number = {{{task}}}")
 """A lease taken by raw SQL (routed -> accepted), bypassing the library's checks."""
 
 
-def lease(task: str = "routed", holder: str = "ana/coder", instance: str = "laptop") -> str:
-    return LEASE.format(task=task, holder=holder, instance=instance)
+def lease(task: str = "routed", holder: str = "ana/coder", instance: str = "laptop", *,
+          scope: str | None = None) -> str:
+    """The raw lease; ``scope``: the enrolment it names (``lease_scope``, as SQL)."""
+    return LEASE.format(task=task, holder=holder, instance=instance,
+                        scope="" if scope is None else f", lease_scope = {scope}")
 
 
 def holder_of(task: str) -> tuple[str, object]:
@@ -1097,9 +1102,291 @@ DECISIONS = [
          "forbidden_right:not_owner"),
 ]
 
+# -- who may work where: roles, enrolments, and a guest's request withdrawn (migration 12) --
+
+
+def braced(text: str) -> str:
+    """``text`` as a case's statement holds it (its braces doubled)."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def enrolment(agent: str = "ana/coder", projects: str = "[]", roles: str = "[]",
+              rights: str = "tasks.propose,tasks.work", active: int = 1, *, by: str = "ana",
+              journaled: dict[str, object] | None = None) -> tuple[str, str]:
+    """An enrolment as the owner writes it: its journal row, then the row naming that
+    row's seq (``projects`` and ``roles`` JSON text, compact, as the library writes them;
+    ``journaled``: what the journal row says instead, where it differs)."""
+    detail = {"agent": agent, "projects": json.loads(projects), "roles": json.loads(roles),
+              "rights": rights, "active": active} | (journaled or {})
+    said = braced(literal(json.dumps(detail, separators=(",", ":"))))
+    return ("INSERT INTO journal(task, at, actor, reason, detail) VALUES (NULL, '" + AT
+            + f"', '{by}', 'enrolment', {said})",
+            "INSERT INTO enrolments(agent, projects, roles, rights, active, seq, at, by)"
+            f" VALUES ('{agent}', {braced(literal(projects))}, {braced(literal(roles))},"
+            f" '{rights}', {active}, (SELECT max(seq) FROM journal), '" + AT + f"', '{by}')")
+
+
+SCOPE = "(SELECT seq FROM enrolments WHERE agent = 'ana/coder')"
+"""The seq of the coder's enrolment, which a lease taken under it names."""
+ROLE_TASK = ("INSERT INTO tasks(number, id, state, project, requester, assignee, created_at,"
+             " updated_at, role) VALUES ((SELECT max(number) + 1 FROM tasks), 't-new',"
+             " 'requested', 'demo', 'ana/planner', 'ana/coder', '" + NOW + "', '" + NOW
+             + "', {role})")
+START_WORK = "UPDATE tasks SET state = 'working', actor = 'ana/coder' WHERE number = {{{task}}}"
+"""The holder's first move (accepted -> working), named as the holder's."""
+HOLDER_MOVES = {  # (the holder's move, statements before it)
+    "starts work": (START_WORK.format(task="claimed"), ()),
+    "submits": ("UPDATE tasks SET state = 'verifying', actor = 'ana/coder', lease_id = NULL"
+                " WHERE number = {l_working}", (SUBMITTED.format(task="l_working"),)),
+    "pauses": ("UPDATE tasks SET state = 'waiting', waiting_on = 'human', actor ="
+               " 'ana/coder', lease_id = NULL WHERE number = {l_working}", ()),
+}
+GIVE_BACK = ("UPDATE tasks SET state = 'routed', actor = 'ana/coder', lease_id = NULL,"
+             " lease_holder = NULL, lease_instance = NULL, lease_expires = NULL"
+             " WHERE number = {l_working}")
+WITHDRAWN = ("UPDATE tasks SET state = 'cancelled', waiting_on = NULL, actor = '{actor}'"
+             " WHERE number = {{{task}}}")
+
+
+def withdrawn(actor: str, task: str = "held") -> str:
+    """A cancel of ``task`` (the held one: a guest's request, by guest/scout) by ``actor``."""
+    return WITHDRAWN.format(actor=actor, task=task)
+
+
+NOT_JOURNALED = "forbidden_right:enrolment_not_journaled"
+SCOPES = [
+    # a task's role: seed 004's slug, kept from its birth
+    *(case(f"a task born with the role {role!r}", ROLE_TASK.format(role=literal(role)),
+           "invalid_input:invalid_role")
+      for role in ("Writer", "1st", "-x", "a" * 65, "re viewer", "", "writer_x")),
+    *(case(f"a task born with the role {role!r} stands", ROLE_TASK.format(role=literal(role)),
+           None, then=[("SELECT role FROM tasks WHERE id = 't-new'", role)])
+      for role in ("writer", "a" * 64, "code-review-2")),
+    *(case(f"a task's role {name}", f"UPDATE tasks SET role = {value} WHERE number ="
+           f" {{{task}}}", "invalid_input:immutable_field")
+      for name, task, value in (("changed", "role", "'reviewer'"), ("dropped", "role", "NULL"),
+                                ("given later", "routed", "'writer'"),
+                                ("given while claimed", "claimed", "'writer'"))),
+    # an enrolment: the owner's, whole, right after its journal row; replaced, never edited
+    case("an enrolment without its journal row", enrolment()[1], NOT_JOURNALED),
+    case("an enrolment by an agent, journaled by it", enrolment(by="ana/coder")[1],
+         "forbidden_right:not_owner", enrolment(by="ana/coder")[0]),
+    case("an enrolment by an agent, journaled by the owner",
+         enrolment()[1].replace("'ana')", "'ana/coder')"), NOT_JOURNALED, enrolment()[0]),
+    *(case(f"an enrolment whose journal row says other {what}", enrolment()[1], NOT_JOURNALED,
+           enrolment(journaled=said)[0])
+      for what, said in (("projects", {"projects": ["demo"]}), ("roles", {"roles": ["x"]}),
+                         ("rights", {"rights": "tasks.work"}), ("activity", {"active": 0}),
+                         ("agent", {"agent": "ana/other"}))),
+    case("an enrolment after its journal row is no longer the newest", enrolment()[1],
+         NOT_JOURNALED, enrolment()[0], "INSERT INTO journal(task, at, actor, reason)"
+         " VALUES (NULL, '" + AT + "', 'ana', 'note')"),
+    case("an enrolment naming an older journal row", enrolment()[1].replace(
+        "(SELECT max(seq) FROM journal)", "(SELECT max(seq) - 1 FROM journal)"),
+         NOT_JOURNALED, enrolment()[0]),
+    *(case(f"an enrolment with {name}", enrolment(*row[:1], **row[1])[1],
+           "invalid_input:invalid_enrolment", enrolment(*row[:1], **row[1])[0])
+      for name, row in (
+          ("projects not a JSON array", ("ana/coder", {"projects": '{"a":1}'})),
+          ("projects an object of slugs", ("ana/coder", {"projects": '{"a":"demo"}'})),
+          ("a project that is no slug", ("ana/coder", {"projects": '["Demo"]'})),
+          ("a project 40 long", ("ana/coder", {"projects": f'["{"a" * 40}"]'})),
+          ("a project that is a number", ("ana/coder", {"projects": "[1]"})),
+          ("roles not a JSON array", ("ana/coder", {"roles": '{"a":1}'})),
+          ("roles an object of slugs", ("ana/coder", {"roles": '{"a":"writer"}'})),
+          ("a role that is no slug", ("ana/coder", {"roles": '["1st"]'})),
+          ("a right outside tasks.propose and tasks.work", ("ana/coder",
+                                                            {"rights": "tasks.read"})),
+          ("a right beside them no one has", ("ana/coder", {"rights": "tasks.work,owner"})),
+          ("an empty right", ("ana/coder", {"rights": "tasks.work,"})),
+          ("no rights", ("ana/coder", {"rights": ""})),
+          ("active 2", ("ana/coder", {"active": 2})),
+          ("active -1", ("ana/coder", {"active": -1})),
+      )),
+    case("an enrolment written by the owner after its journal row stands", enrolment(
+        projects='["demo","shop"]', roles='["writer"]', rights="tasks.work")[1], None,
+         enrolment(projects='["demo","shop"]', roles='["writer"]', rights="tasks.work")[0],
+         then=[("SELECT projects || ' ' || roles || ' ' || rights || ' ' || active FROM"
+                " enrolments WHERE agent = 'ana/coder'", '["demo","shop"] ["writer"]'
+                " tasks.work 1"),
+               ("SELECT count(*) FROM enrolments WHERE agent = 'ana/coder'"
+                " AND seq = (SELECT max(seq) FROM journal)", 1)]),
+    *(case(f"an enrolment {name}", sql, "forbidden_right:append_only")
+      for name, sql in (
+          ("widened", "UPDATE enrolments SET projects = '[]' WHERE agent = 'ana/tester'"),
+          ("ended in place", "UPDATE enrolments SET active = 0 WHERE agent = 'ana/tester'"),
+          ("renumbered", "UPDATE enrolments SET seq = seq + 1 WHERE agent = 'ana/tester'"),
+          ("given to another", "UPDATE enrolments SET agent = 'ana/coder'"),
+      )),
+    case("an enrolment deleted with no newer journal row",
+         "DELETE FROM enrolments WHERE agent = 'ana/tester'", NOT_JOURNALED),
+    case("every enrolment deleted", "DELETE FROM enrolments", NOT_JOURNALED),
+    case("an enrolment deleted right after its own journal row",
+         "DELETE FROM enrolments WHERE agent = 'ana/coder'", NOT_JOURNALED, *enrolment()),
+    case("an enrolment deleted after another agent's newer journal row",
+         "DELETE FROM enrolments WHERE agent = 'ana/tester'", NOT_JOURNALED,
+         enrolment()[0]),
+    case("an enrolment deleted after its newer journal row is no longer the newest",
+         "DELETE FROM enrolments WHERE agent = 'ana/tester'", NOT_JOURNALED,
+         enrolment("ana/tester")[0], "INSERT INTO journal(task, at, actor, reason)"
+         " VALUES (NULL, '" + AT + "', 'ana', 'note')"),
+    case("an enrolment replaced after its newer journal row stands",
+         enrolment("ana/tester", active=0)[1], None, enrolment("ana/tester", active=0)[0],
+         "DELETE FROM enrolments WHERE agent = 'ana/tester'",
+         then=[("SELECT active FROM enrolments WHERE agent = 'ana/tester'", 0)]),
+    # a lease within its holder's enrolment, naming it
+    case("a lease by an agent whose enrolment ended", lease(scope=SCOPE),
+         "invalid_state:optin_inactive", *enrolment(active=0)),
+    case("a lease naming no enrolment, its holder enrolled", lease(),
+         "invalid_state:optin_changed", *enrolment()),
+    case("a lease naming an older enrolment", lease(scope=f"{SCOPE} - 1"),
+         "invalid_state:optin_changed", *enrolment()),
+    case("a lease naming an enrolment its holder does not have", lease(scope="1"),
+         "invalid_state:optin_changed"),
+    case("a lease naming another agent's enrolment",
+         lease(scope="(SELECT seq FROM enrolments WHERE agent = 'ana/tester')"),
+         "invalid_state:optin_changed"),
+    case("a lease outside the enrolment's projects", lease(scope=SCOPE),
+         "forbidden_right:optin_scope", *enrolment(projects='["shop"]')),
+    case("a lease by an agent enrolled without tasks.work", lease(scope=SCOPE),
+         "forbidden_right:optin_scope", *enrolment(rights="tasks.propose")),
+    case("a lease of a task with a role, its holder enrolled in none", lease("role",
+         scope=SCOPE), "forbidden_right:not_permitted", *enrolment()),
+    case("a lease of a task with a role, its holder enrolled in another",
+         lease("role", scope=SCOPE), "forbidden_right:not_permitted",
+         *enrolment(roles='["reviewer"]')),
+    case("a lease of a task with a role, its holder not enrolled", lease("role"),
+         "forbidden_right:not_permitted"),
+    case("a resume naming no enrolment, its holder enrolled", RESUME,
+         "invalid_state:optin_changed", *enrolment()),
+    *(case(f"a lease within the enrolment stands: {name}", lease(task, scope=SCOPE), None,
+           *enrolment(**given), then=[holder_of(task), (
+               f"SELECT count(*) FROM tasks WHERE number = {{{task}}} AND lease_scope = {SCOPE}",
+               1)])
+      for name, task, given in (
+          ("every project", "routed", {}),
+          ("its projects", "routed", {"projects": '["demo","shop"]', "rights": "tasks.work"}),
+          ("its role", "role", {"projects": '["demo"]', "roles": '["reviewer","writer"]'}),
+      )),
+    case("a resume naming the enrolment stands", RESUME.replace(
+        " WHERE number", f", lease_scope = {SCOPE} WHERE number"), None, *enrolment(),
+         then=[holder_of("paused")]),
+    case("lease_scope set under a live lease", "UPDATE tasks SET lease_scope = 1"
+         " WHERE number = {claimed}", "invalid_input:immutable_field"),
+    case("lease_scope set to the holder's enrolment now under a live lease",
+         f"UPDATE tasks SET lease_scope = {SCOPE} WHERE number = {{claimed}}",
+         "invalid_input:immutable_field", *enrolment()),
+    case("lease_scope cleared under a live lease",
+         "UPDATE tasks SET lease_scope = NULL WHERE number = {routed}",
+         "invalid_input:immutable_field", *enrolment(), lease(scope=SCOPE)),
+    # the holder's moves: under the enrolment its claim was taken under
+    *(case(f"the holder {name} after its enrolment changed", sql,
+           "invalid_state:optin_changed", *before, *enrolment())
+      for name, (sql, before) in HOLDER_MOVES.items()),
+    *(case(f"the holder {name} after its enrolment ended", sql,
+           "invalid_state:optin_inactive", *before, *enrolment(active=0))
+      for name, (sql, before) in HOLDER_MOVES.items()),
+    case("the holder gives its claim back after its enrolment ended stands", GIVE_BACK,
+         None, *enrolment(active=0), then=[(state_of("l_working"), "routed")]),
+    case("the holder works under the enrolment it claimed under stands",
+         START_WORK.format(task="routed"), None, *enrolment(), lease(scope=SCOPE),
+         then=[(state_of("routed"), "working")]),
+    # a guest's own request: withdrawn by an agent of the guest's owner, in team mode
+    case("a guest's agent withdraws its owner's request in personal mode",
+         withdrawn("guest/planner"), "forbidden_right:not_owner"),
+    case("the guest's requester withdraws its request in personal mode",
+         withdrawn("guest/scout"), "forbidden_right:not_owner"),
+    *(case(f"team: {name}", withdrawn(actor, task), "forbidden_right:not_owner", TEAM)
+      for name, actor, task in (
+          ("another owner's agent withdraws a guest's request", "bob/planner", "held"),
+          ("the store owner's agent withdraws a guest's request", "ana/planner", "held"),
+          ("the guest's owner by name, no agent, withdraws its request", "guest", "held"),
+          ("a name with no owner part withdraws a guest's request", "/planner", "held"),
+          ("a guest's agent cancels the owner's own task", "guest/planner", "routed"),
+          ("the owner's agent cancels the owner's own task", "ana/planner", "routed"),
+      )),
+    case("team: a name with no owner part withdraws a request named so",
+         "UPDATE tasks SET state = 'cancelled', actor = 'outsider' WHERE id = 't-new'",
+         "forbidden_right:not_owner", TEAM, ROLE_TASK.format(role="NULL").replace(
+             "'ana/planner'", "'planner'")),
+    case("team: a guest approves its held task",
+         "UPDATE tasks SET state = 'routed', waiting_on = NULL, actor = 'guest/scout'"
+         " WHERE number = {held}", "forbidden_right:not_owner", TEAM),
+    case("team: a guest denies its held task",
+         "UPDATE tasks SET state = 'rejected', waiting_on = NULL, actor = 'guest/planner'"
+         " WHERE number = {held}", "forbidden_right:not_owner", TEAM),
+    *(case(f"team: {name} stands", withdrawn(actor), None, TEAM,
+           then=[(state_of("held"), "cancelled"), (newest("held", "actor"), actor)])
+      for name, actor in (("a guest's agent withdraws its owner's request", "guest/planner"),
+                          ("the guest's requester withdraws its request", "guest/scout"))),
+]
+
+# -- a result's draft and its evidence's receipts (migration 12) ---------------------------
+
+HELD_RESULT = ("INSERT INTO results(task, body, worker, instance, outcome, draft, receipts)"
+               " VALUES ({{claimed}}, '{{{{}}}}', 'ana/coder', 'laptop', '{outcome}', {draft},"
+               " {receipts})")
+"""A result the holder of the claimed task returns (its first version)."""
+PATCH = '{"kind":"patch","content":"diff"}'
+
+
+def held_result(draft: str | None = None, receipts: str | None = None,
+                outcome: str = "completed") -> str:
+    return HELD_RESULT.format(outcome=outcome, draft=braced(literal(draft)),
+                              receipts=braced(literal(receipts)))
+
+
+def resubmitted(change: str) -> str:
+    """The holder's next version of the claimed task's result, with ``change``."""
+    return (f"UPDATE results SET {braced(change)}, version = version + 1"
+            " WHERE task = {claimed}")
+
+
+DRAFTS = [
+    *(case(f"a draft {name}", held_result(draft), "invalid_input:invalid_draft")
+      for name, draft in (
+          ("that is no JSON", "{patch"), ("that is a list", "[]"),
+          ("that is text", '"a patch"'), ("of no kind", '{"content":"diff"}'),
+          ("of an unknown kind", '{"kind":"essay","content":"x"}'),
+          ("without content", '{"kind":"patch"}'),
+          ("whose content is no text", '{"kind":"patch","content":{"a":1}}'))),
+    case("a draft with a failed outcome", held_result(PATCH, outcome="failed"),
+         "invalid_input:invalid_draft"),
+    *(case(f"a {kind} draft stands", held_result(f'{{"kind":"{kind}","content":"x"}}'),
+           None, then=[("SELECT count(*) FROM results WHERE task = {claimed}"
+                        " AND draft IS NOT NULL", 1)])
+      for kind in ("decision", "document", "patch")),
+    case("a draft's outcome turned failed by the holder", resubmitted("outcome = 'failed'"),
+         "invalid_input:invalid_draft", held_result(PATCH)),
+    case("a draft reshaped by the holder", resubmitted("draft = '[]'"),
+         "invalid_input:invalid_draft", held_result(PATCH)),
+    case("a draft added to a result in approval", "UPDATE results SET draft = '"
+         + braced(PATCH) + "' WHERE task = {approval}", "forbidden_right:draft_fixed"),
+    case("a draft changed at its version", "UPDATE results SET draft = NULL"
+         " WHERE task = {claimed}", "forbidden_right:draft_fixed", held_result(PATCH)),
+    case("a draft changed by the holder's next version stands",
+         resubmitted('draft = \'{"kind":"document","content":"y"}\''), None,
+         held_result(PATCH), then=[("SELECT version FROM results WHERE task = {claimed}", 2)]),
+    *(case(f"receipts {name}", held_result(receipts=receipts), "invalid_input:invalid_receipt")
+      for name, receipts in (("that are no JSON", "[{"), ("that are an object", "{}"),
+                             ("holding a number", "[null, 1]"), ("holding text", '["ok"]'))),
+    case("receipts of nulls and objects stand", held_result(receipts='[null,{"ok":true}]'),
+         None, then=[("SELECT receipts FROM results WHERE task = {claimed}",
+                      '[null,{"ok":true}]')]),
+    case("receipts changed at their version", "UPDATE results SET receipts = '[]'"
+         " WHERE task = {claimed}", "forbidden_right:receipts_fixed", held_result()),
+    case("receipts of a result in approval rewritten", "UPDATE results SET receipts = '[]'"
+         " WHERE task = {approval}", "forbidden_right:receipts_fixed"),
+    case("receipts reshaped with the holder's next version",
+         resubmitted("receipts = '[1]'"), "invalid_input:invalid_receipt", held_result()),
+    case("receipts with the holder's next version stand", resubmitted("receipts = '[{}]'"),
+         None, held_result(), then=[("SELECT receipts FROM results WHERE task = {claimed}",
+                                     "[{}]")]),
+]
+
 CASES: list[Case] = [
     *JOURNAL, *BIRTH, *CLOSED, *WAITING, *RESULTS_EXIST, *LEASES, *COLUMNS, *MOVES_TABLE,
-    *PROTOCOL, *ROWS_KEPT, *RESULTS, *QUEUE, *CONTROLS, *OWNERS, *DECISIONS,
+    *PROTOCOL, *ROWS_KEPT, *RESULTS, *QUEUE, *CONTROLS, *OWNERS, *DECISIONS, *SCOPES, *DRAFTS,
 ]
 
 

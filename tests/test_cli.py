@@ -12,6 +12,7 @@ named agent. Real processes are in ``test_cli_e2e.py``.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import logging
@@ -313,7 +314,9 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     assert state("sign-off", "1", "--reason", "good", t=18) == "completed"
     merged = ok("amend", "1", "--merge-commit", "3f2a9c1", t=19)
     if as_json:
-        assert merged.doc()["merge"] == {"commit": "3f2a9c1", "by": "ana"}
+        assert merged.doc()["merge"] == {"commit": "3f2a9c1", "by": "ana", "evidence": {
+            "kind": "commit", "summary": "merged as 3f2a9c1",
+            "content": "3f2a9c1"}}
 
     # A failed attempt, then the owner cancels.
     lease_id, token, _ = lease("claim", "2", *CODER, t=20)
@@ -346,6 +349,21 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
         assert [(b["agent"], b["used_tasks"], b["usd_micros"]) for b in shown.doc()] == [
             ("ana/coder", 6, 2_500_000)]  # six claims this day
     ok("budget", "clear", "--agent", "ana/coder", t=22)
+    enrolled = ok("enrol", "set", "--agent", "ana/helper", "--project", "demo", "--role",
+                  "writer", "--tasks", "9", t=22)
+    if as_json:
+        assert (enrolled.doc()["projects"], enrolled.doc()["budget"]["tasks"]) == (["demo"], 9)
+    else:
+        assert "ana/helper  demo" in enrolled.out
+    ok("enrol", "show", t=22)
+    ok("enrol", "end", "--agent", "ana/helper", t=22)
+    added = ok("signer", "add", "ci", t=22)
+    listed = ok("signer", "list", t=22)
+    if as_json:
+        assert [s["name"] for s in listed.doc()] == ["ci"] and len(added.doc()["secret"]) == 64
+    else:
+        assert listed.out.startswith("ci  key ")
+    ok("signer", "remove", "ci", t=22)
     ok("policy", "set", "threshold", "2", "--project", "web", t=22)
     policy = ok("policy", "show", t=22)
     if as_json:
@@ -374,6 +392,10 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     assert run.ok("export", db=copy).out == run.ok("export").out
 
     # The store-free verbs and the demo.
+    artifact = tmp_path / f"artifact-{as_json}.txt"
+    artifact.write_text("14 passed\n")
+    made = json.loads(ok("receipt", str(artifact), t=24).out)
+    assert made == {"digest": "sha256:" + hashlib.sha256(b"14 passed\n").hexdigest()}
     moves = ok("states", t=24)
     if as_json:
         assert len(moves.doc()["states"]) == 10
@@ -510,6 +532,8 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
     "lift": ("1",),
     "controls": (),
     "budget": ("show",),
+    "enrol": ("show",),
+    "signer": ("list",),
     "policy": ("show",),
     "token": ("list",),
     "info": (),
@@ -520,7 +544,7 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
 
 def test_store_verbs_cover_every_verb_but_the_creators_and_the_store_free() -> None:
     assert set(STORE_VERBS) | {"init", "demo", "states", "schema", "plugins", "import",
-                               "completion"} == set(
+                               "completion", "receipt"} == set(
         cli.commands)
 
 

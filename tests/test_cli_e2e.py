@@ -176,7 +176,8 @@ def test_the_demo_story_verb_by_verb(sh: Shell) -> None:
     view = sh("verify", "1", "--accept", "--agent", "ana/planner", "--instance", "desktop", t=19)
     assert (view["task"]["state"], view["lifecycle"]) == ("completed", "completed")
     view = sh("amend", "1", *CODER, "--merge-commit", "3f2a9c1", t=20)
-    assert view["merge"] == {"commit": "3f2a9c1", "by": "ana/coder"}
+    assert view["merge"] == {"commit": "3f2a9c1", "by": "ana/coder", "evidence": {
+        "kind": "commit", "summary": "merged as 3f2a9c1", "content": "3f2a9c1"}}
 
     # The approved request: a failed attempt, then the owner cancels it.
     attempt = sh("claim", "2", "--agent", "ana/coder", "--instance", "laptop", t=21)

@@ -177,6 +177,91 @@ def test_policy_budgets_and_requirements_changed_by_raw_sql_are_found(path: Path
     assert "token feedfacecafe: the store has ('ana/coder'" in detail
 
 
+ENROLMENT_EVENT = ("INSERT INTO journal(task, at, actor, reason, detail) VALUES (NULL,"
+                   " '2026-12-02T10:00:00.000Z', 'ana', 'enrolment', ?)")
+"""An enrolment's journal row written by raw SQL (as the owner, who alone may)."""
+
+
+def enrolled(path: Path) -> None:
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        hive.enrol(OWNER, CODER.name, projects=["demo"], roles=["writer"],
+                   rights=["tasks.work"])
+
+
+def test_an_enrolment_is_what_the_owners_journaled_changes_made_it(path: Path) -> None:
+    """The library journals each change of an enrolment, then replaces the row; raw SQL
+    that does the same, as the owner, is a change doctor takes (the journal has it)."""
+    enrolled(path)
+    assert findings(path)["policy"] == (True, "1 policy value(s), 0 required plugin(s),"
+                                        " 1 budget(s), 1 enrolment(s), each as the owner's"
+                                        " journal has it")
+    detail = {"agent": "ana/coder", "projects": [], "roles": [], "rights": "tasks.work",
+              "active": 0, "why": "by hand"}
+    conn = rawsql.connect(path)
+    with conn:
+        conn.execute(ENROLMENT_EVENT, (json.dumps(detail),))
+        seq = conn.last_insert_rowid()
+        conn.execute("DELETE FROM enrolments WHERE agent = 'ana/coder'")
+        conn.execute("INSERT INTO enrolments(agent, projects, roles, rights, active, seq, at,"
+                     " by) VALUES ('ana/coder', '[]', '[]', 'tasks.work', 0, ?,"
+                     " '2026-12-02T10:00:00.000Z', 'ana')", (seq,))
+    conn.close()
+    ok, detail_text = findings(path)["policy"]
+    assert ok, detail_text
+
+
+@pytest.mark.parametrize(("statements", "found"), [
+    (["UPDATE enrolments SET projects = '[]'"],
+     "enrolment of ana/coder: the store has ('[]', "),
+    (["UPDATE enrolments SET rights = 'tasks.propose,tasks.work'"],
+     "'tasks.propose,tasks.work', 1,"),
+    (["UPDATE enrolments SET active = 0"], "'tasks.work', 0,"),
+    (["UPDATE enrolments SET seq = 1"], "'tasks.work', 1, 1,"),
+    (["UPDATE enrolments SET projects = 'demo'"], "the store has ('demo', "),
+    (["DELETE FROM enrolments"], "enrolment of ana/coder: the store has None"),
+    (["INSERT INTO enrolments(agent, projects, roles, rights, active, seq, at, by) VALUES"
+      " ('ana/tester', '[]', '[]', 'tasks.work', 1, 1, '2026-12-02T10:00:00.000Z', 'ana')"],
+     "enrolment of ana/tester: the store has ('[]', '[]', 'tasks.work', 1, 1,"),
+])
+def test_an_enrolment_changed_behind_the_journals_back_is_found(
+        path: Path, statements: list[str], found: str) -> None:
+    """An enrolment widened, revived, renumbered, removed or slipped in with the store's
+    rules set aside (as an import or a hand with the file can) has no journal row to
+    match."""
+    from .test_doctor_decisions import behind_the_rules
+
+    enrolled(path)
+    behind_the_rules(path, *statements)
+    found_now = findings(path)
+    assert found_now["schema"][0]
+    ok, detail = found_now["policy"]
+    assert not ok and found in detail, detail
+
+
+def test_an_enrolment_ended_by_its_journal_row_alone_is_found(path: Path) -> None:
+    """The store lets an enrolment go once a newer journal row names its agent; one that
+    is not written again differs from what that row says."""
+    enrolled(path)
+    detail = {"agent": "ana/coder", "projects": [], "roles": [], "rights": "tasks.work",
+              "active": 1}
+    conn = rawsql.connect(path)
+    conn.execute(ENROLMENT_EVENT, (json.dumps(detail),))
+    conn.execute("DELETE FROM enrolments")
+    conn.close()
+    ok, found = findings(path)["policy"]
+    assert not ok and "enrolment of ana/coder: the store has None, the owner's journaled" \
+        " changes ('[]', '[]', 'tasks.work', 1," in found
+
+
+def test_an_unreadable_enrolment_row_is_named(path: Path) -> None:
+    enrolled(path)
+    conn = rawsql.connect(path)
+    conn.execute(ENROLMENT_EVENT, ('{"agent": "ana/coder"}',))
+    seq = conn.last_insert_rowid()
+    conn.close()
+    assert findings(path)["policy"] == (False, f"journal row {seq} (enrolment) cannot be read")
+
+
 def test_a_claim_that_skipped_a_token_is_found(path: Path) -> None:
     conn = rawsql.connect(path)
     for name in ("task_update", "task_lease_taken"):  # the guards against it

@@ -16,7 +16,7 @@ from hivelite.core.protocol import MAX_USAGE
 from . import rawsql
 from .attacks import AT
 from .attacks import made_by_the_library as scenario
-from .conftest import CODER, START
+from .conftest import CODER, OWNER, START, held_task
 from .test_doctor import findings
 
 
@@ -147,3 +147,96 @@ def test_an_owners_move_made_by_another_is_found(
                      " journal WHERE task = number ORDER BY seq DESC LIMIT 1), state,"
                      f" waiting_on, 'raw' FROM tasks WHERE number = {n[task]}")
     assert f"(task {n[task]}, {move}) was made by" in failed(path, "actors")
+
+
+def journaled(task: int) -> str:
+    """The journal row of ``task``'s last move, as the store's trigger writes it (set
+    aside with the rest by :func:`behind_the_rules`)."""
+    return ("INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on, reason)"
+            " SELECT number, updated_at, actor, (SELECT to_state FROM journal WHERE task ="
+            " number ORDER BY seq DESC LIMIT 1), state, waiting_on, reason FROM tasks"
+            f" WHERE number = {task}")
+
+
+CANCEL_HELD = ("UPDATE tasks SET state = 'cancelled', waiting_on = NULL, actor = '{actor}',"
+               " reason = 'withdrawn' WHERE number = {task}")
+"""A cancel by ``actor`` (of the guest's held task, requested by guest/scout, unless
+another is named)."""
+
+
+def team(path: Path) -> None:
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        hive.set_policy(OWNER, "mode", "team")
+
+
+def test_in_team_mode_a_guests_own_request_withdrawn_by_its_owners_agent_is_sound(
+        store: tuple[Path, dict[str, int]]) -> None:
+    """As the store's rule has it: the store takes the raw cancel, and doctor too."""
+    path, n = store
+    team(path)
+    conn = rawsql.connect(path)
+    conn.execute(CANCEL_HELD.format(actor="guest/planner", task=n["held"]))
+    conn.close()
+    found = findings(path)
+    assert found["actors"][0], found["actors"]
+    assert found["replay"][0] and found["policy"][0]
+
+
+@pytest.mark.parametrize(("actor", "mode", "task"), [
+    ("guest/planner", None, "held"),  # personal mode: the owner's alone
+    ("guest/planner", "personal", "held"),  # team mode, ended
+    ("bob/planner", "team", "held"),  # another owner's agent
+    ("ana/planner", "team", "held"),  # the store owner's agent
+    ("guest", "team", "held"),  # the guest's owner by name: not an agent
+    ("ana/coder", "team", "routed"),  # the store owner's own request: the owner's
+])
+def test_a_cancel_the_guests_owner_may_not_make_is_found(
+        store: tuple[Path, dict[str, int]], actor: str, mode: str | None, task: str) -> None:
+    path, n = store
+    if mode is not None:
+        with Hive.open(path, clock=ManualClock(START)) as hive:
+            hive.set_policy(OWNER, "mode", "team")
+            if mode != "team":
+                hive.set_policy(OWNER, "mode", mode)
+    behind_the_rules(path, CANCEL_HELD.format(actor=actor, task=n[task]), journaled(n[task]))
+    move = "cancel_waiting" if task == "held" else "cancel_routed"
+    assert (f"(task {n[task]}, {move}) was made by {actor}, who may not make"
+            " it") in failed(path, "actors")
+
+
+def test_the_mode_is_the_one_when_the_cancel_was_made(
+        store: tuple[Path, dict[str, int]]) -> None:
+    """A cancel made in personal mode stays the owner's to make after the mode turns to
+    team; one made in team mode stays sound after it turns back."""
+    path, n = store
+    behind_the_rules(path, CANCEL_HELD.format(actor="guest/planner", task=n["held"]),
+                     journaled(n["held"]))
+    team(path)
+    assert f"(task {n['held']}, cancel_waiting) was made by" in failed(path, "actors")
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        later = held_task(hive)
+    conn = rawsql.connect(path)
+    conn.execute(CANCEL_HELD.format(actor="guest/other", task=later))
+    conn.close()
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        hive.set_policy(OWNER, "mode", "personal")
+    detail = failed(path, "actors")
+    assert f"task {later}," not in detail and f"task {n['held']}," in detail
+
+
+def test_a_cancel_by_a_name_with_no_owner_part_is_found(
+        store: tuple[Path, dict[str, int]]) -> None:
+    """A request named by no ``owner/agent`` (raw SQL can make one) is withdrawn by no
+    agent of its owner: ``outsider`` is no agent, whatever the mode."""
+    path, _ = store
+    team(path)
+    conn = rawsql.connect(path)
+    conn.execute("INSERT INTO tasks(number, id, state, project, requester, assignee,"
+                 " created_at, updated_at) VALUES ((SELECT max(number) + 1 FROM tasks),"
+                 f" 't-new', 'requested', 'demo', 'planner', 'ana/coder', '{AT}', '{AT}')")
+    number = conn.execute("SELECT number FROM tasks WHERE id = 't-new'").get
+    conn.close()
+    behind_the_rules(path, "UPDATE tasks SET state = 'cancelled', actor = 'outsider',"
+                     f" reason = 'withdrawn' WHERE number = {number}", journaled(number))
+    assert (f"(task {number}, cancel_requested) was made by outsider, who may not make"
+            " it") in failed(path, "actors")

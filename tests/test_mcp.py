@@ -290,3 +290,65 @@ def test_an_agent_finishes_the_flows_with_the_tools_alone(tmp_path: Path) -> Non
 
     anyio.run(review, anyio.run(work))
     hive.close()
+
+
+def test_an_enrolments_refusals_reach_the_agent_over_mcp(tmp_path: Path) -> None:
+    """Seed 004's opt-in refusals and a role mismatch, as an MCP client meets them: a tool
+    error naming code and reason, and the store left as it was."""
+    hive = Hive.open(tmp_path / "s.db", owner="ana", clock=ManualClock(START))
+    coder = hive.authenticate(hive.add_token(OWNER, "ana/coder", instance="laptop").token)
+    needs_role = own_task(hive, role="reviewer")
+    elsewhere = own_task(hive)
+
+    async def flow() -> None:
+        async with Client(build_mcp(lambda: (hive, coder.caller))) as client:
+            role = refusal(await client.call_tool("claim", {"number": needs_role}))
+            assert "forbidden_right/not_permitted:" in role and "reviewer" in role
+            hive.enrol(OWNER, "ana/coder", projects=["shop"])
+            scope = refusal(await client.call_tool("claim", {"number": elsewhere}))
+            assert "forbidden_right/optin_scope:" in scope and "shop" in scope
+            hive.enrol(OWNER, "ana/coder", projects=["demo"])
+            got = answer(await client.call_tool("claim", {"number": elsewhere}))
+            fence = {"number": elsewhere, "lease_id": got["lease_id"],
+                     "token": got["fencing_token"]}
+            hive.enrol(OWNER, "ana/coder", projects=["demo"], roles=["reviewer"])
+            changed = refusal(await client.call_tool("update", {**fence, "summary": "on"}))
+            assert "invalid_state/optin_changed:" in changed
+            answer(await client.call_tool("release", fence))
+            hive.end_enrolment(OWNER, "ana/coder")
+            ended = refusal(await client.call_tool("next_task", {}))
+            assert "invalid_state/optin_inactive:" in ended
+        assert hive.get(elsewhere).task.state.value == "routed"
+        assert hive.get(needs_role).claim is None
+
+    anyio.run(flow)
+
+
+def test_an_agent_over_mcp_cannot_set_verified_but_a_receipt_can(tmp_path: Path) -> None:
+    """``verified`` is hivelite's word: a client sending it is refused; a receipt hivelite
+    checks is how evidence becomes verified, and the view shows it."""
+    from hivelite.core.receipts import digest_of
+
+    hive = Hive.open(tmp_path / "s.db", owner="ana", clock=ManualClock(START))
+    coder = hive.authenticate(hive.add_token(OWNER, "ana/coder", instance="laptop").token)
+    n = own_task(hive)
+    output = "14 passed"
+
+    async def flow() -> None:
+        async with Client(build_mcp(lambda: (hive, coder.caller))) as client:
+            got = answer(await client.call_tool("claim", {"number": n}))
+            fence = {"number": n, "lease_id": got["lease_id"], "token": got["fencing_token"]}
+            forged = refusal(await client.call_tool("submit_result", {
+                **fence, "summary": "done", "evidence": [
+                    {"kind": "test_output", "summary": output, "verified": True}]}))
+            assert "verified" in forged
+            assert hive.get(n).task.state.value == "accepted"  # nothing changed
+            answer(await client.call_tool("submit_result", {
+                **fence, "summary": "done", "evidence": [
+                    {"kind": "test_output", "summary": output, "content": output,
+                     "receipt": {"digest": digest_of(output.encode())}}]}))
+            shown = answer(await client.call_tool("show_task", {"number": n}))
+            assert [e["verified"] for e in shown["evidence"]] == [True]
+            assert "receipt" not in shown["task"]["result"]["evidence"][0]
+
+    anyio.run(flow)

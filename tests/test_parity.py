@@ -46,7 +46,7 @@ TASK_OBJECT = Draft202012Validator(SCHEMA, format_checker=FormatChecker())
 SERVED = [v for v in VERBS if v.http is not None]
 ON_TASK = [v for v in SERVED if v.on_task and not v.reads]
 PREFIX = "/v1/vaults/{vault_id}/tasks"
-EXTRA = {"list": {"mine", "role"}}
+EXTRA = {"list": {"mine", "mine_as"}}
 """Inputs a face that knows its caller adds (a ``Hive``'s list names the agent itself)."""
 
 
@@ -147,8 +147,10 @@ def test_every_verb_an_agent_uses_is_an_mcp_tool() -> None:
     for name in ("resume", "handoff", "set_fields", "amend", "history", "my_lease", "verify",
                  "release", "renew"):
         assert name in TOOLS["agent"]
-    for name in ("approve", "deny", "cancel", "sign_off", "decline"):
+    for name in ("approve", "deny", "sign_off", "decline"):
         assert name in TOOLS["owner"] and name not in TOOLS["agent"]
+    # the owner cancels any task; a guest's agent its own owner's requests (team mode)
+    assert "cancel" in TOOLS["owner"] and "cancel" in TOOLS["agent"]
 
 
 # -- rights, refusals and task objects on the served faces -----------------------------

@@ -207,7 +207,7 @@ def test_the_seed_routes_run_the_protocol(server: Server) -> None:
     assert [e["move"] for e in history if e["move"]] == [1, 6, 7, 12, 14, 16]
     listed = server.call("GET", "", who="reader").json()  # the whole list, then one's own
     assert n in [t["number"] for t in listed["items"]]
-    own = httpx.get(server.tasks(), params={"mine": "true", "role": "assignee",
+    own = httpx.get(server.tasks(), params={"mine": "true", "mine_as": "assignee",
                                             "state": "completed"},
                     headers={"Authorization": f"Bearer {server.tokens['reviewer']}"}).json()
     assert own["items"] == []  # the reviewer is no task's assignee

@@ -184,3 +184,61 @@ def test_export_writes_through_a_text_stream(source: Path) -> None:
     count = export(conn, out)
     assert out.getvalue().splitlines() == lines_of(source)
     assert count == len(out.getvalue().splitlines()) - 1
+
+
+def scoped_store(path: Path) -> dict[str, int]:
+    """Enrolments (one changed, one ended), a task with a role claimed under its holder's
+    enrolment, and in team mode a guest's request withdrawn by its owner's agent."""
+    from hivelite import Caller
+
+    from .conftest import CODER, GUEST, OWNER
+
+    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
+        hive.enrol(OWNER, CODER.name, roles=["writer"], tasks=10)
+        hive.enrol(OWNER, CODER.name, projects=["demo"], roles=["writer"])
+        role = own_task(hive, role="writer")
+        hive.claim(CODER, role)
+        hive.enrol(OWNER, "ana/reviewer", rights=["tasks.propose"])
+        hive.end_enrolment(OWNER, "ana/reviewer", reason="on leave")
+        hive.set_policy(OWNER, "mode", "team")
+        guests = hive.handoff(GUEST, requester=GUEST.name, assignee=CODER.name,
+                              project="demo", packet=packet()).number
+        hive.cancel(Caller.agent("guest/planner", "elsewhere"), guests, reason="withdrawn")
+    return {"role": role, "guests": guests}
+
+
+def test_enrolments_roles_and_scoped_leases_travel_and_stay_sound(tmp_path: Path) -> None:
+    from . import pg
+
+    source = tmp_path / "scoped.db"
+    n = scoped_store(source)
+    sound(source)
+    lines = lines_of(source)
+    rows = [json.loads(line) for line in lines[1:]]
+    enrolments = {r["row"]["agent"]: r["row"] for r in rows if r["table"] == "enrolments"}
+    assert {a: (e["projects"], e["active"]) for a, e in enrolments.items()} == {
+        "ana/coder": ('["demo"]', 1), "ana/reviewer": ("[]", 0)}
+    task = next(r["row"] for r in rows if r["table"] == "tasks" and r["row"]["number"]
+                == n["role"])
+    assert (task["role"], task["lease_scope"]) == ("writer", enrolments["ana/coder"]["seq"])
+    assert imported(lines, tmp_path / "copy.db") == len(lines) - 1
+    assert lines_of(tmp_path / "copy.db") == lines
+    sound(tmp_path / "copy.db")
+    if not pg.available():
+        return
+    from hivelite.store.pg_doctor import diagnose_url
+    from hivelite.store.postgres import PostgresStore
+
+    schema = pg.new_schema()
+    try:
+        server = PostgresStore(pg.store_url(schema))
+        try:
+            assert import_lines(server.tables(), lines) == len(lines) - 1
+            assert list(export_lines(server.tables())) == lines
+        finally:
+            server.close()
+        found = diagnose_url(pg.store_url(schema))
+        assert all(f.ok for f in found), found
+        assert "2 enrolment(s)" in next(f.detail for f in found if f.check == "policy")
+    finally:
+        pg.drop(schema)

@@ -100,6 +100,9 @@ WebUrl = Annotated[str, StringConstraints(pattern=URI_PATTERN), BeforeValidator(
 """An http(s) URL (checked first, with a plain message) that is also an RFC 3986 URI."""
 TaskId = Annotated[str, StringConstraints(pattern=TASK_ID_PATTERN, min_length=1, max_length=64)]
 Label = Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]{1,32}$")]
+Role = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,63}$")]
+"""An agent role (seed 004's ``validate_role``): 1-64 of ``[a-z0-9-]``, starting with a
+letter."""
 INSTANCE_MAX = 64
 # 1-64 of letters, digits, '.', '_' or '-', starting with a letter or digit. The length is
 # checked on its own as well as by the pattern, and the pattern runs on the Rust engine,
@@ -183,6 +186,66 @@ class Evidence(_Strict):
     def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         return {k: v for k, v in data.items() if v is not None}
+
+
+DraftKind = Literal["patch", "document", "decision"]
+MAX_DRAFT = 100_000
+"""The most characters a draft's content holds."""
+
+
+class Draft(_Strict):
+    """A result's knowledge change (seed 004: a result is a proposal, with its knowledge
+    change if it brings one): a patch, a document or a decision, kept with the result."""
+
+    kind: Annotated[DraftKind, Field(description="patch, document or decision.")]
+    content: Annotated[str, StringConstraints(min_length=1, max_length=MAX_DRAFT), Field(
+        description="The change itself: the patch, the document's text, the decision.")]
+    title: Annotated[str, StringConstraints(min_length=1, max_length=300), Field(
+        description="A line naming it.")] | None = None
+
+
+class DraftView(_Model):
+    """A result's draft as a task view shows it, with the journal row that recorded it."""
+
+    kind: DraftKind
+    content: str
+    title: str | None = None
+    seq: int | None = None
+    """The journal row of the submission that recorded it (its digest is sealed there)."""
+
+
+class EvidenceReceipt(_Strict):
+    """A receipt a piece of evidence may carry on its way in (``hivelite.core.receipts``):
+    the artifact's SHA-256, and optionally a registered signer's HMAC of it. hivelite
+    checks it and sets ``verified``; a client never does."""
+
+    digest: Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$"), Field(
+        description="sha256: and the artifact's SHA-256 in hex.")]
+    signer: Annotated[Slug | None, Field(
+        description="The registered signer (a CI, say) whose key signed the digest.")] = None
+    signature: Annotated[str | None, StringConstraints(pattern=r"^[0-9a-f]{64}$"), Field(
+        description="The signer's HMAC-SHA256 of the digest, in hex.")] = None
+
+
+class ReceiptView(_Model):
+    """A receipt as a task view shows it: what it claims, and why it did not verify."""
+
+    digest: str
+    signer: str | None = None
+    why: str | None = None
+    """Why it did not verify (None when it did)."""
+
+
+class EvidenceView(_Model):
+    """A piece of evidence as hivelite shows it (seed 004's ``EvidenceViewV1``): ``verified``
+    is set by hivelite, from a receipt it checked, never by a client."""
+
+    kind: EvidenceKind
+    summary: str
+    url: str | None = None
+    content: str | None = None
+    verified: bool = False
+    receipt: ReceiptView | None = None
 
 
 class Result(_Strict):
@@ -385,6 +448,8 @@ class TaskView(_Model):
     lifecycle: Lifecycle
     priority: Priority = "normal"
     labels: list[Label] = []
+    role: Role | None = None
+    """The role its assignee must be enrolled in to claim it (seed 004's task role)."""
     fields_version: int = 1
     depends_on: list[DependencyView] = []
     """The tasks ``task.packet.depends_on`` names, by number, with their states."""
@@ -402,6 +467,10 @@ class TaskView(_Model):
     updates: list[UpdateView] = []
     usage: Usage = Usage.model_construct(tokens=0, usd_micros=0)  # no validator built on import
     merge: Merge | None = None
+    draft: DraftView | None = None
+    """The result's knowledge change, when it brings one."""
+    evidence: list[EvidenceView] = []
+    """The result's evidence, each with ``verified`` (from a receipt hivelite checked)."""
     decision: Decision | None = None
     last_reason: str | None = None
     origin: Literal["person", "agent"] = "person"
@@ -511,6 +580,9 @@ class HandoffRequest(_Strict):
     labels: Annotated[list[Label], Field(max_length=10, description="Up to 10 labels, each"
                                          " 1-32 of a-z, 0-9 and -.",
                                          examples=[["backend"]])] = []
+    role: Annotated[Role | None, Field(
+        description="The role its assignee must be enrolled in to claim it (1-64 of a-z,"
+        " 0-9 and -, from a letter); none: any.", examples=["reviewer"])] = None
 
 
 class GateDecision(_Model):
@@ -619,6 +691,20 @@ def _frame(records: list[dict[str, Any]]) -> Any:
     return pandas.DataFrame.from_records(records)
 
 
+class Signer(_Model):
+    """A receipt signer the owner registered (a CI, say): its name and its key's
+    fingerprint; the key itself stays in the owner's key directory."""
+
+    name: str
+    fingerprint: str
+
+
+class IssuedSigner(Signer):
+    """A signer as registered: its secret, shown this once, for the signer to keep."""
+
+    secret: str
+
+
 class Budget(_Model):
     """An agent's daily budget, what it used today and when the day resets."""
 
@@ -644,6 +730,26 @@ class Budget(_Model):
             ("tasks", self.tasks, self.used_tasks), ("tokens", self.tokens, self.used_tokens),
             ("usd_micros", self.usd_micros, self.used_usd_micros))
             if limit is not None and used >= limit]
+
+
+class Enrolment(_Model):
+    """An agent's enrolment (seed 004's opt-in): where the owner lets it work. ``projects``
+    empty means every project; a task with a role is claimed only by an agent enrolled in
+    it; ``rights`` are the writes it covers (its token's rights still apply). An ended
+    enrolment refuses every write but giving a claim back (``409 optin_inactive``)."""
+
+    agent: str
+    projects: list[str] = []
+    roles: list[str] = []
+    rights: list[str]
+    active: bool = True
+    at: Timestamp
+    by: str
+    seq: int
+    """The journal row that set it: a claim names it, and a change refuses the claim's next
+    write (``409 optin_changed``)."""
+    budget: Budget | None = None
+    """Its daily budget (seed 004's opt-in budget), when it has one."""
 
 
 class RequiredPluginView(_Model):

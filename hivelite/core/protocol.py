@@ -87,6 +87,9 @@ class Who(StrEnum):
     """The agent holding the live claim, on the instance it claimed from."""
     submitter = "submitter"
     """The agent that returned the result."""
+    requester = "requester"
+    """In team mode, an agent of the guest owner whose agent handed the task off: acting
+    for that owner, it withdraws the request (seed 000: the requesting agent's owner)."""
     owner = "owner"
     """The store's owner."""
 

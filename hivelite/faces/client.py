@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..core.caller import Caller, require_caller
 from ..core.clock import Clock, system_clock
@@ -47,6 +47,7 @@ from ..core.models import (
     Receipt,
     TaskView,
 )
+from ..verbs.base import invalid
 from ..verbs.retries import request_id as checked_request_id
 from ..verbs.table import BY_NAME, Verb
 from ..verbs.work import Body, WorkReport, work
@@ -248,15 +249,17 @@ class Client:
         return view
 
     def list(self, *, state: str | Sequence[str] | None = None, mine: bool = False,
-             role: str = "assignee", assignee: str | None = None,
+             mine_as: str = "assignee", role: str | None = None, assignee: str | None = None,
              requester: str | None = None, project: str | None = None, ready: bool = False,
              blocked: bool = False, labels: Sequence[str] = (),
              priority: str | Sequence[str] | None = None, search: str | None = None,
              sort: str = "age", limit: int = 50, cursor: int | None = None) -> Page:
         """Tasks, filtered and sorted as :meth:`Hive.list` filters them; ``mine`` keeps the
-        token's agent's own (as assignee, or with ``role="requester"`` as requester)."""
+        token's agent's own (as assignee, or with ``mine_as="requester"`` as requester);
+        ``role`` those needing that role."""
         page: Page = self.call(
-            "list", None, None, state=_many(state), mine=mine, role=role, assignee=assignee,
+            "list", None, None, state=_many(state), mine=mine, mine_as=mine_as, role=role,
+            assignee=assignee,
             requester=requester, project=project, ready=ready, blocked=blocked,
             labels=_many(labels), priority=_many(priority), search=search, sort=sort,
             limit=limit, cursor=cursor)
@@ -274,7 +277,10 @@ class Client:
 
     def handoff(self, caller: Caller | None, request: HandoffRequest | None = None, *,
                 request_id: str | None = None, **fields: Any) -> Receipt:
-        body = (request if request is not None else HandoffRequest.model_validate(fields))
+        try:  # refused as the library refuses it: 422 invalid_handoff, naming the field
+            body = (request if request is not None else HandoffRequest.model_validate(fields))
+        except ValidationError as exc:
+            raise invalid(exc, "handoff") from None
         receipt: Receipt = self.call("handoff", caller, None, request_id,
                                       **body.model_dump(mode="json", exclude_none=True))
         return receipt
@@ -336,11 +342,14 @@ class Client:
                provenance: str = "agent_generated",
                outcome: Literal["completed", "failed"] = "completed",
                tokens: int | None = None, usd_micros: int | None = None,
+               draft: Mapping[str, Any] | None = None,
                request_id: str | None = None) -> Receipt:
         return self._receipt("submit", caller, ref, request_id, lease_id=lease_id,
                              token=token, summary=summary, evidence=evidence,
                              provenance=provenance, outcome=outcome, tokens=tokens,
-                             usd_micros=usd_micros)
+                             usd_micros=usd_micros,
+                             draft=draft.model_dump(exclude_none=True)
+                             if isinstance(draft, BaseModel) else draft)
 
     def verify(self, caller: Caller | None, ref: str | int, *,
                verdict: Literal["accept", "reject"] = "accept",

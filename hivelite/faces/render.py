@@ -176,8 +176,14 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
         label = "result    " if current else "last try  "
         outcome = f", {view.outcome}" if view.outcome == "failed" else ""
         lines.append(f"  {label} {result.summary} (by {result.returned_by}{outcome})")
+        checked = view.evidence or result.evidence
         lines += [f"    evidence {e.kind}: {e.summary}" + (f" <{e.url}>" if e.url else "")
-                  for e in result.evidence]
+                  + (" (verified)" if getattr(e, "verified", False) else "")
+                  for e in checked]
+        if view.draft is not None:
+            title = f" {view.draft.title}" if view.draft.title else ""
+            lines.append(f"    draft    {view.draft.kind}{title}"
+                         f" ({len(view.draft.content)} characters)")
     for c in view.confirmations:
         counted = "" if c.counted else f" (not counted: {c.why or 'policy'})"
         lines.append(f"  verdict    {c.verdict} by {c.reviewer} on {c.instance}{counted}"

@@ -28,7 +28,7 @@ TASK_COLUMNS = (
     "number", "id", "state", "waiting_on", "project", "requester", "assignee",
     "created_at", "updated_at", "lease_id", "lease_token", "lease_holder", "lease_instance",
     "lease_session", "lease_expires", "priority", "labels", "fields_version", "reason",
-    "depends", "waits", "attempts", "attempt_limit",
+    "depends", "waits", "attempts", "attempt_limit", "role", "lease_scope",
 )
 SELECT_TASK = f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks"
 JOURNAL = (
@@ -51,14 +51,19 @@ DECISION = (
     f" AND (j.from_state, j.to_state) IN (VALUES {DECIDING}))")
 """The last move on a task's result (``p``: the engine's placeholder): its submission, the
 guard's judgement, or the decision on it; a decision only when it is 13, 16 or 17."""
+SUBMITTED = ("SELECT max(seq) FROM journal WHERE task = {p} AND from_state = 'working'"
+             " AND to_state = 'verifying'")
+"""The journal row of a task's last submission (move 12): the one its result's draft cites."""
 DECISIONS = frozenset({13, 16, 17})
 """The moves that decide on a result: passed by a threshold of 0, completed by a sign-off
 or the confirmations, declined by a person or a verifier's reject."""
+ENROLMENT = "agent, projects, roles, rights, active, seq, at, by"
 TOKEN = "id, agent, instance, rights, hash, created_at, expires_at, revoked_at, by"
 VIEW = (
     "{columns}, p.body, r.body, c.body, r.worker, r.instance, r.session,"
     " r.outcome, r.version, r.threshold, r.merge_commit, r.merged_by,"
-    " (SELECT actor FROM journal j WHERE j.task = t.number ORDER BY j.seq LIMIT 1)"
+    " (SELECT actor FROM journal j WHERE j.task = t.number ORDER BY j.seq LIMIT 1), r.draft,"
+    " r.receipts"
     " FROM tasks t JOIN packets p ON p.task = t.number"
     " LEFT JOIN results r ON r.task = t.number"
     " LEFT JOIN checkpoints c ON c.task = t.number"
@@ -130,6 +135,9 @@ class ViewRows:
     def decision(self, number: int) -> JournalRow | None:
         raise NotImplementedError
 
+    def submitted(self, number: int) -> int | None:
+        raise NotImplementedError
+
     def _view_rows(self, rows: Iterable[Sequence[Any]]) -> list[ViewRow]:
         """Each row of :data:`VIEW` with its current verdicts, last updates, usage totals
         and dependencies."""
@@ -148,7 +156,9 @@ class ViewRows:
             needs = tuple(self.dependencies(task.number)) if task.depends else ()
             asked = tuple(self.question(task.number)) if asks(task) else ()
             decided = self.decision(task.number) if meta and decides(task) else None
+            draft = values[n + 12]
             out.append(ViewRow(task, Bodies(values[n], values[n + 1], values[n + 2]), meta,
                                verdicts, recent, tokens, usd, needs, values[n + 11], asked,
-                               decided))
+                               decided, draft, self.submitted(task.number) if draft else None,
+                               values[n + 13]))
         return out

@@ -31,6 +31,7 @@ from .rows import (
     ConfirmationRow,
     ControlRow,
     Dependency,
+    EnrolmentRow,
     Expiry,
     JournalRow,
     LinkRow,
@@ -78,6 +79,12 @@ class Reader(Protocol):
         """A task's latest question: the pause that asked it, then each answer given since,
         oldest first (empty when it never paused)."""
         ...
+    def receipts(self, number: int) -> str | None:
+        """The checked receipts of a task's result (JSON), if it has any."""
+        ...
+    def submitted(self, number: int) -> int | None:
+        """The seq of the journal row of a task's last submission (move 12), if any."""
+        ...
     def decision(self, number: int) -> JournalRow | None:
         """The move that decided on a task's current result (13, 16 or 17), or None while
         none has since it was submitted."""
@@ -110,6 +117,9 @@ class Reader(Protocol):
         ...
     def budgets(self, agent: str | None = None) -> list[BudgetRow]:
         """Daily budgets, by agent (one agent's, when named)."""
+        ...
+    def enrolments(self, agent: str | None = None) -> list[EnrolmentRow]:
+        """Enrolments, ended ones included, by agent (one agent's, when named)."""
         ...
     def spend(self, agent: str, start: str, end: str) -> Spend:
         """What ``agent`` claimed and reported between ``start`` (included) and ``end``."""
@@ -150,8 +160,10 @@ class Writer(Reader, Protocol):
         ...
     def start_lease(self, number: int, from_state: str, to_state: str, *, lease_id: str,
                     token: int, holder: str, instance: str, session: str | None, expires: str,
-                    at: str, reason: str, detail: dict[str, Any]) -> None:
-        """Move into ``accepted``/``working`` under a new lease (claim or resume)."""
+                    at: str, reason: str, detail: dict[str, Any],
+                    scope: int | None = None) -> None:
+        """Move into ``accepted``/``working`` under a new lease (claim or resume), taken
+        under the holder's enrolment ``scope`` (its journal seq; None: it has none)."""
         ...
     def extend_lease(self, number: int, expires: str, *, at: str) -> None:
         """A renewal: the lease runs to ``expires``; ``at`` is when it was renewed."""
@@ -161,19 +173,25 @@ class Writer(Reader, Protocol):
     def add_update(self, number: int, *, at: str, actor: str, summary: str,
                    tokens: int | None, usd_micros: int | None) -> None: ...
     def put_result(self, number: int, body: str, *, worker: str, instance: str,
-                   session: str | None, outcome: str, threshold: int | None) -> int:
-        """Store the task's (new) result; returns its version (1, 2, ... per task)."""
+                   session: str | None, outcome: str, threshold: int | None,
+                   draft: str | None = None, receipts: str | None = None) -> int:
+        """Store the task's (new) result, with its draft (JSON) if it brings one and its
+        evidence's checked receipts (JSON); returns its version (1, 2, ... per task)."""
         ...
-    def amend_result(self, number: int, body: str) -> int:
-        """Replace the result's body under a new version; returns it."""
+    def amend_result(self, number: int, body: str, receipts: str | None = None) -> int:
+        """Replace the result's body (and its evidence's receipts) under a new version;
+        returns it."""
         ...
     def record_merge(self, number: int, commit: str, by: str) -> None: ...
     def add_confirmation(self, number: int, version: int, row: ConfirmationRow) -> None: ...
     def next_ready(self, assignee: str, *, project: str | None = None,
-                   label: str | None = None, skip: Sequence[int] = ()) -> TaskRow | None:
+                   label: str | None = None, skip: Sequence[int] = (),
+                   projects: Sequence[str] | None = None,
+                   roles: Sequence[str] = ()) -> TaskRow | None:
         """For update: the ready task of ``assignee`` that the queue gives next (most
         pressing priority, then oldest), if any, leaving out the tasks in ``skip`` (those
-        the owner vetoed it on); read from the ready index."""
+        the owner vetoed it on), those outside ``projects`` (an enrolment's; None: every
+        project) and those whose role is not one of ``roles``; read from the ready index."""
         ...
     def set_fields(self, number: int, *, priority: str, labels: str, attempt_limit: int,
                    version: int) -> None:
@@ -208,6 +226,9 @@ class Writer(Reader, Protocol):
         ...
     def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
         """Replace ``agent``'s budget (None: no budget)."""
+        ...
+    def set_enrolment(self, row: EnrolmentRow) -> None:
+        """Replace ``row.agent``'s enrolment (its journal row written just before)."""
         ...
     def add_token(self, row: TokenRow) -> None: ...
     def revoke_token(self, token_id: str, at: str) -> None: ...

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -172,17 +173,21 @@ def _actors(conn: apsw.Connection) -> Finding:
     decisions by the store's owner, the gate's and the guard's by them, a claim, a resume
     and the holder's moves by the task's assignee, a completion or a decline by the owner
     or an agent other than the assignee (a confirmation; a decline, only by a verifier
-    whose rejection counted, as the store's rule says)."""
+    whose rejection counted, as the store's rule says). A cancel by another than the
+    owner stands only as the store's rule lets it (:func:`_guest_withdraws`)."""
     owner = conn.execute("SELECT value FROM meta WHERE key = 'owner'").get
+    modes = _modes(conn)
     problems = []
-    for seq, task, actor, source, target, assignee in conn.execute(
-            "SELECT j.seq, j.task, j.actor, j.from_state, j.to_state, t.assignee"
-            " FROM journal j JOIN tasks t ON t.number = j.task"
+    for seq, task, actor, source, target, assignee, requester in conn.execute(
+            "SELECT j.seq, j.task, j.actor, j.from_state, j.to_state, t.assignee,"
+            " t.requester FROM journal j JOIN tasks t ON t.number = j.task"
             " WHERE j.from_state IS NOT NULL AND j.from_state <> j.to_state ORDER BY j.seq"):
         move = MOVES_BY_PAIR.get((State(source), State(target)))
         if move is None:  # replay names it
             continue
-        if not any(_may(kind, actor, owner, assignee) for kind in move.actors):
+        if not any(_may(kind, actor, owner, assignee) for kind in move.actors) and not (
+                move.target is State.cancelled
+                and _guest_withdraws(actor, requester, owner, _mode_at(modes, seq))):
             problems.append(f"journal row {seq} (task {task}, {move.name}) was made by"
                             f" {actor}, who may not make it")
         elif (source, target) == ("approval", "routed") and actor != owner and not (
@@ -192,6 +197,50 @@ def _actors(conn: apsw.Connection) -> Finding:
                             " declined with no counted rejection of the result")
     return Finding("actors", not problems, "every move was made by one who may make it"
                    if not problems else _examples(problems))
+
+
+def _owner_part(name: str | None) -> str | None:
+    """The owner half of an ``owner/agent`` name, as the store's rules take it ('' when
+    there is no ``/``)."""
+    if name is None:
+        return None
+    return name[:name.index("/")] if "/" in name else ""
+
+
+def _guest_withdraws(actor: str | None, requester: str | None, owner: str | None,
+                     mode: str | None) -> bool:
+    """Whether ``actor``'s cancel is a guest's own request withdrawn, as the store's rule
+    ``task_decided_by`` (migration 12) lets it: in team mode, by an agent (a name with a
+    ``/``) whose owner is the requester's, when that owner is not the store's."""
+    return (mode == "team" and actor is not None and "/" in actor
+            and _owner_part(actor) == _owner_part(requester)
+            and _owner_part(requester) != owner)
+
+
+def _modes(conn: apsw.Connection) -> list[tuple[int, str | None]]:
+    """Each change of the policy's ``mode`` in the owner's journaled changes, in order:
+    the row's seq and the mode from then on (None: a row that cannot be read, so no mode
+    is known until the next)."""
+    if conn.execute("PRAGMA user_version").get < AUTHORITY_SINCE:
+        return []
+    changes: list[tuple[int, str | None]] = []
+    for seq, text in conn.execute("SELECT seq, detail FROM journal WHERE task IS NULL"
+                                  " AND reason = 'policy' ORDER BY seq"):
+        try:
+            d = json.loads(text)
+            if d["key"] != "mode":
+                continue
+            changes.append((seq, DEFAULT_MODE if d["value"] is None else str(d["value"])))
+        except (ValueError, TypeError, KeyError):
+            changes.append((seq, None))
+    return changes
+
+
+def _mode_at(modes: list[tuple[int, str | None]], seq: int) -> str | None:
+    """The policy's mode when journal row ``seq`` was written: the last change before it
+    (personal, the default, before any)."""
+    before = bisect_left(modes, seq, key=lambda change: change[0])
+    return modes[before - 1][1] if before else DEFAULT_MODE
 
 
 def _may(kind: Actor, actor: str | None, owner: str | None, assignee: str) -> bool:
@@ -273,6 +322,10 @@ AUTHORITY_SINCE = 7
 """The schema version that keeps the owner's controls and budgets."""
 TOKENS_SINCE = 8
 """The schema version that keeps access tokens."""
+SCOPE_SINCE = 12
+"""The schema version that keeps enrolments (and lets a guest withdraw its request)."""
+DEFAULT_MODE = "personal"
+"""The policy's mode when none is set, as the store's rules take it."""
 
 
 def _controls(conn: apsw.Connection) -> Finding:
@@ -310,9 +363,10 @@ def _canonical(value: object) -> str:
 
 
 def _policy(conn: apsw.Connection) -> Finding:
-    """The store's policy, required plugins, budgets and tokens are what the owner's
-    journaled changes made them: a row changed by raw SQL (a requirement dropped, a budget
-    lifted, the mode switched, a token slipped in) has no journal row to match."""
+    """The store's policy, required plugins, budgets, tokens and enrolments are what the
+    owner's journaled changes made them: a row changed by raw SQL (a requirement dropped,
+    a budget lifted, the mode switched, a token slipped in, an enrolment widened) has no
+    journal row to match."""
     if conn.execute("PRAGMA user_version").get < AUTHORITY_SINCE:
         return Finding("policy", True, "the store predates the owner's policy (schema 7)")
     policy: dict[str, str] = {}
@@ -374,9 +428,54 @@ def _policy(conn: apsw.Connection) -> Finding:
                                        " revoked_at FROM tokens")}, dict(issued))
         compare("secret hash of token", {str(i): h for i, h in conn.execute(
             "SELECT id, hash FROM tokens") if i in hashes}, hashes)
+    enrolled = ""
+    if conn.execute("PRAGMA user_version").get >= SCOPE_SINCE:
+        journaled = _enrolments(conn)
+        if isinstance(journaled, Finding):
+            return journaled
+        kept = {str(row[0]): _enrolment(*row[1:]) for row in conn.execute(
+            "SELECT agent, projects, roles, rights, active, seq, at, by FROM enrolments")}
+        compare("enrolment of", dict(kept), dict(journaled))
+        enrolled = f", {len(journaled)} enrolment(s)"
     return Finding("policy", not problems, f"{len(policy)} policy value(s),"
-                   f" {len(required)} required plugin(s), {len(budgets)} budget(s), each as"
-                   " the owner's journal has it" if not problems else _examples(problems))
+                   f" {len(required)} required plugin(s), {len(budgets)} budget(s){enrolled},"
+                   " each as the owner's journal has it" if not problems
+                   else _examples(problems))
+
+
+Enrolled = tuple[object, object, object, object, object, object, object]
+"""An enrolment as doctor compares it: its projects and roles (read from their JSON),
+rights, whether active, the seq of its journal row, when and by whom."""
+
+
+def _enrolment(projects: object, roles: object, rights: object, active: object, seq: object,
+               at: object, by: object) -> Enrolled:
+    """An enrolment row of the store as doctor compares it (a projects or roles text that
+    is no JSON is kept as the text, which no journal row matches)."""
+    def parsed(text: object) -> object:
+        try:
+            return _canonical(json.loads(str(text)))
+        except ValueError:
+            return text
+    return (parsed(projects), parsed(roles), rights, active, seq, at, by)
+
+
+def _enrolments(conn: apsw.Connection) -> dict[str, Enrolled] | Finding:
+    """Each agent's enrolment as the owner's journaled changes made it: the newest
+    ``enrolment`` event naming the agent (its seq is the enrolment's); a Finding when a
+    row cannot be read."""
+    enrolled: dict[str, Enrolled] = {}
+    for seq, at, actor, text in conn.execute(
+            "SELECT seq, at, actor, detail FROM journal WHERE task IS NULL"
+            " AND reason = 'enrolment' ORDER BY seq"):
+        try:
+            d = json.loads(text)
+            enrolled[str(d["agent"])] = (
+                _canonical(d["projects"]), _canonical(d["roles"]), d["rights"],
+                int(d["active"]), seq, at, actor)
+        except (ValueError, TypeError, KeyError):
+            return Finding("policy", False, f"journal row {seq} (enrolment) cannot be read")
+    return enrolled
 
 
 def _results(conn: apsw.Connection) -> Finding:

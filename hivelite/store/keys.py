@@ -166,6 +166,54 @@ def make_key(store_id: str, keyed_from: int) -> ChainKey:
     return found
 
 
+def signers_path(store_id: str) -> Path:
+    """The folder of the store's receipt signers' keys (``hivelite.core.receipts``)."""
+    return _named(store_id, ".signers")
+
+
+def save_signer(store_id: str, name: str, secret: str) -> Path:
+    """Keep signer ``name``'s secret (0600), replacing any it had."""
+    folder = signers_path(store_id)
+    path = folder / f"{name}.key"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        draft = folder / f".{name}.{secrets.token_hex(4)}"
+        fd = os.open(draft, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secret + "\n")
+        os.replace(draft, path)
+    except OSError as exc:
+        raise StoreError("key_unwritable", f"cannot write the signer's key {path}:"
+                         f" {exc.strerror}; set ${ENV} to a folder of yours") from None
+    return path
+
+
+def load_signer(store_id: str, name: str) -> str | None:
+    """Signer ``name``'s secret, or None when none is registered here."""
+    try:
+        return (signers_path(store_id) / f"{name}.key").read_text(encoding="ascii").strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreError("key_unreadable", f"cannot read the key of signer {name!r}:"
+                         f" {exc}") from None
+
+
+def drop_signer(store_id: str, name: str) -> bool:
+    """Forget signer ``name``'s key; whether there was one."""
+    try:
+        (signers_path(store_id) / f"{name}.key").unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def signer_names(store_id: str) -> list[str]:
+    """The signers registered here, by name."""
+    folder = signers_path(store_id)
+    return sorted(p.name[:-4] for p in folder.glob("*.key")) if folder.is_dir() else []
+
+
 def _place(location: str) -> Path:
     digest = hashlib.sha256(location.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return keys_dir() / "places" / f"{digest}.id"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .rows import BudgetRow, ControlRow, RequiredPlugin
+from .rows import BudgetRow, ControlRow, EnrolmentRow, RequiredPlugin
 
 NO_LEASE = "\uffff"
 """``leases_from`` when no lease is live: later than any timestamp."""
@@ -40,6 +40,8 @@ class Known:
     policy: dict[str, str] | None = None
     budgets: dict[str, list[BudgetRow]] = field(default_factory=dict)
     """Each agent's budget row (an empty list: none), as read."""
+    enrolments: dict[str, list[EnrolmentRow]] = field(default_factory=dict)
+    """Each agent's enrolment row (an empty list: none), as read."""
     leases_from: str | None = None
     """No live lease expires before this time (it may be earlier than the first that
     does: a lease ended since is not taken out). None: not known."""

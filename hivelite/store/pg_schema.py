@@ -31,9 +31,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cache
+from typing import Any
 
 from ..core.protocol import PRIORITIES, TERMINAL, State, WaitingOn
 from .schema import (
+    DRAFT_KINDS,
+    ENROLMENT_RIGHTS,
     KEPT_KEYS,
     LEASE_MINUTES,
     MODES,
@@ -122,7 +125,9 @@ CREATE TABLE tasks(
     chain text,
     waits bigint NOT NULL DEFAULT 0,
     attempts bigint NOT NULL DEFAULT 0,
-    attempt_limit bigint NOT NULL DEFAULT 3
+    attempt_limit bigint NOT NULL DEFAULT 3,
+    role text,
+    lease_scope bigint
 );
 
 CREATE TABLE packets(
@@ -145,7 +150,9 @@ CREATE TABLE results(
     version bigint NOT NULL DEFAULT 1,
     threshold bigint,
     merge_commit text,
-    merged_by text
+    merged_by text,
+    draft text,
+    receipts text
 );
 
 CREATE TABLE confirmations(
@@ -264,6 +271,17 @@ CREATE TABLE tokens(
     revoked_at text,
     by text NOT NULL
 );
+
+CREATE TABLE enrolments(
+    agent text PRIMARY KEY,
+    projects text NOT NULL,
+    roles text NOT NULL,
+    rights text NOT NULL,
+    active bigint NOT NULL,
+    seq bigint NOT NULL,
+    at text NOT NULL,
+    by text NOT NULL
+);
 """
 
 HELPERS = """
@@ -370,6 +388,7 @@ def rules() -> list[Rule]:
         "tokens": "forbidden_right:tokens_kept", "policy": "forbidden_right:append_only",
         "budgets": "forbidden_right:append_only",
         "required_plugins": "forbidden_right:append_only",
+        "enrolments": "forbidden_right:append_only",
     }
     for table, message in kept_messages.items():
         add(f"{table}_no_truncate", "BEFORE", "TRUNCATE", table, _refuse(message),
@@ -647,14 +666,6 @@ def rules() -> list[Rule]:
     add("tokens_kept", "BEFORE", "DELETE", "tokens", _refuse("forbidden_right:tokens_kept"))
 
     # -- who decides, and what decides, written only by its verb (migration 11) ----------
-    add("task_decided_by", "BEFORE", "UPDATE OF state", "tasks",
-        f"IF {owner_decides()}\n    AND NEW.actor IS DISTINCT FROM {OWNER} THEN\n    "
-        + _cases((f"OLD.state NOT IN {by_verifier_too()}", "forbidden_right:not_owner"),
-                 ("NOT EXISTS (SELECT 1 FROM confirmations c JOIN results r ON r.task = c.task"
-                  " AND r.version = c.version WHERE c.task = NEW.number"
-                  " AND c.reviewer = NEW.actor AND c.verdict = 'reject' AND c.counted <> 0)",
-                  "forbidden_right:not_decided"))
-        + "\n    END IF;")
     state = "(SELECT state FROM tasks WHERE number = OLD.task)"
     holder = ("EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task"
               f" AND state IN {LEASED} AND lease_holder IS NOT DISTINCT FROM NEW.worker"
@@ -705,7 +716,121 @@ def rules() -> list[Rule]:
         "forbidden_right:not_owner",
         "NEW.lifted_by IS NOT NULL AND NEW.lifted_by IS DISTINCT FROM OLD.lifted_by"
         f" AND NEW.lifted_by IS DISTINCT FROM {OWNER}"))
+    scope_rules(add)
+    draft_rules(add)
     return _in_firing_order(out)
+
+
+ROLE = "'^[a-z][a-z0-9-]{0,63}$'"
+SLUG = "'^[a-z0-9][a-z0-9-]{0,38}$'"
+
+
+def _slugs_ok(column: str, pattern: str) -> str:
+    return (f"(jsonb_typeof(hl_json({column})) = 'array' AND NOT EXISTS (SELECT 1 FROM"
+            f" jsonb_array_elements(hl_json({column})) v WHERE jsonb_typeof(v) <> 'string'"
+            f" OR NOT (v #>> '{{}}') ~ {pattern}))")
+
+
+def scope_rules(add: Any) -> None:
+    """Migration 12's rules (``schema.scope_sql``): roles, enrolments, the enrolment a lease
+    is taken and worked under, and who withdraws a guest's request."""
+    mode = "coalesce((SELECT value FROM policy WHERE key = 'mode'), 'personal')"
+    enrolment = "SELECT 1 FROM enrolments e WHERE e.agent = NEW.lease_holder"
+    scope = "(SELECT seq FROM enrolments WHERE agent = {who})"
+
+    def newest(condition: str) -> str:
+        return ("EXISTS (SELECT 1 FROM (SELECT seq, actor, reason, hl_json(detail) AS detail"
+                f" FROM journal ORDER BY seq DESC LIMIT 1) j WHERE {condition})")
+
+    add("task_role", "BEFORE", "INSERT", "tasks", _refuse(
+        "invalid_input:invalid_role", f"NEW.role IS NOT NULL AND NEW.role !~ {ROLE}"))
+    add("task_role_fixed", "BEFORE", "UPDATE OF role", "tasks", _refuse(
+        "invalid_input:immutable_field", "NEW.role IS DISTINCT FROM OLD.role"))
+    add("enrolments_by_owner", "BEFORE", "INSERT", "enrolments", _refuse(
+        "forbidden_right:not_owner", f'NEW."by" IS DISTINCT FROM {OWNER}'))
+    add("enrolments_shape", "BEFORE", "INSERT", "enrolments", _refuse(
+        "invalid_input:invalid_enrolment",
+        "NEW.active NOT IN (0, 1) OR NEW.rights = ''"
+        f" OR NOT {_slugs_ok('NEW.projects', SLUG)} OR NOT {_slugs_ok('NEW.roles', ROLE)}"
+        f" OR NOT string_to_array(NEW.rights, ',') <@ ARRAY{list(ENROLMENT_RIGHTS)}::text[]"))
+    add("enrolments_journaled", "BEFORE", "INSERT", "enrolments", _refuse(
+        "forbidden_right:enrolment_not_journaled", "NOT " + newest(
+            "j.seq = NEW.seq AND j.reason = 'enrolment'"
+            ' AND j.actor IS NOT DISTINCT FROM NEW."by"'
+            " AND j.detail ->> 'agent' = NEW.agent"
+            " AND j.detail -> 'projects' = hl_json(NEW.projects)"
+            " AND j.detail -> 'roles' = hl_json(NEW.roles)"
+            " AND j.detail ->> 'rights' = NEW.rights"
+            " AND j.detail ->> 'active' = NEW.active::text")))
+    add("enrolments_no_update", "BEFORE", "UPDATE", "enrolments",
+        _refuse("forbidden_right:append_only"))
+    add("enrolments_replaced", "BEFORE", "DELETE", "enrolments", _refuse(
+        "forbidden_right:enrolment_not_journaled", "NOT " + newest(
+            "j.seq > OLD.seq AND j.reason = 'enrolment' AND j.detail ->> 'agent' = OLD.agent")))
+    add("task_lease_enrolled", "BEFORE", "UPDATE OF lease_id, lease_scope", "tasks",
+        "IF NEW.lease_id IS NOT NULL AND (NEW.lease_id IS DISTINCT FROM OLD.lease_id"
+        " OR NEW.lease_scope IS DISTINCT FROM OLD.lease_scope) THEN\n    " + _cases(
+            ("NEW.lease_id IS NOT DISTINCT FROM OLD.lease_id", "invalid_input:immutable_field"),
+            (f"EXISTS ({enrolment} AND e.active = 0)", "invalid_state:optin_inactive"),
+            ("NEW.lease_scope IS DISTINCT FROM " + scope.format(who="NEW.lease_holder"),
+             "invalid_state:optin_changed"),
+            (f"EXISTS ({enrolment} AND (NOT 'tasks.work' = ANY(string_to_array(e.rights, ','))"
+             " OR (e.projects <> '[]' AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text("
+             "hl_json(e.projects)) p WHERE p = NEW.project))))", "forbidden_right:optin_scope"),
+            (f"NEW.role IS NOT NULL AND NOT EXISTS ({enrolment} AND EXISTS (SELECT 1 FROM"
+             " jsonb_array_elements_text(hl_json(e.roles)) r WHERE r = NEW.role))",
+             "forbidden_right:not_permitted"))
+        + "\n    END IF;")
+    add("task_holder_enrolled", "BEFORE", "UPDATE OF state", "tasks",
+        "IF OLD.lease_id IS NOT NULL AND NEW.state IS DISTINCT FROM OLD.state"
+        " AND NEW.state IN ('verifying', 'waiting', 'working')"
+        " AND OLD.lease_scope IS DISTINCT FROM " + scope.format(who="OLD.lease_holder")
+        + " THEN\n    " + _cases(
+            ("EXISTS (SELECT 1 FROM enrolments WHERE agent = OLD.lease_holder AND active = 0)",
+             "invalid_state:optin_inactive"),
+            ("TRUE", "invalid_state:optin_changed"))
+        + "\n    END IF;")
+    add("task_decided_by", "BEFORE", "UPDATE OF state", "tasks",
+        f"IF {owner_decides()}\n    AND NEW.actor IS DISTINCT FROM {OWNER}"
+        f"\n    AND NOT (NEW.state = 'cancelled' AND {mode} = 'team'"
+        f" AND strpos(NEW.actor, '/') > 0"
+        f" AND {_owner_of('NEW.actor')} = {_owner_of('OLD.requester')}"
+        f" AND {_owner_of('OLD.requester')} IS DISTINCT FROM {OWNER}) THEN\n    "
+        + _cases((f"OLD.state NOT IN {by_verifier_too()}", "forbidden_right:not_owner"),
+                 ("NOT EXISTS (SELECT 1 FROM confirmations c JOIN results r ON r.task = c.task"
+                  " AND r.version = c.version WHERE c.task = NEW.number"
+                  " AND c.reviewer = NEW.actor AND c.verdict = 'reject' AND c.counted <> 0)",
+                  "forbidden_right:not_decided"))
+        + "\n    END IF;")
+
+
+def draft_rules(add: Any) -> None:
+    """Migration 12's rules on a result's draft and receipts (``schema.draft_sql``)."""
+    holder = ("EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task"
+              f" AND state IN {LEASED} AND lease_holder IS NOT DISTINCT FROM NEW.worker"
+              " AND lease_instance IS NOT DISTINCT FROM NEW.instance)")
+    shape = ("NEW.draft IS NOT NULL AND (jsonb_typeof(hl_json(NEW.draft)) IS DISTINCT FROM"
+             " 'object'"
+             f" OR (hl_json(NEW.draft) ->> 'kind') IS NULL"
+             f" OR (hl_json(NEW.draft) ->> 'kind') NOT IN {_in_list(DRAFT_KINDS)}"
+             " OR jsonb_typeof(hl_json(NEW.draft) -> 'content') IS DISTINCT FROM 'string'"
+             " OR NEW.outcome IS DISTINCT FROM 'completed')")
+    add("results_draft_shape", "BEFORE", "INSERT", "results",
+        _refuse("invalid_input:invalid_draft", shape))
+    add("results_draft_reshaped", "BEFORE", "UPDATE OF draft, outcome", "results",
+        _refuse("invalid_input:invalid_draft", shape))
+    add("results_draft_fixed", "BEFORE", "UPDATE OF draft", "results", _refuse(
+        "forbidden_right:draft_fixed", "NEW.draft IS DISTINCT FROM OLD.draft AND NOT"
+        f" (NEW.version IS NOT DISTINCT FROM OLD.version + 1 AND {holder})"))
+    receipts = ("(NEW.receipts IS NOT NULL AND (jsonb_typeof(hl_json(NEW.receipts))"
+                " IS DISTINCT FROM 'array' OR EXISTS (SELECT 1 FROM jsonb_array_elements("
+                "hl_json(NEW.receipts)) v WHERE jsonb_typeof(v) NOT IN ('null', 'object'))))")
+    add("results_receipts_shape", "BEFORE", "INSERT", "results",
+        _refuse("invalid_input:invalid_receipt", receipts))
+    add("results_receipts_fixed", "BEFORE", "UPDATE OF receipts", "results",
+        "IF NEW.receipts IS DISTINCT FROM OLD.receipts THEN\n    " + _cases(
+            ("NEW.version IS DISTINCT FROM OLD.version + 1", "forbidden_right:receipts_fixed"),
+            (receipts, "invalid_input:invalid_receipt")) + "\n    END IF;")
 
 
 PG_ONLY = ("_number", "_truncate")

@@ -47,9 +47,11 @@ from .chain import CONTENT, TOKEN_EVENTS, broken_links, link
 from .columns import (
     DECISION,
     DECISIONS,
+    ENROLMENT,
     JOURNAL,
     QUESTION,
     SELECT_TASK,
+    SUBMITTED,
     TASK_COLUMNS,
     TOKEN,
     VIEW,
@@ -77,6 +79,7 @@ from .rows import (
     ConfirmationRow,
     ControlRow,
     Dependency,
+    EnrolmentRow,
     Expiry,
     JournalRow,
     LinkRow,
@@ -287,9 +290,16 @@ class PostgresTx(ViewRows):
         return found
 
     def next_ready(self, assignee: str, *, project: str | None = None,
-                   label: str | None = None, skip: Sequence[int] = ()) -> TaskRow | None:
+                   label: str | None = None, skip: Sequence[int] = (),
+                   projects: Sequence[str] | None = None,
+                   roles: Sequence[str] = ()) -> TaskRow | None:
         clauses = [f"assignee = %s AND {READY}"]
         args: list[object] = [assignee]
+        if projects is not None:  # an enrolment's scope
+            clauses.append(f"project IN ({', '.join(['%s'] * len(projects)) or 'NULL'})")
+            args.extend(projects)
+        clauses.append(f"(role IS NULL OR role IN ({', '.join(['%s'] * len(roles)) or 'NULL'}))")
+        args.extend(roles)
         if skip:
             clauses.append("number <> ALL(%s)")
             args.append(list(skip))
@@ -342,7 +352,7 @@ class PostgresTx(ViewRows):
                 clauses.append(f"t.{column} = ANY(%s)")
                 args.append(list(values))
         for column, value in (("assignee", where.assignee), ("requester", where.requester),
-                              ("project", where.project)):
+                              ("project", where.project), ("role", where.role)):
             if value is not None:
                 clauses.append(f"t.{column} = %s")
                 args.append(value)
@@ -403,6 +413,10 @@ class PostgresTx(ViewRows):
         found = [journal_row(v) for v in self._all(DECISION.format(p="%s"), (number,))]
         return found[0] if found and found[0].move in DECISIONS else None
 
+    def submitted(self, number: int) -> int | None:
+        found = self._value(SUBMITTED.format(p="%s"), (number,))
+        return int(found) if found is not None else None
+
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         bound = (1 << 63) - 1 if upto is None else upto
         return [journal_row(v) for v in self._all(
@@ -456,6 +470,12 @@ class PostgresTx(ViewRows):
         if agent is None:
             return [BudgetRow(*r) for r in self._all(sql + " ORDER BY agent COLLATE \"C\"")]
         return [BudgetRow(*r) for r in self._all(sql + " WHERE agent = %s", (agent,))]
+
+    def enrolments(self, agent: str | None = None) -> list[EnrolmentRow]:
+        sql = f"SELECT {ENROLMENT} FROM enrolments"
+        if agent is None:
+            return [EnrolmentRow(*r) for r in self._all(sql + " ORDER BY agent COLLATE \"C\"")]
+        return [EnrolmentRow(*r) for r in self._all(sql + " WHERE agent = %s", (agent,))]
 
     def spend(self, agent: str, start: str, end: str) -> Spend:
         claims = int(self._value(
@@ -518,11 +538,11 @@ class PostgresTx(ViewRows):
         self.conn.execute(
             "INSERT INTO tasks(number, id, state, project, requester, assignee, created_at,"
             " updated_at, priority, labels, depends, actor, reason, chain, waits,"
-            " attempt_limit) VALUES (%s, %s, 'requested', %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-            " %s, %s, %s, %s)",
+            " attempt_limit, role) VALUES (%s, %s, 'requested', %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+            " %s, %s, %s, %s, %s)",
             (number, task.id, task.project, task.requester, task.assignee, task.at, task.at,
              task.priority, task.labels, task.depends, actor, reason, chain, waits,
-             task.attempt_limit))
+             task.attempt_limit, task.role))
         for on in sorted(set(task.depends_on)):
             self.conn.execute("INSERT INTO deps(task, on_task) VALUES (%s, %s)", (number, on))
         self.conn.execute("INSERT INTO packets(task, body) VALUES (%s, %s)",
@@ -543,16 +563,18 @@ class PostgresTx(ViewRows):
 
     def start_lease(self, number: int, from_state: str, to_state: str, *, lease_id: str,
                     token: int, holder: str, instance: str, session: str | None, expires: str,
-                    at: str, reason: str, detail: dict[str, Any]) -> None:
+                    at: str, reason: str, detail: dict[str, Any],
+                    scope: int | None = None) -> None:
         text = dump(detail)
         chain = self._link(number, at, holder, from_state, to_state, None, reason, text)
         self.conn.execute(
             "UPDATE tasks SET state = %s, waiting_on = NULL, lease_id = %s, lease_token = %s,"
             " lease_holder = %s, lease_instance = %s, lease_session = %s, lease_expires = %s,"
-            " updated_at = %s, actor = %s, reason = %s, detail = %s, chain = %s"
+            " updated_at = %s, actor = %s, reason = %s, detail = %s, chain = %s,"
+            " lease_scope = %s"
             " WHERE number = %s",
             (to_state, lease_id, token, holder, instance, session, expires, at, holder, reason,
-             text, chain, number))
+             text, chain, scope, number))
 
     def set_fields(self, number: int, *, priority: str, labels: str, attempt_limit: int,
                    version: int) -> None:
@@ -581,23 +603,29 @@ class PostgresTx(ViewRows):
             " VALUES (%s, %s, %s, %s, %s, %s)", (number, at, actor, summary, tokens, usd_micros))
 
     def put_result(self, number: int, body: str, *, worker: str, instance: str,
-                   session: str | None, outcome: str, threshold: int | None) -> int:
+                   session: str | None, outcome: str, threshold: int | None,
+                   draft: str | None = None, receipts: str | None = None) -> int:
         version = self._one(
             "UPDATE results SET body = %s, worker = %s, instance = %s, session = %s,"
             " outcome = %s, threshold = %s, version = version + 1, merge_commit = NULL,"
-            " merged_by = NULL WHERE task = %s RETURNING version",
-            (body, worker, instance, session, outcome, threshold, number))
+            " merged_by = NULL, draft = %s, receipts = %s WHERE task = %s RETURNING version",
+            (body, worker, instance, session, outcome, threshold, draft, receipts, number))
         if version is not None:
             return int(version[0])
         self.conn.execute(
-            "INSERT INTO results(task, body, worker, instance, session, outcome, threshold)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (number, body, worker, instance, session, outcome, threshold))
+            "INSERT INTO results(task, body, worker, instance, session, outcome, threshold,"
+            " draft, receipts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (number, body, worker, instance, session, outcome, threshold, draft, receipts))
         return 1
 
-    def amend_result(self, number: int, body: str) -> int:
-        return int(self._value("UPDATE results SET body = %s, version = version + 1"
-                               " WHERE task = %s RETURNING version", (body, number)))
+    def amend_result(self, number: int, body: str, receipts: str | None = None) -> int:
+        return int(self._value("UPDATE results SET body = %s, version = version + 1,"
+                               " receipts = %s WHERE task = %s RETURNING version",
+                               (body, receipts, number)))
+
+    def receipts(self, number: int) -> str | None:
+        found = self._value("SELECT receipts FROM results WHERE task = %s", (number,))
+        return None if found is None else str(found)
 
     def record_merge(self, number: int, commit: str, by: str) -> None:
         self.conn.execute("UPDATE results SET merge_commit = %s, merged_by = %s"
@@ -676,6 +704,13 @@ class PostgresTx(ViewRows):
                 args.append(value)
         return [TaskRow(*r) for r in self._all(
             f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY number FOR UPDATE", args)]
+
+    def set_enrolment(self, row: EnrolmentRow) -> None:
+        self.conn.execute("DELETE FROM enrolments WHERE agent = %s", (row.agent,))
+        self.conn.execute(
+            f"INSERT INTO enrolments({ENROLMENT}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (row.agent, row.projects, row.roles, row.rights, row.active, row.seq, row.at,
+             row.by))
 
     def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
         self.conn.execute("DELETE FROM budgets WHERE agent = %s", (agent,))

@@ -32,7 +32,7 @@ OPEN_CHECK_PAGES = 1024
 """Up to this many pages (4 MiB of 4 KiB pages, about 7,500 tasks) the first open checks
 every page; a larger file gets the bounded check."""
 SMALL_TABLES = ("meta", "moves", "policy", "required_plugins", "controls", "budgets",
-                "tokens")
+                "tokens", "enrolments")
 """Tables checked whole in a large file: small, and each decides who may do what."""
 NEWEST_ROWS = 64
 NEWEST = (("tasks", "number"), ("packets", "task"), ("journal", "seq"))

@@ -43,6 +43,10 @@ class TaskRow:
     """Failed outcomes so far."""
     attempt_limit: int = 3
     """Failed outcomes after which the task is no longer claimable."""
+    role: str | None = None
+    """The role its assignee must be enrolled in to claim it (seed 004's task role)."""
+    lease_scope: int | None = None
+    """The enrolment the live lease was taken under (its journal seq; None: none)."""
 
     @property
     def exhausted(self) -> bool:
@@ -65,6 +69,23 @@ class NewTask:
     depends_on: tuple[int, ...] = ()
     """The numbers of the tasks it depends on (each older than it)."""
     attempt_limit: int = 3
+    role: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnrolmentRow:
+    """An agent's enrolment (seed 004's opt-in) as the store keeps it: the projects (a
+    JSON array, ``[]`` for every one) and roles it covers, its write rights (comma
+    separated), whether it is active, and the journal row that set it."""
+
+    agent: str
+    projects: str
+    roles: str
+    rights: str
+    active: int
+    seq: int
+    at: str
+    by: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +167,12 @@ class ViewRow:
     one or has just resumed; else empty."""
     decision: JournalRow | None = None
     """The move that decided on its current result (``Reader.decision``), when it has one."""
+    draft: str | None = None
+    """Its result's draft (JSON), when the result brings one."""
+    draft_seq: int | None = None
+    """The journal row of the submission that recorded the draft."""
+    receipts: str | None = None
+    """Its result's evidence receipts as hivelite checked them (JSON), if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +241,8 @@ class ListFilter:
     labels: tuple[str, ...] = ()
     """Tasks carrying every one of these labels."""
     priorities: tuple[str, ...] = ()
+    role: str | None = None
+    """Tasks needing this role (seed 004's listing ``role``)."""
     search: str | None = None
     """Tasks whose title, assignee or a label holds this text (given in lower case: the
     match ignores the case of ASCII letters)."""

@@ -632,23 +632,6 @@ def decisions_sql() -> str:
         "BEGIN SELECT RAISE(ABORT, 'forbidden_right:not_owner'); END;\n"
         for name, table, column in OWNER_ROWS)
     return f"""
--- The owner's decisions are the owner's: approve, deny and cancel are made by the store's
--- owner; a decline by the owner, or by a verifier whose counted rejection of the current
--- result it is.
-CREATE TRIGGER task_decided_by BEFORE UPDATE OF state ON tasks
-WHEN {owner_decides()}
-    AND NEW.actor IS NOT {OWNER}
-BEGIN
-    SELECT CASE
-        WHEN OLD.state NOT IN {by_verifier_too()}
-            THEN RAISE(ABORT, 'forbidden_right:not_owner')
-        WHEN NOT EXISTS (SELECT 1 FROM confirmations c JOIN results r ON r.task = c.task
-                         AND r.version = c.version WHERE c.task = NEW.number
-                         AND c.reviewer = NEW.actor AND c.verdict = 'reject' AND c.counted)
-            THEN RAISE(ABORT, 'forbidden_right:not_decided')
-    END;
-END;
-
 -- A result's body and version change one version at a time, by a new submission of the
 -- task's holder, or by its worker's amend journaled just before (the task's newest journal
 -- row names the new version). A change of who returned it is results_fixed's to refuse.
@@ -712,7 +695,8 @@ def target_sql() -> str:
     """
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
-            + REQUESTS + authority_sql() + TOKENS + TASK_BOARD + decisions_sql())
+            + REQUESTS + authority_sql() + TOKENS + TASK_BOARD + decisions_sql()
+            + scope_sql() + draft_sql())
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
@@ -904,6 +888,215 @@ BEGIN SELECT RAISE(ABORT, 'invalid_state:reviewer_not_independent'); END;
 CREATE TRIGGER confirmations_why BEFORE INSERT ON confirmations
 WHEN (NEW.counted AND NEW.why IS NOT NULL) OR (NOT NEW.counted AND NEW.why IS NULL)
 BEGIN SELECT RAISE(ABORT, 'invalid_input:uncounted_needs_why'); END;
+"""
+
+
+ENROLMENT_RIGHTS = ("tasks.propose", "tasks.work")
+"""The rights an enrolment's scope may give: the writes it covers (reads follow the token)."""
+ROLE_GLOB = "[a-z]*"
+"""A role (seed 004's ``validate_role``): 1-64 of ``[a-z0-9-]``, starting with a letter."""
+
+
+def _role_ok(column: str) -> str:
+    return (f"({column} GLOB '{ROLE_GLOB}' AND {column} NOT GLOB '*[^a-z0-9-]*'"
+            f" AND length({column}) <= 64)")
+
+
+def _slugs_ok(column: str, role: bool) -> str:
+    """SQL true when ``column`` is a JSON array of project slugs (or roles)."""
+    check = _role_ok("value") if role else (
+        "(value GLOB '[a-z0-9]*' AND value NOT GLOB '*[^a-z0-9-]*' AND length(value) <= 39)")
+    return (f"(json_valid({column}) AND json_type({column}) = 'array'"
+            f" AND NOT EXISTS (SELECT 1 FROM json_each({column})"
+            f" WHERE type != 'text' OR NOT {check}))")
+
+
+def scope_sql() -> str:
+    """Who may work where (migration 12): a task's role, and each agent's enrolment (seed
+    004's opt-in: the projects, roles and rights it covers), written by the owner and
+    journaled first; a lease only within its holder's enrolment, and holder moves only
+    under the enrolment the claim was taken under. A guest's own request is withdrawn by
+    an agent of the guest's owner in team mode; every other owner's move stays the
+    owner's."""
+    mode = "coalesce((SELECT value FROM policy WHERE key = 'mode'), 'personal')"
+    enrolment = "SELECT 1 FROM enrolments e WHERE e.agent = NEW.lease_holder"
+    newest = ("SELECT seq AS seq, actor AS actor, reason AS reason, CASE WHEN"
+              " json_valid(detail) THEN detail END AS detail FROM journal ORDER BY seq DESC"
+              " LIMIT 1")  # named: SQLite re-reads triggers on a column's rename
+    rights = ("NOT EXISTS (SELECT 1 FROM json_each('[\"' || replace(NEW.rights, ',', '\",\"')"
+              f" || '\"]') WHERE value NOT IN {_in_list(ENROLMENT_RIGHTS)})")
+    return f"""
+ALTER TABLE tasks ADD COLUMN role TEXT;
+ALTER TABLE tasks ADD COLUMN lease_scope INTEGER;
+
+CREATE TABLE enrolments(
+    agent TEXT PRIMARY KEY,
+    projects TEXT NOT NULL,
+    roles TEXT NOT NULL,
+    rights TEXT NOT NULL,
+    active INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    by TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- A role is seed 004's slug, and a task keeps the role it was handed off with.
+CREATE TRIGGER task_role BEFORE INSERT ON tasks
+WHEN NEW.role IS NOT NULL AND NOT {_role_ok("NEW.role")}
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_role'); END;
+
+CREATE TRIGGER task_role_fixed BEFORE UPDATE OF role ON tasks
+WHEN NEW.role IS NOT OLD.role
+BEGIN SELECT RAISE(ABORT, 'invalid_input:immutable_field'); END;
+
+-- An enrolment is the owner's, written whole (its projects and roles JSON arrays of slugs,
+-- [] for every project; some of the write rights), right after the journal row that
+-- records exactly it; it is replaced, never edited, and only after a newer such row.
+CREATE TRIGGER enrolments_by_owner BEFORE INSERT ON enrolments
+WHEN NEW.by IS NOT {OWNER}
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:not_owner'); END;
+
+CREATE TRIGGER enrolments_shape BEFORE INSERT ON enrolments
+WHEN NEW.active NOT IN (0, 1) OR typeof(NEW.seq) != 'integer' OR NEW.rights = ''
+    OR NOT {_slugs_ok("NEW.projects", False)} OR NOT {_slugs_ok("NEW.roles", True)}
+    OR NOT {rights}
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_enrolment'); END;
+
+CREATE TRIGGER enrolments_journaled BEFORE INSERT ON enrolments
+WHEN NOT EXISTS (SELECT 1 FROM ({newest}) j
+                 WHERE j.seq = NEW.seq AND j.reason = 'enrolment' AND j.actor IS NEW.by
+                   AND json_extract(j.detail, '$.agent') IS NEW.agent
+                   AND json_extract(j.detail, '$.projects') IS NEW.projects
+                   AND json_extract(j.detail, '$.roles') IS NEW.roles
+                   AND json_extract(j.detail, '$.rights') IS NEW.rights
+                   AND json_extract(j.detail, '$.active') IS NEW.active)
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:enrolment_not_journaled'); END;
+
+CREATE TRIGGER enrolments_no_update BEFORE UPDATE ON enrolments
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
+
+CREATE TRIGGER enrolments_replaced BEFORE DELETE ON enrolments
+WHEN NOT EXISTS (SELECT 1 FROM ({newest}) j
+                 WHERE j.seq > OLD.seq AND j.reason = 'enrolment'
+                   AND json_extract(j.detail, '$.agent') IS OLD.agent)
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:enrolment_not_journaled'); END;
+
+-- A lease is taken within its holder's enrolment, which it names (lease_scope: the seq of
+-- the enrolment's journal row; NULL for an agent with none), and a task with a role only
+-- by an agent enrolled in that role.
+CREATE TRIGGER task_lease_enrolled BEFORE UPDATE OF lease_id, lease_scope ON tasks
+WHEN NEW.lease_id IS NOT NULL AND (NEW.lease_id IS NOT OLD.lease_id
+                                   OR NEW.lease_scope IS NOT OLD.lease_scope)
+BEGIN
+    SELECT CASE
+        WHEN NEW.lease_id IS OLD.lease_id
+            THEN RAISE(ABORT, 'invalid_input:immutable_field')
+        WHEN EXISTS ({enrolment} AND NOT e.active)
+            THEN RAISE(ABORT, 'invalid_state:optin_inactive')
+        WHEN NEW.lease_scope IS NOT (SELECT seq FROM enrolments WHERE agent = NEW.lease_holder)
+            THEN RAISE(ABORT, 'invalid_state:optin_changed')
+        WHEN EXISTS ({enrolment} AND (instr(',' || e.rights || ',', ',tasks.work,') = 0
+                     OR (e.projects != '[]' AND NOT EXISTS (
+                         SELECT 1 FROM json_each(e.projects) WHERE value = NEW.project))))
+            THEN RAISE(ABORT, 'forbidden_right:optin_scope')
+        WHEN NEW.role IS NOT NULL AND NOT EXISTS (
+                {enrolment} AND EXISTS (SELECT 1 FROM json_each(e.roles) WHERE value = NEW.role))
+            THEN RAISE(ABORT, 'forbidden_right:not_permitted')
+    END;
+END;
+
+-- The holder works on under the enrolment its claim was taken under: after a change of
+-- it, the holder's next move is refused (it may still give the task back).
+CREATE TRIGGER task_holder_enrolled BEFORE UPDATE OF state ON tasks
+WHEN OLD.lease_id IS NOT NULL AND NEW.state IS NOT OLD.state
+    AND NEW.state IN ('verifying', 'waiting', 'working')
+    AND OLD.lease_scope IS NOT (SELECT seq FROM enrolments WHERE agent = OLD.lease_holder)
+BEGIN
+    SELECT CASE
+        WHEN EXISTS (SELECT 1 FROM enrolments WHERE agent = OLD.lease_holder AND NOT active)
+            THEN RAISE(ABORT, 'invalid_state:optin_inactive')
+        ELSE RAISE(ABORT, 'invalid_state:optin_changed')
+    END;
+END;
+
+-- The owner's decisions are the owner's: approve, deny and cancel are made by the store's
+-- owner; a decline by the owner, or by a verifier whose counted rejection of the current
+-- result it is; in team mode, a guest's own request is also withdrawn by an agent of the
+-- guest's owner (the requester's).
+CREATE TRIGGER task_decided_by BEFORE UPDATE OF state ON tasks
+WHEN {owner_decides()}
+    AND NEW.actor IS NOT {OWNER}
+    AND NOT (NEW.state = 'cancelled' AND {mode} = 'team' AND instr(NEW.actor, '/') > 0
+             AND {_owner_of("NEW.actor")} = {_owner_of("OLD.requester")}
+             AND {_owner_of("OLD.requester")} IS NOT {OWNER})
+BEGIN
+    SELECT CASE
+        WHEN OLD.state NOT IN {by_verifier_too()}
+            THEN RAISE(ABORT, 'forbidden_right:not_owner')
+        WHEN NOT EXISTS (SELECT 1 FROM confirmations c JOIN results r ON r.task = c.task
+                         AND r.version = c.version WHERE c.task = NEW.number
+                         AND c.reviewer = NEW.actor AND c.verdict = 'reject' AND c.counted)
+            THEN RAISE(ABORT, 'forbidden_right:not_decided')
+    END;
+END;
+"""
+
+
+DRAFT_KINDS = ("decision", "document", "patch")
+"""What a result's draft may be (seed 004: a result with its knowledge change)."""
+
+
+def draft_sql() -> str:
+    """A result's draft and its evidence's receipts (migration 12): the draft is its
+    knowledge change (a patch, a document or a decision), kept with it as JSON, set only
+    by the holder's submission (an amend keeps it), and never with a failed outcome, which
+    brings none; the receipts, as hivelite checked them (a JSON array, one entry per piece
+    of evidence), change only with a new version of the result."""
+    holder = ("EXISTS (SELECT 1 FROM tasks WHERE number = NEW.task"
+              " AND state IN ('accepted', 'working') AND lease_holder IS NEW.worker"
+              " AND lease_instance IS NEW.instance)")
+    shape = ("NEW.draft IS NOT NULL AND (NOT json_valid(NEW.draft)"
+             " OR json_type(NEW.draft) IS NOT 'object'"
+             f" OR coalesce(json_extract(NEW.draft, '$.kind'), '') NOT IN"
+             f" {_in_list(DRAFT_KINDS)}"
+             " OR json_type(NEW.draft, '$.content') IS NOT 'text'"
+             " OR NEW.outcome IS NOT 'completed')")
+    receipts = ("(NEW.receipts IS NOT NULL AND (NOT json_valid(NEW.receipts)"
+                " OR json_type(NEW.receipts) IS NOT 'array' OR EXISTS (SELECT 1 FROM"
+                " json_each(NEW.receipts) WHERE type NOT IN ('null', 'object'))))")
+    return f"""
+ALTER TABLE results ADD COLUMN draft TEXT;
+ALTER TABLE results ADD COLUMN receipts TEXT;
+
+-- A draft is an object with its kind and its content, and only with a completed outcome.
+CREATE TRIGGER results_draft_shape BEFORE INSERT ON results
+WHEN {shape}
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_draft'); END;
+
+CREATE TRIGGER results_draft_reshaped BEFORE UPDATE OF draft, outcome ON results
+WHEN {shape}
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_draft'); END;
+
+-- It changes only with a new submission by the task's holder.
+CREATE TRIGGER results_draft_fixed BEFORE UPDATE OF draft ON results
+WHEN NEW.draft IS NOT OLD.draft AND NOT (NEW.version IS OLD.version + 1 AND {holder})
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:draft_fixed'); END;
+
+-- Receipts are a JSON array of nulls and objects, written with a new version alone.
+CREATE TRIGGER results_receipts_shape BEFORE INSERT ON results
+WHEN {receipts}
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_receipt'); END;
+
+CREATE TRIGGER results_receipts_fixed BEFORE UPDATE OF receipts ON results
+WHEN NEW.receipts IS NOT OLD.receipts
+BEGIN
+    SELECT CASE
+        WHEN NEW.version IS NOT OLD.version + 1
+            THEN RAISE(ABORT, 'forbidden_right:receipts_fixed')
+        WHEN {receipts}
+            THEN RAISE(ABORT, 'invalid_input:invalid_receipt')
+    END;
+END;
 """
 
 

@@ -38,9 +38,11 @@ from .chain import CONTENT, TOKEN_EVENTS, link
 from .columns import (
     DECISION,
     DECISIONS,
+    ENROLMENT,
     JOURNAL,
     QUESTION,
     SELECT_TASK,
+    SUBMITTED,
     TASK_COLUMNS,
     TOKEN,
     VIEW,
@@ -68,6 +70,7 @@ from .rows import (
     ConfirmationRow,
     ControlRow,
     Dependency,
+    EnrolmentRow,
     Expiry,
     JournalRow,
     LinkRow,
@@ -283,9 +286,16 @@ class SqliteTx(ViewRows):
         return found
 
     def next_ready(self, assignee: str, *, project: str | None = None,
-                   label: str | None = None, skip: Sequence[int] = ()) -> TaskRow | None:
+                   label: str | None = None, skip: Sequence[int] = (),
+                   projects: Sequence[str] | None = None,
+                   roles: Sequence[str] = ()) -> TaskRow | None:
         clauses = [f"assignee = ? AND {READY}"]
         args: list[object] = [assignee]
+        if projects is not None:  # an enrolment's scope
+            clauses.append(f"project IN ({', '.join(['?'] * len(projects)) or 'NULL'})")
+            args.extend(projects)
+        clauses.append(f"(role IS NULL OR role IN ({', '.join(['?'] * len(roles)) or 'NULL'}))")
+        args.extend(roles)
         if skip:
             clauses.append(f"number NOT IN ({', '.join('?' * len(skip))})")
             args.extend(skip)
@@ -355,7 +365,7 @@ class SqliteTx(ViewRows):
             clauses.append(f"t.state IN ({', '.join('?' * len(where.states))})")
             args.extend(where.states)
         for column, value in (("assignee", where.assignee), ("requester", where.requester),
-                              ("project", where.project)):
+                              ("project", where.project), ("role", where.role)):
             if value is not None:
                 clauses.append(f"t.{column} = ?")
                 args.append(value)
@@ -481,6 +491,10 @@ class SqliteTx(ViewRows):
         found = [journal_row(v) for v in self.conn.execute(DECISION.format(p="?"), (number,))]
         return found[0] if found and found[0].move in DECISIONS else None
 
+    def submitted(self, number: int) -> int | None:
+        found = self.conn.execute(SUBMITTED.format(p="?"), (number,)).get
+        return int(found) if found is not None else None
+
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         bound = (1 << 63) - 1 if upto is None else upto
         return [journal_row(v) for v in self.conn.execute(
@@ -560,6 +574,19 @@ class SqliteTx(ViewRows):
             known.budgets[agent] = list(found)
         return found
 
+    def enrolments(self, agent: str | None = None) -> list[EnrolmentRow]:
+        sql = f"SELECT {ENROLMENT} FROM enrolments"
+        if agent is None:
+            return [EnrolmentRow(*r) for r in self.conn.execute(sql + " ORDER BY agent")]
+        known = self.known
+        if known is not None and agent in known.enrolments:
+            return list(known.enrolments[agent])
+        found = [EnrolmentRow(*r) for r in self.conn.execute(sql + " WHERE agent = ?",
+                                                             (agent,))]
+        if known is not None:
+            known.enrolments[agent] = list(found)
+        return found
+
     def spend(self, agent: str, start: str, end: str) -> Spend:
         # both read partial indexes that hold only claims, and only usage reports
         claims = int(self.conn.execute(
@@ -625,10 +652,11 @@ class SqliteTx(ViewRows):
         self.conn.execute(
             "INSERT INTO tasks(number, id, state, project, requester, assignee, created_at,"
             " updated_at, priority, labels, depends, actor, reason, chain, waits,"
-            " attempt_limit) VALUES (?, ?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " attempt_limit, role)"
+            " VALUES (?, ?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (number, task.id, task.project, task.requester, task.assignee, task.at, task.at,
              task.priority, task.labels, task.depends, actor, reason, chain, waits,
-             task.attempt_limit),
+             task.attempt_limit, task.role),
         )
         self.conn.executemany("INSERT INTO deps(task, on_task) VALUES (?, ?)",
                               [(number, on) for on in sorted(set(task.depends_on))])
@@ -650,15 +678,17 @@ class SqliteTx(ViewRows):
 
     def start_lease(self, number: int, from_state: str, to_state: str, *, lease_id: str,
                     token: int, holder: str, instance: str, session: str | None, expires: str,
-                    at: str, reason: str, detail: dict[str, Any]) -> None:
+                    at: str, reason: str, detail: dict[str, Any],
+                    scope: int | None = None) -> None:
         text = dump(detail)
         chain = self._link(number, at, holder, from_state, to_state, None, reason, text)
         self.conn.execute(
             "UPDATE tasks SET state = ?, waiting_on = NULL, lease_id = ?, lease_token = ?,"
             " lease_holder = ?, lease_instance = ?, lease_session = ?, lease_expires = ?,"
-            " updated_at = ?, actor = ?, reason = ?, detail = ?, chain = ? WHERE number = ?",
+            " updated_at = ?, actor = ?, reason = ?, detail = ?, chain = ?,"
+            " lease_scope = ? WHERE number = ?",
             (to_state, lease_id, token, holder, instance, session, expires, at, holder, reason,
-             text, chain, number),
+             text, chain, scope, number),
         )
         if self.known is not None:
             self.known.lease_until(expires)
@@ -694,24 +724,30 @@ class SqliteTx(ViewRows):
         )
 
     def put_result(self, number: int, body: str, *, worker: str, instance: str,
-                   session: str | None, outcome: str, threshold: int | None) -> int:
+                   session: str | None, outcome: str, threshold: int | None,
+                   draft: str | None = None, receipts: str | None = None) -> int:
         version = self.conn.execute(
             "UPDATE results SET body = ?, worker = ?, instance = ?, session = ?, outcome = ?,"
-            " threshold = ?, version = version + 1, merge_commit = NULL, merged_by = NULL"
-            " WHERE task = ? RETURNING version",
-            (body, worker, instance, session, outcome, threshold, number)).fetchone()
+            " threshold = ?, version = version + 1, merge_commit = NULL, merged_by = NULL,"
+            " draft = ?, receipts = ? WHERE task = ? RETURNING version",
+            (body, worker, instance, session, outcome, threshold, draft, receipts,
+             number)).fetchone()
         if version is not None:
             return int(version[0])
         self.conn.execute(
-            "INSERT INTO results(task, body, worker, instance, session, outcome, threshold)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (number, body, worker, instance, session, outcome, threshold))
+            "INSERT INTO results(task, body, worker, instance, session, outcome, threshold,"
+            " draft, receipts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (number, body, worker, instance, session, outcome, threshold, draft, receipts))
         return 1
 
-    def amend_result(self, number: int, body: str) -> int:
+    def amend_result(self, number: int, body: str, receipts: str | None = None) -> int:
         return int(self.conn.execute(
-            "UPDATE results SET body = ?, version = version + 1 WHERE task = ?"
-            " RETURNING version", (body, number)).get)
+            "UPDATE results SET body = ?, version = version + 1, receipts = ? WHERE task = ?"
+            " RETURNING version", (body, receipts, number)).get)
+
+    def receipts(self, number: int) -> str | None:
+        found = self.conn.execute("SELECT receipts FROM results WHERE task = ?", (number,)).get
+        return None if found is None else str(found)
 
     def record_merge(self, number: int, commit: str, by: str) -> None:
         self.conn.execute("UPDATE results SET merge_commit = ?, merged_by = ? WHERE task = ?",
@@ -757,8 +793,8 @@ class SqliteTx(ViewRows):
     def _forget(self, what: str) -> None:
         """This write changes a table the next write would otherwise take as known."""
         if self.known is not None:
-            if what == "budgets":
-                self.known.budgets.clear()
+            if what in ("budgets", "enrolments"):
+                getattr(self.known, what).clear()
             else:
                 setattr(self.known, what, None)
 
@@ -815,6 +851,13 @@ class SqliteTx(ViewRows):
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (row.agent, row.tasks, row.tokens, row.usd_micros, row.at, row.by))
 
+
+    def set_enrolment(self, row: EnrolmentRow) -> None:
+        self._forget("enrolments")
+        self.conn.execute("DELETE FROM enrolments WHERE agent = ?", (row.agent,))
+        self.conn.execute(f"INSERT INTO enrolments({ENROLMENT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                          (row.agent, row.projects, row.roles, row.rights, row.active,
+                           row.seq, row.at, row.by))
 
     def add_token(self, row: TokenRow) -> None:
         self.conn.execute(f"INSERT INTO tokens({TOKEN}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

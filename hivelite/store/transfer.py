@@ -5,9 +5,10 @@ processes write, written to a new file (mode 0600) that is a complete store.
 
 **Export** writes a header line (format, version, schema version), then every row of every
 kept table in a fixed order, one JSON object per line: the store's facts, tasks, packets,
-checkpoints, results, verdicts, updates and the whole journal (which holds the claim
-history). **Import** reads that into a new, empty store, keys and all, so exporting the
-imported store gives the same lines again. The rows are written with the triggers set
+checkpoints, results, verdicts, updates, the whole journal (which holds the claim
+history) and the owner's policy, controls, budgets, tokens and enrolments. **Import**
+reads that into a new, empty store, keys and all, so exporting the imported store gives
+the same lines again. The rows are written with the triggers set
 aside inside the import's one transaction and restored, byte for byte, before it commits:
 the rows already obey the rules (``doctor`` checks the result, the journal's hash chain
 included), and replaying them through the triggers would need the clock and leases of the
@@ -41,9 +42,10 @@ FORMAT_VERSION = 1
 KEYS = {"meta": "key", "tasks": "number", "deps": "task, on_task", "packets": "task",
         "checkpoints": "task", "results": "task", "confirmations": "task, version, reviewer",
         "updates": "seq", "journal": "seq", "policy": "key", "required_plugins": "name",
-        "controls": "id", "budgets": "agent", "tokens": "id"}
+        "controls": "id", "budgets": "agent", "tokens": "id", "enrolments": "agent"}
 """The kept tables with their keys, in the order an import can insert them (a row's task
-first)."""
+first). Each table's columns are read from the store, so a task's role and the enrolment
+its lease was taken under (``lease_scope``) travel with its row."""
 TABLES = tuple(KEYS)
 QUEUE_SINCE = 5
 """The schema version that keeps dependencies as rows (and counts attempts)."""

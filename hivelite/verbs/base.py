@@ -43,7 +43,7 @@ from ..core.models import (
     StorePolicy,
     TaskView,
 )
-from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, State
+from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, Right, State
 from ..store import ListFilter, Reader, RequestRow, Store, TaskRow
 from . import guard
 from .authority import (
@@ -62,6 +62,7 @@ from .authority import (
 from .inputs import MAX_PAGE, MAX_SEARCH
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
 from .retries import PENDING, Pending, dump_answer, idempotent, kept_since, load_answer
+from .scope import inactive, outside_rights
 from .settings import settings_path
 from .table import BY_NAME, Verb, mode_of, right_of
 from .unit import Unit
@@ -184,10 +185,11 @@ class HiveBase:
         then :meth:`_run` its body, admitted as the row's mode says (a name no row has is
         a programming error, never a write admitted by no rule)."""
         name, mode = (verb.name, verb.mode) if isinstance(verb, Verb) else (verb, mode_of(verb))
-        return self._run(self._caller(caller, verb), body, name, mode)
+        right = verb.right if isinstance(verb, Verb) else right_of(name)
+        return self._run(self._caller(caller, verb), body, name, mode, right)
 
     def _run(self, caller: Caller | None, body: Callable[[Unit], T], verb: str = "write",
-             mode: Mode = Mode.write) -> T:
+             mode: Mode = Mode.write, right: Right | None = None) -> T:
         """One transaction: the time under the lock, the expiry sweep, the admission checks,
         the verb's body; after the commit, the moves it journaled are announced.
 
@@ -202,7 +204,7 @@ class HiveBase:
         pending = PENDING.get() if caller is not None else None
         with self.store.write() as tx:
             unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0,
-                        verb=verb, mode=mode)
+                        verb=verb, mode=mode, right=right)
             self._sweep(unit)
             self._admit(unit)
             if pending is not None and caller is not None:  # a retry raced its first call
@@ -267,6 +269,13 @@ class HiveBase:
         if not caller.is_owner:  # the owner's word first: a stop is named as a stop
             unit.controls = unit.tx.controls()
             admit_controls(unit.controls, caller, unit.mode)
+            if unit.verb != "release":  # a claim is always given back
+                enrolment = unit.enrolment()
+                refusal = inactive(enrolment, caller.name) or outside_rights(
+                    enrolment, caller.name, unit.verb,
+                    unit.right.value if unit.right else None)
+                if refusal is not None:
+                    raise refusal
         if unit.mode is not Mode.authority:
             refusal = binding_refusal(unit.tx.required_plugins(), self._loaded())
             if refusal is not None:
@@ -455,6 +464,7 @@ class HiveBase:
         sort: str = "age",
         limit: int = 50,
         cursor: int | None = None,
+        role: str | None = None,
     ) -> Page:
         """Tasks, filtered, oldest first (``sort="priority"``: most pressing first, then
         oldest; ``"updated"``: most recently changed first); ``cursor`` is the last page's
@@ -463,7 +473,8 @@ class HiveBase:
         ``ready=True`` keeps only tasks an agent could claim now: routed, every
         ``packet.depends_on`` task completed, attempts left; ``blocked=True`` only open
         tasks still waiting on a dependency; ``labels`` tasks carrying each of them;
-        ``search`` tasks whose title, assignee or a label holds the text (ignoring case).
+        ``search`` tasks whose title, assignee or a label holds the text (ignoring case);
+        ``role`` tasks needing that role.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidInput("invalid_limit", f"limit must be an integer 1..{MAX_PAGE}",
@@ -492,7 +503,7 @@ class HiveBase:
                            project=project, ready=ready, blocked=blocked,
                            labels=tuple([labels] if isinstance(labels, str) else labels),
                            priorities=tuple(priorities), sort=sort,
-                           search=_search(search))
+                           search=_search(search), role=role)
         now = format_ts(self.clock())
         with self.store.read() as reader:
             rows = reader.views(where, after=cursor, limit=limit + 1)

@@ -7,6 +7,7 @@ out, or was replaced, is refused with ``stale_claim``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -174,8 +175,11 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
     def body(unit: Unit) -> ClaimReceipt:
         vetoed = [c.task for c in unit.controls  # tasks the owner vetoed it on
                   if c.kind == "veto" and c.agent == agent.name and c.task is not None]
-        row = unit.tx.next_ready(agent.name, project=project, label=label,
-                                 skip=[*vetoed, *skip])
+        enrolment = unit.enrolment()  # only what it covers: its projects, its roles
+        row = unit.tx.next_ready(
+            agent.name, project=project, label=label, skip=[*vetoed, *skip],
+            projects=json.loads(enrolment.projects) or None if enrolment else None,
+            roles=json.loads(enrolment.roles) if enrolment else ())
         if row is None:
             narrowed = "".join(f" {k} {v!r}" for k, v in (("in project", project),
                                                            ("labelled", label)) if v)

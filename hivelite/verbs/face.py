@@ -71,6 +71,7 @@ class TaskFace(Protocol):
                provenance: str = "agent_generated",
                outcome: Literal["completed", "failed"] = "completed",
                tokens: int | None = None, usd_micros: int | None = None,
+               draft: Mapping[str, Any] | None = None,
                request_id: str | None = None) -> Receipt: ...
     def verify(self, caller: Caller, ref: str | int, *,
                verdict: Literal["accept", "reject"] = "accept", reason: str | None = None,

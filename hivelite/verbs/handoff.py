@@ -178,12 +178,13 @@ def _insert(hive: HiveBase, unit: Unit, caller: Caller, handed: Handed,
             gated: tuple[GateDecision, list[dict[str, str]]], limit: int) -> Receipt:
     """Insert the task and make the gate's move (or the store policy's hold)."""
     req, (decision, answers) = handed.req, gated
+    unit.check_project(req.project)  # an enrolled agent hands off within its projects
     number = unit.tx.insert_task(
         NewTask(id=handed.task_id, project=req.project, requester=req.requester,
                 assignee=req.assignee, at=unit.at, priority=req.priority,
                 labels=handed.labels, depends=len(handed.depends_on),
                 packet=handed.packet_json, depends_on=handed.depends_on,
-                attempt_limit=limit),
+                attempt_limit=limit, role=req.role),
         actor=unit.who, reason="handoff")
     row = TaskRow(
         number=number, id=handed.task_id, state=State.requested.value, waiting_on=None,
@@ -191,7 +192,7 @@ def _insert(hive: HiveBase, unit: Unit, caller: Caller, handed: Handed,
         created_at=unit.at, updated_at=unit.at, lease_id=None, lease_token=0,
         lease_holder=None, lease_instance=None, lease_session=None, lease_expires=None,
         priority=req.priority, labels=handed.labels, fields_version=1, reason="handoff",
-        depends=len(handed.depends_on), attempt_limit=limit)
+        depends=len(handed.depends_on), attempt_limit=limit, role=req.role)
     moved, reason, decided_by = GATE_TARGET[decision.action], decision.reason, decision.plugin
     if (moved is State.routed and not caller.is_owner
             and unit.policy().proposals == "owner"):  # seed 004: a person approves
@@ -211,8 +212,8 @@ def _earlier(hive: HiveBase, reader: Reader, task_id: str, req: HandoffRequest,
     row = reader.task(task_id)
     if row is None:
         return None
-    if ((row.requester, row.assignee, row.project) != (req.requester, req.assignee,
-                                                        req.project)
+    if ((row.requester, row.assignee, row.project, row.role) != (
+            req.requester, req.assignee, req.project, req.role)
             or reader.bodies(row.number).packet != packet_json):
         raise InvalidInput("duplicate_id", f"a task with id {task_id!r} exists (task"
                            f" {row.number}) with other content; a retry repeats the same"
@@ -309,9 +310,36 @@ def deny(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None =
 @idempotent
 def cancel(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None = None,
            request_id: str | None = None) -> Receipt:
-    """The owner withdraws an open task (requested, waiting, routed, accepted, working)."""
-    return _owner_move(hive, caller, ref, State.cancelled, "cancel", reason,
-                       guard.cancellable)
+    """Withdraw an open task (requested, waiting, routed, accepted, working): the owner any
+    task; in team mode, an agent of a guest owner the requests of that owner's agents
+    (seed 000: the requesting agent's owner cancels)."""
+    caller = hive._caller(caller, "cancel")
+    given = guard.reason_fits(reason) if caller.is_owner else reason  # an agent: who first
+
+    def body(unit: Unit) -> Receipt:
+        row = unit.task(ref)
+        why = given
+        if not caller.is_owner:
+            _withdraws(unit, caller, row, hive.owner)
+            why = guard.reason_fits(given)
+        guard.cancellable(row)
+        row = unit.move(row, State.cancelled, actor=caller.name, reason=why or "cancel",
+                        end_lease=row.lease_id is not None)
+        return unit.receipt(row)
+
+    return hive._write(caller, "cancel", body)
+
+
+def _withdraws(unit: Unit, agent: Caller, row: TaskRow, owner: str) -> None:
+    """``403 not_permitted`` unless, in team mode, ``agent`` belongs to the guest owner
+    whose agent requested the task."""
+    guest = row.requester.partition("/")[0]
+    if (unit.policy().mode != "team" or guest == owner
+            or agent.name.partition("/")[0] != guest):
+        raise ForbiddenRight(
+            "not_permitted", f"only the owner {owner!r} may cancel task {row.number}; {agent}"
+            " may not (in team mode an agent of a guest owner withdraws that owner's own"
+            f" requests, and {row.requester} requested this one)")
 
 
 __all__ = ["approve", "cancel", "deny", "handoff", "handoff_many", "max_attempts"]

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from ..core.models import Confirmation, GateDecision, JournalEntry, Result, Task
+    from ..core.models import (
+        Confirmation,
+        EvidenceView,
+        GateDecision,
+        JournalEntry,
+        Result,
+        Task,
+    )
 
 hookspec = pluggy.HookspecMarker("hivelite")
 hookimpl = pluggy.HookimplMarker("hivelite")
@@ -38,8 +45,12 @@ def hivelite_merge_threshold(task: Task, hive: Any) -> int | None:
 
 
 @hookspec
-def hivelite_check_evidence(task: Task, result: Result, hive: Any) -> list[str] | None:
-    """Problems with a result's evidence (empty or None when it passes); all lists are joined."""
+def hivelite_check_evidence(task: Task, result: Result, hive: Any,
+                            evidence: list[EvidenceView]) -> list[str] | None:
+    """Problems with a result's evidence (empty or None when it passes); all lists are
+    joined. ``evidence`` is the result's evidence with ``verified`` as hivelite checked it
+    (a receipt's digest, or a registered signer's signature); an implementation that does
+    not name it is not given it."""
 
 
 @hookspec(firstresult=True)

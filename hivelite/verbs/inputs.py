@@ -57,7 +57,15 @@ _EVIDENCE = {"type": "array", "minItems": 1, "maxItems": 20, "items": {
                                             "pull_request", "commit", "note"]},
         "summary": {"type": "string", "minLength": 1, "maxLength": 500},
         "url": {"type": "string", "format": "uri"},
-        "content": {"type": "string", "maxLength": 8000}}}}
+        "content": {"type": "string", "maxLength": 8000},
+        "receipt": {
+            "type": "object", "required": ["digest"], "additionalProperties": False,
+            "description": "The artifact's digest, optionally signed by a registered signer"
+            " (hivelite receipt FILE makes one); hivelite checks it and sets verified.",
+            "properties": {
+                "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+                "signer": {"type": "string"},
+                "signature": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}}}}}
 
 Minutes = Annotated[Any, schema(
     {"type": "integer", "minimum": MIN_LEASE_MINUTES, "maximum": MAX_LEASE_MINUTES},
@@ -79,8 +87,9 @@ Money = Annotated[Any, schema(
 Reason = Annotated[str | None, about(
     "Why, in words (at most 500 characters).", "the tests pass on my machine")]
 Evidence = Annotated[Any, schema(
-    _EVIDENCE, "1-20 pieces of evidence: each a kind, a one-line summary, and a url or"
-    " content where there is one.", [{"kind": "test_output", "summary": "42 passed"}])]
+    _EVIDENCE, "1-20 pieces of evidence: each a kind, a one-line summary, a url or content"
+    " where there is one, and a receipt where the artifact has one.",
+    [{"kind": "test_output", "summary": "42 passed"}])]
 Verdict = Annotated[Any, schema(
     {"type": "string", "enum": ["accept", "reject"]},
     "accept the result, or reject it (a reject needs a reason).", "accept")]
@@ -105,12 +114,15 @@ class ListInput(Input):
                                            "enum": [s.value for s in State]}}),
         "Only tasks in these states.", ["routed", "working"])] = None
     mine: Annotated[bool, about(
-        "Only the calling agent's own tasks: assigned to it (role assignee) or handed off by"
-        " it (role requester).", True)] = False
-    role: Annotated[Any, schema(
+        "Only the calling agent's own tasks: assigned to it (mine_as assignee) or handed off"
+        " by it (mine_as requester).", True)] = False
+    mine_as: Annotated[Any, schema(
         {"type": "string", "enum": ["assignee", "requester"]},
         "With mine: the calling agent as assignee or as requester.", "assignee")] = (
         "assignee")
+    role: Annotated[Any, schema(
+        _maybe({"type": "string", "pattern": "^[a-z][a-z0-9-]{0,63}$"}),
+        "Only tasks needing this role (seed 004's task role).", "reviewer")] = None
     assignee: Annotated[str | None, about("Only tasks assigned to this agent.",
                                           "ana/coder")] = None
     requester: Annotated[str | None, about("Only tasks handed off by this agent.",
@@ -229,6 +241,15 @@ class SubmitInput(Fenced):
         " attempts are left.", "completed")] = "completed"
     tokens: Usage = None
     usd_micros: Money = None
+    draft: Annotated[Any, schema(
+        _maybe({"type": "object", "properties": {
+            "kind": {"type": "string", "enum": ["patch", "document", "decision"]},
+            "content": {"type": "string", "minLength": 1, "maxLength": 100_000},
+            "title": {"type": "string", "minLength": 1, "maxLength": 300}},
+            "required": ["kind", "content"], "additionalProperties": False}),
+        "The result's knowledge change, if it brings one: a patch, a document or a"
+        " decision (never with outcome failed).",
+        {"kind": "patch", "content": "--- a/login.py\n+++ b/login.py\n..."})] = None
 
 
 class VerifyInput(Input):

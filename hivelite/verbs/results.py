@@ -9,6 +9,7 @@ after a handoff, and the fence is checked again under the lock).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -23,14 +24,19 @@ from ..core.models import (
     DEFERRED,
     CommitHash,
     Confirmation,
+    Draft,
     Evidence,
+    EvidenceReceipt,
+    EvidenceView,
     Receipt,
     Result,
     Task,
     normal_instance,
 )
 from ..core.protocol import State
+from ..core.receipts import check as check_receipt
 from ..store import ConfirmationRow, TaskRow
+from ..store.keys import load_signer
 from . import guard
 from .authority import why_not_counted
 from .base import HiveBase, invalid
@@ -38,7 +44,7 @@ from .claims import fencing_token, usage_fits
 from .plugins import call_each, call_first
 from .retries import idempotent
 from .unit import Unit
-from .views import task_of
+from .views import evidence_views, task_of, verified_of
 
 _COMMIT = TypeAdapter(CommitHash, config=DEFERRED)
 Outcome = Literal["completed", "failed"]
@@ -50,10 +56,12 @@ THRESHOLD = "hivelite.default_threshold"
 # -- plugin questions ----------------------------------------------------
 
 
-def _evidence_problems(hive: HiveBase, task: Task, result: Result) -> list[dict[str, str]]:
+def _evidence_problems(hive: HiveBase, task: Task, result: Result,
+                       evidence: list[EvidenceView] | None = None) -> list[dict[str, str]]:
     problems = []
+    shown = evidence if evidence is not None else evidence_views(result, None)
     for plugin, answer in call_each(hive.plugins, "hivelite_check_evidence",
-                                    task=task, result=result, hive=hive):
+                                    task=task, result=result, hive=hive, evidence=shown):
         if answer is None:
             continue
         if not isinstance(answer, list | tuple) or not all(
@@ -100,11 +108,13 @@ def submit(
     evidence: Sequence[Evidence | Mapping[str, Any]],
     provenance: str = "agent_generated", outcome: Outcome = "completed",
     tokens: int | None = None, usd_micros: int | None = None,
-    request_id: str | None = None,
+    draft: Draft | Mapping[str, Any] | None = None, request_id: str | None = None,
 ) -> Receipt:
     """The holder returns a result with evidence; the claim ends and the task is judged.
 
-    ``outcome="failed"`` records the failure and returns the task to ``routed``.
+    ``outcome="failed"`` records the failure and returns the task to ``routed``. ``draft``
+    is the result's knowledge change (a patch, a document or a decision), kept with it;
+    the submission's journal row seals its digest, and the view cites that row.
     """
     agent = require_agent(hive._caller(caller, "submit"), "submit")
     token = fencing_token(token)
@@ -112,8 +122,11 @@ def submit(
         raise InvalidInput("invalid_outcome", f"outcome is completed or failed, not"
                            f" {outcome!r}", field="outcome")
     usage_fits(tokens, usd_micros)
+    drafted = _draft(draft, outcome)
     at = format_ts(hive.clock())
+    plain, given = _split_receipts(evidence)
     with hive.store.read() as reader:  # the fence and the plugins' task, before the lock
+        store_id = reader.meta("store_id")
         row = guard.found(reader.task(ref), ref)
         hive._controlled(reader, agent, "submit", row)  # a control ended the lease?
         holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
@@ -121,15 +134,15 @@ def submit(
     try:
         result = Result.model_validate({
             "summary": summary,
-            "evidence": [e.model_dump(exclude_none=True) if isinstance(e, Evidence) else e
-                         for e in evidence],
+            "evidence": plain,
             "provenance": provenance, "returned_by": holder, "returned_at": at})
     except ValidationError as exc:
         raise invalid(exc, "result") from None
+    receipts = _checked(store_id, result, given)
     problems: list[dict[str, str]] = []
     threshold, decided_by = None, None
     if outcome == "completed":
-        problems = _evidence_problems(hive, task, result)
+        problems = _evidence_problems(hive, task, result, evidence_views(result, receipts))
         if not problems:
             threshold, decided_by = _threshold(hive, task)
 
@@ -139,7 +152,8 @@ def submit(
         data = result.model_copy(update={"returned_at": unit.at})
         unit.tx.put_result(row.number, data.model_dump_json(exclude_none=True),
                            worker=holder, instance=row.lease_instance or "",
-                           session=row.lease_session, outcome=outcome, threshold=threshold)
+                           session=row.lease_session, outcome=outcome, threshold=threshold,
+                           draft=drafted, receipts=receipts)
         if tokens is not None or usd_micros is not None:
             hive._charge(unit, usage=True)
             unit.tx.add_update(row.number, at=unit.at, actor=holder,
@@ -149,7 +163,9 @@ def submit(
             row = unit.move(row, State.working, actor=holder, reason="submit")
         row = unit.move(row, State.verifying, actor=holder,
                         reason=f"result returned ({outcome})", end_lease=True,
-                        detail={"fencing_token": token})
+                        detail={"fencing_token": token} | ({"draft": hashlib.sha256(
+                            drafted.encode("utf-8")).hexdigest()} if drafted else {})
+                        | ({"verified": verified_of(receipts)} if receipts else {}))
         if outcome == "failed":
             target, reason = State.routed, f"attempt failed: {summary[:200]}"
             detail: dict[str, Any] = {"outcome": "failed"}
@@ -169,6 +185,69 @@ def submit(
         return unit.receipt(row)
 
     return hive._write(agent, "submit", body)
+
+def _split_receipts(evidence: Sequence[Evidence | Mapping[str, Any]]
+                    ) -> tuple[list[Any], list[EvidenceReceipt | None]]:
+    """Each piece of evidence as the seed has it, and the receipt it carried (if any), or
+    ``422 invalid_receipt`` naming the piece."""
+    plain: list[Any] = []
+    receipts: list[EvidenceReceipt | None] = []
+    for index, item in enumerate(evidence):
+        if isinstance(item, Evidence):
+            plain.append(item.model_dump(exclude_none=True))
+            receipts.append(None)
+            continue
+        if isinstance(item, Mapping) and "receipt" in item:
+            item = dict(item)
+            given = item.pop("receipt")
+            try:
+                receipts.append(None if given is None else EvidenceReceipt.model_validate(given))
+            except ValidationError as exc:
+                error = invalid(exc, "receipt")
+                error.reason = "invalid_receipt"
+                error.extra["field"] = f"evidence.{index}.receipt"
+                raise error from None
+        else:
+            receipts.append(None)
+        plain.append(item)
+    return plain, receipts
+
+
+def _checked(store_id: str | None, result: Result,
+             receipts: Sequence[EvidenceReceipt | None]) -> str | None:
+    """The receipts as the store keeps them (JSON, one entry per piece of evidence, null
+    where none), each checked here: ``verified`` is hivelite's word alone."""
+    if not any(receipts):
+        return None
+    kept: list[dict[str, Any] | None] = []
+    for item, receipt in zip(result.evidence, receipts, strict=True):
+        if receipt is None:
+            kept.append(None)
+            continue
+        secret = (load_signer(store_id, receipt.signer)
+                  if receipt.signer is not None and store_id else None)
+        why = check_receipt(receipt.digest, item.content, receipt.signer, receipt.signature,
+                            secret)
+        kept.append({"digest": receipt.digest, "signer": receipt.signer,
+                     "verified": why is None, "why": why})
+    return json.dumps(kept, separators=(",", ":"))
+
+
+def _draft(draft: Draft | Mapping[str, Any] | None, outcome: str) -> str | None:
+    """The draft as the store keeps it (compact JSON), or ``422 invalid_draft``."""
+    if draft is None:
+        return None
+    if outcome == "failed":
+        raise InvalidInput("invalid_draft", "a failed result brings no draft (seed 004)",
+                           field="draft")
+    try:
+        checked = draft if isinstance(draft, Draft) else Draft.model_validate(draft)
+    except ValidationError as exc:
+        error = invalid(exc, "draft")
+        error.extra["field"] = ".".join(["draft", *filter(None, [error.extra.get("field")])])
+        raise error from None
+    return checked.model_dump_json(exclude_none=True)
+
 
 # -- decisions -----------------------------------------------------------
 
@@ -337,20 +416,24 @@ def _replace_result(hive: HiveBase, unit: Unit, row: TaskRow, version: int, summ
     data = json.loads(bodies.result or "{}")
     if summary is not None:
         data["summary"] = summary
+    given: list[EvidenceReceipt | None] | None = None
     if evidence is not None:
-        data["evidence"] = [e.model_dump(exclude_none=True) if isinstance(e, Evidence)
-                            else e for e in evidence]
+        data["evidence"], given = _split_receipts(evidence)
     try:
         result = Result.model_validate(data)
     except ValidationError as exc:
         raise invalid(exc, "result") from None
-    problems = _evidence_problems(hive, task_of(row, bodies, hive._packets), result)
+    receipts = (_checked(unit.tx.meta("store_id"), result, given) if given is not None
+                else unit.tx.receipts(row.number))  # new evidence, new receipts
+    problems = _evidence_problems(hive, task_of(row, bodies, hive._packets), result,
+                                  evidence_views(result, receipts))
     if problems:
         raise InvalidInput("evidence_refused", "; ".join(p["problem"] for p in problems),
                            field="evidence", problems=problems)
     dismissed = len(unit.tx.confirmations(row.number, version))
     # the journal row first, naming the new version: the store changes a result awaiting a
     # decision only right after its worker's amend is journaled
-    unit.event(row, "amended", {"version": version + 1, "dismissed": dismissed})
-    unit.tx.amend_result(row.number, result.model_dump_json(exclude_none=True))
+    unit.event(row, "amended", {"version": version + 1, "dismissed": dismissed}
+               | ({"verified": verified_of(receipts)} if receipts else {}))
+    unit.tx.amend_result(row.number, result.model_dump_json(exclude_none=True), receipts)
     unit.tx.touch(row.number, unit.at)

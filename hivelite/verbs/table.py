@@ -12,6 +12,7 @@ a programming error, never a silently different set of checks.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from ..core.caller import Caller
     from ..core.models import Page, Receipt
     from .inputs import HandoffInput, ListInput
+
+ROLE = re.compile(r"^[a-z][a-z0-9-]{0,63}\Z")
+"""A role (seed 004's ``validate_role``)."""
 
 Run = Callable[[Any, "Caller", "str | int | None", Any, "str | None"], Any]
 """How a verb runs on a store: (the store's face, the caller, the task or None, the input,
@@ -131,16 +135,20 @@ def _model(model: type[BaseModel] | str, module: str) -> type[BaseModel]:
 
 def _list(hive: Any, caller: Caller, ref: object, given: ListInput,
           request_id: str | None) -> Page:
-    if given.role not in ("assignee", "requester"):
-        raise InvalidInput("invalid_role", f"role is assignee or requester, not"
-                           f" {given.role!r}", field="role")
+    if given.mine_as not in ("assignee", "requester"):
+        raise InvalidInput("invalid_mine_as", f"mine_as is assignee or requester, not"
+                           f" {given.mine_as!r}", field="mine_as")
+    if given.role is not None and (not isinstance(given.role, str) or not ROLE.match(given.role)):
+        raise InvalidInput("invalid_role", f"a role is 1-64 of a-z, 0-9 and -, from a letter,"
+                           f" not {given.role!r}", field="role")
     mine = caller.name if given.mine else None
     page: Page = hive.list(
         state=given.state, priority=given.priority, limit=given.limit, cursor=given.cursor,
         ready=given.ready, blocked=given.blocked, project=given.project,
         labels=given.labels, search=given.search, sort=given.sort,
-        assignee=mine if mine and given.role == "assignee" else given.assignee,
-        requester=mine if mine and given.role == "requester" else given.requester)
+        assignee=mine if mine and given.mine_as == "assignee" else given.assignee,
+        requester=mine if mine and given.mine_as == "requester" else given.requester,
+        role=given.role)
     return page
 
 
@@ -166,7 +174,8 @@ VERBS: tuple[Verb, ...] = (
          (Who.anyone,), READ, Mode.read, "ListInput", "Page",
          ("invalid_input/invalid_state_filter", "invalid_input/invalid_sort",
           "invalid_input/invalid_priority", "invalid_input/invalid_limit",
-          "invalid_input/invalid_role", "invalid_input/invalid_search"),
+          "invalid_input/invalid_mine_as", "invalid_input/invalid_role",
+          "invalid_input/invalid_search"),
          on_task=False, run=_list, idempotent=False,
          http=Http("GET", "", "list_tasks", seed=True), tool="list_tasks"),
     Verb("show", "One task: the seed object with its claim, verdicts and usage.",
@@ -316,10 +325,13 @@ VERBS: tuple[Verb, ...] = (
          _OWNER, OWNER, Mode.write, "DecisionInput", "Receipt",
          ("invalid_state/not_awaiting_owner", "invalid_state/task_closed", *DECIDED),
          http=Http("POST", "/{number}/deny", "deny"), tool="deny"),
-    Verb("cancel", "The owner withdraws an open task.",
-         "The owner withdraws a task before its result is in (requested, waiting, routed,"
-         " accepted or working): it is cancelled, for good, and a live claim ends.",
-         _OWNER, OWNER, Mode.write, "DecisionInput", "Receipt",
+    Verb("cancel", "Withdraw an open task: the owner any; in team mode, a guest's agents"
+         " their own owner's requests.",
+         "Withdraw a task before its result is in (requested, waiting, routed, accepted or"
+         " working): it is cancelled, for good, and a live claim ends. The owner cancels any"
+         " task; in team mode, an agent of a guest owner cancels the tasks that owner's"
+         " agents requested.",
+         (Who.owner, Who.requester), PROPOSE, Mode.write, "DecisionInput", "Receipt",
          ("invalid_state/task_closed", "invalid_state/not_cancellable", *DECIDED),
          http=Http("POST", "/{number}/cancel", "cancel"), tool="cancel"),
     Verb("sign_off", "The owner accepts a result awaiting approval.",
@@ -369,6 +381,7 @@ BY_NAME: dict[str, Verb] = {verb.name: verb for verb in VERBS}
 
 FILE_VERBS: dict[str, tuple[Mode, Right | None]] = {
     "expire": (Mode.write, WORK), "budget": (Mode.authority, OWNER),
+    "enrol": (Mode.authority, OWNER), "signer": (Mode.authority, OWNER),
     "policy": (Mode.authority, OWNER), "token": (Mode.authority, OWNER)}
 """The verbs on the store itself, which stay on the file: how the write path admits each,
 and the right a token would need."""

@@ -15,10 +15,11 @@ from typing import Any
 from ..core.caller import Caller
 from ..core.clock import format_ts
 from ..core.models import ClaimReceipt, Receipt, StorePolicy
-from ..core.protocol import Mode, State, WaitingOn
-from ..store import ControlRow, TaskRow, Writer
+from ..core.protocol import Mode, Right, State, WaitingOn
+from ..store import ControlRow, EnrolmentRow, TaskRow, Writer
 from . import guard
 from .authority import refuse_veto, store_policy, vetoed
+from .scope import changed, lacks_role, outside_project
 
 
 @dataclass
@@ -40,6 +41,8 @@ class Unit:
     verb: str = "write"
     mode: Mode = Mode.write
     """How the write path admits this write: its verb's mode (the verb table's)."""
+    right: Right | None = None
+    """The right its verb needs (the verb table's): an enrolment must give it too."""
     controls: list[ControlRow] = field(default_factory=list)
     """The owner's live controls, read for an agent's write (its vetoes are checked when
     it names a task)."""
@@ -47,6 +50,7 @@ class Unit:
     """The task this write named (the first one :meth:`task` locked): an error in the
     write names it."""
     _policy: StorePolicy | None = None
+    _enrolment: list[EnrolmentRow] | None = None
 
     def __post_init__(self) -> None:
         self.at = format_ts(self.now)
@@ -56,6 +60,39 @@ class Unit:
         if self._policy is None:
             self._policy = store_policy(self.tx.policy())
         return self._policy
+
+    def enrolment(self) -> EnrolmentRow | None:
+        """The calling agent's enrolment as this transaction sees it (read once; None for
+        the owner, or an agent with none)."""
+        if self.caller is None or self.caller.is_owner:
+            return None
+        if self._enrolment is None:
+            self._enrolment = self.tx.enrolments(self.caller.name)
+        return self._enrolment[0] if self._enrolment else None
+
+    def check_project(self, project: str) -> None:
+        """``403 optin_scope`` when the calling agent's enrolment does not cover
+        ``project``."""
+        row = self.enrolment()
+        if row is not None:
+            refusal = outside_project(row, row.agent, project)
+            if refusal is not None:
+                raise refusal
+
+    def check_scope(self, row: TaskRow) -> None:
+        """The calling agent's enrolment on a task it writes about: a claim taken under
+        another enrolment (``409 optin_changed``), a project outside it (``403
+        optin_scope``), a role it lacks when it claims (``403 not_permitted``). Giving a
+        claim back is never refused."""
+        if self.caller is None or self.caller.is_owner or self.verb == "release":
+            return
+        enrolment, agent = self.enrolment(), self.caller.name
+        for refusal in (changed(enrolment, agent, row),
+                        outside_project(enrolment, agent, row.project),
+                        lacks_role(enrolment, agent, row) if self.mode is Mode.claiming
+                        else None):
+            if refusal is not None:
+                raise refusal
 
     def check_veto(self, row: TaskRow) -> None:
         """``403 forbidden_right vetoed`` when the owner vetoed the calling agent on this
@@ -78,6 +115,7 @@ class Unit:
         if self.subject is None:
             self.subject = row.number
         self.check_veto(row)
+        self.check_scope(row)
         return row
 
     def move(self, row: TaskRow, target: State, *, actor: str, reason: str | None,
@@ -112,12 +150,14 @@ class Unit:
             row.number, row.state, target.value, lease_id=lease_id, token=token, holder=agent.name,
             instance=agent.instance, session=agent.session, expires=expires, at=self.at,
             reason=reason, detail={"fencing_token": token, "instance": agent.instance,
-                                   "session": agent.session, "expires_at": expires})
+                                   "session": agent.session, "expires_at": expires},
+            scope=scope.seq if (scope := self.enrolment()) is not None else None)
         self.journaled = True
         return replace(row, state=target.value, waiting_on=None, lease_id=lease_id,
                        lease_token=token, lease_holder=agent.name,
                        lease_instance=agent.instance, lease_session=agent.session,
-                       lease_expires=expires, updated_at=self.at, reason=reason)
+                       lease_expires=expires, updated_at=self.at, reason=reason,
+                       lease_scope=scope.seq if scope is not None else None)
 
     def receipt(self, row: TaskRow) -> Receipt:
         """The answer of a write (``TaskAckV1``) from the row as this write left it (the

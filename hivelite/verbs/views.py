@@ -21,11 +21,14 @@ from ..core.models import (
     Control,
     Decision,
     DependencyView,
+    DraftView,
     Evidence,
+    EvidenceView,
     Lifecycle,
     Merge,
     Packet,
     Question,
+    ReceiptView,
     Result,
     Task,
     TaskView,
@@ -92,6 +95,31 @@ def task_of(row: TaskRow, bodies: Bodies, packets: PacketCache | None = None) ->
         if bodies.checkpoint else None,
         created_at=row.created_at, updated_at=row.updated_at,
     )
+
+
+def evidence_views(result: Result | None, receipts: str | None) -> list[EvidenceView]:
+    """A result's evidence with what hivelite checked of each: ``verified`` from a receipt
+    the store kept (``receipts``: JSON, one entry per piece, null where none)."""
+    if result is None:
+        return []
+    kept = json.loads(receipts) if receipts else []
+    out = []
+    for index, item in enumerate(result.evidence):
+        receipt = kept[index] if index < len(kept) and isinstance(kept[index], dict) else None
+        out.append(EvidenceView.model_construct(
+            kind=item.kind, summary=item.summary, url=item.url, content=item.content,
+            verified=bool(receipt and receipt.get("verified") is True),
+            receipt=ReceiptView.model_construct(
+                digest=str(receipt.get("digest", "")), signer=receipt.get("signer"),
+                why=receipt.get("why")) if receipt else None))
+    return out
+
+
+def verified_of(receipts: str | None) -> list[int]:
+    """Which pieces of evidence (by place, from 0) a receipt verified: what the journal
+    seals of them."""
+    kept = json.loads(receipts) if receipts else []
+    return [i for i, r in enumerate(kept) if isinstance(r, dict) and r.get("verified") is True]
 
 
 def question_of(rows: Sequence[JournalRow]) -> Question | None:
@@ -163,7 +191,7 @@ def view_of(found: ViewRow, now: str, packets: PacketCache | None = None,
         lifecycle=cast(Lifecycle, lifecycle(
             task.state, task.waiting_on, exhausted=row.exhausted and task.state is State.routed)),
         priority=_stored(row.priority, PRIORITIES, "priority"),
-        labels=_labels(row.labels), fields_version=row.fields_version,
+        labels=_labels(row.labels), role=row.role, fields_version=row.fields_version,
         depends_on=depends,
         blocked_by=[d.number for d in depends if d.state is not State.completed]
         if task.state not in TERMINAL else [],
@@ -176,6 +204,9 @@ def view_of(found: ViewRow, now: str, packets: PacketCache | None = None,
                                     evidence=merge_evidence(meta.merge_commit))
         if meta and meta.merge_commit else None,
         decision=decision_of(found.decision),
+        draft=DraftView.model_construct(**json.loads(found.draft), seq=found.draft_seq)
+        if found.draft else None,
+        evidence=evidence_views(task.result, found.receipts),
         last_reason=row.reason,
         origin="agent" if found.created_by and "/" in found.created_by else "person",
         controls=list(controls),

@@ -7,8 +7,18 @@ never spends time on a code result that shows no test run or commit.
 Installing the plugin is opting in: with no settings it applies the defaults
 below. The ``[evidence]`` table of the settings file, or a TOML file named by
 ``$HIVELITE_EVIDENCE`` (the same keys at top level), replaces them per
-deliverable type and replaces the url rule. Settings are read and checked once,
-when a store opens; anything malformed refuses to open the store.
+deliverable type and replaces the url rule. Its keys:
+
+- ``require``: a table of deliverable type = [evidence kinds]; a result of that type
+  must carry at least one of them (defaults: code needs test_output or commit,
+  screenshots need a screenshot);
+- ``url_required``: the evidence kinds whose items must carry a url (default: link,
+  pull_request);
+- ``verified``: the deliverable types whose results must carry at least one piece of
+  evidence that hivelite verified from its receipt (default: none).
+
+Settings are read and checked once, when a store opens; anything malformed refuses to
+open the store.
 """
 
 from __future__ import annotations
@@ -20,19 +30,21 @@ from typing import Any, get_args
 
 import hivelite
 from hivelite import plugin_settings
-from hivelite.core.models import DeliverableType, EvidenceKind
+from hivelite.core.models import DeliverableType, EvidenceKind, EvidenceView
 
 NAME = "evidence"
 ENV_VAR = "HIVELITE_EVIDENCE"
 DELIVERABLE_TYPES: tuple[str, ...] = get_args(DeliverableType)
 KINDS: tuple[str, ...] = get_args(EvidenceKind)
-KEYS = ("require", "url_required")
+KEYS = ("require", "url_required", "verified")
 
 DEFAULT_REQUIRE: Mapping[str, tuple[str, ...]] = {
     "code": ("test_output", "commit"),
     "screenshots": ("screenshot",),
 }
 DEFAULT_URL_REQUIRED: tuple[str, ...] = ("link", "pull_request")
+DEFAULT_VERIFIED: tuple[str, ...] = ()
+"""No deliverable type needs verified evidence unless the settings say so."""
 SUMMARY_SHOWN = 60
 """How much of an item's summary a problem quotes (the journal's reason is short)."""
 
@@ -43,11 +55,13 @@ class EvidenceSettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Rules:
-    """What a result must carry: kinds per deliverable type (one of them), kinds needing a url."""
+    """What a result must carry: kinds per deliverable type (one of them), kinds needing a
+    url, and the deliverable types needing at least one piece of verified evidence."""
 
     require: Mapping[str, tuple[str, ...]]
     url_required: tuple[str, ...]
     source: str
+    verified: tuple[str, ...] = DEFAULT_VERIFIED
 
 
 # Per store, keyed by the Hive object itself so a closed, dropped store takes its rules along.
@@ -81,6 +95,27 @@ def _kind_list(value: object, where: str) -> tuple[str, ...]:
     return tuple(kinds)
 
 
+def _type_list(value: object, where: str) -> tuple[str, ...]:
+    """A TOML array of deliverable types, checked against the seed's enum."""
+    if not isinstance(value, list):
+        raise EvidenceSettingsError(
+            f"{where} must be an array of deliverable types, not {type(value).__name__}"
+            f" {value!r}")
+    types: list[str] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise EvidenceSettingsError(
+                f"{where} holds {item!r} ({type(item).__name__}); each entry is a"
+                f" deliverable type: {_names(DELIVERABLE_TYPES)}")
+        if item not in DELIVERABLE_TYPES:
+            raise EvidenceSettingsError(
+                f"{where}: unknown deliverable type {item!r};"
+                f" known types: {_names(DELIVERABLE_TYPES)}")
+        if item not in types:
+            types.append(item)
+    return tuple(types)
+
+
 def parse_rules(table: Mapping[str, Any], source: str, *, top_level: bool = False) -> Rules:
     """The defaults with ``table`` applied; raises naming ``source`` and the problem."""
     prefix = "" if top_level else f"{NAME}."
@@ -107,8 +142,11 @@ def parse_rules(table: Mapping[str, Any], source: str, *, top_level: bool = Fals
     url_required = DEFAULT_URL_REQUIRED
     if "url_required" in table:
         url_required = _kind_list(table["url_required"], f"{source}: {prefix}url_required")
+    verified = DEFAULT_VERIFIED
+    if "verified" in table:
+        verified = _type_list(table["verified"], f"{source}: {prefix}verified")
     return Rules(require={k: v for k, v in require.items() if v},
-                 url_required=url_required, source=source)
+                 url_required=url_required, source=source, verified=verified)
 
 
 def load_rules(hive: Any) -> Rules:
@@ -140,10 +178,29 @@ def _quote(text: str) -> str:
     return repr(short)
 
 
+def _unverified(dtype: str, evidence: list[EvidenceView]) -> str | None:
+    """The problem with a result of a type that needs verified evidence, or None when at
+    least one piece is verified; names why the first receipt that failed did not verify."""
+    if any(item.verified for item in evidence):
+        return None
+    count = len(evidence)
+    problem = (f"a {dtype} result needs verified evidence (a receipt hivelite checked);"
+               + (" its one piece is not verified" if count == 1
+                  else f" none of its {count} pieces is verified"))
+    for number, item in enumerate(evidence, start=1):
+        if item.receipt is not None and item.receipt.why:
+            problem += f"; the receipt on evidence {number} did not verify: {item.receipt.why}"
+            break
+    return problem
+
+
 @hivelite.hookimpl
-def hivelite_check_evidence(task: hivelite.Task, result: hivelite.Result,
-                            hive: Any) -> list[str]:
-    """Each missing piece of evidence as one short sentence; empty when the result passes."""
+def hivelite_check_evidence(task: hivelite.Task, result: hivelite.Result, hive: Any,
+                            evidence: list[EvidenceView]) -> list[str]:
+    """Each missing piece of evidence as one short sentence; empty when the result passes.
+
+    ``evidence`` is the result's evidence as hivelite checked it (``verified`` from a
+    receipt); a type listed in ``verified`` needs at least one verified piece."""
     rules = rules_for(hive)
     problems: list[str] = []
     dtype = task.packet.deliverable_type
@@ -156,4 +213,8 @@ def hivelite_check_evidence(task: hivelite.Task, result: hivelite.Result,
         if item.kind in rules.url_required and not item.url:
             problems.append(f"evidence {number} ({item.kind} {_quote(item.summary)}) has no url;"
                             f" {item.kind} evidence must carry one")
+    if dtype in rules.verified:
+        unverified = _unverified(dtype, evidence)
+        if unverified is not None:
+            problems.append(unverified)
     return problems

@@ -38,6 +38,7 @@ from .context import (
 )
 from .owner import COMMANDS
 from .progress import progress
+from .receipts import COMMANDS as RECEIPT_COMMANDS
 from .serve import mcp_stdio, serve
 from .verbs import (
     BESPOKE,
@@ -128,6 +129,8 @@ def init(ctx: Context, owner: str | None, parents: bool) -> None:
 @click.option("--priority", default="normal", show_default=True,
               type=click.Choice(["low", "normal", "high", "urgent"]))
 @click.option("--label", "labels", multiple=True, help="A label (repeat).")
+@click.option("--role", help="The role its assignee must be enrolled in to claim it, e.g."
+              " reviewer (hivelite enrol).")
 @click.option("--from-jsonl", "jsonl", type=click.File("rb"),
               help="Many tasks, one JSON object a line (requester, assignee, project,"
               " packet, ...), from a file or - for stdin: all in one transaction, or none.")
@@ -137,7 +140,8 @@ def handoff(ctx: Context, requester: str | None, assignee: str | None, project: 
             text: str | None, deliverable_type: str, acceptance: Sequence[str],
             context_text: str, files: Sequence[str], depends_on: Sequence[str],
             packet_file: Any, task_id: str | None, priority: str, labels: Sequence[str],
-            jsonl: Any, agent: str | None, instance: str | None, session: str | None) -> None:
+            role: str | None, jsonl: Any, agent: str | None, instance: str | None,
+            session: str | None) -> None:
     """Hand work to an agent; the owner's gate routes, holds or refuses it.
 
     Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables), which
@@ -157,7 +161,7 @@ def handoff(ctx: Context, requester: str | None, assignee: str | None, project: 
                 ("--packet", packet_file), ("--id", task_id), ("--label", labels),
                 ("--accept", acceptance), ("--file", files), ("--depends-on", depends_on),
                 ("--context", context_text), ("--type", deliverable_type != "other"),
-                ("--priority", priority != "normal")) if value])
+                ("--priority", priority != "normal"), ("--role", role)) if value])
         return
     for name, value in (("--assignee", assignee), ("--project", project)):
         if value is None:
@@ -189,6 +193,8 @@ def handoff(ctx: Context, requester: str | None, assignee: str | None, project: 
                                   "labels": list(labels)}
         if task_id is not None:
             fields["id"] = task_id
+        if role is not None:
+            fields["role"] = role
         ctx.show(hive, hive.handoff(acting(hive, caller), **fields, request_id=ctx.request_id))
 
 
@@ -234,6 +240,7 @@ def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | 
 @click.option("--assignee", help="Only tasks assigned to this owner/agent.")
 @click.option("--requester", help="Only tasks requested by this owner/agent.")
 @click.option("--project", help="Only this project.")
+@click.option("--role", help="Only tasks needing this role.")
 @click.option("--label", "labels", multiple=True, help="Only tasks with this label (repeat:"
               " each).")
 @click.option("--priority", "priorities", multiple=True, type=click.Choice(PRIORITIES),
@@ -250,9 +257,9 @@ def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | 
               " 'more after' value it printed).")
 @pass_context
 def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: str | None,
-          project: str | None, labels: Sequence[str], priorities: Sequence[str], ready: bool,
-          blocked: bool, search: str | None, sort: str, limit: int,
-          cursor: int | None) -> None:
+          project: str | None, role: str | None, labels: Sequence[str],
+          priorities: Sequence[str], ready: bool, blocked: bool, search: str | None, sort: str,
+          limit: int, cursor: int | None) -> None:
     """List tasks, oldest first (or --sort).
 
     \b
@@ -275,7 +282,7 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
                                requester=requester, project=project, ready=ready,
                                blocked=blocked, labels=labels,
                                priority=list(priorities) or None, search=search,
-                               sort=sort, limit=limit, cursor=cursor)
+                               sort=sort, limit=limit, cursor=cursor, role=role)
             ctx.emit(page, lambda: render.task_table(page.items, served.clock(),
                                                      page.next_cursor, width=fits(),
                                                      colour=coloured()))
@@ -284,7 +291,7 @@ def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: 
         page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
                          project=project, ready=ready, blocked=blocked, labels=labels,
                          priority=list(priorities) or None, search=search, sort=sort,
-                         limit=limit, cursor=cursor)
+                         limit=limit, cursor=cursor, role=role)
         ctx.emit(page, lambda: render.task_table(page.items, hive.clock(), page.next_cursor,
                                                  width=fits(), colour=coloured()))
     # a row raw SQL left unreadable is left out of the listing and named here
@@ -469,18 +476,23 @@ def usage_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-def load_json(handle: Any, option: str) -> Any:
-    """The JSON document an option's file holds, nested at most ``MAX_JSON_DEPTH`` deep
-    (``422 invalid_input too_deep`` naming the option otherwise); invalid JSON raises
-    ``json.JSONDecodeError`` for the caller to report."""
+def text_of(handle: Any, option: str) -> str:
+    """The UTF-8 text an option's file holds, or ``422 invalid_input invalid_utf8``."""
     raw = handle.read()
     try:
-        text = raw.decode("utf-8")
+        text: str = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInput("invalid_utf8", f"{option} is not UTF-8 text (byte"
                            f" {exc.start + 1} is {raw[exc.start]:#04x})",
                            field=option) from None
-    return loads_bounded(text, option)
+    return text
+
+
+def load_json(handle: Any, option: str) -> Any:
+    """The JSON document an option's file holds, nested at most ``MAX_JSON_DEPTH`` deep
+    (``422 invalid_input too_deep`` naming the option otherwise); invalid JSON raises
+    ``json.JSONDecodeError`` for the caller to report."""
+    return loads_bounded(text_of(handle, option), option)
 
 
 _EVIDENCE = re.compile(
@@ -528,11 +540,18 @@ def evidence_options(command: Callable[..., Any]) -> Callable[..., Any]:
               type=click.Choice(["agent_generated", "from_approved_context", "owner_approved",
                                  "owner_instruction"]))
 @usage_options
+@click.option("--draft-file", type=click.File("rb"), help="The result's knowledge change (a"
+              " patch, a document, a decision) from a file, or - for stdin.")
+@click.option("--draft-kind", default="patch", show_default=True,
+              type=click.Choice(["patch", "document", "decision"]),
+              help="What the --draft-file holds.")
+@click.option("--draft-title", help="A line naming the draft.")
 @pass_context
 def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
            instance: str | None, session: str | None, summary: str,
            evidence_items: Sequence[str], evidence_file: Any, outcome: str, provenance: str,
-           tokens: int | None, usd_micros: int | None) -> None:
+           tokens: int | None, usd_micros: int | None, draft_file: Any, draft_kind: str,
+           draft_title: str | None) -> None:
     """Return a result with evidence; the claim ends.
 
     Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables).
@@ -541,15 +560,24 @@ def submit(ctx: Context, ref: str, lease_id: str, token: int, agent: str | None,
     Example:
       hivelite submit 3 --lease L1 --token 2 --summary "Validation added" \\
         --evidence "test_output:14 passed" \\
-        --evidence "pull_request:the PR:https://example.com/pr/7"
+        --evidence "pull_request:the PR:https://example.com/pr/7" \\
+        --draft-file fix.patch
     """
     evidence = parse_evidence(evidence_items, evidence_file)
+    draft = None
+    if draft_file is not None:
+        draft = {"kind": draft_kind, "content": text_of(draft_file, "--draft-file")}
+        if draft_title is not None:
+            draft["title"] = draft_title
+    elif draft_title is not None or draft_kind != "patch":
+        raise click.UsageError("--draft-kind and --draft-title go with --draft-file")
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
         ctx.show(hive, hive.submit(
             acting(hive, caller), ref, lease_id=lease_id, token=token, summary=summary,
             evidence=list(evidence), outcome=outcome,  # type: ignore[arg-type]
-            provenance=provenance, tokens=tokens, usd_micros=usd_micros, request_id=ctx.request_id))
+            provenance=provenance, tokens=tokens, usd_micros=usd_micros, draft=draft,
+            request_id=ctx.request_id))
 
 
 @cli.command()
@@ -701,7 +729,8 @@ def demo(ctx: Context, owner: str | None) -> None:
             click.echo(json.dumps(plain(steps), indent=2))
 
 
-for command in (*COMMANDS, serve, mcp_stdio):  # the owner's controls, budgets, policy; the service
+# the owner's controls, budgets, policy, signers; receipts; the service
+for command in (*COMMANDS, *RECEIPT_COMMANDS, serve, mcp_stdio):
     cli.add_command(command)
 for verb in VERBS:  # every other verb of the table: its command, from its row alone
     if verb.name not in BESPOKE and verb.name not in COMMAND_OF:

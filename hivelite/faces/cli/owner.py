@@ -1,5 +1,5 @@
-"""The owner's verbs on the command line: hold, veto, stop, lift, controls, budget, policy,
-plugins.
+"""The owner's verbs on the command line: hold, veto, stop, lift, controls, budget, enrol,
+policy, plugins.
 
 Each acts as the store's owner (the user owning the store file). Their ``--agent`` and
 ``--instance`` name whom a control or budget binds, not who acts; a process that has
@@ -20,7 +20,7 @@ from ..terminal import printable
 from .context import Context, acting, pass_context
 
 if TYPE_CHECKING:
-    from ...core.models import Budget, Control, StorePolicy, TokenView
+    from ...core.models import Budget, Control, Enrolment, StorePolicy, TokenView
 
 REASON = click.option("--reason", help="Why (at most 500 characters; journaled).")
 MICROS = Decimal(1_000_000)
@@ -252,6 +252,104 @@ def budget_show(ctx: Context, agent: str | None) -> None:
     with ctx.open_store() as hive:
         rows = hive.budgets(agent)
         ctx.emit(rows, lambda: _budget_text(rows))
+
+
+# -- enrolments ---------------------------------------------------------------------------
+
+
+def _enrolments_text(rows: list[Enrolment]) -> str:
+    from .. import render
+
+    if not rows:
+        return "no enrolments"
+    return render.table(
+        ["agent", "projects", "roles", "rights", "budget", "state", "since"],
+        [[r.agent, ", ".join(r.projects) or "every project", ", ".join(r.roles) or "-",
+          ", ".join(r.rights),
+          "-" if r.budget is None else _budget_text([r.budget]).splitlines()[-1].split()[1],
+          "active" if r.active else "ended", r.at] for r in rows])
+
+
+@click.group()
+def enrol() -> None:
+    """Enrolments (seed 004's opt-in): where the owner lets an agent work.
+
+    An enrolment names the projects an agent works in (none: every one), the roles it
+    takes tasks for (a task handed off with --role needs one), the writes it may make and
+    its daily budget. Work outside it is refused (403 optin_scope, exit 4); a change while
+    the agent holds a claim refuses the claim's next write (409 optin_changed); an ended
+    enrolment refuses every write but giving a claim back (409 optin_inactive). An agent
+    with no enrolment works anywhere, on tasks without a role.
+
+    \b
+    Example:
+      hivelite enrol set --agent ana/coder --project shop --role reviewer --tasks 20
+      hivelite enrol show
+      hivelite enrol end --agent ana/coder --reason "on leave"
+    """
+
+
+@enrol.command(name="set")
+@click.option("--agent", required=True, help="The agent (owner/agent); required.")
+@click.option("--project", "projects", multiple=True,
+              help="A project it works in (repeat; none: every project).")
+@click.option("--role", "roles", multiple=True, help="A role it takes tasks for (repeat).")
+@click.option("--right", "rights", multiple=True, type=click.Choice(["tasks.propose",
+                                                                      "tasks.work"]),
+              help="A write it may make (repeat; default both).")
+@click.option("--tasks", type=int, help="Tasks it may claim a day (its budget).")
+@click.option("--tokens", type=int, help="Tokens it may report a day.")
+@click.option("--usd", help="Dollars it may report a day (at most six decimals).")
+@REASON
+@pass_context
+def enrol_set(ctx: Context, agent: str, projects: tuple[str, ...], roles: tuple[str, ...],
+              rights: tuple[str, ...], tasks: int | None, tokens: int | None, usd: str | None,
+              reason: str | None) -> None:
+    """Enrol an agent, or change its enrolment (replacing it whole), or start it again.
+
+    \b
+    Example:
+      hivelite enrol set --agent ana/coder --project shop --role reviewer --tasks 20
+    """
+    micros = usd_micros(usd)
+    who = ctx.owner_caller()
+    with ctx.open_store() as hive:
+        row = hive.enrol(acting(hive, who), agent, projects=list(projects), roles=list(roles),
+                         rights=list(rights) or None, tasks=tasks, tokens=tokens,
+                         usd_micros=micros, reason=reason)
+        ctx.emit(row, lambda: _enrolments_text([row]))
+
+
+@enrol.command(name="end")
+@click.option("--agent", required=True, help="The agent (owner/agent); required.")
+@REASON
+@pass_context
+def enrol_end(ctx: Context, agent: str, reason: str | None) -> None:
+    """End an agent's enrolment: its writes are refused until it is enrolled again.
+
+    \b
+    Example:
+      hivelite enrol end --agent ana/coder --reason "on leave"
+    """
+    who = ctx.owner_caller()
+    with ctx.open_store() as hive:
+        row = hive.end_enrolment(acting(hive, who), agent, reason=reason)
+        ctx.emit(row, lambda: _enrolments_text([row]))
+
+
+@enrol.command(name="show")
+@click.option("--agent", help="One agent's enrolment.")
+@pass_context
+def enrol_show(ctx: Context, agent: str | None) -> None:
+    """Every enrolment, ended ones included, with its budget.
+
+    \b
+    Example:
+      hivelite enrol show
+    """
+    with ctx.open_store() as hive:
+        rows = hive.enrolments(agent)
+        ctx.emit(rows, lambda: _enrolments_text(rows))
 
 
 # -- policy -------------------------------------------------------------------------------
@@ -498,5 +596,5 @@ def token_revoke(ctx: Context, token_id: str) -> None:
         ctx.emit(row, lambda: f"token {row.id} revoked at {row.revoked_at}")
 
 
-COMMANDS = (hold, veto, stop, lift, controls, budget, policy, plugins, token)
+COMMANDS = (hold, veto, stop, lift, controls, budget, enrol, policy, plugins, token)
 """The commands this module adds to the ``hivelite`` group."""

@@ -40,10 +40,11 @@ SPELLINGS: dict[str, str] = {
 BESPOKE: dict[str, dict[str, str]] = {
     "handoff": {"requester": "requester", "assignee": "assignee", "project": "project",
                 "packet": "text", "id": "task_id", "priority": "priority",
-                "labels": "labels"},
-    "list": {"state": "states", "priority": "priorities", "labels": "labels"},
+                "labels": "labels", "role": "role"},
+    "list": {"state": "states", "priority": "priorities", "labels": "labels", "role": "role"},
     "show": {}, "history": {}, "lease": {}, "next": {}, "release": {},
-    "submit": {"evidence": "evidence_items"}, "amend": {"evidence": "evidence_items"},
+    "submit": {"evidence": "evidence_items", "draft": "draft_file"},
+    "amend": {"evidence": "evidence_items"},
     "verify": {"verdict": "accept"},
     "hold": {"agent": "agent"}, "veto": {}, "stop": {"agent": "agent"}, "lift": {},
 }

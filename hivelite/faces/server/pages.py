@@ -17,7 +17,7 @@ from datetime import datetime
 from html import escape
 from urllib.parse import quote
 
-from ...core.models import Budget, Control, Evidence, JournalEntry, TaskView
+from ...core.models import Budget, Control, Evidence, EvidenceView, JournalEntry, TaskView
 from ...core.protocol import STATE_NOTES, TERMINAL, State
 from ..render import WAITING_WORDS, ago
 from .decisions import Forms
@@ -306,16 +306,19 @@ def board(vault: Vault, columns: Mapping[State, Sequence[TaskView]], now: dateti
                 + '<main class="board">' + "".join(sections) + "</main>", vault=vault)
 
 
-def _evidence(evidence: Sequence[Evidence]) -> str:
-    """Each piece of a result's evidence whole: what kind, what it says, its link and its
-    content (what the owner reads before signing off)."""
+def _evidence(evidence: Sequence[Evidence | EvidenceView]) -> str:
+    """Each piece of a result's evidence whole: what kind, what it says, whether hivelite
+    verified it from a receipt, its link and its content (what the owner reads before
+    signing off)."""
     items = []
     for piece in evidence:
         link = (f' <a href="{e(piece.url)}" rel="noreferrer noopener">{e(piece.url)}</a>'
                 if piece.url else "")
         content = f"<pre>{e(piece.content)}</pre>" if piece.content else ""
+        verified = (' <span class="verified" title="hivelite checked its receipt">'
+                    "verified</span>" if getattr(piece, "verified", False) else "")
         items.append(f'<li class="evidence"><span class="kind">{e(piece.kind)}</span>'
-                     f" {e(piece.summary)}{link}{content}</li>")
+                     f" {e(piece.summary)}{verified}{link}{content}</li>")
     return f'<h3>evidence</h3><ul class="evidence">{"".join(items)}</ul>' if items else ""
 
 
@@ -399,7 +402,7 @@ def task_page(view: TaskView, history: Sequence[JournalEntry], vault: Vault,
         parts.append(
             f'<h3>result ({e(view.outcome or "completed")})</h3>'
             f'<p class="summary">{e(result.summary)}</p>'
-            + _evidence(result.evidence))
+            + _evidence(view.evidence or result.evidence))
     if view.confirmations:
         parts.append(_items("verdicts", (
             f"{c.verdict} by {c.reviewer} on {c.instance}"

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from hivelite import Caller, Hive, InvalidInput, ManualClock, PluginError, Receipt
+from hivelite.core.receipts import digest_of
 
 import hivelite_evidence
 
@@ -26,6 +27,16 @@ NOTE = {"kind": "note", "summary": "looked fine"}
 TESTS = {"kind": "test_output", "summary": "14 passed"}
 COMMIT = {"kind": "commit", "summary": "abc1234 parser"}
 SHOT = {"kind": "screenshot", "summary": "the login page"}
+RUN = "14 passed in 0.31s"
+"""The test run's output, carried as a piece of evidence's content."""
+RECEIPTED = {"kind": "test_output", "summary": "14 passed", "content": RUN,
+             "receipt": {"digest": digest_of(RUN.encode())}}
+"""Test output with a receipt hivelite verifies: the digest of its content."""
+MISMATCHED = {"kind": "test_output", "summary": "14 passed", "content": RUN,
+              "receipt": {"digest": digest_of(b"2 failed, 12 passed")}}
+"""Test output whose receipt's digest is another output's."""
+VERIFIED_CODE = '[evidence]\nverified = ["code"]\n'
+NEEDS_VERIFIED = "a code result needs verified evidence (a receipt hivelite checked);"
 OWNER = Caller.owner("ana")
 """The store's owner, acting as owner."""
 CODER = Caller.agent("ana/coder", "laptop")
@@ -200,6 +211,80 @@ def test_each_store_keeps_its_own_rules(tmp_path: Path) -> None:
         assert submit(strict, [NOTE]).state == "routed"
 
 
+# -- verified evidence ---------------------------------------------------------------------------
+
+
+def test_verified_code_without_a_receipt_goes_back(tmp_path: Path) -> None:
+    with open_hive(tmp_path, VERIFIED_CODE) as hive:
+        receipt = submit(hive, [TESTS, NOTE])
+        assert receipt.state == "routed"
+        reason, problems = refusal(hive, receipt.number)
+        assert problems == [f"{NEEDS_VERIFIED} none of its 2 pieces is verified"]
+        assert "needs verified evidence" in reason
+        single = submit(hive, [TESTS])
+        assert single.state == "routed"
+        assert refusal(hive, single.number)[1] == [
+            f"{NEEDS_VERIFIED} its one piece is not verified"]
+
+
+def test_verified_code_with_a_receipt_that_does_not_match_goes_back_naming_why(
+        tmp_path: Path) -> None:
+    with open_hive(tmp_path, VERIFIED_CODE) as hive:
+        receipt = submit(hive, [NOTE, MISMATCHED])
+        assert receipt.state == "routed"
+        assert [e.verified for e in hive.get(receipt.number).evidence] == [False, False]
+        assert refusal(hive, receipt.number)[1] == [
+            f"{NEEDS_VERIFIED} none of its 2 pieces is verified; the receipt on evidence 2"
+            " did not verify: the digest is not the digest of the evidence's content"]
+
+
+def test_verified_code_with_one_verified_piece_reaches_approval(tmp_path: Path) -> None:
+    with open_hive(tmp_path, VERIFIED_CODE) as hive:
+        receipt = submit(hive, [NOTE, MISMATCHED, RECEIPTED])
+        assert receipt.state == "approval"
+        assert [e.verified for e in hive.get(receipt.number).evidence] == [False, False, True]
+
+
+def test_verified_leaves_other_types_alone(tmp_path: Path) -> None:
+    with open_hive(tmp_path, VERIFIED_CODE) as hive:
+        assert submit(hive, [NOTE], "doc").state == "approval"
+        assert submit(hive, [SHOT], "screenshots").state == "approval"
+
+
+def test_by_default_no_type_needs_verified_evidence(hive: Hive) -> None:
+    assert hivelite_evidence.rules_for(hive).verified == ()
+    assert submit(hive, [TESTS]).state == "approval"
+    assert submit(hive, [NOTE, MISMATCHED]).state == "approval"
+
+
+def test_amend_keeps_verified_code_verified(tmp_path: Path) -> None:
+    with open_hive(tmp_path, VERIFIED_CODE) as hive:
+        receipt = submit(hive, [RECEIPTED])
+        assert receipt.state == "approval"
+        with pytest.raises(InvalidInput) as caught:  # new evidence, none of it verified
+            hive.amend(CODER, receipt.number, evidence=[TESTS])
+        assert caught.value.reason == "evidence_refused"
+        assert "needs verified evidence" in caught.value.message
+        assert hive.get(receipt.number).evidence[0].verified is True
+        # a new summary keeps the evidence and the receipts hivelite checked
+        assert hive.amend(CODER, receipt.number, summary="done, tidied").state == "approval"
+        assert hive.get(receipt.number).evidence[0].verified is True
+
+
+def test_env_file_sets_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = tmp_path / "rules.toml"
+    rules.write_text('verified = ["code", "data"]\n')
+    monkeypatch.setenv("HIVELITE_EVIDENCE", str(rules))
+    with open_hive(tmp_path / "store") as hive:
+        assert submit(hive, [TESTS]).state == "routed"
+        assert submit(hive, [RECEIPTED]).state == "approval"
+        refused = submit(hive, [NOTE], "data")
+        assert refusal(hive, refused.number)[1] == [
+            "a data result needs verified evidence (a receipt hivelite checked);"
+            " its one piece is not verified"]
+        assert submit(hive, [NOTE], "doc").state == "approval"
+
+
 MALFORMED = [
     ("unknown-key", "[evidence]\nrequires = {}\n", "unknown key 'requires'"),
     ("require-not-table", "[evidence]\nrequire = 3\n", "evidence.require must be a table"),
@@ -209,6 +294,12 @@ MALFORMED = [
     ("kind-not-string", "[evidence.require]\ncode = [1]\n", "holds 1 (int)"),
     ("url-not-array", '[evidence]\nurl_required = "link"\n', "url_required must be an array"),
     ("url-unknown-kind", '[evidence]\nurl_required = ["url"]\n', "unknown evidence kind 'url'"),
+    ("verified-not-array", '[evidence]\nverified = "code"\n',
+     "evidence.verified must be an array of deliverable types, not str 'code'"),
+    ("verified-unknown-type", '[evidence]\nverified = ["code", "tests"]\n',
+     "evidence.verified: unknown deliverable type 'tests'; known types: code, doc, answer,"
+     " screenshots, reviewed_pr, design, data, other"),
+    ("verified-not-string", "[evidence]\nverified = [true]\n", "holds True (bool)"),
     ("table-not-table", "evidence = 3\n", "[evidence] in the settings file must be a table"),
 ]
 
@@ -243,7 +334,8 @@ def test_env_file_replaces_the_settings_table(tmp_path: Path,
     ("require = [", "is not valid TOML"),
     ('[evidence.require]\ncode = ["note"]\n', "the [evidence] keys go at top level"),
     ('[require]\ncode = ["tests"]\n', "[require] code: unknown evidence kind 'tests'"),
-], ids=["missing", "not-toml", "nested-table", "unknown-kind"])
+    ('verified = ["cod"]\n', "verified: unknown deliverable type 'cod'; known types: code"),
+], ids=["missing", "not-toml", "nested-table", "unknown-kind", "verified-unknown-type"])
 def test_a_bad_env_file_refuses_to_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         content: str | None, fragment: str) -> None:
     rules = tmp_path / "rules.toml"
