@@ -216,3 +216,15 @@ def test_in_personal_mode_only_the_owner_cancels(hive: Hive, snap: Snap) -> None
     error = refused(snap, ForbiddenRight, "not_permitted", lambda: hive.cancel(GUEST, number))
     assert "team mode" in error.message
     assert hive.cancel(OWNER, number).state.value == "cancelled"
+
+
+def test_a_holder_whose_enrolment_changed_hears_optin_changed_first(
+        hive: Hive, snap: Snap) -> None:
+    """Even when the change took away the right its write needs: the stale picture first."""
+    number = routed(hive)
+    lease = hive.claim(CODER, number)
+    hive.enrol(OWNER, CODER.name, rights=["tasks.propose"])
+    refused(snap, InvalidState, "optin_changed", lambda: hive.update(
+        CODER, number, lease_id=lease.lease_id, token=lease.fencing_token, summary="on"))
+    hive.release(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token)
+    refused(snap, ForbiddenRight, "optin_scope", lambda: hive.claim(CODER, number))

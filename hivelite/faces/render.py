@@ -143,7 +143,8 @@ def task_block(view: TaskView, now: datetime | None = None) -> str:
         + f"   fields v{view.fields_version}",
         f"  requester  {task.requester}" + ("   (proposed by an agent)"
                                              if view.origin == "agent" else ""),
-        f"  assignee   {task.assignee}",
+        f"  assignee   {task.assignee}"
+        + (f"   role {view.role} (its claimant must be enrolled in it)" if view.role else ""),
         f"  created    {ago(task.created_at, now)}   updated {ago(task.updated_at, now)}",
         f"  task       {task.packet.task}  [{task.packet.deliverable_type}]",
     ]

@@ -271,9 +271,10 @@ class HiveBase:
             admit_controls(unit.controls, caller, unit.mode)
             if unit.verb != "release":  # a claim is always given back
                 enrolment = unit.enrolment()
-                refusal = inactive(enrolment, caller.name) or outside_rights(
-                    enrolment, caller.name, unit.verb,
-                    unit.right.value if unit.right else None)
+                refusal = inactive(enrolment, caller.name) or (  # a holder's: after its claim
+                    None if unit.mode is Mode.holder else outside_rights(
+                        enrolment, caller.name, unit.verb,
+                        unit.right.value if unit.right else None))
                 if refusal is not None:
                     raise refusal
         if unit.mode is not Mode.authority:

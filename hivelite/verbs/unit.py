@@ -19,7 +19,7 @@ from ..core.protocol import Mode, Right, State, WaitingOn
 from ..store import ControlRow, EnrolmentRow, TaskRow, Writer
 from . import guard
 from .authority import refuse_veto, store_policy, vetoed
-from .scope import changed, lacks_role, outside_project
+from .scope import changed, lacks_role, outside_project, outside_rights
 
 
 @dataclass
@@ -87,7 +87,10 @@ class Unit:
         if self.caller is None or self.caller.is_owner or self.verb == "release":
             return
         enrolment, agent = self.enrolment(), self.caller.name
+        right = self.right.value if self.right else None
         for refusal in (changed(enrolment, agent, row),
+                        outside_rights(enrolment, agent, self.verb, right)
+                        if self.mode is Mode.holder else None,
                         outside_project(enrolment, agent, row.project),
                         lacks_role(enrolment, agent, row) if self.mode is Mode.claiming
                         else None):
