@@ -3,19 +3,22 @@ check that looks for it, naming what it found."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
 
 from hivelite import Hive, ManualClock, StoreError
+from hivelite.core.receipts import digest_of
 from hivelite.store.doctor import diagnose, schema_problem
 
-from . import rawsql
+from . import pg, rawsql
 from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
@@ -260,6 +263,130 @@ def test_an_unreadable_enrolment_row_is_named(path: Path) -> None:
     seq = conn.last_insert_rowid()
     conn.close()
     assert findings(path)["policy"] == (False, f"journal row {seq} (enrolment) cannot be read")
+
+
+OUTPUT = "14 passed in 0.31s"
+DRAFT = {"kind": "patch", "content": "--- a/parser.py\n+++ b/parser.py\n", "title": "the fix"}
+
+
+def receipted(*verifies: bool) -> list[dict[str, Any]]:
+    """Evidence whose receipts hivelite verifies (the digest of its content) or not."""
+    return [{"kind": "test_output", "summary": f"run {i}", "content": OUTPUT,
+             "receipt": {"digest": digest_of(OUTPUT.encode() if good else b"another run")}}
+            for i, good in enumerate(verifies)]
+
+
+def drafted(hive: Hive) -> int:
+    """A result with a draft and receipts (the first piece verified), amended by its
+    worker with a new summary (the receipts kept), then with new evidence (the second
+    piece verified, the third not); it awaits a decision. Returns its task's number."""
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=receipted(True, False), draft=DRAFT)
+    hive.amend(CODER, number, summary="done, and checked twice")
+    hive.amend(CODER, number, evidence=[{"kind": "note", "summary": "by hand"},
+                                        *receipted(True, False)])
+    return number
+
+
+def test_a_results_draft_and_receipts_are_what_the_journal_sealed(path: Path) -> None:
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        number = drafted(hive)
+        submission = next(e.seq for e in hive.history(number) if e.move == 12)
+        amend = hive.history(number)[-1].seq
+    found = findings(path)
+    assert all(ok for ok, _ in found.values()), found
+    assert "each draft and verified receipt as the journal sealed it" in found["results"][1]
+    sealed = hashlib.sha256(json.dumps(DRAFT, separators=(",", ":")).encode()).hexdigest()
+    replaced = hashlib.sha256(b'{"kind":"document","content":"another"}').hexdigest()
+    for statement, finding in (
+            ("UPDATE results SET draft = '{\"kind\":\"document\",\"content\":\"another\"}'",
+             f"task {number}'s draft is {replaced[:16]}...; its submission (journal row"
+             f" {submission}) sealed {sealed[:16]}..."),
+            ("UPDATE results SET draft = NULL", f"task {number}'s result has no draft; its"
+             f" submission (journal row {submission}) sealed draft {sealed[:16]}..."),
+            ("UPDATE results SET receipts = json_set(receipts, '$[2].verified', json('true'))",
+             f"task {number}'s receipts mark evidence [1, 2] verified; its amend to version 3"
+             f" (journal row {amend}) sealed [1]"),
+            ("UPDATE results SET receipts = json_set(receipts, '$[0]', json("
+             "'{\"digest\":\"sha256:00\",\"signer\":null,\"verified\":true,\"why\":null}'))",
+             f"task {number}'s receipts mark evidence [0, 1] verified; its amend to version 3"
+             f" (journal row {amend}) sealed [1]"),
+            ("UPDATE results SET receipts = json_set(receipts, '$[1].verified', json('false'))",
+             f"task {number}'s receipts mark evidence [] verified; its amend to version 3"
+             f" (journal row {amend}) sealed [1]"),
+            ("UPDATE results SET receipts = NULL", f"task {number}'s receipts mark evidence []"
+             " verified"),
+            ("UPDATE results SET receipts = '{'", f"task {number}'s receipts cannot be read")):
+        copy = path.with_name("forged.db")  # each forgery on a fresh copy of the store
+        copy.unlink(missing_ok=True)
+        conn = rawsql.connect(path)
+        conn.execute(f"VACUUM INTO '{copy}'")
+        conn.close()
+        forged_in(copy, f"{statement} WHERE task = {number}")
+        found = findings(copy)
+        assert found["schema"][0] and found["hash chain"][0], found
+        ok, detail = found["results"]
+        assert not ok and finding in detail, (statement, detail)
+
+
+def forged_in(path: Path, statement: str) -> None:
+    """``statement`` run with the store's rules set aside, then put back as they were."""
+    from .test_doctor_decisions import behind_the_rules
+
+    behind_the_rules(path, statement)
+
+
+def test_a_draft_or_receipts_the_submission_did_not_seal_are_found(path: Path) -> None:
+    """A result that came with neither: a draft slipped in, a receipt's ``verified``
+    marked where the submission sealed none."""
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        number = own_task(hive)
+        lease = hive.claim(CODER, number)
+        hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+        submission = next(e.seq for e in hive.history(number) if e.move == 12)
+    assert findings(path)["results"][0]
+    forged_in(path, "UPDATE results SET draft = '{\"kind\":\"decision\",\"content\":\"yes\"}',"
+              " receipts = '[{\"digest\":\"sha256:00\",\"signer\":null,\"verified\":true,"
+              f"\"why\":null}}]' WHERE task = {number}")
+    ok, detail = findings(path)["results"]
+    assert not ok
+    assert f"task {number}'s result has draft " in detail
+    assert f"; its submission (journal row {submission}) sealed none" in detail
+    assert (f"task {number}'s receipts mark evidence [0] verified; its submission (journal"
+            f" row {submission}) sealed []") in detail
+
+
+@pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
+def test_a_forged_draft_and_receipt_are_found_on_postgresql() -> None:
+    """The same check on a PostgreSQL store (doctor reads its rows in a scratch copy): a
+    draft replaced and a receipt's ``verified`` flipped with the store's rules set aside."""
+    from hivelite.store.pg_doctor import diagnose_url
+
+    schema = pg.new_schema()
+    try:
+        with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+            number = drafted(hive)
+            amend = hive.history(number)[-1].seq
+        found = {f.check: f for f in diagnose_url(pg.store_url(schema))}
+        assert all(f.ok for f in found.values()), found
+        with pg.connect() as raw:
+            raw.execute(f"SET search_path = {schema}")
+            raw.execute("SET session_replication_role = replica")  # the store's rules aside
+            raw.execute("UPDATE results SET draft = %s, receipts = jsonb_set(receipts::jsonb,"
+                        " '{2,verified}', 'true')::text WHERE task = %s",
+                        ('{"kind":"document","content":"another"}', number))
+        found = {f.check: f for f in diagnose_url(pg.store_url(schema))}
+        assert found["schema"].ok, found["schema"]
+        detail = found["results"].detail
+        assert not found["results"].ok
+        assert f"task {number}'s draft is " in detail
+        assert (f"task {number}'s receipts mark evidence [1, 2] verified; its amend to"
+                f" version 3 (journal row {amend}) sealed [1]") in detail
+    finally:
+        pg.drop(schema)
 
 
 def test_a_claim_that_skipped_a_token_is_found(path: Path) -> None:

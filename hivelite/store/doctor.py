@@ -481,8 +481,9 @@ def _enrolments(conn: apsw.Connection) -> dict[str, Enrolled] | Finding:
 def _results(conn: apsw.Connection) -> Finding:
     """Each result is what the verbs made it: its version counts its submissions and its
     worker's amends in the journal (a body swapped behind the protocol's back has neither),
-    and a merge record is on a completed task, by its worker or the owner, with the journal
-    row of that merge (and each journaled merge is on its result)."""
+    a merge record is on a completed task, by its worker or the owner, with the journal
+    row of that merge (and each journaled merge is on its result), and its draft and the
+    evidence its receipts verified are what the journal sealed (:func:`_sealed`)."""
     owner = conn.execute("SELECT value FROM meta WHERE key = 'owner'").get
     problems = [f"task {t}'s result is version {v}; its journal has {n} submission(s) and"
                 " amend(s)" for t, v, n in conn.execute(
@@ -513,10 +514,107 @@ def _results(conn: apsw.Connection) -> Finding:
         " AND j.from_state = 'completed' AND j.to_state = 'completed' AND NOT EXISTS"
         f" (SELECT 1 FROM results r WHERE r.task = j.task AND r.merge_commit IS {merged})"
         " ORDER BY j.seq")]
+    sealed = conn.execute("PRAGMA user_version").get >= DRAFTS_SINCE
+    if sealed:
+        problems += _sealed(conn)
     count = conn.execute("SELECT count(*) FROM results").get
     return Finding("results", not problems, f"{count} result(s), each at the version its"
-                   " submissions and amends made it, each merge journaled" if not problems
-                   else _examples(problems))
+                   " submissions and amends made it, each merge journaled"
+                   + (", each draft and verified receipt as the journal sealed it" if sealed
+                      else "") if not problems else _examples(problems))
+
+
+DRAFTS_SINCE = 12
+"""The schema version that keeps a result's draft and its evidence's receipts."""
+
+Sealing = tuple[int, str, Any]
+"""A journal row that sealed a result: its seq, what it was (the submission, an amend)
+and its detail (read from its JSON; None when it is no JSON object)."""
+
+
+def _sealed(conn: apsw.Connection) -> list[str]:
+    """Each task's current result keeps the draft whose digest its last submission's
+    journal row (move 12) sealed, and its receipts mark verified the pieces of evidence
+    the newest row that recorded its version sealed (that submission, or its worker's
+    later amend to this version): a draft or a ``verified`` rewritten behind the verbs'
+    back differs from the journal, which the hash chain holds."""
+    submitted: dict[int, Sealing] = {}
+    amended: dict[int, list[tuple[Sealing, object]]] = {}  # since the last submission
+    for task, seq, submission, actor, text in conn.execute(
+            "SELECT task, seq, from_state = 'working', actor, detail FROM journal"
+            " WHERE task IS NOT NULL AND ((from_state = 'working' AND to_state = 'verifying')"
+            " OR (from_state = 'approval' AND to_state = 'approval' AND reason = 'amended'))"
+            " ORDER BY seq"):
+        try:
+            detail = json.loads(text) if text is not None else None
+        except ValueError:
+            detail = None
+        if not isinstance(detail, dict):
+            detail = None
+        if submission:
+            submitted[task] = (seq, "its submission", detail)
+            amended[task] = []
+        elif task in submitted:
+            version = detail.get("version") if detail is not None else None
+            amended[task].append(((seq, f"its amend to version {version}", detail), actor))
+    problems: list[str] = []
+    for task, version, worker, draft, receipts in conn.execute(
+            "SELECT task, version, worker, draft, receipts FROM results ORDER BY task"):
+        submission = submitted.get(task)
+        if submission is None:
+            kept = " and ".join(name for name, value in (("a draft", draft),
+                                                         ("receipts", receipts)) if value)
+            if kept:
+                problems.append(f"task {task}'s result has {kept}; its journal has no"
+                                " submission to seal them")
+            continue
+        seq, _, detail = submission
+        if detail is None:
+            problems.append(f"journal row {seq} (task {task}'s submission) cannot be read")
+            continue
+        sealed_draft = detail.get("draft")
+        if draft is None and sealed_draft is not None:
+            problems.append(f"task {task}'s result has no draft; its submission (journal row"
+                            f" {seq}) sealed draft {_short(sealed_draft)}")
+        elif draft is not None:
+            kept = hashlib.sha256(str(draft).encode("utf-8")).hexdigest()
+            if sealed_draft is None:
+                problems.append(f"task {task}'s result has draft {_short(kept)}; its"
+                                f" submission (journal row {seq}) sealed none")
+            elif kept != sealed_draft:
+                problems.append(f"task {task}'s draft is {_short(kept)}; its submission"
+                                f" (journal row {seq}) sealed {_short(sealed_draft)}")
+        newest = next((row for row, actor in reversed(amended[task]) if actor == worker
+                       and row[2] is not None and row[2].get("version") == version),
+                      submission)
+        verified = _verified(receipts)
+        if verified is None:
+            problems.append(f"task {task}'s receipts cannot be read")
+            continue
+        journaled = newest[2].get("verified", [])
+        if journaled != verified:
+            problems.append(f"task {task}'s receipts mark evidence {verified} verified;"
+                            f" {newest[1]} (journal row {newest[0]}) sealed {journaled}")
+    return problems
+
+
+def _verified(receipts: object) -> list[int] | None:
+    """Which pieces of evidence (by place, from 0) the stored receipts mark verified, as
+    the journal seals them; None for receipts that are no JSON array."""
+    if receipts is None:
+        return []
+    try:
+        kept = json.loads(str(receipts))
+    except ValueError:
+        return None
+    if not isinstance(kept, list):
+        return None
+    return [i for i, r in enumerate(kept) if isinstance(r, dict) and r.get("verified") is True]
+
+
+def _short(digest: object) -> str:
+    """A draft's digest as a finding names it: enough to tell drafts apart."""
+    return f"{digest[:16]}..." if isinstance(digest, str) and len(digest) > 16 else repr(digest)
 
 
 def _usage(conn: apsw.Connection) -> Finding:
