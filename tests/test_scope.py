@@ -228,3 +228,10 @@ def test_a_holder_whose_enrolment_changed_hears_optin_changed_first(
         CODER, number, lease_id=lease.lease_id, token=lease.fencing_token, summary="on"))
     hive.release(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token)
     refused(snap, ForbiddenRight, "optin_scope", lambda: hive.claim(CODER, number))
+
+
+@pytest.mark.parametrize("role", ["", "Bad", 5])
+def test_a_listing_by_a_malformed_role_names_it(hive: Hive, role: Any) -> None:
+    with pytest.raises(InvalidInput) as error:
+        hive.list(role=role)
+    assert error.value.reason == "invalid_role"

@@ -265,3 +265,25 @@ def test_an_amend_checks_new_evidence_and_keeps_the_old_receipts(hive: Hive) -> 
     assert [e.verified for e in seen(hive, number).evidence] == [True]
     hive.amend(CODER, number, evidence=[{"kind": "note", "summary": "none now"}, receipted])
     assert [e.verified for e in seen(hive, number).evidence] == [False, True]
+
+
+def test_a_signed_receipt_verifies_only_the_content_it_was_made_for(hive: Hive) -> None:
+    ci = hive.add_signer(OWNER, "ci")
+    digest = digest_of(b"3 failed, 1 passed")
+    signed = {"digest": digest, "signer": "ci", "signature": sign(ci.secret, digest)}
+    number = submitted_with(hive, [
+        {"kind": "test_output", "summary": "4 passed", "content": "4 passed",
+         "receipt": signed},
+        {"kind": "test_output", "summary": "the run", "content": "3 failed, 1 passed",
+         "receipt": signed}])
+    view = seen(hive, number)
+    assert [e.verified for e in view.evidence] == [False, True]
+    assert "not the digest" in (view.evidence[0].receipt.why or "")  # type: ignore[union-attr]
+
+
+def test_a_draft_holds_no_nul_on_any_engine(hive: Hive, snap: Snap) -> None:
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    refused(snap, InvalidInput, "invalid_draft", lambda: hive.submit(
+        CODER, number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
+        evidence=EVIDENCE, draft={"kind": "patch", "content": "a\x00b"}))

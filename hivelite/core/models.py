@@ -198,9 +198,11 @@ class Draft(_Strict):
     change if it brings one): a patch, a document or a decision, kept with the result."""
 
     kind: Annotated[DraftKind, Field(description="patch, document or decision.")]
-    content: Annotated[str, StringConstraints(min_length=1, max_length=MAX_DRAFT), Field(
+    content: Annotated[str, StringConstraints(min_length=1, max_length=MAX_DRAFT,
+                                              pattern=r"^[^\x00]*$"), Field(
         description="The change itself: the patch, the document's text, the decision.")]
-    title: Annotated[str, StringConstraints(min_length=1, max_length=300), Field(
+    title: Annotated[str, StringConstraints(min_length=1, max_length=300,
+                                            pattern=r"^[^\x00]*$"), Field(
         description="A line naming it.")] | None = None
 
 

@@ -48,7 +48,10 @@ def check(digest: str, content: str | None, signer: str | None, signature: str |
             return f"no key of the signer {signer!r} is registered here"
         if signature is None or not hmac.compare_digest(sign(secret, digest), signature):
             return f"the signature is not {signer}'s over this digest"
-        return None
+        if content is not None and not hmac.compare_digest(
+                digest_of(content.encode("utf-8")), digest):
+            return "the digest is not the digest of the evidence's content"  # signed, but
+        return None                                                       # not this text
     if content is None:
         return "an unsigned receipt needs the artifact as the evidence's content"
     if not hmac.compare_digest(digest_of(content.encode("utf-8")), digest):

@@ -775,7 +775,8 @@ def scope_rules(add: Any) -> None:
             ("NEW.lease_scope IS DISTINCT FROM " + scope.format(who="NEW.lease_holder"),
              "invalid_state:optin_changed"),
             (f"EXISTS ({enrolment} AND (NOT 'tasks.work' = ANY(string_to_array(e.rights, ','))"
-             " OR (e.projects <> '[]' AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text("
+             " OR (jsonb_array_length(hl_json(e.projects)) > 0 AND NOT EXISTS (SELECT 1 FROM"
+             " jsonb_array_elements_text("
              "hl_json(e.projects)) p WHERE p = NEW.project))))", "forbidden_right:optin_scope"),
             (f"NEW.role IS NOT NULL AND NOT EXISTS ({enrolment} AND EXISTS (SELECT 1 FROM"
              " jsonb_array_elements_text(hl_json(e.roles)) r WHERE r = NEW.role))",

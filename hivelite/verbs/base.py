@@ -64,7 +64,7 @@ from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
 from .retries import PENDING, Pending, dump_answer, idempotent, kept_since, load_answer
 from .scope import inactive, outside_rights
 from .settings import settings_path
-from .table import BY_NAME, Verb, mode_of, right_of
+from .table import BY_NAME, ROLE, Verb, mode_of, right_of
 from .unit import Unit
 from .views import PacketCache, task_of, view_of
 
@@ -490,6 +490,9 @@ class HiveBase:
                 states = [State(s).value for s in wanted]
             except ValueError as exc:
                 raise InvalidInput("invalid_state_filter", str(exc), field="state") from None
+        if role is not None and (not isinstance(role, str) or not ROLE.match(role)):
+            raise InvalidInput("invalid_role", f"a role is 1-64 of a-z, 0-9 and -, from a"
+                               f" letter, not {role!r}", field="role")
         if sort not in SORTS:
             raise InvalidInput("invalid_sort", f"sort is one of {', '.join(SORTS)}, not"
                                f" {sort!r}", field="sort")

@@ -11,7 +11,9 @@ project, no role. The write path asks it of every agent's write:
 - a change of it while the agent holds a claim: the claim's next write is
   ``409 optin_changed`` (the claim names the enrolment it was taken under).
 
-The store keeps the same rules in its triggers; each change is journaled first.
+Each change is journaled first. The store's triggers keep the enrolment's own rows and the
+lease: no lease outside it, and no holder move under a changed one; the other refusals
+(a renewal, an update, a verdict, a handoff) are the write path's.
 """
 
 from __future__ import annotations

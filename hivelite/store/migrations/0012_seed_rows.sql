@@ -78,7 +78,7 @@ BEGIN
         WHEN NEW.lease_scope IS NOT (SELECT seq FROM enrolments WHERE agent = NEW.lease_holder)
             THEN RAISE(ABORT, 'invalid_state:optin_changed')
         WHEN EXISTS (SELECT 1 FROM enrolments e WHERE e.agent = NEW.lease_holder AND (instr(',' || e.rights || ',', ',tasks.work,') = 0
-                     OR (e.projects != '[]' AND NOT EXISTS (
+                     OR (json_array_length(e.projects) > 0 AND NOT EXISTS (
                          SELECT 1 FROM json_each(e.projects) WHERE value = NEW.project))))
             THEN RAISE(ABORT, 'forbidden_right:optin_scope')
         WHEN NEW.role IS NOT NULL AND NOT EXISTS (

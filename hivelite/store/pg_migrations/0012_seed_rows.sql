@@ -487,7 +487,7 @@ BEGIN
         RAISE EXCEPTION 'invalid_state:optin_inactive';
     ELSIF NEW.lease_scope IS DISTINCT FROM (SELECT seq FROM enrolments WHERE agent = NEW.lease_holder) THEN
         RAISE EXCEPTION 'invalid_state:optin_changed';
-    ELSIF EXISTS (SELECT 1 FROM enrolments e WHERE e.agent = NEW.lease_holder AND (NOT 'tasks.work' = ANY(string_to_array(e.rights, ',')) OR (e.projects <> '[]' AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(hl_json(e.projects)) p WHERE p = NEW.project)))) THEN
+    ELSIF EXISTS (SELECT 1 FROM enrolments e WHERE e.agent = NEW.lease_holder AND (NOT 'tasks.work' = ANY(string_to_array(e.rights, ',')) OR (jsonb_array_length(hl_json(e.projects)) > 0 AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(hl_json(e.projects)) p WHERE p = NEW.project)))) THEN
         RAISE EXCEPTION 'forbidden_right:optin_scope';
     ELSIF NEW.role IS NOT NULL AND NOT EXISTS (SELECT 1 FROM enrolments e WHERE e.agent = NEW.lease_holder AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(hl_json(e.roles)) r WHERE r = NEW.role)) THEN
         RAISE EXCEPTION 'forbidden_right:not_permitted';
