@@ -27,9 +27,9 @@ from pydantic import TypeAdapter, ValidationError
 from ..core.caller import Caller, require_owner
 from ..core.errors import InvalidInput, InvalidState, NotFound
 from ..core.models import DEFERRED, Enrolment, Role, Slug
-from ..store import BudgetRow, EnrolmentRow
+from ..store import BudgetRow, EnrolmentRow, Reader
 from ..store.schema import ENROLMENT_RIGHTS
-from .authority import budget_view, day_of, store_policy
+from .authority import Day, budget_view, day_of, store_policy
 from .base import HiveBase
 from .budgets import _limit
 from .controls import agent_name
@@ -71,21 +71,23 @@ def _rights(rights: object) -> list[str]:
     return sorted(set(given))
 
 
-def enrolment_view(row: EnrolmentRow, budget: Enrolment | None = None) -> Enrolment:
+def enrolment_view(row: EnrolmentRow, reader: Reader | None = None,
+                   day: Day | None = None) -> Enrolment:
+    """An enrolment as shown, with the agent's budget and today's use when ``reader`` and
+    ``day`` are given."""
+    budget = None
+    if reader is not None and day is not None:
+        found = reader.budgets(row.agent)
+        if found:
+            budget = budget_view(found[0], reader.spend(row.agent, day.start, day.end), day)
     return Enrolment.model_construct(
         agent=row.agent, projects=json.loads(row.projects), roles=json.loads(row.roles),
         rights=row.rights.split(","), active=bool(row.active), at=row.at, by=row.by,
-        seq=row.seq, budget=None)
+        seq=row.seq, budget=budget)
 
 
 def _with_budget(unit: Unit, row: EnrolmentRow) -> Enrolment:
-    view = enrolment_view(row)
-    budgets = unit.tx.budgets(row.agent)
-    if budgets:
-        day = day_of(unit.now, unit.policy().timezone)
-        view.budget = budget_view(budgets[0], unit.tx.spend(row.agent, day.start, day.end),
-                                  day)
-    return view
+    return enrolment_view(row, unit.tx, day_of(unit.now, unit.policy().timezone))
 
 
 def _record(unit: Unit, who: str, agent: str, projects: builtins.list[str],
@@ -161,16 +163,8 @@ def enrolments(hive: HiveBase, agent: str | None = None) -> builtins.list[Enrolm
     """Every enrolment, ended ones included (or one agent's), with its budget."""
     name = agent_name(agent) if agent is not None else None
     with hive.store.read() as reader:
-        rows = reader.enrolments(name)
         day = day_of(hive.clock(), store_policy(reader.policy()).timezone)
-        out = []
-        for row in rows:
-            view = enrolment_view(row)
-            budgets = reader.budgets(row.agent)
-            if budgets:
-                view.budget = budget_view(budgets[0],
-                                          reader.spend(row.agent, day.start, day.end), day)
-            out.append(view)
+        out = [enrolment_view(row, reader, day) for row in reader.enrolments(name)]
     if name is not None and not out:
         raise NotFound("no_such_enrolment", f"{name} has no enrolment")
     return out

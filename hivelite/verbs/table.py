@@ -138,9 +138,6 @@ def _list(hive: Any, caller: Caller, ref: object, given: ListInput,
     if given.mine_as not in ("assignee", "requester"):
         raise InvalidInput("invalid_mine_as", f"mine_as is assignee or requester, not"
                            f" {given.mine_as!r}", field="mine_as")
-    if given.role is not None and (not isinstance(given.role, str) or not ROLE.match(given.role)):
-        raise InvalidInput("invalid_role", f"a role is 1-64 of a-z, 0-9 and -, from a letter,"
-                           f" not {given.role!r}", field="role")
     mine = caller.name if given.mine else None
     page: Page = hive.list(
         state=given.state, priority=given.priority, limit=given.limit, cursor=given.cursor,

@@ -75,45 +75,35 @@ def _names(values: tuple[str, ...]) -> str:
     return ", ".join(values)
 
 
-def _kind_list(value: object, where: str) -> tuple[str, ...]:
-    """A TOML array of evidence kinds, checked against the seed's enum."""
+def _listed(value: object, where: str, allowed: tuple[str, ...], what: str,
+            short: str) -> tuple[str, ...]:
+    """A TOML array of ``what`` (evidence kinds, deliverable types), each one of
+    ``allowed`` (the seed's enum), in order, without repeats."""
     if not isinstance(value, list):
         raise EvidenceSettingsError(
-            f"{where} must be an array of evidence kinds, not {type(value).__name__}"
-            f" {value!r}")
-    kinds: list[str] = []
+            f"{where} must be an array of {what}s, not {type(value).__name__} {value!r}")
+    found: list[str] = []
     for item in value:
         if not isinstance(item, str):
             raise EvidenceSettingsError(
-                f"{where} holds {item!r} ({type(item).__name__}); each entry is an"
-                f" evidence kind: {_names(KINDS)}")
-        if item not in KINDS:
+                f"{where} holds {item!r} ({type(item).__name__}); each entry is"
+                f" {'an' if what[0] in 'aeiou' else 'a'} {what}: {_names(allowed)}")
+        if item not in allowed:
             raise EvidenceSettingsError(
-                f"{where}: unknown evidence kind {item!r}; known kinds: {_names(KINDS)}")
-        if item not in kinds:
-            kinds.append(item)
-    return tuple(kinds)
+                f"{where}: unknown {what} {item!r}; known {short}: {_names(allowed)}")
+        if item not in found:
+            found.append(item)
+    return tuple(found)
+
+
+def _kind_list(value: object, where: str) -> tuple[str, ...]:
+    """A TOML array of evidence kinds, checked against the seed's enum."""
+    return _listed(value, where, KINDS, "evidence kind", "kinds")
 
 
 def _type_list(value: object, where: str) -> tuple[str, ...]:
     """A TOML array of deliverable types, checked against the seed's enum."""
-    if not isinstance(value, list):
-        raise EvidenceSettingsError(
-            f"{where} must be an array of deliverable types, not {type(value).__name__}"
-            f" {value!r}")
-    types: list[str] = []
-    for item in value:
-        if not isinstance(item, str):
-            raise EvidenceSettingsError(
-                f"{where} holds {item!r} ({type(item).__name__}); each entry is a"
-                f" deliverable type: {_names(DELIVERABLE_TYPES)}")
-        if item not in DELIVERABLE_TYPES:
-            raise EvidenceSettingsError(
-                f"{where}: unknown deliverable type {item!r};"
-                f" known types: {_names(DELIVERABLE_TYPES)}")
-        if item not in types:
-            types.append(item)
-    return tuple(types)
+    return _listed(value, where, DELIVERABLE_TYPES, "deliverable type", "types")
 
 
 def parse_rules(table: Mapping[str, Any], source: str, *, top_level: bool = False) -> Rules:
