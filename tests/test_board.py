@@ -23,6 +23,7 @@ import apsw
 import pytest
 
 from hivelite import Hive, ManualClock
+from hivelite.core.receipts import digest_of
 
 from .conftest import CODER, GUEST, OWNER, REVIEWER, START, at, packet
 from .test_cli_e2e import hivelite_command
@@ -36,6 +37,9 @@ WINDOW = (1600, 900)
 NOW = at(5)  # the server's clock: five minutes after the seeding
 SCRIPT_TITLE = '<script>alert("board")</script> & <b>bold</b>'
 EVIDENCE = [{"kind": "test_output", "summary": "12 passed"}]
+RECEIPTED = [{"kind": "test_output", "summary": "12 passed", "content": "12 passed",
+              "receipt": {"digest": digest_of(b"12 passed")}}]
+"""Evidence hivelite verifies: its receipt is the digest of its content."""
 
 
 def chromium() -> str:
@@ -142,7 +146,7 @@ def seed(db: Path) -> dict[int, str]:
         states[n] = "approval"
         n, fence = claimed("Fix the login bug")
         hive.checkpoint(CODER, n, progress="found it", **fence)  # type: ignore[arg-type]
-        hive.submit(CODER, n, summary="fixed", evidence=EVIDENCE,
+        hive.submit(CODER, n, summary="fixed", evidence=RECEIPTED,
                     **fence)  # type: ignore[arg-type]
         hive.verify(REVIEWER, n)
         states[n] = "completed"
@@ -217,6 +221,11 @@ def test_a_task_page_shows_its_journal_as_a_timeline(seeded: Seeded, tmp_path: P
     for text in ("Fix the login bug", "routed → accepted", "approval → completed",
                  "accept by ana/reviewer on desktop", "12 passed", "found it"):
         assert text in text_of(shown), text
+    assert shown.count('class="verified"') == 1  # its one piece carried a checked receipt
+    unverified = next(n for n, state in seeded.states.items() if state == "approval")
+    other = browse(tmp_path / "other", f"{seeded.url}/board/{seeded.vault}/tasks/{unverified}",
+                   "--dump-dom").stdout
+    assert "12 passed" in text_of(other) and 'class="verified"' not in other
 
 
 def png_size(path: Path) -> tuple[int, int]:
