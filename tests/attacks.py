@@ -321,16 +321,19 @@ class Stores:
 
 @cache
 def columns(table: str) -> tuple[str, ...]:
-    """A table's columns, in order (the same on both engines)."""
+    """A table's columns, in order, that both engines have (SQLite's links of a task's
+    journal are its own: ``schema.SQLITE_ONLY``)."""
     import apsw
 
     from hivelite.store.migrations import MIGRATIONS
+    from hivelite.store.schema import SQLITE_ONLY
 
     conn = apsw.Connection(":memory:")
     try:
         for migration in MIGRATIONS:
             migration.apply(conn)
-        return tuple(str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})"))
+        return tuple(str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")
+                     if (table, str(r[1])) not in SQLITE_ONLY.columns)
     finally:
         conn.close()
 

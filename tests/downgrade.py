@@ -47,7 +47,7 @@ def to_version(conn: apsw.Connection, version: int) -> None:
         elif kind == "table":
             for column in set(_columns(conn, name)) - set(_columns(old, name)):
                 conn.execute(f"ALTER TABLE {name} DROP COLUMN {column}")
-    for name in changed:
+    for name in [*changed, *(want.keys() - have.keys())]:  # replaced, or dropped later
         if name in want and want[name][0] in ("view", "trigger", "index"):
             conn.execute(want[name][1])
     conn.execute(f"PRAGMA user_version = {version}")

@@ -59,6 +59,14 @@ LATER = "2026-12-02T10:00:00.000Z"
 TESTER = Caller.agent("ana/tester", "tablet")
 
 
+def event(task: str, values: str, columns: str) -> dict[str, str]:
+    """A raw journal row about ``task`` (SQL), one text per engine: on SQLite it links to
+    the task's head, as the store requires of a row about a task (migration 13)."""
+    return {"sqlite": f"INSERT INTO journal(task, {columns}, prev) VALUES ({task}, {values},"
+                      f" (SELECT last_seq FROM tasks WHERE number = {task}))",
+            "postgres": f"INSERT INTO journal(task, {columns}) VALUES ({task}, {values})"}
+
+
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stores]:
     made = Stores(tmp_path_factory.mktemp("attacked"))
@@ -112,8 +120,8 @@ JOURNAL = [
          " VALUES (1, {routed}, '" + NOW + "', 'ana', 'routed', 'completed')",
          "forbidden_right:rows_are_kept"),
     case("an event that moves nothing stands",
-         "INSERT INTO journal(task, at, actor, from_state, to_state)"
-         " VALUES ({completed}, '" + NOW + "', 'raw', 'completed', 'completed')", None,
+         event("{completed}", "'" + NOW + "', 'raw', 'completed', 'completed'",
+               "at, actor, from_state, to_state"), None,
          then=[(newest("completed", "actor"), "raw")]),
 ]
 
@@ -949,13 +957,13 @@ OWNERS = [
 # test here): that is what the keyed journal chain and ``doctor`` are for.
 
 
-def journal_row(task: str, state: str, actor: str, reason: str, detail: str) -> str:
+def journal_row(task: str, state: str, actor: str, reason: str, detail: str) -> dict[str, str]:
     """A raw journal row of an event (no move) on ``task``: the store takes it, as it takes
     any row that tells the truth about its task's state. (``detail`` is JSON with its
     braces doubled.)"""
-    return ("INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail)"
-            f" VALUES ({{{task}}}, '{AT}', '{actor}', '{state}', '{state}', '{reason}',"
-            f" '{detail}')")
+    return event(f"{{{task}}}", f"'{AT}', '{actor}', '{state}', '{state}', '{reason}',"
+                 f" '{detail}'", "at, actor, from_state, to_state, reason, detail")
+
 
 
 SWAPPED = '{{"summary": "swapped", "evidence": [], "provenance": "agent_generated"}}'

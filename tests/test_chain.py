@@ -197,8 +197,8 @@ def test_a_head_that_does_not_fit_is_named(path: Path, head: str, says: str) -> 
 
 
 @pytest.mark.parametrize("write", [
-    "INSERT INTO journal(task, at, actor, from_state, to_state, reason)"
-    " SELECT number, updated_at, 'ana', state, state, 'note' FROM tasks WHERE number = 1",
+    "INSERT INTO journal(task, at, actor, from_state, to_state, reason, prev) SELECT"
+    " number, updated_at, 'ana', state, state, 'note', last_seq FROM tasks WHERE number = 1",
     "UPDATE tasks SET state = 'cancelled', waiting_on = NULL, actor = 'ana', reason = 'raw'"
     " WHERE state = 'waiting' AND waiting_on = 'owner_approval'",
 ])
@@ -219,8 +219,8 @@ def test_a_legal_write_by_raw_sql_shows_as_written_outside_hivelite(
 def test_writes_after_a_raw_row_chain_on_from_it(path: Path) -> None:
     """One foreign row is reported once: hivelite's later rows follow from its hash."""
     conn = apsw.Connection(str(path))
-    conn.execute("INSERT INTO journal(task, at, actor, from_state, to_state, reason)"
-                 " SELECT number, updated_at, 'ana', state, state, 'note' FROM tasks"
+    conn.execute("INSERT INTO journal(task, at, actor, from_state, to_state, reason, prev)"
+                 " SELECT number, updated_at, 'ana', state, state, 'note', last_seq FROM tasks"
                  " WHERE number = 1")
     foreign = conn.execute("SELECT max(seq) FROM journal").get
     conn.close()

@@ -110,9 +110,10 @@ def test_a_journaled_merge_missing_from_its_result_is_found(
     notices the result never got the merge it names."""
     path, n = store
     conn = rawsql.connect(path)
-    conn.execute("INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail)"
-                 f" VALUES ({n['completed']}, '{AT}', 'ana', 'completed', 'completed',"
-                 " 'merge_recorded', '{\"merge_commit\": \"abc1234\"}')")
+    conn.execute("INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail,"
+                 f" prev) VALUES ({n['completed']}, '{AT}', 'ana', 'completed', 'completed',"
+                 " 'merge_recorded', '{\"merge_commit\": \"abc1234\"}', (SELECT last_seq"
+                 f" FROM tasks WHERE number = {n['completed']}))")
     seq = conn.last_insert_rowid()
     conn.close()
     assert (f"journal row {seq} records merge abc1234 of task {n['completed']}, which its"

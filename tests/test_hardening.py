@@ -53,9 +53,10 @@ def test_a_completed_result_cannot_be_rewritten(hive: Hive, db_path: Path) -> No
     refused(raw, "invalid_state:task_closed",
             "UPDATE results SET worker = 'ana/other' WHERE task = ?", (number,))
     # the one change a closed result takes is its merge record, once, journaled first
-    raw.execute("INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail)"
-                " VALUES (?, '2026-12-02T10:00:00.000Z', 'ana', 'completed', 'completed',"
-                " 'merge_recorded', '{\"merge_commit\": \"abcdef1\"}')", (number,))
+    raw.execute("INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail,"
+                " prev) VALUES (?, '2026-12-02T10:00:00.000Z', 'ana', 'completed', 'completed',"
+                " 'merge_recorded', '{\"merge_commit\": \"abcdef1\"}',"
+                " (SELECT last_seq FROM tasks WHERE number = ?))", (number, number))
     raw.execute("UPDATE results SET merge_commit = 'abcdef1', merged_by = 'ana' WHERE task = ?",
                 (number,))
     refused(raw, "invalid_state:task_closed",

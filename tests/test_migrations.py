@@ -34,6 +34,7 @@ RELEASED = {
     10: "8a2a0333d10d8d9e9de19bc562ca82ec6e88e260d545357a290550e69537ed18",
     11: "5622084a1b65ce426f401d40bf30eb6c02174081b646577c11bf60acb8d38da4",
     12: "8a3cbe271702c8b1e75d7ed428488f6381772b57873c7faaa3f961c06b993ec1",
+    13: "3d8e33ee9603d79b03e77bb847db274ae836dd4d655a63e07e63d3ff8fc3e5eb",
 }
 """sha256 of every migration a release has shipped. A released migration is never edited:
 change the schema with a new file, and add its hash here when it ships."""
@@ -57,7 +58,7 @@ def by_migrations(upto: int = SCHEMA_VERSION) -> apsw.Connection:
 
 def test_migrations_are_numbered_from_one_without_gaps() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 12
+    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 13
 
 
 def test_released_migrations_are_frozen() -> None:
@@ -97,6 +98,8 @@ def test_the_journal_index_arrives_with_migration_2() -> None:
     names = {row[1] for row in by_migrations(1).execute(SCHEMA_QUERY)}
     assert "journal_by_task" not in names
     assert "journal_by_task" in {row[1] for row in by_migrations(2).execute(SCHEMA_QUERY)}
+    assert "journal_by_task" in {row[1] for row in by_migrations(12).execute(SCHEMA_QUERY)}
+    assert "journal_by_task" not in {row[1] for row in by_migrations(13).execute(SCHEMA_QUERY)}
 
 
 @pytest.fixture
@@ -121,8 +124,9 @@ def test_a_store_of_the_previous_release_opens_and_upgrades(old_store: Path) -> 
         assert hive.store.schema_version == SCHEMA_VERSION
         after = hive.store.conn  # type: ignore[attr-defined]
         upgraded = list(after.execute("SELECT * FROM journal ORDER BY seq"))
-        assert [row[:-1] for row in upgraded] == journal  # the old rows, now chained
-        assert all(row[-1] for row in upgraded)
+        width = len(journal[0])  # the old columns; then the hash, then the link (13)
+        assert [row[:width] for row in upgraded] == journal  # the old rows, now chained
+        assert all(row[width] for row in upgraded)
         assert all(f.ok for f in diagnose(after)), diagnose(after)
         assert list(after.execute("SELECT number, id, state, waiting_on FROM tasks")) == tasks
         target = apsw.Connection(":memory:")

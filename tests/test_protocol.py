@@ -350,9 +350,9 @@ def test_journal_replay_reproduces_every_task(raw: apsw.Connection, seed: int) -
         if step % 20 == 0:
             # An event row (from == to) that replay must skip.
             raw.execute(
-                "INSERT INTO journal(task, at, actor, from_state, to_state, reason)"
-                " VALUES (?, '2026-12-02T09:00:01.000Z', 'ana', ?, ?, 'note')",
-                (number, state, state))
+                "INSERT INTO journal(task, at, actor, from_state, to_state, reason, prev)"
+                " VALUES (?, '2026-12-02T09:00:01.000Z', 'ana', ?, ?, 'note',"
+                " (SELECT last_seq FROM tasks WHERE number = ?))", (number, state, state, number))
         if (target, to_waiting) in legal:
             rawsql.set_state(raw, number, target, to_waiting)
             moved += 1

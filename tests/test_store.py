@@ -228,7 +228,7 @@ def test_parent_directories_are_created_when_asked(tmp_path: Path) -> None:
 def test_reopening_leaves_the_schema_alone(made: Path, clock: ManualClock) -> None:
     first = schema_rows(made)
     assert {r[1] for r in first} >= {"meta", "moves", "tasks", "packets", "results",
-                                      "checkpoints", "journal", "journal_by_task",
+                                      "checkpoints", "journal", "journal_events",
                                       "task_delete"}
     for _ in range(2):
         with Hive.open(made, owner="ana", clock=clock) as hive:

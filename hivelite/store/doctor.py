@@ -140,21 +140,34 @@ def _schema(conn: apsw.Connection) -> Finding:
 
 
 def _replay(conn: apsw.Connection) -> Finding:
-    """Every task's state and ``waiting_on`` is where its journal's moves lead."""
-    tasks = {r[0]: (r[1], r[2]) for r in conn.execute(
-        "SELECT number, state, waiting_on FROM tasks")}
+    """Every task's state and ``waiting_on`` is where its journal's moves lead; from
+    migration 13, each row links to its task's row before it and the task to its newest
+    (the links a task's history is read through)."""
+    linked = conn.execute("PRAGMA user_version").get >= LINKS_SINCE
+    head = "last_seq" if linked else "NULL"
+    tasks = {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
+        f"SELECT number, state, waiting_on, {head} FROM tasks")}
     reached: dict[int, tuple[str | None, str | None]] = {}
+    newest: dict[int, int] = {}
     problems = []
-    for task, seq, from_state, to_state, waiting_on in conn.execute(
-            "SELECT task, seq, from_state, to_state, waiting_on FROM journal"
+    for task, seq, from_state, to_state, waiting_on, prev in conn.execute(
+            "SELECT task, seq, from_state, to_state, waiting_on,"
+            f" {'prev' if linked else 'NULL'} FROM journal"
             " WHERE task IS NOT NULL ORDER BY task, seq"):
         state = reached.get(task, (None, None))[0]
         if from_state != state:
             problems.append(f"task {task}: journal row {seq} starts from {from_state},"
                             f" not {state}")
+        if linked and prev != newest.get(task):
+            problems.append(f"task {task}: journal row {seq} links to row {prev}, not to"
+                            f" the task's row before it ({newest.get(task)})")
+        newest[task] = seq
         if from_state != to_state or task not in reached:
             reached[task] = (to_state, waiting_on)
-    for number, (state, waiting_on) in sorted(tasks.items()):
+    for number, (state, waiting_on, last) in sorted(tasks.items()):
+        if linked and last != newest.get(number):
+            problems.append(f"task {number} names journal row {last} as its newest, not"
+                            f" {newest.get(number)}")
         if number not in reached:
             problems.append(f"task {number} has no journal")
         elif reached[number][0] != state:
@@ -166,6 +179,12 @@ def _replay(conn: apsw.Connection) -> Finding:
     return Finding("replay", not problems,
                    f"{len(tasks)} task(s) are where their journal's moves lead" if not problems
                    else _examples(problems))
+
+
+LINKS_SINCE = 13
+"""The schema version that links each task's journal rows (``tasks.last_seq``,
+``journal.prev``) instead of indexing them, and counts a budgeted agent's claims in a
+row (``claim_counts``)."""
 
 
 def _actors(conn: apsw.Connection) -> Finding:
@@ -309,10 +328,11 @@ def _queue(conn: apsw.Connection) -> Finding:
         " AND t.waits IS NOT open")]
     problems += [f"task {n} counts {a} failed attempts; its journal has {f}" for n, a, f in
                  conn.execute(
-        "SELECT t.number, t.attempts, (SELECT count(*) FROM journal j WHERE j.task = t.number"
-        " AND j.from_state = 'verifying' AND j.to_state = 'routed' AND json_extract(CASE WHEN"
-        " json_valid(j.detail) THEN j.detail END, '$.outcome') = 'failed') AS failed"
-        " FROM tasks t WHERE t.state NOT IN ('cancelled', 'completed', 'rejected')"
+        "SELECT t.number, t.attempts, coalesce(f.n, 0) AS failed FROM tasks t LEFT JOIN"
+        " (SELECT task, count(*) AS n FROM journal WHERE from_state = 'verifying'"
+        " AND to_state = 'routed' AND json_extract(CASE WHEN json_valid(detail) THEN detail"
+        " END, '$.outcome') = 'failed' GROUP BY task) f ON f.task = t.number"
+        " WHERE t.state NOT IN ('cancelled', 'completed', 'rejected')"
         " AND t.attempts IS NOT failed")]
     return Finding("queue", not problems, "open dependencies and failed attempts are counted"
                    " right" if not problems else _examples(problems))
@@ -487,18 +507,23 @@ def _results(conn: apsw.Connection) -> Finding:
     owner = conn.execute("SELECT value FROM meta WHERE key = 'owner'").get
     problems = [f"task {t}'s result is version {v}; its journal has {n} submission(s) and"
                 " amend(s)" for t, v, n in conn.execute(
-        "SELECT r.task, r.version, (SELECT count(*) FROM journal j WHERE j.task = r.task"
-        " AND ((j.from_state = 'working' AND j.to_state = 'verifying')"
-        " OR (j.from_state = 'approval' AND j.to_state = 'approval'"
-        " AND j.reason = 'amended' AND j.actor IS r.worker))) AS n"
-        " FROM results r WHERE r.version IS NOT n ORDER BY r.task")]
+        "SELECT task, version, made FROM (SELECT r.task, r.version,"
+        " coalesce(s.n, 0) + coalesce(a.n, 0) AS made FROM results r"
+        " LEFT JOIN (SELECT task, count(*) AS n FROM journal WHERE from_state = 'working'"
+        " AND to_state = 'verifying' GROUP BY task) s ON s.task = r.task"
+        " LEFT JOIN (SELECT task, actor, count(*) AS n FROM journal"
+        " WHERE from_state = 'approval' AND to_state = 'approval' AND reason = 'amended'"
+        " GROUP BY task, actor) a ON a.task = r.task AND a.actor IS r.worker)"
+        " WHERE version IS NOT made ORDER BY task")]
     merged = ("CASE WHEN json_valid(j.detail)"
               " THEN json_extract(j.detail, '$.merge_commit') END")
     for task, commit, by, worker, state, journaled in conn.execute(
-            "SELECT r.task, r.merge_commit, r.merged_by, r.worker, t.state, EXISTS (SELECT 1"
-            " FROM journal j WHERE j.task = r.task AND j.from_state = 'completed'"
-            " AND j.to_state = 'completed' AND j.reason = 'merge_recorded'"
-            f" AND j.actor IS r.merged_by AND {merged} IS r.merge_commit)"
+            "WITH merges AS MATERIALIZED (SELECT j.task, j.actor, "
+            f"{merged} AS commit_ FROM journal j WHERE j.from_state = 'completed'"
+            " AND j.to_state = 'completed' AND j.reason = 'merge_recorded')"
+            " SELECT r.task, r.merge_commit, r.merged_by, r.worker, t.state, EXISTS (SELECT 1"
+            " FROM merges m WHERE m.task = r.task AND m.actor IS r.merged_by"
+            " AND m.commit_ IS r.merge_commit)"
             " FROM results r JOIN tasks t ON t.number = r.task"
             " WHERE r.merge_commit IS NOT NULL OR r.merged_by IS NOT NULL ORDER BY r.task"):
         if state != State.completed.value:
@@ -625,8 +650,17 @@ def _usage(conn: apsw.Connection) -> Finding:
         "SELECT seq, task, tokens, usd_micros FROM updates"
         f" WHERE {usage_out_of_bounds('tokens', True)}"
         f" OR {usage_out_of_bounds('usd_micros', True)} ORDER BY seq")]
+    counted = conn.execute("PRAGMA user_version").get >= LINKS_SINCE
+    if counted:  # a count behind the journal would let a budget's agent claim past it
+        problems += [f"{agent}'s claims since {day} are counted as {n}; the journal has"
+                     f" {found}" for agent, day, n, found in conn.execute(
+            "SELECT c.agent, c.day, c.claims, (SELECT count(*) FROM journal j"
+            " WHERE j.actor = c.agent AND j.at >= c.day AND j.from_state = 'routed'"
+            " AND j.to_state = 'accepted') AS found FROM claim_counts c"
+            " WHERE c.claims IS NOT found ORDER BY c.agent")]
     return Finding("usage", not problems, "every usage row is within its bounds"
-                   if not problems else _examples(problems))
+                   + (", each day's claims counted as the journal has them" if counted
+                      else "") if not problems else _examples(problems))
 
 
 CHAIN_SINCE = 4

@@ -14,7 +14,9 @@ SQLite keeps after that (``, hash TEXT)``), so a new store and an upgraded one m
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ..core.protocol import (
     MAX_USAGE,
@@ -150,7 +152,6 @@ CREATE TABLE journal(
     reason TEXT,
     detail TEXT
 , hash TEXT);
-CREATE INDEX journal_by_task ON journal(task, seq);
 """)
 
 def _closed(row: str) -> str:
@@ -208,6 +209,8 @@ def protocol_triggers() -> str:
         s.value for s in (State.verifying, State.approval, State.completed)
     )
     leased = _in_list(s.value for s in (State.accepted, State.working))
+    guarded = textwrap.fill(", ".join(TASK_COLUMNS_BUT_HEAD), 84, initial_indent=" " * 32,
+                            subsequent_indent="    ").strip()
     return f"""
 
 CREATE TRIGGER task_insert BEFORE INSERT ON tasks
@@ -215,15 +218,18 @@ WHEN NEW.state IS NOT {_quote(State.requested.value)} OR NEW.waiting_on IS NOT N
     OR NEW.lease_id IS NOT NULL
 BEGIN SELECT RAISE(ABORT, 'invalid_state:insert_not_requested'); END;
 
+-- A new task's journal row takes the seq its write named (or the next), and heads it.
 CREATE TRIGGER task_created AFTER INSERT ON tasks
 BEGIN
-    INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on, reason, detail,
-                        hash)
-    VALUES (NEW.number, NEW.created_at, NEW.actor, NULL, NEW.state, NULL, NEW.reason,
-            NEW.detail, NEW.chain);
+    INSERT INTO journal(seq, task, at, actor, from_state, to_state, waiting_on, reason,
+                        detail, hash, prev)
+    VALUES (NEW.last_seq, NEW.number, NEW.created_at, NEW.actor, NULL, NEW.state, NULL,
+            NEW.reason, NEW.detail, NEW.chain, NULL);
 END;
 
-CREATE TRIGGER task_update BEFORE UPDATE ON tasks
+-- Every column but the head: the head alone moves on a closed task (an event journaled
+-- about it), and only as task_head allows.
+CREATE TRIGGER task_update BEFORE UPDATE OF {guarded} ON tasks
 BEGIN
     SELECT CASE
         WHEN OLD.state IN {terminal}
@@ -261,12 +267,15 @@ WHEN OLD.state NOT IN {terminal}
 )
 BEGIN SELECT RAISE(ABORT, 'invalid_state:no_such_move'); END;
 
+-- A move's journal row: at the seq the write named with the move (else the next), linked
+-- to the task's row before it.
 CREATE TRIGGER task_journal AFTER UPDATE OF state ON tasks
 BEGIN
-    INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on, reason, detail,
-                        hash)
-    VALUES (NEW.number, NEW.updated_at, NEW.actor, OLD.state, NEW.state, NEW.waiting_on,
-            NEW.reason, NEW.detail, NEW.chain);
+    INSERT INTO journal(seq, task, at, actor, from_state, to_state, waiting_on, reason,
+                        detail, hash, prev)
+    VALUES (CASE WHEN NEW.last_seq IS NOT OLD.last_seq THEN NEW.last_seq END, NEW.number,
+            NEW.updated_at, NEW.actor, OLD.state, NEW.state, NEW.waiting_on, NEW.reason,
+            NEW.detail, NEW.chain, OLD.last_seq);
 END;
 
 CREATE TRIGGER results_update BEFORE UPDATE ON results
@@ -284,15 +293,21 @@ BEGIN
     END;
 END;
 
--- A journal row tells the truth about its task: it ends in the task's state, and a
--- row that changes state is one of the moves (or the creation).
+-- A journal row tells the truth about its task: it ends in the task's state, a row that
+-- changes state is one of the moves (or the creation), and it follows its task's head (or
+-- is the row the head already names: the move writing it). No seq is skipped, and a
+-- store-wide row links to nothing.
 CREATE TRIGGER journal_insert BEFORE INSERT ON journal
-WHEN NEW.task IS NOT NULL AND (
-    NEW.to_state IS NOT (SELECT state FROM tasks WHERE number = NEW.task)
+WHEN (NEW.seq > 0 AND NEW.seq IS NOT (SELECT coalesce(max(seq), 0) FROM journal) + 1)
+    OR (NEW.task IS NULL AND NEW.prev IS NOT NULL)
+    OR (NEW.task IS NOT NULL AND (
+    NOT EXISTS (SELECT 1 FROM tasks t WHERE t.number = NEW.task
+                AND t.state IS NEW.to_state
+                AND (t.last_seq IS NEW.seq OR t.last_seq IS NEW.prev))
     OR (NEW.from_state IS NOT NEW.to_state
         AND NOT (NEW.from_state IS NULL AND NEW.to_state = 'requested')
         AND NOT EXISTS (SELECT 1 FROM moves m WHERE m.from_state = NEW.from_state
-                                               AND m.to_state = NEW.to_state)))
+                                               AND m.to_state = NEW.to_state))))
 BEGIN SELECT RAISE(ABORT, 'forbidden_right:journal_forged'); END;
 
 """
@@ -603,7 +618,8 @@ def decisions_sql() -> str:
     moves by the owner, a decline by the owner or a counted rejection; a result changed
     only by its holder's submission or its worker's journaled amend; a merge recorded
     once, journaled, by the worker or the owner; usage within bounds; the owner's tables
-    written by the owner. Messages are ``code:reason`` like every trigger's."""
+    written by the owner. Messages are ``code:reason`` like every trigger's. (The
+    amend's and the merge's journal row is the task's head since migration 13.)"""
     terminal = _in_list(s.value for s in TERMINAL)
     leased = _in_list(s.value for s in (State.accepted, State.working))
     state = "(SELECT state FROM tasks WHERE number = OLD.task)"
@@ -614,11 +630,12 @@ def decisions_sql() -> str:
             "\n          AND NEW.session IS OLD.session AND NEW.outcome IS OLD.outcome"
             " AND NEW.threshold IS OLD.threshold")
 
-    def newest(condition: str) -> str:
+    def newest(condition: str) -> str:  # through the task's head (migration 13)
         return ("EXISTS (\n        SELECT 1 FROM (SELECT to_state, actor, reason, CASE WHEN"
                 " json_valid(detail) THEN detail END AS detail\n"
-                "                       FROM journal WHERE task = OLD.task"
-                " ORDER BY seq DESC LIMIT 1) j\n        WHERE " + condition + ")")
+                "                       FROM journal WHERE seq ="
+                " (SELECT last_seq FROM tasks WHERE number = OLD.task)) j\n"
+                "        WHERE " + condition + ")")
 
     amended = newest("j.to_state = 'approval' AND j.reason = 'amended'"
                      " AND j.actor IS OLD.worker\n"
@@ -696,7 +713,7 @@ def target_sql() -> str:
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
             + REQUESTS + authority_sql() + TOKENS + TASK_BOARD + decisions_sql()
-            + scope_sql() + draft_sql())
+            + scope_sql() + draft_sql() + lean_sql())
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
@@ -781,9 +798,7 @@ CREATE TABLE budgets(
     by TEXT NOT NULL
 ) WITHOUT ROWID;
 
--- A day's claims and reported usage per agent, read by the daily budgets.
-CREATE INDEX journal_claims ON journal(actor, at)
-WHERE from_state = 'routed' AND to_state = 'accepted';
+-- A day's reported usage per agent, read by the daily budgets (its claims: claim_counts).
 CREATE INDEX updates_usage ON updates(actor, at)
 WHERE tokens IS NOT NULL OR usd_micros IS NOT NULL;
 
@@ -1145,3 +1160,87 @@ BEGIN SELECT RAISE(ABORT, 'forbidden_right:tokens_kept'); END;
 """
 """Access tokens for the HTTP service and MCP (migration 8): a token's id and the SHA-256
 of its secret, bound to an agent and an instance (or to the owner), with its rights."""
+
+
+TASK_COLUMNS_BUT_HEAD = (
+    "number", "id", "state", "waiting_on", "project", "requester", "assignee", "created_at",
+    "updated_at", "lease_id", "lease_token", "lease_holder", "lease_instance",
+    "lease_session", "lease_expires", "priority", "labels", "fields_version", "depends",
+    "actor", "reason", "detail", "chain", "waits", "attempts", "attempt_limit", "role",
+    "lease_scope")
+"""Every column of ``tasks`` but ``last_seq``: what ``task_update`` guards. A column a
+later migration adds joins this list (``tests/test_lean_moves.py`` holds it to the
+table)."""
+
+
+@dataclass(frozen=True)
+class EngineOnly:
+    """What one engine's schema has that the other's does not: its page layout, not the
+    contract (the same moves, journal rows and refusals on both)."""
+
+    tables: frozenset[str]
+    columns: frozenset[tuple[str, str]]
+    triggers: frozenset[str]
+
+
+SQLITE_ONLY = EngineOnly(
+    tables=frozenset({"claim_counts"}),
+    columns=frozenset({("tasks", "last_seq"), ("journal", "prev")}),
+    triggers=frozenset({"task_head", "journal_head"}))
+"""SQLite's links of each task's journal and its claim counts (migration 13), which a
+PostgreSQL store does without: it keeps its indexes ``journal_by_task`` and
+``journal_claims``, where the pages a move writes matter less than SQLite's one writer."""
+
+
+def lean_sql() -> str:
+    """Fewer pages a move (migration 13, DESIGN §4a): each task's journal as a list
+    linked from its task row, in place of an index on ``journal(task, seq)``; and a
+    day's claims counted in a row per budgeted agent, in place of an index on every claim.
+
+    ``tasks.last_seq`` is the task's newest journal row and ``journal.prev`` the task's
+    row before each; a task's history is a walk back from its head. A write names the seq
+    its move's row takes (it knows the chain's tip under the write lock), so the move and
+    the head are one ``UPDATE``; a row written any other way (an event, raw SQL) moves the
+    head after it. The rules keep the list true whoever writes: a row's ``prev`` is its
+    task's head, a head is the newest row or the one its move is about to write, and no
+    seq is skipped. Store-wide rows (no task) keep a small index of their own, which a
+    move never touches. The rules that write and check the links, and those on a
+    result's amend and merge that read a task's newest row through its head, keep their
+    places among the triggers (:func:`protocol_triggers`, :func:`decisions_sql`): the
+    migration makes them again in the order they were, so every rule fires as before.
+
+    ``claim_counts`` holds, for each agent with a daily budget, the day it counts (the
+    day's first instant in the owner's time zone) and its claims in that day. A claim by
+    an agent with a row adds one; the guard, which reads the count before a claim, starts a
+    day's row (counted from the journal when it has none). Without a budget an agent has no
+    row, and its claim writes nothing more."""
+    return """
+ALTER TABLE tasks ADD COLUMN last_seq INTEGER;
+ALTER TABLE journal ADD COLUMN prev INTEGER;
+
+CREATE INDEX journal_events ON journal(reason, seq) WHERE task IS NULL;
+
+CREATE TABLE claim_counts(
+    agent TEXT PRIMARY KEY,
+    day TEXT NOT NULL,
+    claims INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- A head is the journal's newest row, about this task, or the row a move of this task is
+-- about to write (the next seq).
+CREATE TRIGGER task_head BEFORE UPDATE OF last_seq ON tasks
+WHEN NEW.last_seq IS NOT OLD.last_seq AND NOT (
+    (NEW.state IS NOT OLD.state
+     AND NEW.last_seq IS (SELECT coalesce(max(seq), 0) FROM journal) + 1)
+    OR (NEW.last_seq IS (SELECT max(seq) FROM journal)
+        AND (SELECT task FROM journal WHERE seq = NEW.last_seq) IS NEW.number))
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:journal_head'); END;
+
+-- A row about a task that its write did not name as the head (an event; raw SQL) heads it.
+CREATE TRIGGER journal_head AFTER INSERT ON journal
+WHEN NEW.task IS NOT NULL
+BEGIN
+    UPDATE tasks SET last_seq = NEW.seq WHERE number = NEW.task AND last_seq IS NOT NEW.seq;
+END;
+
+"""

@@ -36,13 +36,13 @@ from ..core.protocol import PRIORITIES
 from . import mounts, quickcheck
 from .chain import CONTENT, TOKEN_EVENTS, link
 from .columns import (
-    DECISION,
+    ANSWERED,
+    DECIDING,
     DECISIONS,
     ENROLMENT,
     JOURNAL,
-    QUESTION,
+    PAUSED,
     SELECT_TASK,
-    SUBMITTED,
     TASK_COLUMNS,
     TOKEN,
     VIEW,
@@ -97,6 +97,35 @@ MAX_ROWID = (1 << 63) - 1
 DatabaseError = apsw.Error
 """SQLite's own failures that no hivelite error stands for (the CLI's last net)."""
 Synchronous = Literal["NORMAL", "FULL"]
+
+
+HISTORY = ("WITH RECURSIVE history(seq) AS (SELECT last_seq FROM tasks WHERE number = {task}"
+           " UNION ALL SELECT j.prev FROM journal j JOIN history h ON j.seq = h.seq"
+           " WHERE j.prev IS NOT NULL) ")
+"""A task's journal rows (their seqs), walked back from its head along each row's link to
+the task's row before it (migration 13): a task's history costs its own rows, and a move
+keeps no index on ``journal(task, seq)`` up to date."""
+TASK_JOURNAL = HISTORY.format(task="?") + JOURNAL + " WHERE j.seq IN history ORDER BY j.seq"
+QUESTION = (HISTORY.format(task="?") + JOURNAL + " WHERE j.seq IN history AND j.seq >="
+            " (SELECT coalesce(max(j.seq), 0) FROM journal j WHERE j.seq IN history"
+            f" AND {PAUSED}) AND (({PAUSED}) OR ({ANSWERED})) ORDER BY j.seq")
+"""A task's latest pause and the answers after it (``columns.QUESTION``, through the links)."""
+DECISION = (HISTORY.format(task="?") + JOURNAL + " WHERE j.seq = (SELECT max(j.seq) FROM"
+            f" journal j WHERE j.seq IN history AND (j.from_state, j.to_state) IN (VALUES"
+            f" {DECIDING}))")
+"""The last move on a task's result (``columns.DECISION``, through the links)."""
+SUBMITTED = (HISTORY.format(task="?") + "SELECT max(seq) FROM journal WHERE seq IN history"
+             " AND from_state = 'working' AND to_state = 'verifying'")
+"""A task's last submission (``columns.SUBMITTED``, through the links)."""
+EXPIRED = (HISTORY.format(task="?") + "SELECT json_extract(detail, '$.expired_at'),"
+           " json_extract(detail, '$.fencing_token') FROM journal WHERE seq IN history"
+           " AND actor = 'clock' AND reason = 'expired' ORDER BY seq DESC LIMIT 1")
+"""A task's last expired claim."""
+CREATOR = ("(" + HISTORY.format(task="t.number") + "SELECT actor FROM journal"
+           " WHERE seq = (SELECT min(seq) FROM history))")
+TASK_VIEW = VIEW.replace(
+    "(SELECT actor FROM journal j WHERE j.task = t.number ORDER BY j.seq LIMIT 1)", CREATOR)
+"""``columns.VIEW`` with the task's creator found through the links."""
 
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
 
@@ -233,17 +262,18 @@ class SqliteTx(ViewRows):
             known.tip = tip
         return tip
 
-    def _link(self, *content: Any) -> str:
-        """The hash of the journal row about to be written with ``content`` (``CONTENT``'s
-        columns), which becomes the chain's new tip. Under the write lock: nobody else
-        writes the journal until this transaction ends, and each link is one row."""
+    def _link(self, *content: Any) -> tuple[int, str]:
+        """The seq and hash of the journal row about to be written with ``content``
+        (``CONTENT``'s columns), which becomes the chain's new tip. Under the write lock:
+        nobody else writes the journal until this transaction ends, and each link is one
+        row. The seq is named to the store with the row (a move's head: migration 13)."""
         seq, before = self._tip()
         after = link(before, content)
         if self.key is not None:
             after = self.key.seal(seq + 1, after)
         if self.known is not None:
             self.known.tip = (seq + 1, after)
-        return after
+        return seq + 1, after
 
     # -- reading -------------------------------------------------------------
 
@@ -455,7 +485,7 @@ class SqliteTx(ViewRows):
 
         (One SELECT with correlated subqueries for all of it measured slower here than
         these few simple statements.)"""
-        sql = "SELECT " + VIEW.format(columns=", ".join(f"t.{c}" for c in TASK_COLUMNS))
+        sql = "SELECT " + TASK_VIEW.format(columns=", ".join(f"t.{c}" for c in TASK_COLUMNS))
         if where:
             sql += " WHERE " + where
         return self._view_rows(list(self.conn.execute(sql, tuple(args))))
@@ -480,19 +510,17 @@ class SqliteTx(ViewRows):
     def journal(self, number: int | None = None) -> list[JournalRow]:
         if number is None:
             return [journal_row(v) for v in self.conn.execute(JOURNAL + " ORDER BY j.seq")]
-        return [journal_row(v) for v in self.conn.execute(
-            JOURNAL + " WHERE j.task = ? ORDER BY j.seq", (number,))]
+        return [journal_row(v) for v in self.conn.execute(TASK_JOURNAL, (number,))]
 
     def question(self, number: int) -> list[JournalRow]:
-        return [journal_row(v) for v in self.conn.execute(QUESTION.format(p="?"),
-                                                          (number, number))]
+        return [journal_row(v) for v in self.conn.execute(QUESTION, (number,))]
 
     def decision(self, number: int) -> JournalRow | None:
-        found = [journal_row(v) for v in self.conn.execute(DECISION.format(p="?"), (number,))]
+        found = [journal_row(v) for v in self.conn.execute(DECISION, (number,))]
         return found[0] if found and found[0].move in DECISIONS else None
 
     def submitted(self, number: int) -> int | None:
-        found = self.conn.execute(SUBMITTED.format(p="?"), (number,)).get
+        found = self.conn.execute(SUBMITTED, (number,)).get
         return int(found) if found is not None else None
 
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
@@ -516,10 +544,7 @@ class SqliteTx(ViewRows):
                           str(row[5]), sealed)
 
     def last_expiry(self, number: int) -> Expiry | None:
-        row = self.conn.execute(
-            "SELECT json_extract(detail, '$.expired_at'), json_extract(detail, '$.fencing_token')"
-            " FROM journal WHERE task = ? AND actor = 'clock' AND reason = 'expired'"
-            " ORDER BY seq DESC LIMIT 1", (number,)).fetchone()
+        row = self.conn.execute(EXPIRED, (number,)).fetchone()
         return Expiry(str(row[0]), int(row[1])) if row and row[1] is not None else None
 
     def head(self) -> str | None:
@@ -588,10 +613,25 @@ class SqliteTx(ViewRows):
         return found
 
     def spend(self, agent: str, start: str, end: str) -> Spend:
-        # both read partial indexes that hold only claims, and only usage reports
-        claims = int(self.conn.execute(
-            "SELECT count(*) FROM journal WHERE actor = ? AND at >= ? AND at < ?"
-            " AND from_state = 'routed' AND to_state = 'accepted'", (agent, start, end)).get)
+        """The agent's claims and usage in the day from ``start`` to ``end``. Claims come
+        from the agent's row in ``claim_counts`` (migration 13): its count when the row
+        counts this day, none when it counts an earlier one (each claim of a counted agent
+        starts its day's row first, in a write's :meth:`spend`); with no row, or one ahead
+        of this day, the journal is counted (and, in a write, the day's row started, so the
+        next claim reads it). Usage reads a partial index that holds only usage reports."""
+        row = self.conn.execute("SELECT day, claims FROM claim_counts WHERE agent = ?",
+                                (agent,)).fetchone()
+        if row is not None and row[0] == start:
+            claims = int(row[1])
+        elif row is not None and str(row[0]) < start:
+            claims = 0
+        else:
+            claims = int(self.conn.execute(
+                "SELECT count(*) FROM journal WHERE actor = ? AND at >= ? AND at < ?"
+                " AND from_state = 'routed' AND to_state = 'accepted'", (agent, start, end)).get)
+        if self.known is not None and (row is None or row[0] != start):  # in a write
+            self.conn.execute("INSERT OR REPLACE INTO claim_counts(agent, day, claims)"
+                              " VALUES (?, ?, ?)", (agent, start, claims))
         tokens, usd = usage_sum(self.conn.execute(
             "SELECT tokens, usd_micros FROM updates WHERE actor = ? AND at >= ? AND at < ?"
             " AND (tokens IS NOT NULL OR usd_micros IS NOT NULL)", (agent, start, end)))
@@ -642,7 +682,7 @@ class SqliteTx(ViewRows):
 
     def insert_task(self, task: NewTask, *, actor: str, reason: str | None) -> int:
         number = int(self.conn.execute("SELECT coalesce(max(number), 0) + 1 FROM tasks").get)
-        chain = self._link(number, task.at, actor, None, "requested", None, reason, None)
+        seq, chain = self._link(number, task.at, actor, None, "requested", None, reason, None)
         waits = 0
         if task.depends_on:
             marks = ", ".join("?" * len(task.depends_on))
@@ -652,11 +692,11 @@ class SqliteTx(ViewRows):
         self.conn.execute(
             "INSERT INTO tasks(number, id, state, project, requester, assignee, created_at,"
             " updated_at, priority, labels, depends, actor, reason, chain, waits,"
-            " attempt_limit, role)"
-            " VALUES (?, ?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " attempt_limit, role, last_seq)"
+            " VALUES (?, ?, 'requested', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (number, task.id, task.project, task.requester, task.assignee, task.at, task.at,
              task.priority, task.labels, task.depends, actor, reason, chain, waits,
-             task.attempt_limit, task.role),
+             task.attempt_limit, task.role, seq),
         )
         self.conn.executemany("INSERT INTO deps(task, on_task) VALUES (?, ?)",
                               [(number, on) for on in sorted(set(task.depends_on))])
@@ -669,11 +709,12 @@ class SqliteTx(ViewRows):
         lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
                  " lease_session = NULL, lease_expires = NULL") if end_lease else ""
         text = dump(detail)
-        chain = self._link(number, at, actor, from_state, to_state, waiting_on, reason, text)
+        seq, chain = self._link(number, at, actor, from_state, to_state, waiting_on, reason,
+                                text)
         self.conn.execute(
             "UPDATE tasks SET state = ?, waiting_on = ?, updated_at = ?, actor = ?, reason = ?,"
-            f" detail = ?, chain = ?{lease} WHERE number = ?",
-            (to_state, waiting_on, at, actor, reason, text, chain, number),
+            f" detail = ?, chain = ?, last_seq = ?{lease} WHERE number = ?",
+            (to_state, waiting_on, at, actor, reason, text, chain, seq, number),
         )
 
     def start_lease(self, number: int, from_state: str, to_state: str, *, lease_id: str,
@@ -681,14 +722,17 @@ class SqliteTx(ViewRows):
                     at: str, reason: str, detail: dict[str, Any],
                     scope: int | None = None) -> None:
         text = dump(detail)
-        chain = self._link(number, at, holder, from_state, to_state, None, reason, text)
+        seq, chain = self._link(number, at, holder, from_state, to_state, None, reason, text)
+        if from_state == "routed":  # a claim: counted when its holder has a budget
+            self.conn.execute("UPDATE claim_counts SET claims = claims + 1 WHERE agent = ?",
+                              (holder,))
         self.conn.execute(
             "UPDATE tasks SET state = ?, waiting_on = NULL, lease_id = ?, lease_token = ?,"
             " lease_holder = ?, lease_instance = ?, lease_session = ?, lease_expires = ?,"
             " updated_at = ?, actor = ?, reason = ?, detail = ?, chain = ?,"
-            " lease_scope = ? WHERE number = ?",
+            " lease_scope = ?, last_seq = ? WHERE number = ?",
             (to_state, lease_id, token, holder, instance, session, expires, at, holder, reason,
-             text, chain, scope, number),
+             text, chain, scope, seq, number),
         )
         if self.known is not None:
             self.known.lease_until(expires)
@@ -782,11 +826,12 @@ class SqliteTx(ViewRows):
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
         text = dump(detail)
-        chain = self._link(number, at, actor, state, state, None, reason, text)
-        self.conn.execute(
-            "INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail, hash)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (number, at, actor, state, state, reason, text, chain),
+        seq, chain = self._link(number, at, actor, state, state, None, reason, text)
+        self.conn.execute(  # the store moves the task's head to it
+            "INSERT INTO journal(seq, task, at, actor, from_state, to_state, reason, detail,"
+            " hash, prev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?,"
+            " (SELECT last_seq FROM tasks WHERE number = ?))",
+            (seq, number, at, actor, state, state, reason, text, chain, number),
         )
 
 
@@ -800,6 +845,8 @@ class SqliteTx(ViewRows):
 
     def set_policy(self, key: str, value: str | None, *, at: str, by: str) -> None:
         self._forget("policy")
+        if key == "timezone":  # another day: each count starts again from the journal
+            self.conn.execute("DELETE FROM claim_counts")
         self.conn.execute("DELETE FROM policy WHERE key = ?", (key,))
         if value is not None:
             self.conn.execute("INSERT INTO policy(key, value, at, by) VALUES (?, ?, ?, ?)",
@@ -845,6 +892,7 @@ class SqliteTx(ViewRows):
     def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
         self._forget("budgets")
         self.conn.execute("DELETE FROM budgets WHERE agent = ?", (agent,))
+        self.conn.execute("DELETE FROM claim_counts WHERE agent = ?", (agent,))
         if row is not None:
             self.conn.execute(
                 "INSERT INTO budgets(agent, tasks, tokens, usd_micros, at, by)"

@@ -55,6 +55,20 @@ exported store's, so the copy's chain verifies; an export from before the chain 
 new store's, and its journal is chained on import."""
 
 
+LINKS = {"tasks": "last_seq", "journal": "prev"}
+"""SQLite's links from a task to its newest journal row and from each row to the task's row
+before it (migration 13): derived from the journal, so an export leaves them out (a
+PostgreSQL store has none) and an import links the rows it wrote."""
+LINK_HEADS = """
+UPDATE journal SET prev = p.prev FROM (
+    SELECT seq, lag(seq) OVER (PARTITION BY task ORDER BY seq) AS prev
+    FROM journal WHERE task IS NOT NULL) p
+WHERE journal.seq = p.seq;
+UPDATE tasks SET last_seq = h.seq FROM (
+    SELECT task, max(seq) AS seq FROM journal WHERE task IS NOT NULL GROUP BY task) h
+WHERE tasks.number = h.task;
+"""
+
 BACKUP_STEP = 1024
 """Pages copied between two calls of a backup's progress (4 MiB of 4 KiB pages)."""
 
@@ -190,7 +204,9 @@ class SqliteTables:
         return int(self.conn.execute("PRAGMA user_version").get)
 
     def columns(self, table: str) -> list[str]:
-        return [str(r[1]) for r in self.conn.execute(f"PRAGMA table_info({table})")]
+        derived = LINKS.get(table)
+        return [str(r[1]) for r in self.conn.execute(f"PRAGMA table_info({table})")
+                if r[1] != derived]
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -217,6 +233,8 @@ class SqliteTables:
             for name, _ in triggers:
                 conn.execute(f'DROP TRIGGER "{name}"')
             yield
+            if "last_seq" in {r[1] for r in conn.execute("PRAGMA table_info(tasks)")}:
+                conn.execute(LINK_HEADS).fetchall()
             for _, sql in triggers:  # exactly as they were: the schema is unchanged
                 conn.execute(sql)
             if check is not None:
