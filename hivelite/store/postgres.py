@@ -1199,8 +1199,22 @@ class PostgresStore:
             yield PostgresTx(conn, self.key)
             return
         _rollback(conn)  # a transaction an error left behind is over
-        with self._transaction(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"):
-            yield PostgresTx(conn, self.key)
+        # pipeline mode: the BEGIN travels with the snapshot's first query
+        self._local.writing = True  # (a read inside it joins it, as inside a write)
+        try:
+            with conn.pipeline():
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield PostgresTx(conn, self.key)
+                conn.execute("COMMIT")
+        except psycopg.Error as exc:
+            mapped = _failure(exc, self._where)
+            _rollback(conn)
+            _reraise(mapped, exc)
+        except BaseException:
+            _rollback(conn)
+            raise
+        finally:
+            self._local.writing = False
 
 
 class _Conn:
