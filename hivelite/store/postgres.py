@@ -222,7 +222,7 @@ SEARCH = ("(strpos(lower(t.assignee), %s) > 0 OR EXISTS (SELECT 1 FROM packets p
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("_ahead", "conn", "key", "tip")
+    __slots__ = ("_ahead", "conn", "key", "routed", "tip")
 
     def __init__(self, conn: psycopg.Connection[Any], key: ChainKey | None = None) -> None:
         self.conn = conn
@@ -232,6 +232,9 @@ class PostgresTx(ViewRows):
         self.key = key
         """The owner's key that seals each journal row a write adds (and each kept
         answer, which a read checks with it)."""
+        self.routed: set[int] = set()
+        """The tasks this write moved to ``routed`` (ready to claim): its commit wakes the
+        workers waiting for work (:meth:`PostgresStore.wait_for_work`)."""
         self._ahead: dict[str, Any] = {}
         """In a write: the reads sent with its BEGIN (:meth:`ahead`), by table: a cursor
         until first asked, then its rows; a write to the table drops them."""
@@ -613,6 +616,8 @@ class PostgresTx(ViewRows):
                  " lease_session = NULL, lease_expires = NULL") if end_lease else ""
         text = dump(detail)
         chain = self._link(number, at, actor, from_state, to_state, waiting_on, reason, text)
+        if to_state == "routed":
+            self.routed.add(number)
         self.conn.execute(
             "UPDATE tasks SET state = %s, waiting_on = %s, updated_at = %s, actor = %s,"
             f" reason = %s, detail = %s, chain = %s{lease} WHERE number = %s",
@@ -1063,6 +1068,43 @@ class PostgresStore:
         conn.execute("INSERT INTO schema_versions(version, name) VALUES (%s, %s)",
                      (version, name))
 
+    # -- waking the workers that wait for work ------------------------------------
+
+    @property
+    def channel(self) -> str:
+        """The channel a write that makes tasks ready notifies (``LISTEN``/``NOTIFY``;
+        one per store: a channel name is at most 63 bytes, a schema name may be 63)."""
+        return "hivelite_" + hashlib.sha256(self.schema.encode()).hexdigest()[:16]
+
+    def listen(self) -> None:
+        """Start listening on this thread (its own connection, beside the one it writes
+        with) for the store's notifications; call it before looking for work, so nothing
+        routed after the look is missed. :meth:`wait_for_work` calls it too."""
+        held: _Conn | None = getattr(self._local, "listener", None)
+        if held is not None and not held.conn.closed and not held.conn.broken:
+            return
+        held = _Conn(self._connect())
+        weakref.finalize(held, _close_quietly, held.conn)
+        with self._lock:
+            self._conns.add(held)
+        held.conn.execute(f'LISTEN "{self.channel}"')
+        self._local.listener = held
+
+    def wait_for_work(self, timeout: float) -> bool:
+        """Wait until a write commits that makes a task ready (a move to ``routed``), or
+        ``timeout`` seconds pass: True when woken (some task became ready since
+        :meth:`listen`, maybe not one this caller may claim: look again), False on the
+        timeout. A worker whose queue is empty waits here instead of polling; the
+        notification comes with the commit (``pg_notify`` in the write's transaction)."""
+        self.listen()
+        conn = self._local.listener.conn
+        try:
+            for _ in conn.notifies(timeout=max(0.0, timeout), stop_after=1):
+                return True
+        except psycopg.Error as exc:
+            _reraise(_failure(exc, self._where), exc)
+        return False
+
     def close(self) -> None:
         self._closed = True
         with self._lock:
@@ -1163,7 +1205,10 @@ class PostgresStore:
                     seal_what_came_before(tx, key)
                 begun = True
                 yield tx
-                conn.execute("COMMIT")
+                if tx.routed:  # delivered at the commit, never before (and never on a
+                    conn.execute("SELECT pg_notify(%s, %s)",  # rollback); no round trip:
+                                 (self.channel, ",".join(map(str, sorted(tx.routed)))))
+                conn.execute("COMMIT")  # it travels with the COMMIT
         except psycopg.Error as exc:
             mapped = _failure(exc, self._where)
             _rollback(conn)
