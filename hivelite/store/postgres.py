@@ -252,7 +252,9 @@ class PostgresTx(ViewRows):
                           ("required_plugins", _REQUIRED),
                           ("enrolments", f"SELECT {ENROLMENT} FROM enrolments"
                                          " ORDER BY agent COLLATE \"C\""),
-                          ("budgets", _BUDGETS)):
+                          ("budgets", _BUDGETS),
+                          ("overdue", "SELECT min(lease_expires COLLATE \"C\") FROM tasks"
+                                      " WHERE lease_id IS NOT NULL")):
             self._ahead[name] = self.conn.execute(sql, prepare=True)
 
     def _read_ahead(self, name: str) -> list[tuple[Any, ...]] | None:
@@ -579,6 +581,10 @@ class PostgresTx(ViewRows):
         return TaskRow(*row) if row else None
 
     def lock_overdue(self, at: str) -> list[TaskRow]:
+        ahead = self._read_ahead("overdue")  # the earliest live lease's end, read ahead:
+        if ahead is not None and (not ahead or ahead[0][0] is None  # none runs out by
+                                  or str(ahead[0][0]) > at):  # ``at`` (RFC 3339 text,
+            return []  # compared byte by byte, as COLLATE "C" does)
         return [TaskRow(*r) for r in self._all(
             f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= %s"
             " ORDER BY lease_expires COLLATE \"C\", number FOR UPDATE", (at,))]
@@ -612,6 +618,7 @@ class PostgresTx(ViewRows):
     def move(self, number: int, from_state: str, to_state: str, *, at: str, actor: str,
              reason: str | None, detail: dict[str, Any] | None = None,
              waiting_on: str | None = None, end_lease: bool = False) -> None:
+        self._changed("overdue")
         lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
                  " lease_session = NULL, lease_expires = NULL") if end_lease else ""
         text = dump(detail)
@@ -627,6 +634,7 @@ class PostgresTx(ViewRows):
                     token: int, holder: str, instance: str, session: str | None, expires: str,
                     at: str, reason: str, detail: dict[str, Any],
                     scope: int | None = None) -> None:
+        self._changed("overdue")
         text = dump(detail)
         chain = self._link(number, at, holder, from_state, to_state, None, reason, text)
         self.conn.execute(
@@ -646,6 +654,7 @@ class PostgresTx(ViewRows):
             (priority, labels, attempt_limit, version, number))
 
     def extend_lease(self, number: int, expires: str, *, at: str) -> None:
+        self._changed("overdue")
         self.conn.execute("UPDATE tasks SET lease_expires = %s, updated_at = %s"
                           " WHERE number = %s", (expires, at, number))
 
