@@ -148,6 +148,55 @@ def lib_worker(store: str, name: str) -> tuple[int, int]:
     return cycles, wasted
 
 
+def round_trips(store: str, cycles: int = 20) -> float:
+    """Round trips per ``claim_next`` -> ``submit`` cycle on a PostgreSQL store: the times
+    the client waits to read the server's answer (psycopg's wait loop blocking on a read;
+    in pipeline mode several statements share one). The store needs ``cycles + 1`` ready
+    tasks; one cycle runs first, untimed, to open the connection and check the rules."""
+    from psycopg import waiting  # what a connection's every wait goes through
+
+    real = waiting.wait
+    count = 0
+
+    def counted(gen: Any, *args: Any, **kwargs: Any) -> Any:
+        def watched() -> Any:
+            nonlocal count
+            blocked = False
+            try:
+                ask = next(gen)
+                while True:
+                    if int(ask) == 1 and not blocked:  # Wait.R: waits for an answer
+                        count, blocked = count + 1, True
+                    ask = gen.send((yield ask))
+            except StopIteration as done:
+                return done.value
+
+        return real(watched(), *args, **kwargs)
+
+    me = Caller.agent(lib.AGENT, "rt")
+    loaded = os.environ.get("HIVELITE_LOAD_PLUGINS")
+    os.environ["HIVELITE_LOAD_PLUGINS"] = ""  # as the workers: no installed plugin
+    try:
+        hive = Hive.open(store, plugins=[lib.ZeroThreshold()])
+    finally:
+        if loaded is None:
+            del os.environ["HIVELITE_LOAD_PLUGINS"]
+        else:
+            os.environ["HIVELITE_LOAD_PLUGINS"] = loaded
+    try:
+        with hive:
+            for n in range(cycles + 1):
+                if n == 1:
+                    waiting.wait, count = counted, 0
+                lease = hive.claim_next(me)
+                hive.submit(me, lease.number, lease_id=lease.lease_id,
+                            token=lease.fencing_token, summary=lib.SUMMARY,
+                            evidence=lib.EVIDENCE)
+    finally:
+        waiting.wait = real
+    return count / cycles
+
+
 def worker_main(argv: Sequence[str]) -> int:
     """One worker process: say ready, wait for the start, drain, print what it did."""
     engine, side, store, name, go = argv
@@ -236,6 +285,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         "hivelite_per_s": best["hivelite"]["rate"],
                         "raw_per_s": best["raw"]["rate"], "ratio": ratio,
                         "wasted": best["hivelite"]["wasted"]}
+            if "postgres" in engines:
+                store = make_hivelite("postgres", scratch, server, database, 21, "rt")
+                found["postgres_round_trips"] = trips = round_trips(store)
+                print(f"  postgres: {trips:.1f} round trips a claim -> submit cycle")
     finally:
         if "postgres" in engines:
             with _psycopg().connect(server, autocommit=True) as conn:

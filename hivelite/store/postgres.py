@@ -187,6 +187,9 @@ def _failure(exc: psycopg.Error, where: str) -> HiveliteError | None:
     return None
 
 
+_MISSING = (pg_errors.UndefinedTable, pg_errors.UndefinedColumn, pg_errors.UndefinedFunction)
+
+
 def _task_key(ref: str | int) -> tuple[str | None, str | int]:
     """``rows.task_key``, and no task for an id with a NUL in it (as on SQLite, where no id
     has one; PostgreSQL refuses such text outright)."""
@@ -200,6 +203,14 @@ def _reraise(failure: HiveliteError | None, exc: BaseException) -> NoReturn:
     raise failure from exc
 
 
+_CONTROLS = ("SELECT id, kind, agent, instance, task, at, by, reason, lifted_at, lifted_by"
+             " FROM controls")
+_REQUIRED = ("SELECT name, kind, digest, settings, at, by FROM required_plugins"
+             " ORDER BY name COLLATE \"C\"")
+_BUDGETS = ("SELECT agent, tasks, tokens, usd_micros, at, by FROM budgets"
+            " ORDER BY agent COLLATE \"C\"")
+
+
 SEARCH = ("(strpos(lower(t.assignee), %s) > 0 OR EXISTS (SELECT 1 FROM packets p"
           " WHERE p.task = t.number AND strpos(lower(hl_json(p.body) ->> 'task'), %s) > 0)"
           " OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN"
@@ -211,7 +222,7 @@ SEARCH = ("(strpos(lower(t.assignee), %s) > 0 OR EXISTS (SELECT 1 FROM packets p
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("conn", "key", "tip")
+    __slots__ = ("_ahead", "conn", "key", "routed", "tip")
 
     def __init__(self, conn: psycopg.Connection[Any], key: ChainKey | None = None) -> None:
         self.conn = conn
@@ -221,6 +232,43 @@ class PostgresTx(ViewRows):
         self.key = key
         """The owner's key that seals each journal row a write adds (and each kept
         answer, which a read checks with it)."""
+        self.routed: set[int] = set()
+        """The tasks this write moved to ``routed`` (ready to claim): its commit wakes the
+        workers waiting for work (:meth:`PostgresStore.wait_for_work`)."""
+        self._ahead: dict[str, Any] = {}
+        """In a write: the reads sent with its BEGIN (:meth:`ahead`), by table: a cursor
+        until first asked, then its rows; a write to the table drops them."""
+
+    def ahead(self) -> None:
+        """Queue, in the write's pipeline, the reads nearly every write makes before its
+        body (the journal's tip, the store's meta rows, the owner's live controls, the
+        required plugins, the enrolments and budgets): they travel with the BEGIN, the
+        lock and the guard's stamp, in one round trip. The tables are small (one row an
+        agent, a control or a plugin), and under the write lock they stay as read until
+        this write changes them."""
+        for name, sql in (("tip", "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"),
+                          ("meta", "SELECT key, value FROM meta"),
+                          ("controls", _CONTROLS + " WHERE lifted_at IS NULL ORDER BY id"),
+                          ("required_plugins", _REQUIRED),
+                          ("enrolments", f"SELECT {ENROLMENT} FROM enrolments"
+                                         " ORDER BY agent COLLATE \"C\""),
+                          ("budgets", _BUDGETS),
+                          ("overdue", "SELECT min(lease_expires COLLATE \"C\") FROM tasks"
+                                      " WHERE lease_id IS NOT NULL")):
+            self._ahead[name] = self.conn.execute(sql, prepare=True)
+
+    def _read_ahead(self, name: str) -> list[tuple[Any, ...]] | None:
+        """The rows of a read sent ahead (None: not sent, or a write changed its table)."""
+        found = self._ahead.get(name)
+        if found is None or isinstance(found, list):
+            return found
+        rows: list[tuple[Any, ...]] = found.fetchall()
+        self._ahead[name] = rows
+        return rows
+
+    def _changed(self, table: str) -> None:
+        """This write changes ``table``: its rows read ahead no longer hold."""
+        self._ahead.pop(table, None)
 
     def _one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         return self.conn.execute(sql, args).fetchone()
@@ -235,7 +283,10 @@ class PostgresTx(ViewRows):
     def _tip(self) -> tuple[int, str]:
         """The journal's newest row (seq and hash), or (0, the store's identity)."""
         if self.tip is None:
-            row = self._one("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
+            ahead = self._read_ahead("tip")
+            self._changed("tip")
+            row = (self._one("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
+                   if ahead is None else ahead[0] if ahead else None)
             self.tip = ((int(row[0]), row[1] or "") if row is not None
                         else (0, self.meta("store_id") or ""))
         return self.tip
@@ -253,6 +304,9 @@ class PostgresTx(ViewRows):
     # -- reading -------------------------------------------------------------
 
     def meta(self, key: str) -> str | None:
+        ahead = self._read_ahead("meta")
+        if ahead is not None:
+            return next((None if v is None else str(v) for k, v in ahead if k == key), None)
         value = self._value("SELECT value FROM meta WHERE key = %s", (key,))
         return None if value is None else str(value)
 
@@ -423,8 +477,8 @@ class PostgresTx(ViewRows):
             JOURNAL + " WHERE j.seq > %s AND j.seq <= %s ORDER BY j.seq", (seq, bound))]
 
     def last_seq(self) -> int:
-        if self.tip is not None:
-            return self.tip[0]
+        if self.tip is not None or "tip" in self._ahead:
+            return self._tip()[0]
         return int(self._value("SELECT coalesce(max(seq), 0) FROM journal"))
 
     def request(self, caller: str, request_id: str) -> RequestRow | None:
@@ -455,24 +509,31 @@ class PostgresTx(ViewRows):
         return {str(k): str(v) for k, v in self._all("SELECT key, value FROM policy")}
 
     def required_plugins(self) -> list[RequiredPlugin]:
-        return [RequiredPlugin(*r) for r in self._all(
-            "SELECT name, kind, digest, settings, at, by FROM required_plugins"
-            " ORDER BY name COLLATE \"C\"")]
+        rows = self._read_ahead("required_plugins")
+        return [RequiredPlugin(*r) for r in (self._all(_REQUIRED) if rows is None else rows)]
 
     def controls(self, *, live: bool = True) -> list[ControlRow]:
-        where = " WHERE lifted_at IS NULL" if live else ""
-        return [ControlRow(*r) for r in self._all(
-            "SELECT id, kind, agent, instance, task, at, by, reason, lifted_at, lifted_by"
-            f" FROM controls{where} ORDER BY id")]
+        rows = self._read_ahead("controls") if live else None
+        if rows is None:
+            where = " WHERE lifted_at IS NULL" if live else ""
+            rows = self._all(f"{_CONTROLS}{where} ORDER BY id")
+        return [ControlRow(*r) for r in rows]
 
     def budgets(self, agent: str | None = None) -> list[BudgetRow]:
-        sql = "SELECT agent, tasks, tokens, usd_micros, at, by FROM budgets"
+        rows = self._read_ahead("budgets")
+        if rows is not None:  # ordered by agent, byte by byte
+            return [BudgetRow(*r) for r in rows if agent is None or r[0] == agent]
         if agent is None:
-            return [BudgetRow(*r) for r in self._all(sql + " ORDER BY agent COLLATE \"C\"")]
-        return [BudgetRow(*r) for r in self._all(sql + " WHERE agent = %s", (agent,))]
+            return [BudgetRow(*r) for r in self._all(_BUDGETS)]
+        return [BudgetRow(*r) for r in self._all(
+            "SELECT agent, tasks, tokens, usd_micros, at, by FROM budgets WHERE agent = %s",
+            (agent,))]
 
     def enrolments(self, agent: str | None = None) -> list[EnrolmentRow]:
         sql = f"SELECT {ENROLMENT} FROM enrolments"
+        rows = self._read_ahead("enrolments")
+        if rows is not None:
+            return [EnrolmentRow(*r) for r in rows if agent is None or r[0] == agent]
         if agent is None:
             return [EnrolmentRow(*r) for r in self._all(sql + " ORDER BY agent COLLATE \"C\"")]
         return [EnrolmentRow(*r) for r in self._all(sql + " WHERE agent = %s", (agent,))]
@@ -520,11 +581,16 @@ class PostgresTx(ViewRows):
         return TaskRow(*row) if row else None
 
     def lock_overdue(self, at: str) -> list[TaskRow]:
+        ahead = self._read_ahead("overdue")  # the earliest live lease's end, read ahead:
+        if ahead is not None and (not ahead or ahead[0][0] is None  # none runs out by
+                                  or str(ahead[0][0]) > at):  # ``at`` (RFC 3339 text,
+            return []  # compared byte by byte, as COLLATE "C" does)
         return [TaskRow(*r) for r in self._all(
             f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= %s"
             " ORDER BY lease_expires COLLATE \"C\", number FOR UPDATE", (at,))]
 
     def set_meta(self, key: str, value: str) -> None:
+        self._changed("meta")
         self.conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", (key, value))
 
     def insert_task(self, task: NewTask, *, actor: str, reason: str | None) -> int:
@@ -552,10 +618,13 @@ class PostgresTx(ViewRows):
     def move(self, number: int, from_state: str, to_state: str, *, at: str, actor: str,
              reason: str | None, detail: dict[str, Any] | None = None,
              waiting_on: str | None = None, end_lease: bool = False) -> None:
+        self._changed("overdue")
         lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
                  " lease_session = NULL, lease_expires = NULL") if end_lease else ""
         text = dump(detail)
         chain = self._link(number, at, actor, from_state, to_state, waiting_on, reason, text)
+        if to_state == "routed":
+            self.routed.add(number)
         self.conn.execute(
             "UPDATE tasks SET state = %s, waiting_on = %s, updated_at = %s, actor = %s,"
             f" reason = %s, detail = %s, chain = %s{lease} WHERE number = %s",
@@ -565,6 +634,7 @@ class PostgresTx(ViewRows):
                     token: int, holder: str, instance: str, session: str | None, expires: str,
                     at: str, reason: str, detail: dict[str, Any],
                     scope: int | None = None) -> None:
+        self._changed("overdue")
         text = dump(detail)
         chain = self._link(number, at, holder, from_state, to_state, None, reason, text)
         self.conn.execute(
@@ -584,6 +654,7 @@ class PostgresTx(ViewRows):
             (priority, labels, attempt_limit, version, number))
 
     def extend_lease(self, number: int, expires: str, *, at: str) -> None:
+        self._changed("overdue")
         self.conn.execute("UPDATE tasks SET lease_expires = %s, updated_at = %s"
                           " WHERE number = %s", (expires, at, number))
 
@@ -673,6 +744,7 @@ class PostgresTx(ViewRows):
                               (key, value, at, by))
 
     def require_plugin(self, row: RequiredPlugin) -> None:
+        self._changed("required_plugins")
         self.conn.execute("DELETE FROM required_plugins WHERE name = %s", (row.name,))
         self.conn.execute(
             "INSERT INTO required_plugins(name, kind, digest, settings, at, by)"
@@ -680,16 +752,19 @@ class PostgresTx(ViewRows):
             (row.name, row.kind, row.digest, row.settings, row.at, row.by))
 
     def unrequire_plugin(self, name: str) -> bool:
+        self._changed("required_plugins")
         return self._one("DELETE FROM required_plugins WHERE name = %s RETURNING name",
                          (name,)) is not None
 
     def add_control(self, row: ControlRow) -> int:
+        self._changed("controls")
         return int(self._value(
             "INSERT INTO controls(kind, agent, instance, task, at, by, reason)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (row.kind, row.agent, row.instance, row.task, row.at, row.by, row.reason)))
 
     def lift_control(self, control: int, *, at: str, by: str) -> None:
+        self._changed("controls")
         self.conn.execute("UPDATE controls SET lifted_at = %s, lifted_by = %s WHERE id = %s",
                           (at, by, control))
 
@@ -706,6 +781,7 @@ class PostgresTx(ViewRows):
             f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY number FOR UPDATE", args)]
 
     def set_enrolment(self, row: EnrolmentRow) -> None:
+        self._changed("enrolments")
         self.conn.execute("DELETE FROM enrolments WHERE agent = %s", (row.agent,))
         self.conn.execute(
             f"INSERT INTO enrolments({ENROLMENT}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
@@ -713,6 +789,7 @@ class PostgresTx(ViewRows):
              row.by))
 
     def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
+        self._changed("budgets")
         self.conn.execute("DELETE FROM budgets WHERE agent = %s", (agent,))
         if row is not None:
             self.conn.execute(
@@ -1000,6 +1077,43 @@ class PostgresStore:
         conn.execute("INSERT INTO schema_versions(version, name) VALUES (%s, %s)",
                      (version, name))
 
+    # -- waking the workers that wait for work ------------------------------------
+
+    @property
+    def channel(self) -> str:
+        """The channel a write that makes tasks ready notifies (``LISTEN``/``NOTIFY``;
+        one per store: a channel name is at most 63 bytes, a schema name may be 63)."""
+        return "hivelite_" + hashlib.sha256(self.schema.encode()).hexdigest()[:16]
+
+    def listen(self) -> None:
+        """Start listening on this thread (its own connection, beside the one it writes
+        with) for the store's notifications; call it before looking for work, so nothing
+        routed after the look is missed. :meth:`wait_for_work` calls it too."""
+        held: _Conn | None = getattr(self._local, "listener", None)
+        if held is not None and not held.conn.closed and not held.conn.broken:
+            return
+        held = _Conn(self._connect())
+        weakref.finalize(held, _close_quietly, held.conn)
+        with self._lock:
+            self._conns.add(held)
+        held.conn.execute(f'LISTEN "{self.channel}"')
+        self._local.listener = held
+
+    def wait_for_work(self, timeout: float) -> bool:
+        """Wait until a write commits that makes a task ready (a move to ``routed``), or
+        ``timeout`` seconds pass: True when woken (some task became ready since
+        :meth:`listen`, maybe not one this caller may claim: look again), False on the
+        timeout. A worker whose queue is empty waits here instead of polling; the
+        notification comes with the commit (``pg_notify`` in the write's transaction)."""
+        self.listen()
+        conn = self._local.listener.conn
+        try:
+            for _ in conn.notifies(timeout=max(0.0, timeout), stop_after=1):
+                return True
+        except psycopg.Error as exc:
+            _reraise(_failure(exc, self._where), exc)
+        return False
+
     def close(self) -> None:
         self._closed = True
         with self._lock:
@@ -1058,45 +1172,103 @@ class PostgresStore:
     @contextmanager
     def write(self) -> Iterator[PostgresTx]:
         """One transaction under the store's write lock: commit on success, roll back on
-        any error; a trigger's ``code:reason`` comes out as the matching hivelite error."""
+        any error; a trigger's ``code:reason`` comes out as the matching hivelite error.
+
+        The transaction runs in psycopg's pipeline mode: a statement whose answer the
+        write does not need (an ``UPDATE``, an ``INSERT``) is sent with the next one
+        whose answer it needs, or with the ``COMMIT``; a failure of either comes out at
+        that point, and ends the write as before (docs/postgres.md, "Round trips")."""
         conn = self.conn
-        if conn.info.transaction_status != TransactionStatus.IDLE:
+        if conn.info.transaction_status != TransactionStatus.IDLE or getattr(
+                self._local, "writing", False):
             raise UnexpectedError("nested_write", f"a write to {self._where} began inside"
                                   " another read or write of this thread")
-        # one round trip: the transaction and its lock (a literal integer, no parameter);
-        # then the stamp of the store's rules (a prepared statement: planning it would cost
-        # more than running it), which the guard holds to its last full check
         guard = self.guard
-        with self._transaction(conn, f"BEGIN; SELECT pg_advisory_xact_lock({self._write_lock})"):
-            stamp = conn.execute(guard.sql, prepare=True).fetchone()
-            problem = guard.before_write(conn, tuple(stamp or ()))
-            if problem is not None:
-                self.tampered = problem
-                raise StoreError("schema_tampered", f"{self._where} does not have the rules"
-                                 f" hivelite made ({problem}); writes are refused until it is"
-                                 " repaired. Run: hivelite doctor")
-            self.tampered = None
-            tx = PostgresTx(conn)
-            named = self._key_named or tx.meta(META_KEY) is not None
-            key = tx.key = self.key if self._key_named and self.key else key_for_writes(
-                tx.meta("store_id"), tx.meta(META_KEY), tx._tip()[0],
-                lambda fingerprint: tx.set_meta(META_KEY, fingerprint), self._where,
-                self.place)
-            if not named:  # the store takes its key now
-                seal_what_came_before(tx, key)
-            yield tx
+        begun = False
+        self._local.writing = True
+        try:
+            with conn.pipeline():
+                # one round trip: BEGIN, the lock (a literal integer, no parameter), the
+                # stamp of the store's rules (prepared: planning it would cost more than
+                # running it), which the guard holds to its last full check, and the
+                # reads nearly every write makes first
+                conn.execute("BEGIN")
+                conn.execute(f"SELECT pg_advisory_xact_lock({self._write_lock})")
+                stamped = conn.execute(guard.sql, prepare=True)
+                tx = PostgresTx(conn)
+                tx.ahead()
+                stamp = stamped.fetchone()
+                problem = guard.before_write(conn, tuple(stamp or ()))
+                if problem is not None:
+                    self.tampered = problem
+                    raise StoreError("schema_tampered", f"{self._where} does not have the"
+                                     f" rules hivelite made ({problem}); writes are refused"
+                                     " until it is repaired. Run: hivelite doctor")
+                self.tampered = None
+                named = self._key_named or tx.meta(META_KEY) is not None
+                key = tx.key = self.key if self._key_named and self.key else key_for_writes(
+                    tx.meta("store_id"), tx.meta(META_KEY), tx._tip()[0],
+                    lambda fingerprint: tx.set_meta(META_KEY, fingerprint), self._where,
+                    self.place)
+                if not named:  # the store takes its key now
+                    seal_what_came_before(tx, key)
+                begun = True
+                yield tx
+                if tx.routed:  # delivered at the commit, never before (and never on a
+                    conn.execute("SELECT pg_notify(%s, %s)",  # rollback); no round trip:
+                                 (self.channel, ",".join(map(str, sorted(tx.routed)))))
+                conn.execute("COMMIT")  # it travels with the COMMIT
+        except psycopg.Error as exc:
+            mapped = _failure(exc, self._where)
+            _rollback(conn)
+            if not begun and isinstance(exc, _MISSING):  # a read sent ahead met a table
+                # no longer there: the guard names what changed
+                mapped = self._tampered() or mapped
+            _reraise(mapped, exc)
+        except BaseException:
+            _rollback(conn)
+            raise
+        finally:
+            self._local.writing = False
         self.key, self._key_named = key, True  # named in the store now: every write seals
+
+    def _tampered(self) -> StoreError | None:
+        """The guard's full check, after a write met a missing table or column."""
+        try:
+            problem = self.tampered = self.guard.check(self.conn)
+        except psycopg.Error:
+            return None
+        if problem is None:
+            return None
+        return StoreError("schema_tampered", f"{self._where} does not have the rules"
+                          f" hivelite made ({problem}); writes are refused until it is"
+                          " repaired. Run: hivelite doctor")
 
     @contextmanager
     def read(self) -> Iterator[PostgresTx]:
         """A consistent snapshot for several reads (joins this thread's open write)."""
         conn = self.conn
-        if conn.info.transaction_status == TransactionStatus.INTRANS:
+        if (getattr(self._local, "writing", False)  # (its pipeline may not be in sync)
+                or conn.info.transaction_status == TransactionStatus.INTRANS):
             yield PostgresTx(conn, self.key)
             return
         _rollback(conn)  # a transaction an error left behind is over
-        with self._transaction(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"):
-            yield PostgresTx(conn, self.key)
+        # pipeline mode: the BEGIN travels with the snapshot's first query
+        self._local.writing = True  # (a read inside it joins it, as inside a write)
+        try:
+            with conn.pipeline():
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield PostgresTx(conn, self.key)
+                conn.execute("COMMIT")
+        except psycopg.Error as exc:
+            mapped = _failure(exc, self._where)
+            _rollback(conn)
+            _reraise(mapped, exc)
+        except BaseException:
+            _rollback(conn)
+            raise
+        finally:
+            self._local.writing = False
 
 
 class _Conn:
