@@ -14,7 +14,7 @@ import pytest
 import hivelite
 
 HEAVY = ("pydantic", "apsw", "jsonschema", "pluggy", "hivelite.core.models", "hivelite.hive",
-         "hivelite.store", "hivelite.core.caller", "hivelite.faces.render", "importlib.metadata")
+         "hivelite.store", "hivelite.core.caller", "importlib.metadata")
 
 
 def loaded(code: str) -> list[str]:

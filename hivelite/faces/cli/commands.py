@@ -1,32 +1,28 @@
-"""The ``hivelite`` command line: a thin click layer over :class:`hivelite.Hive`.
-
-Every verb prints one JSON document with ``--json``; errors go to stderr as
-``error: <code>/<reason>: <message>`` and exit with the code of their class.
+"""The ``hivelite`` verbs but the reads (``reads``): a thin click layer over
+:class:`hivelite.Hive`, each command added to the group of ``main``, which imports this
+module when one of them is called (or the help lists them all).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ... import __version__
 from ...core import diagrams
 from ...core.clock import clock_from_env, format_ts
 from ...core.errors import HiveliteError, InvalidInput, StoreError, UnexpectedError
 from ...core.jsontext import loads_bounded, text_lines
 from ...core.progress import counted, lines_in
-from ...core.protocol import PRIORITIES, SORTS, State
 from ...verbs.table import VERBS
-from ..terminal import coloured, fits, printable
+from ..terminal import printable
 from .context import (
     Context,
     acting,
@@ -36,6 +32,7 @@ from .context import (
     pass_context,
     plain,
 )
+from .main import cli
 from .owner import COMMANDS
 from .progress import progress
 from .receipts import COMMANDS as RECEIPT_COMMANDS
@@ -54,38 +51,6 @@ from .verbs import (
 if TYPE_CHECKING:
     from ...hive import Hive
     from ...store.sqlite import SqliteStore
-
-SERVED_VERBS = frozenset(COMMAND_OF.get(v.name, v.cli) for v in VERBS if v.http is not None)
-"""The verbs that run against ``hivelite serve`` with ``--url`` and ``--token``; the others
-work on the store file itself."""
-FILE_FREE_VERBS = frozenset({"states", "schema", "completion"})
-EXIT_USAGE = 2
-"""How deep ``--packet`` and ``--evidence-file`` may nest arrays and objects."""
-MAX_NUMBER = (1 << 63) - 1
-"""The largest task number SQLite can hold."""
-
-
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--db", envvar="HIVELITE_DB", default="hivelite.db", show_default=True,
-              type=click.Path(dir_okay=False), help="The store file ($HIVELITE_DB).")
-@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON document.")
-@click.option("--plugins-dir", type=click.Path(file_okay=False),
-              help="Load every .py file in this folder as a plugin.")
-@click.option("--url", envvar="HIVELITE_URL", help="Send the task verbs to this hivelite"
-              " serve instead of the file ($HIVELITE_URL).")
-@click.option("--token", envvar="HIVELITE_TOKEN", help="The token to call --url with"
-              " ($HIVELITE_TOKEN): it says who acts.")
-@click.version_option(version=__version__, prog_name="hivelite")
-@click.pass_context
-def cli(ctx: click.Context, db: str, as_json: bool, plugins_dir: str | None,
-        url: str | None, token: str | None) -> None:
-    """hivelite: agent tasks, claims and results in one SQLite file."""
-    ctx.obj = Context(db=db, as_json=as_json, plugins_dir=plugins_dir, url=url, token=token)
-    verb = ctx.invoked_subcommand
-    if url is not None and verb is not None and verb not in SERVED_VERBS | FILE_FREE_VERBS:
-        raise click.UsageError(f"{verb} works on a store file, not over --url")
 
 
 @cli.command()
@@ -234,105 +199,6 @@ def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | 
                  + ", ".join(f"{n} {state}" for state, n in sorted(states.items())))
 
 
-@cli.command(name="list")
-@click.option("--state", "states", multiple=True,
-              type=click.Choice([s.value for s in State]), help="Only these states (repeat).")
-@click.option("--assignee", help="Only tasks assigned to this owner/agent.")
-@click.option("--requester", help="Only tasks requested by this owner/agent.")
-@click.option("--project", help="Only this project.")
-@click.option("--role", help="Only tasks needing this role.")
-@click.option("--label", "labels", multiple=True, help="Only tasks with this label (repeat:"
-              " each).")
-@click.option("--priority", "priorities", multiple=True, type=click.Choice(PRIORITIES),
-              help="Only this priority (repeat: any).")
-@click.option("--ready", is_flag=True, help="Only tasks that can be claimed now (routed,"
-              " dependencies completed, attempts left).")
-@click.option("--blocked", is_flag=True, help="Only open tasks waiting on a dependency.")
-@click.option("--search", help="Only tasks with this text in their title, assignee or a"
-              " label (any case).")
-@click.option("--sort", default="age", show_default=True, type=click.Choice(SORTS),
-              help="Oldest first, most pressing first, or last changed first.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
-@click.option("--after", "cursor", type=int, help="Continue where the last page ended (the"
-              " 'more after' value it printed).")
-@pass_context
-def list_(ctx: Context, states: Sequence[str], assignee: str | None, requester: str | None,
-          project: str | None, role: str | None, labels: Sequence[str],
-          priorities: Sequence[str], ready: bool, blocked: bool, search: str | None, sort: str,
-          limit: int, cursor: int | None) -> None:
-    """List tasks, oldest first (or --sort).
-
-    \b
-    Example:
-      hivelite list --state routed
-      hivelite list --ready --assignee ana/coder --sort priority --json
-      hivelite list --search login
-    """
-    from .. import render
-
-    if cursor is not None and not 0 <= cursor <= MAX_NUMBER:
-        raise click.BadParameter(f"{cursor} is not a task number (0 to {MAX_NUMBER})",
-                                 param_hint="--after")
-    if ctx.url is not None:
-        from ..client import Client
-
-        with ctx.open() as served:
-            assert isinstance(served, Client)
-            page = served.list(state=list(states) or None, assignee=assignee,
-                               requester=requester, project=project, ready=ready,
-                               blocked=blocked, labels=labels,
-                               priority=list(priorities) or None, search=search,
-                               sort=sort, limit=limit, cursor=cursor, role=role)
-            ctx.emit(page, lambda: render.task_table(page.items, served.clock(),
-                                                     page.next_cursor, width=fits(),
-                                                     colour=coloured()))
-        return
-    with ctx.open_store() as hive:
-        page = hive.list(state=list(states) or None, assignee=assignee, requester=requester,
-                         project=project, ready=ready, blocked=blocked, labels=labels,
-                         priority=list(priorities) or None, search=search, sort=sort,
-                         limit=limit, cursor=cursor, role=role)
-        ctx.emit(page, lambda: render.task_table(page.items, hive.clock(), page.next_cursor,
-                                                 width=fits(), colour=coloured()))
-    # a row raw SQL left unreadable is left out of the listing and named here
-    for row in page.damaged:
-        click.echo(printable(f"warning: task {row.number} ({row.id}) cannot be read"
-                                    f" ({row.error}); it is left out of this list"), err=True)
-
-
-@cli.command()
-@click.argument("ref")
-@click.option("--lease", "lease", is_flag=True, help="Show the live claim's lease id and"
-              " fencing token again (its holder only: --agent and --instance).")
-@click.option("--agent", envvar="HIVELITE_AGENT", help="With --lease: the holder,"
-              " owner/agent ($HIVELITE_AGENT).")
-@click.option("--instance", envvar="HIVELITE_INSTANCE", help="With --lease: the instance it"
-              " claimed from ($HIVELITE_INSTANCE).")
-@click.option("--session", envvar="HIVELITE_SESSION", help="The process or conversation"
-              " acting ($HIVELITE_SESSION).")
-@pass_context
-def show(ctx: Context, ref: str, lease: bool, agent: str | None, instance: str | None,
-         session: str | None) -> None:
-    """Show one task by id or number.
-
-    \b
-    Example:
-      hivelite show 3
-      hivelite show 3 --lease --agent ana/coder --instance laptop
-    """
-    from .. import render
-
-    if lease:
-        caller = ctx.caller(agent, instance, session, agent_verb=True)
-        with ctx.open() as hive:
-            held = hive.lease(acting(hive, caller), ref)
-            ctx.emit(held, lambda: lease_text(held, hive.clock()))
-        return
-    with ctx.open() as hive:
-        view = hive.get(ref)
-        ctx.emit(view, lambda: render.task_block(view, hive.clock()))
-
-
 @cli.command()
 @pass_context
 def info(ctx: Context) -> None:
@@ -357,26 +223,6 @@ def info(ctx: Context) -> None:
             "requires   " + (", ".join(found.required_plugins) or "no plugin"),
             f"tokens     {found.live_tokens} live", f"head       {found.head or '(empty)'}",
             f"chain key  {found.chain_key or 'none on this machine'}"]))
-
-
-@cli.command()
-@click.argument("ref")
-@pass_context
-def history(ctx: Context, ref: str) -> None:
-    """The journal of one task: every move, who made it and why.
-
-    On a terminal the times are relative and the lines fit its width (reasons cut);
-    into a pipe every reason is whole.
-
-    \b
-    Example:
-      hivelite history 2
-    """
-    from .. import render
-
-    with ctx.open() as hive:
-        rows = hive.history(ref)
-        ctx.emit(rows, lambda: render.journal_table(rows, hive.clock(), width=fits()))
 
 
 # -- agents at work -----------------------------------------------------------------------
@@ -924,126 +770,7 @@ def _quiet_stdout() -> None:
         pass
 
 
-def _fail(error: HiveliteError, as_json: bool) -> NoReturn:
-    if as_json:
-        click.echo(json.dumps({"error": error.to_dict()}, indent=2))
-    # the message may quote what a caller typed or a row holds: no control characters
-    click.echo(printable(f"error: {error.code}/{error.reason}: {error.message}"),
-               err=True)
-    sys.exit(error.exit_code)
 
-
-class _PrintableFormatter(logging.Formatter):
-    """Warnings on stderr, with terminal control characters escaped."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return printable(super().format(record))
-
-
-def _check_utf8(args: Sequence[str]) -> None:
-    """Arguments and ``$HIVELITE_`` variables are text: bytes that are not UTF-8 (which
-    Python keeps as lone surrogates) are ``422 invalid_input invalid_utf8``."""
-    named = [(f"argument {i}", True, a) for i, a in enumerate(args, 1)]
-    named += [(f"${k}", False, v) for k, v in os.environ.items() if k.startswith("HIVELITE_")]
-    for field, quote, text in named:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            quoted = f" ({printable_arg(text)})" if quote else ""
-            raise InvalidInput("invalid_utf8", f"{field}{quoted} is not UTF-8 text",
-                               field=field) from None
-
-
-def printable_arg(text: str) -> str:
-    """An argument as an error quotes it: undecodable bytes as ``\\xff``, control
-    characters escaped."""
-    raw = text.encode("utf-8", "surrogateescape")
-    return printable(raw.decode("utf-8", "backslashreplace"))
-
-
-def _show(exc: click.ClickException) -> None:
-    """What ``exc.show()`` prints (the usage, a hint, ``Error: ...``), with the message's
-    control characters escaped: it may quote what was typed."""
-    ctx = exc.ctx if isinstance(exc, click.UsageError) else None
-    color = exc.show_color
-    if ctx is not None:
-        hint = ""
-        if ctx.command.get_help_option(ctx) is not None:
-            names = ctx.command.get_help_option_names(ctx)
-            hint = f"Try '{ctx.command_path} {max(names, key=len)}' for help.\n"
-        color = ctx.color
-        click.echo(f"{ctx.get_usage()}\n{hint}", err=True, color=color)
-    click.echo(f"Error: {printable(exc.format_message())}", err=True, color=color)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point: run the group and turn every error into its exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not logging.getLogger("hivelite").handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(_PrintableFormatter("warning: %(message)s"))
-        logging.getLogger("hivelite").addHandler(handler)
-    try:
-        _check_utf8(args)
-        cli.main(args=args, prog_name="hivelite", standalone_mode=False)
-    except HiveliteError as error:
-        _fail(error, _asks_json(args))
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(1)
-    except click.UsageError as exc:
-        if _bare(exc):  # a group without its verb: its help, as --help prints it (click 8.1)
-            click.echo(exc.ctx.get_help(), color=exc.ctx.color)  # type: ignore[union-attr]
-            sys.exit(0)
-        _usage(exc, _asks_json(args))
-    except click.ClickException as exc:
-        _usage(exc, _asks_json(args))
-    except Exception as exc:
-        if not isinstance(exc, _unforeseen()):
-            raise
-        # a file that cannot be read, a failure of SQLite the store did not foresee, ...
-        _fail(UnexpectedError("unexpected", f"{type(exc).__name__}: {exc}"),
-              _asks_json(args))
-
-
-def _asks_json(args: Sequence[str]) -> bool:
-    """Whether the call asked for JSON: ``--json`` before the verb or after it (a group's
-    option every command also takes), so even a usage error found before click read the
-    options is answered in JSON; nothing after ``--`` counts."""
-    return "--json" in (args[:list(args).index("--")] if "--" in args else args)
-
-
-def _bare(exc: click.UsageError) -> bool:
-    """Whether ``exc`` is click's way (8.2 and later) of saying a group was run without a
-    verb; click 8.1 printed the help and exited instead."""
-    kind = getattr(click.exceptions, "NoArgsIsHelpError", None)
-    return kind is not None and isinstance(exc, kind) and exc.ctx is not None
-
-
-def _usage(exc: click.ClickException, as_json: bool) -> NoReturn:
-    if as_json:
-        click.echo(json.dumps({"error": {"status": 400, "code": "usage", "reason": "usage",
-                                         "message": exc.format_message()}}, indent=2))
-    _show(exc)
-    sys.exit(EXIT_USAGE)
-
-
-def _unforeseen() -> tuple[type[BaseException], ...]:
-    """The failures ``main`` reports as an error rather than a traceback: a file that cannot
-    be read, text that is not what it should be, and SQLite's own errors, when the verb
-    opened a store at all (it is not imported otherwise: ``--help`` stays fast)."""
-    kinds: list[type[BaseException]] = [OSError, UnicodeError, ValueError, OverflowError]
-    sqlite = sys.modules.get("hivelite.store.sqlite")
-    if sqlite is not None:
-        kinds.append(sqlite.DatabaseError)
-    return tuple(kinds)
-
-
-for command in list(cli.commands.values()):  # the group's options after the verb, too
+for command in cli.loaded():  # the group's options after the verb, too
     if not isinstance(command, VerbCommand):  # (a verb of the table takes them once built)
         global_options(command)
-
-
-__all__ = ["cli", "main"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,9 +259,10 @@ def acting(hive: TaskFace, who: Caller | FileOwner | TokenCaller) -> Caller:
 
 
 def plain(data: Any) -> Any:
-    from pydantic import BaseModel
-
-    if isinstance(data, BaseModel):
+    """``data`` as JSON types: a model dumped, lists and dicts walked (a read's answer is
+    JSON already, and pydantic is not imported for it)."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(data, pydantic.BaseModel):
         return data.model_dump(mode="json")
     if isinstance(data, list | tuple):
         return [plain(d) for d in data]

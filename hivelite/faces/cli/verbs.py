@@ -183,19 +183,20 @@ def help_text(verb: Verb, more: str = "") -> str:
             f"      {example(verb)}\n    ")
 
 
-def lease_text(lease: ClaimReceipt, now: datetime) -> str:
+def lease_text(lease: ClaimReceipt | dict[str, Any], now: datetime) -> str:
     """A claim for a person: its task, holder, lease id, token and expiry (and, for a
-    resume, the question with its answers)."""
+    resume, the question with its answers); the claim as a model, or as its JSON."""
     from .. import render
     from ..terminal import printable
 
-    text = (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
-            f"  lease_id       {lease.lease_id}\n  fencing_token  {lease.fencing_token}\n"
-            f"  expires_at     {lease.expires_at} ({render.ago(lease.expires_at, now)})")
-    if lease.question is not None:  # a resume: what was asked, and what came back
-        text += f"\n  question       {printable(lease.question.text)}"
-        text += "".join(f"\n  answer         {printable(a.text)} ({a.by})"
-                        for a in lease.question.answers)
+    c = render.as_json(lease)
+    text = (f"task {c['number']} {c['state']} by {c['holder']} on {c['instance']}\n"
+            f"  lease_id       {c['lease_id']}\n  fencing_token  {c['fencing_token']}\n"
+            f"  expires_at     {c['expires_at']} ({render.ago(c['expires_at'], now)})")
+    if c["question"] is not None:  # a resume: what was asked, and what came back
+        text += f"\n  question       {printable(c['question']['text'])}"
+        text += "".join(f"\n  answer         {printable(a['text'])} ({a['by']})"
+                        for a in c["question"]["answers"])
     return text
 
 
