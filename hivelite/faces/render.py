@@ -20,7 +20,7 @@ from ..core.protocol import CONTROL_ENDINGS
 from .terminal import PRIORITY_COLOURS, STATE_COLOURS, clip, paint, printable
 
 if TYPE_CHECKING:
-    from ..core.models import Control, JournalEntry, TaskView
+    from ..core.models import ClaimReceipt, Control, JournalEntry, TaskView
 
 Json = dict[str, Any]
 
@@ -286,3 +286,17 @@ def journal_table(rows: Sequence[JournalEntry | Json], now: datetime | None = No
 def _fixed(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
     """The width every column but the last takes, with its gap."""
     return sum(max(len(h), *(len(r[i]) for r in rows)) + 2 for i, h in enumerate(headers[:-1]))
+
+
+def lease_text(lease: ClaimReceipt | Json, now: datetime) -> str:
+    """A claim for a person: its task, holder, lease id, token and expiry (and, for a
+    resume, the question with its answers)."""
+    c = as_json(lease)
+    text = (f"task {c['number']} {c['state']} by {c['holder']} on {c['instance']}\n"
+            f"  lease_id       {c['lease_id']}\n  fencing_token  {c['fencing_token']}\n"
+            f"  expires_at     {c['expires_at']} ({ago(c['expires_at'], now)})")
+    if c["question"] is not None:  # a resume: what was asked, and what came back
+        text += f"\n  question       {printable(c['question']['text'])}"
+        text += "".join(f"\n  answer         {printable(a['text'])} ({a['by']})"
+                        for a in c["question"]["answers"])
+    return text

@@ -22,6 +22,7 @@ from ...core.errors import HiveliteError, InvalidInput, StoreError, UnexpectedEr
 from ...core.jsontext import loads_bounded, text_lines
 from ...core.progress import counted, lines_in
 from ...verbs.table import VERBS
+from ..render import lease_text
 from ..terminal import printable
 from .context import (
     Context,
@@ -45,7 +46,6 @@ from .verbs import (
     MORE,
     VerbCommand,
     exports,
-    lease_text,
 )
 
 if TYPE_CHECKING:

@@ -126,19 +126,17 @@ def show(ctx: Context, ref: str, lease: bool, agent: str | None, instance: str |
       hivelite show 3 --lease --agent ana/coder --instance laptop
     """
     if lease:
-        from .verbs import lease_text
-
         if agent is not None and instance is not None and ctx.url is None:
             with reading.opened(ctx.db, clock, ctx.plugins_dir) as store:
                 if store is not None:
                     claim = reading.lease(store, clock(), ref, agent, instance, session)
                     if claim is not None:
-                        ctx.emit(claim, lambda: lease_text(claim, clock()))
+                        ctx.emit(claim, lambda: render.lease_text(claim, clock()))
                         return
         caller = ctx.caller(agent, instance, session, agent_verb=True)
         with ctx.open() as hive:
             held = hive.lease(acting(hive, caller), ref)
-            ctx.emit(held, lambda: lease_text(held, hive.clock()))
+            ctx.emit(held, lambda: render.lease_text(held, hive.clock()))
         return
     if ctx.url is None:
         with reading.opened(ctx.db, clock, ctx.plugins_dir) as store:
