@@ -60,6 +60,7 @@ class Context:
     def open(self) -> TaskFace:
         """Where a task verb runs: the served store (``--url``, with ``--token``) or the
         file."""
+        warn_on_stderr()
         if self.url is None:
             return self.open_store()
         if not self.token:
@@ -73,6 +74,7 @@ class Context:
         """The store file itself (the verbs that only a store file serves)."""
         from ...hive import Hive
 
+        warn_on_stderr()
         if self.url is not None:
             verb = click.get_current_context().info_name
             raise click.UsageError(f"{verb} works on a store file, not over --url")
@@ -178,6 +180,26 @@ class Context:
             click.echo(json.dumps(plain(data), ensure_ascii=False, indent=2))
         else:
             click.echo(human())
+
+
+def warn_on_stderr() -> None:
+    """The library's warnings (``logging``'s ``hivelite`` logger) on stderr as ``warning:
+    ...``, control characters escaped, unless the logger has a handler already: set up
+    before the library is opened (``logging`` is not imported for a read that needs no
+    library)."""
+    import logging
+
+    from ..terminal import printable
+
+    class Printable(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return printable(super().format(record))
+
+    logger = logging.getLogger("hivelite")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(Printable("warning: %(message)s"))
+        logger.addHandler(handler)
 
 
 AS_OWNER = ("Acts as the store's owner (you must own the store file); with an agent named"

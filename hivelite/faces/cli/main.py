@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import logging
 import os
 import sys
 from collections.abc import MutableMapping, Sequence
@@ -24,7 +23,6 @@ import click
 from ... import __version__
 from ...core.errors import HiveliteError, InvalidInput, UnexpectedError
 from ..terminal import printable
-from .context import Context
 
 FILE_FREE_VERBS = frozenset({"states", "schema", "completion"})
 EXIT_USAGE = 2
@@ -72,6 +70,10 @@ class VerbGroup(click.Group):
     def _load(self, *modules: str) -> None:
         for module in modules:
             if module not in self._loaded:
+                if module != "reads":  # the other commands use the library
+                    from .context import warn_on_stderr
+
+                    warn_on_stderr()
                 self._loaded.add(module)
                 importlib.import_module(f"{__package__}.{module}")
 
@@ -101,6 +103,8 @@ def served_verbs() -> frozenset[str]:
 def cli(ctx: click.Context, db: str, as_json: bool, plugins_dir: str | None,
         url: str | None, token: str | None) -> None:
     """hivelite: agent tasks, claims and results in one SQLite file."""
+    from .context import Context
+
     ctx.obj = Context(db=db, as_json=as_json, plugins_dir=plugins_dir, url=url, token=token)
     verb = ctx.invoked_subcommand
     if url is not None and verb is not None and verb not in served_verbs() | FILE_FREE_VERBS:
@@ -115,13 +119,6 @@ def _fail(error: HiveliteError, as_json: bool) -> NoReturn:
     click.echo(printable(f"error: {error.code}/{error.reason}: {error.message}"),
                err=True)
     sys.exit(error.exit_code)
-
-
-class _PrintableFormatter(logging.Formatter):
-    """Warnings on stderr, with terminal control characters escaped."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return printable(super().format(record))
 
 
 def _check_utf8(args: Sequence[str]) -> None:
@@ -163,10 +160,10 @@ def _show(exc: click.ClickException) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the group and turn every error into its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not logging.getLogger("hivelite").handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(_PrintableFormatter("warning: %(message)s"))
-        logging.getLogger("hivelite").addHandler(handler)
+    if "logging" in sys.modules:  # else when the library is opened (a read need not be)
+        from .context import warn_on_stderr
+
+        warn_on_stderr()
     try:
         _check_utf8(args)
         cli.main(args=args, prog_name="hivelite", standalone_mode=False)
