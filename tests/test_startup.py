@@ -85,12 +85,14 @@ READER = ("click", "apsw", "hivelite.store.sqlite", "hivelite.faces.reading",
 
 def writers_in(modules: list[str]) -> list[str]:
     return [m for m in modules if any(m == w or m.startswith(w + ".") for w in WRITERS)
-            or (m.startswith("hivelite.verbs.") and m != "hivelite.verbs.settings")]
+            or (m.startswith("hivelite.verbs.")
+                and m not in ("hivelite.verbs.settings", "hivelite.verbs.installed"))]
 
 
 @pytest.fixture(scope="module")
 def read_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A store file with a live claim (task 1), and the environment a call reads it in."""
+    """A store file with a live claim (task 1), and the environment a call reads it in
+    (no plugin loaded: one that starts is the library's to start, and it may refuse)."""
     from hivelite import Caller, Hive, ManualClock
 
     db = tmp_path_factory.mktemp("reads") / "store.db"
@@ -102,7 +104,8 @@ def read_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                                                  "acceptance_criteria": ["done"]})
         hive.claim(Caller.agent("ana/coder", "laptop"), 1)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
-    return {**env, "HIVELITE_DB": str(db), "HIVELITE_NOW": "2026-12-02T09:01:00Z"}
+    return {**env, "HIVELITE_DB": str(db), "HIVELITE_NOW": "2026-12-02T09:01:00Z",
+            "HIVELITE_LOAD_PLUGINS": ""}
 
 
 @pytest.mark.parametrize(("args", "says"), [pytest.param(a, s, id=" ".join(a)) for a, s in [
@@ -135,6 +138,17 @@ def test_the_read_check_can_fail(read_store: dict[str, str]) -> None:
     code = ("from hivelite.faces.cli.main import main\n"
             "try:\n    main(['show', '9'])\nexcept SystemExit:\n    pass")
     assert {"pydantic", "hivelite.hive", "pluggy"} <= set(writers_in(loaded(code, read_store)))
+
+
+def test_a_read_with_a_plugin_to_start_opens_the_library(read_store: dict[str, str],
+                                                        tmp_path: Path) -> None:
+    """A plugin's ``hivelite_startup`` may refuse the store, so a read that would start
+    one (here from a plugins folder) is the library's, as before."""
+    (tmp_path / "quiet.py").write_text("")
+    env = {**read_store, "HIVELITE_PLUGINS_DIR": str(tmp_path)}
+    code = ("from hivelite.faces.cli.main import main\n"
+            "try:\n    main(['list'])\nexcept SystemExit:\n    pass")
+    assert {"hivelite.hive", "pluggy"} <= set(writers_in(loaded(code, env)))
 
 
 def test_the_console_script_is_the_one_tested() -> None:
