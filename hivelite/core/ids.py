@@ -6,7 +6,6 @@ id matches the seed's ``^[A-Za-z0-9_-]+$``.
 
 from __future__ import annotations
 
-import secrets
 from datetime import datetime
 
 from .errors import NotFound
@@ -31,6 +30,8 @@ def new_task_id(moment: datetime) -> str:
     Within one process, ids made in the same millisecond still sort in the
     order they were made (the random part counts up, as in monotonic ULIDs).
     """
+    import secrets
+
     millis = int(moment.timestamp() * 1000) & ((1 << 48) - 1)
     if millis <= _last[0]:
         millis, rand = _last[0], (_last[1] + 1) & ((1 << 80) - 1)
@@ -42,6 +43,8 @@ def new_task_id(moment: datetime) -> str:
 
 def new_lease_id() -> str:
     """An opaque lease id; it names a claim, the fencing token orders claims."""
+    import secrets
+
     return "L" + secrets.token_hex(8)
 
 

@@ -4,20 +4,34 @@ Everything printed here passes through :func:`printable`: text an agent wrote (a
 a summary, a reason) cannot ring the bell, move the cursor, rewrite a line or send an
 escape sequence to the reader's terminal. JSON output is not rendered here and keeps
 the text exactly as stored.
+
+Each function takes a view as its JSON (what ``--json`` prints, as a read answers it
+without the models) or as the model itself, which it reads as its JSON.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from ..core.clock import parse_ts
-from ..core.models import Control, JournalEntry, TaskView
 from ..core.protocol import CONTROL_ENDINGS
 from .terminal import PRIORITY_COLOURS, STATE_COLOURS, clip, paint, printable
 
+if TYPE_CHECKING:
+    from ..core.models import ClaimReceipt, Control, JournalEntry, TaskView
+
+Json = dict[str, Any]
+
 LAST_UPDATES = 5
 """Updates a ``show`` block prints (the view carries 20)."""
+
+def as_json(value: Any) -> Json:
+    """A view as its JSON: a model dumped as ``--json`` prints it, a dict as it is."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if dump is not None else value  # type: ignore[no-any-return]
+
 
 def ago(stamp: str, now: datetime | None) -> str:
     """``stamp`` relative to ``now`` ("3m ago", "in 9m"), or the stamp itself without ``now``."""
@@ -50,22 +64,23 @@ WAITING_WORDS = {"owner_approval": "owner", "human": "human", "agent": "agent"}
 """What a waiting task waits on, in the listing's words (``waiting: owner``)."""
 
 
-def _state(view: TaskView) -> str:
+def _state(view: Json) -> str:
     """The stored state; a claim whose lease ran out says so (reads never write: the next
     write returns the task to ``routed``)."""
-    task = view.task
-    state = task.state.value
-    if task.waiting_on:
-        state += ": " + WAITING_WORDS[task.waiting_on.value]
-        if view.question is not None and view.question.answered:
+    task = view["task"]
+    state = task["state"]
+    if task["waiting_on"]:
+        state += ": " + WAITING_WORDS[task["waiting_on"]]
+        if view["question"] is not None and view["question"]["answers"]:
             state += ", answered"
-    if view.blocked_by:
-        state += ", blocked by " + " ".join(str(n) for n in view.blocked_by)
-    elif view.lifecycle == "failed" and task.state.value == "routed":
+    if view["blocked_by"]:
+        state += ", blocked by " + " ".join(str(n) for n in view["blocked_by"])
+    elif view["lifecycle"] == "failed" and task["state"] == "routed":
         state += ", attempts exhausted"
-    for control in view.controls:  # the owner's hold, veto or stop bearing on it
-        state += f", {CONTROL_ENDINGS[control.kind]}"
-    return f"{state}, lease expired" if view.claim is not None and view.claim.expired else state
+    for control in view["controls"]:  # the owner's hold, veto or stop bearing on it
+        state += f", {CONTROL_ENDINGS[control['kind']]}"
+    claim = view["claim"]
+    return f"{state}, lease expired" if claim is not None and claim["expired"] else state
 
 
 TASK_HEADERS = ("#", "state", "assignee", "project", "priority", "updated", "task")
@@ -74,7 +89,7 @@ DROPPED_FIRST = ("project", "priority", "updated", "assignee")
 TITLE_MIN = 12
 
 
-def task_table(items: Sequence[TaskView], now: datetime | None = None,
+def task_table(items: Sequence[TaskView | Json], now: datetime | None = None,
                next_cursor: int | None = None, *, width: int | None = None,
                colour: bool = False) -> str:
     """The listing: a row per task. With ``width`` no line is longer: titles are cut to
@@ -84,11 +99,12 @@ def task_table(items: Sequence[TaskView], now: datetime | None = None,
     measured without the colour codes)."""
     if not items:
         return "no tasks"
+    views = [as_json(v) for v in items]
     rows = [
-        [str(v.number), printable(_state(v)), printable(v.task.assignee),
-         printable(v.task.project), v.priority, ago(v.task.updated_at, now),
-         printable(v.task.packet.task)]
-        for v in items
+        [str(v["number"]), printable(_state(v)), printable(v["task"]["assignee"]),
+         printable(v["task"]["project"]), v["priority"], ago(v["task"]["updated_at"], now),
+         printable(v["task"]["packet"]["task"])]
+        for v in views
     ]
     headers = list(TASK_HEADERS)
     if width is None:
@@ -112,13 +128,13 @@ def task_table(items: Sequence[TaskView], now: datetime | None = None,
     if width is not None:
         lines = [clip(line, width) for line in lines]
     if colour:  # the priority first: painting the state moves what follows it
-        rows_of = list(zip(lines[1:], items, strict=True))
+        rows_of = list(zip(lines[1:], views, strict=True))
         if "PRIORITY" in lines[0]:
             at = lines[0].index("PRIORITY")
-            rows_of = [(line[:at] + _paint_word(line[at:], v.priority, PRIORITY_COLOURS), v)
-                       for line, v in rows_of]
+            rows_of = [(line[:at] + _paint_word(line[at:], v["priority"], PRIORITY_COLOURS),
+                        v) for line, v in rows_of]
         at = lines[0].index("STATE")
-        lines = [lines[0]] + [line[:at] + _paint_word(line[at:], v.task.state.value)
+        lines = [lines[0]] + [line[:at] + _paint_word(line[at:], v["task"]["state"])
                               for line, v in rows_of]
     out = "\n".join(lines)
     if next_cursor is not None:
@@ -133,91 +149,108 @@ def _paint_word(rest: str, key: str, colours: dict[str, str] = STATE_COLOURS) ->
     return paint(word, key, colours) + rest[len(word):]
 
 
-def task_block(view: TaskView, now: datetime | None = None) -> str:
-    task = view.task
+def task_block(view: TaskView | Json, now: datetime | None = None) -> str:
+    v = as_json(view)
+    task, packet = v["task"], v["task"]["packet"]
     lines = [
-        f"task {view.number}  {task.id}",
-        f"  state      {_state(view)}" + (f"  ({view.last_reason})" if view.last_reason else ""),
-        f"  project    {task.project}   priority {view.priority}"
-        + (f"   labels {', '.join(view.labels)}" if view.labels else "")
-        + f"   fields v{view.fields_version}",
-        f"  requester  {task.requester}" + ("   (proposed by an agent)"
-                                             if view.origin == "agent" else ""),
-        f"  assignee   {task.assignee}"
-        + (f"   role {view.role} (its claimant must be enrolled in it)" if view.role else ""),
-        f"  created    {ago(task.created_at, now)}   updated {ago(task.updated_at, now)}",
-        f"  task       {task.packet.task}  [{task.packet.deliverable_type}]",
+        f"task {v['number']}  {task['id']}",
+        f"  state      {_state(v)}" + (f"  ({v['last_reason']})" if v["last_reason"] else ""),
+        f"  project    {task['project']}   priority {v['priority']}"
+        + (f"   labels {', '.join(v['labels'])}" if v["labels"] else "")
+        + f"   fields v{v['fields_version']}",
+        f"  requester  {task['requester']}" + ("   (proposed by an agent)"
+                                                if v["origin"] == "agent" else ""),
+        f"  assignee   {task['assignee']}"
+        + (f"   role {v['role']} (its claimant must be enrolled in it)" if v["role"] else ""),
+        f"  created    {ago(task['created_at'], now)}   updated {ago(task['updated_at'], now)}",
+        f"  task       {packet['task']}  [{packet['deliverable_type']}]",
     ]
-    lines += [f"  accept     - {c}" for c in task.packet.acceptance_criteria]
-    if view.depends_on:
-        lines.append("  depends on " + ", ".join(f"{d.number} ({d.state.value})"
-                                                  for d in view.depends_on))
-    if view.attempts:
-        lines.append(f"  attempts   {view.attempts} failed of {view.max_attempts} allowed")
-    if view.claim is not None:
-        claim = view.claim
-        if claim.expired:
-            lines.append(f"  claim      {claim.holder} on {claim.instance}, lease expired"
-                         f" {ago(claim.expires_at, now)}; the next write returns the task"
+    lines += [f"  accept     - {c}" for c in packet["acceptance_criteria"]]
+    if v["depends_on"]:
+        lines.append("  depends on " + ", ".join(f"{d['number']} ({d['state']})"
+                                                  for d in v["depends_on"]))
+    if v["attempts"]:
+        lines.append(f"  attempts   {v['attempts']} failed of {v['max_attempts']} allowed")
+    if v["claim"] is not None:
+        claim = v["claim"]
+        if claim["expired"]:
+            lines.append(f"  claim      {claim['holder']} on {claim['instance']}, lease expired"
+                         f" {ago(claim['expires_at'], now)}; the next write returns the task"
                          " to routed")
         else:
-            lines.append(f"  claim      {claim.holder} on {claim.instance}, "
-                         f"expires {ago(claim.expires_at, now)}")
-    if view.question is not None:
-        asked = view.question
-        whose = "the owner" if asked.on == "human" else "another agent or the owner"
-        lines.append(f"  question   {asked.text} ({asked.asked_by}, {ago(asked.at, now)};"
-                     f" for {whose})")
-        lines += [f"  answer     {a.text} ({a.by}, {ago(a.at, now)})" for a in asked.answers]
-    if task.latest_checkpoint is not None:
-        lines.append(f"  checkpoint {task.latest_checkpoint.progress}")
-    if task.result is not None:
-        result = task.result
-        current = task.state.value in ("verifying", "approval", "completed")
+            lines.append(f"  claim      {claim['holder']} on {claim['instance']}, "
+                         f"expires {ago(claim['expires_at'], now)}")
+    if v["question"] is not None:
+        asked = v["question"]
+        whose = "the owner" if asked["on"] == "human" else "another agent or the owner"
+        lines.append(f"  question   {asked['text']} ({asked['asked_by']},"
+                     f" {ago(asked['at'], now)}; for {whose})")
+        lines += [f"  answer     {a['text']} ({a['by']}, {ago(a['at'], now)})"
+                  for a in asked["answers"]]
+    if task["latest_checkpoint"] is not None:
+        lines.append(f"  checkpoint {task['latest_checkpoint']['progress']}")
+    if task["result"] is not None:
+        result = task["result"]
+        current = task["state"] in ("verifying", "approval", "completed")
         label = "result    " if current else "last try  "
-        outcome = f", {view.outcome}" if view.outcome == "failed" else ""
-        lines.append(f"  {label} {result.summary} (by {result.returned_by}{outcome})")
-        checked = view.evidence or result.evidence
-        lines += [f"    evidence {e.kind}: {e.summary}" + (f" <{e.url}>" if e.url else "")
-                  + (" (verified)" if getattr(e, "verified", False) else "")
+        outcome = f", {v['outcome']}" if v["outcome"] == "failed" else ""
+        lines.append(f"  {label} {result['summary']} (by {result['returned_by']}{outcome})")
+        checked = v["evidence"] or result["evidence"]
+        lines += [f"    evidence {e['kind']}: {e['summary']}"
+                  + (f" <{e['url']}>" if e.get("url") else "")
+                  + (" (verified)" if e.get("verified", False) else "")
                   for e in checked]
-        if view.draft is not None:
-            title = f" {view.draft.title}" if view.draft.title else ""
-            lines.append(f"    draft    {view.draft.kind}{title}"
-                         f" ({len(view.draft.content)} characters)")
-    for c in view.confirmations:
-        counted = "" if c.counted else f" (not counted: {c.why or 'policy'})"
-        lines.append(f"  verdict    {c.verdict} by {c.reviewer} on {c.instance}{counted}"
-                     + (f": {c.reason}" if c.reason else ""))
-    for control in view.controls:
+        if v["draft"] is not None:
+            draft = v["draft"]
+            title = f" {draft['title']}" if draft["title"] else ""
+            lines.append(f"    draft    {draft['kind']}{title}"
+                         f" ({len(draft['content'])} characters)")
+    for c in v["confirmations"]:
+        counted = "" if c["counted"] else f" (not counted: {c['why'] or 'policy'})"
+        lines.append(f"  verdict    {c['verdict']} by {c['reviewer']} on {c['instance']}"
+                     f"{counted}" + (f": {c['reason']}" if c["reason"] else ""))
+    for control in v["controls"]:
         lines.append(f"  control    {control_line(control)}")
-    if view.threshold and task.state.value == "approval":
-        given = sum(1 for c in view.confirmations if c.counted and c.verdict == "accept")
-        noun = "confirmation" if view.threshold == 1 else "confirmations"
-        lines.append(f"  needs      {given} of {view.threshold} independent {noun}, or the"
+    if v["threshold"] and task["state"] == "approval":
+        given = sum(1 for c in v["confirmations"] if c["counted"] and c["verdict"] == "accept")
+        noun = "confirmation" if v["threshold"] == 1 else "confirmations"
+        lines.append(f"  needs      {given} of {v['threshold']} independent {noun}, or the"
                      " owner's sign-off")
-    if view.merge is not None:
-        lines.append(f"  merged     {view.merge.commit} (recorded by {view.merge.by})")
-    for u in view.updates[-LAST_UPDATES:]:
-        lines.append(f"  update     {ago(u.at, now)}  {u.actor}: {u.summary}")
-    if view.usage.tokens or view.usage.usd_micros:
-        lines.append(f"  usage      {view.usage.tokens} tokens,"
-                     f" ${view.usage.usd_micros / 1_000_000:.2f}")
+    if v["merge"] is not None:
+        lines.append(f"  merged     {v['merge']['commit']} (recorded by {v['merge']['by']})")
+    for u in v["updates"][-LAST_UPDATES:]:
+        lines.append(f"  update     {ago(u['at'], now)}  {u['actor']}: {u['summary']}")
+    usage = v["usage"]
+    if usage["tokens"] or usage["usd_micros"]:
+        lines.append(f"  usage      {usage['tokens']} tokens,"
+                     f" ${usage['usd_micros'] / 1_000_000:.2f}")
     return "\n".join(printable(line) for line in lines)
 
 
-def control_line(control: Control) -> str:
+def scope(control: Json) -> str:
+    """Whom a control binds, in words (``core.models.scope_of``, which a model's
+    ``scope`` says)."""
+    if control["kind"] == "veto":
+        return f"{control['agent']} on task {control['task']}"
+    if control["agent"] is not None:
+        return str(control["agent"])
+    return f"instance {control['instance']}" if control["instance"] is not None \
+        else "every agent"
+
+
+def control_line(control: Control | Json) -> str:
     """One control in words: what, whom, since when, why."""
-    line = (f"{control.id}: {control.scope} {CONTROL_ENDINGS[control.kind]} by {control.by}"
-            f" at {control.at}")
-    if control.reason:
-        line += f" ({control.reason})"
-    if control.lifted_at:
-        line += f"; lifted by {control.lifted_by} at {control.lifted_at}"
+    c = as_json(control)
+    line = (f"{c['id']}: {scope(c)} {CONTROL_ENDINGS[c['kind']]} by {c['by']}"
+            f" at {c['at']}")
+    if c["reason"]:
+        line += f" ({c['reason']})"
+    if c["lifted_at"]:
+        line += f"; lifted by {c['lifted_by']} at {c['lifted_at']}"
     return printable(line)
 
 
-def journal_table(rows: Sequence[JournalEntry], now: datetime | None = None, *,
+def journal_table(rows: Sequence[JournalEntry | Json], now: datetime | None = None, *,
                   width: int | None = None) -> str:
     """Journal rows: a row each. With ``now`` the times are relative; the task's number
     shows only when the rows are of several tasks. With ``width`` no line is longer: the
@@ -225,17 +258,17 @@ def journal_table(rows: Sequence[JournalEntry], now: datetime | None = None, *,
     no width, every reason whole: it says why)."""
     if not rows:
         return "no journal rows"
-    several = len({r.number for r in rows if r.number is not None}) > 1
+    entries = [as_json(r) for r in rows]
+    several = len({r["number"] for r in entries if r["number"] is not None}) > 1
     headers = ["seq", *(["#"] if several else []), "at", "actor", "move", "no", "reason"]
     body = []
-    for r in rows:
-        move = f"{r.from_state.value if r.from_state else '-'} -> "
-        move += r.to_state.value if r.to_state else "-"
-        if r.waiting_on:
-            move += ": " + WAITING_WORDS[r.waiting_on.value]
-        body.append([str(r.seq), *([str(r.number or "")] if several else []),
-                     ago(r.at, now), r.actor or "", move, str(r.move or ""),
-                     printable(r.reason or "")])
+    for r in entries:
+        move = f"{r['from_state'] or '-'} -> {r['to_state'] or '-'}"
+        if r["waiting_on"]:
+            move += ": " + WAITING_WORDS[r["waiting_on"]]
+        body.append([str(r["seq"]), *([str(r["number"] or "")] if several else []),
+                     ago(r["at"], now), r["actor"] or "", move, str(r["move"] or ""),
+                     printable(r["reason"] or "")])
     if width is not None:
         fixed = _fixed(headers, body)
         if width - fixed < TITLE_MIN:  # the move's number goes before the reason shrinks
@@ -253,3 +286,17 @@ def journal_table(rows: Sequence[JournalEntry], now: datetime | None = None, *,
 def _fixed(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
     """The width every column but the last takes, with its gap."""
     return sum(max(len(h), *(len(r[i]) for r in rows)) + 2 for i, h in enumerate(headers[:-1]))
+
+
+def lease_text(lease: ClaimReceipt | Json, now: datetime) -> str:
+    """A claim for a person: its task, holder, lease id, token and expiry (and, for a
+    resume, the question with its answers)."""
+    c = as_json(lease)
+    text = (f"task {c['number']} {c['state']} by {c['holder']} on {c['instance']}\n"
+            f"  lease_id       {c['lease_id']}\n  fencing_token  {c['fencing_token']}\n"
+            f"  expires_at     {c['expires_at']} ({ago(c['expires_at'], now)})")
+    if c["question"] is not None:  # a resume: what was asked, and what came back
+        text += f"\n  question       {printable(c['question']['text'])}"
+        text += "".join(f"\n  answer         {printable(a['text'])} ({a['by']})"
+                        for a in c["question"]["answers"])
+    return text

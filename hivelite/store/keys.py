@@ -27,7 +27,6 @@ import hmac
 import json
 import os
 import re
-import secrets
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -136,6 +135,8 @@ def load_key(store_id: str) -> ChainKey | None:
 def make_key(store_id: str, keyed_from: int) -> ChainKey:
     """A new key for the store ``store_id``, sealing rows from ``keyed_from`` on; written
     0600 in one step (another opener that made it first wins, and its key is read)."""
+    import secrets
+
     path = key_path(store_id)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -173,6 +174,8 @@ def signers_path(store_id: str) -> Path:
 
 def save_signer(store_id: str, name: str, secret: str) -> Path:
     """Keep signer ``name``'s secret (0600), replacing any it had."""
+    import secrets
+
     folder = signers_path(store_id)
     path = folder / f"{name}.key"
     try:
@@ -231,6 +234,8 @@ def place_of(location: str) -> str | None:
 
 def remember_place(location: str, store_id: str) -> None:
     """Record which store lives at ``location`` (best effort: a record is evidence)."""
+    import secrets
+
     if place_of(location) == store_id:
         return
     path = _place(location)

@@ -7,7 +7,6 @@ message names the file and what is wrong with it, and the store does not open.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
         raise fail("cannot be read: it does not exist")
     if path.is_dir():
         raise fail("cannot be read: it is a folder")
+    import tomllib
+
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)

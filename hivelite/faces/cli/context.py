@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,7 @@ class Context:
     def open(self) -> TaskFace:
         """Where a task verb runs: the served store (``--url``, with ``--token``) or the
         file."""
+        warn_on_stderr()
         if self.url is None:
             return self.open_store()
         if not self.token:
@@ -72,6 +74,7 @@ class Context:
         """The store file itself (the verbs that only a store file serves)."""
         from ...hive import Hive
 
+        warn_on_stderr()
         if self.url is not None:
             verb = click.get_current_context().info_name
             raise click.UsageError(f"{verb} works on a store file, not over --url")
@@ -179,6 +182,26 @@ class Context:
             click.echo(human())
 
 
+def warn_on_stderr() -> None:
+    """The library's warnings (``logging``'s ``hivelite`` logger) on stderr as ``warning:
+    ...``, control characters escaped, unless the logger has a handler already: set up
+    before the library is opened (``logging`` is not imported for a read that needs no
+    library)."""
+    import logging
+
+    from ..terminal import printable
+
+    class Printable(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return printable(super().format(record))
+
+    logger = logging.getLogger("hivelite")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(Printable("warning: %(message)s"))
+        logger.addHandler(handler)
+
+
 AS_OWNER = ("Acts as the store's owner (you must own the store file); with an agent named"
             " (--agent or $HIVELITE_AGENT) it acts as that agent, and an agent is refused.")
 AS_AGENT = "Acts as the agent named by --agent and --instance (or their $HIVELITE_ variables)."
@@ -258,9 +281,10 @@ def acting(hive: TaskFace, who: Caller | FileOwner | TokenCaller) -> Caller:
 
 
 def plain(data: Any) -> Any:
-    from pydantic import BaseModel
-
-    if isinstance(data, BaseModel):
+    """``data`` as JSON types: a model dumped, lists and dicts walked (a read's answer is
+    JSON already, and pydantic is not imported for it)."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(data, pydantic.BaseModel):
         return data.model_dump(mode="json")
     if isinstance(data, list | tuple):
         return [plain(d) for d in data]

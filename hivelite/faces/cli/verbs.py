@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from ...core.protocol import Mode, Who
 from ...verbs.table import BY_NAME, Verb
+from ..render import lease_text
 from .context import (
     AS_AGENT,
     AS_OWNER,
@@ -28,9 +28,6 @@ from .context import (
     global_options,
     pass_context,
 )
-
-if TYPE_CHECKING:
-    from ...core.models import ClaimReceipt
 
 SPELLINGS: dict[str, str] = {
     "lease_id": "--lease", "decisions": "--decision", "files_touched": "--touched",
@@ -181,22 +178,6 @@ def help_text(verb: Verb, more: str = "") -> str:
     extra = f"{more}\n\n    " if more else ""
     return (f"{verb.summary}\n\n    {extra}{acts}\n\n    \b\n    Example:\n"
             f"      {example(verb)}\n    ")
-
-
-def lease_text(lease: ClaimReceipt, now: datetime) -> str:
-    """A claim for a person: its task, holder, lease id, token and expiry (and, for a
-    resume, the question with its answers)."""
-    from .. import render
-    from ..terminal import printable
-
-    text = (f"task {lease.number} {lease.state.value} by {lease.holder} on {lease.instance}\n"
-            f"  lease_id       {lease.lease_id}\n  fencing_token  {lease.fencing_token}\n"
-            f"  expires_at     {lease.expires_at} ({render.ago(lease.expires_at, now)})")
-    if lease.question is not None:  # a resume: what was asked, and what came back
-        text += f"\n  question       {printable(lease.question.text)}"
-        text += "".join(f"\n  answer         {printable(a.text)} ({a.by})"
-                        for a in lease.question.answers)
-    return text
 
 
 EXPORT = click.option("--export", is_flag=True, help="Print the claim as shell assignments"
