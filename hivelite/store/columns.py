@@ -39,35 +39,42 @@ JOURNAL = (
 )
 PAUSED = "j.from_state = 'working' AND j.to_state = 'waiting'"
 ANSWERED = "j.reason = 'answered' AND j.from_state = 'waiting' AND j.to_state = 'waiting'"
-QUESTION = (
-    JOURNAL + " WHERE j.task = {p} AND j.seq >= (SELECT coalesce(max(j.seq), 0) FROM journal j"
-    f" WHERE j.task = {{p}} AND {PAUSED}) AND (({PAUSED}) OR ({ANSWERED})) ORDER BY j.seq")
-"""A task's latest pause and the answers after it (``p``: the engine's placeholder): a
-pause is move 10 (working -> waiting), an answer an event recorded while it waits."""
+MINE = "j.task = {p}"
+"""A task's journal rows (``j``), found by its number (``p``: the engine's placeholder); an
+engine that links them instead names them otherwise (``sqlite.HISTORY``)."""
+QUESTION_OF = (
+    JOURNAL + " WHERE {mine} AND j.seq >= (SELECT coalesce(max(j.seq), 0) FROM journal j"
+    f" WHERE {{mine}} AND {PAUSED}) AND (({PAUSED}) OR ({ANSWERED})) ORDER BY j.seq")
+QUESTION = QUESTION_OF.format(mine=MINE)
+"""A task's latest pause and the answers after it: a pause is move 10 (working ->
+waiting), an answer an event recorded while it waits."""
 DECIDING = ("('working', 'verifying'), ('verifying', 'completed'), ('verifying', 'approval'),"
             " ('verifying', 'routed'), ('approval', 'completed'), ('approval', 'routed')")
-DECISION = (
-    JOURNAL + " WHERE j.seq = (SELECT max(j.seq) FROM journal j WHERE j.task = {p}"
+DECISION_OF = (
+    JOURNAL + " WHERE j.seq = (SELECT max(j.seq) FROM journal j WHERE {mine}"
     f" AND (j.from_state, j.to_state) IN (VALUES {DECIDING}))")
-"""The last move on a task's result (``p``: the engine's placeholder): its submission, the
-guard's judgement, or the decision on it; a decision only when it is 13, 16 or 17."""
-SUBMITTED = ("SELECT max(seq) FROM journal WHERE task = {p} AND from_state = 'working'"
-             " AND to_state = 'verifying'")
+DECISION = DECISION_OF.format(mine=MINE)
+"""The last move on a task's result: its submission, the guard's judgement, or the
+decision on it; a decision only when it is 13, 16 or 17."""
+SUBMITTED_OF = ("SELECT max(j.seq) FROM journal j WHERE {mine} AND j.from_state = 'working'"
+                " AND j.to_state = 'verifying'")
+SUBMITTED = SUBMITTED_OF.format(mine=MINE)
 """The journal row of a task's last submission (move 12): the one its result's draft cites."""
 DECISIONS = frozenset({13, 16, 17})
 """The moves that decide on a result: passed by a threshold of 0, completed by a sign-off
 or the confirmations, declined by a person or a verifier's reject."""
 ENROLMENT = "agent, projects, roles, rights, active, seq, at, by"
 TOKEN = "id, agent, instance, rights, hash, created_at, expires_at, revoked_at, by"
-VIEW = (
+VIEW_OF = (
     "{columns}, p.body, r.body, c.body, r.worker, r.instance, r.session,"
-    " r.outcome, r.version, r.threshold, r.merge_commit, r.merged_by,"
-    " (SELECT actor FROM journal j WHERE j.task = t.number ORDER BY j.seq LIMIT 1), r.draft,"
+    " r.outcome, r.version, r.threshold, r.merge_commit, r.merged_by, {creator}, r.draft,"
     " r.receipts"
     " FROM tasks t JOIN packets p ON p.task = t.number"
     " LEFT JOIN results r ON r.task = t.number"
     " LEFT JOIN checkpoints c ON c.task = t.number"
 )
+VIEW = VIEW_OF.format(columns="{columns}", creator="(SELECT actor FROM journal j"
+                      " WHERE j.task = t.number ORDER BY j.seq LIMIT 1)")
 """A task with its bodies, result and creator, after ``SELECT`` (``columns``: the task's)."""
 
 

@@ -36,16 +36,16 @@ from ..core.protocol import PRIORITIES
 from . import mounts, quickcheck
 from .chain import CONTENT, TOKEN_EVENTS, link
 from .columns import (
-    ANSWERED,
-    DECIDING,
+    DECISION_OF,
     DECISIONS,
     ENROLMENT,
     JOURNAL,
-    PAUSED,
+    QUESTION_OF,
     SELECT_TASK,
+    SUBMITTED_OF,
     TASK_COLUMNS,
     TOKEN,
-    VIEW,
+    VIEW_OF,
     ViewRows,
     dump,
     journal_row,
@@ -105,26 +105,20 @@ HISTORY = ("WITH RECURSIVE history(seq) AS (SELECT last_seq FROM tasks WHERE num
 """A task's journal rows (their seqs), walked back from its head along each row's link to
 the task's row before it (migration 13): a task's history costs its own rows, and a move
 keeps no index on ``journal(task, seq)`` up to date."""
-TASK_JOURNAL = HISTORY.format(task="?") + JOURNAL + " WHERE j.seq IN history ORDER BY j.seq"
-QUESTION = (HISTORY.format(task="?") + JOURNAL + " WHERE j.seq IN history AND j.seq >="
-            " (SELECT coalesce(max(j.seq), 0) FROM journal j WHERE j.seq IN history"
-            f" AND {PAUSED}) AND (({PAUSED}) OR ({ANSWERED})) ORDER BY j.seq")
-"""A task's latest pause and the answers after it (``columns.QUESTION``, through the links)."""
-DECISION = (HISTORY.format(task="?") + JOURNAL + " WHERE j.seq = (SELECT max(j.seq) FROM"
-            f" journal j WHERE j.seq IN history AND (j.from_state, j.to_state) IN (VALUES"
-            f" {DECIDING}))")
-"""The last move on a task's result (``columns.DECISION``, through the links)."""
-SUBMITTED = (HISTORY.format(task="?") + "SELECT max(seq) FROM journal WHERE seq IN history"
-             " AND from_state = 'working' AND to_state = 'verifying'")
-"""A task's last submission (``columns.SUBMITTED``, through the links)."""
-EXPIRED = (HISTORY.format(task="?") + "SELECT json_extract(detail, '$.expired_at'),"
-           " json_extract(detail, '$.fencing_token') FROM journal WHERE seq IN history"
-           " AND actor = 'clock' AND reason = 'expired' ORDER BY seq DESC LIMIT 1")
+LINKED = "j.seq IN history"
+"""A task's journal rows (``j``) as :data:`HISTORY` finds them."""
+TASK_JOURNAL = HISTORY.format(task="?") + JOURNAL + f" WHERE {LINKED} ORDER BY j.seq"
+QUESTION = HISTORY.format(task="?") + QUESTION_OF.format(mine=LINKED)
+DECISION = HISTORY.format(task="?") + DECISION_OF.format(mine=LINKED)
+SUBMITTED = HISTORY.format(task="?") + SUBMITTED_OF.format(mine=LINKED)
+EXPIRED = (HISTORY.format(task="?") + "SELECT json_extract(j.detail, '$.expired_at'),"
+           " json_extract(j.detail, '$.fencing_token') FROM journal j WHERE"
+           f" {LINKED} AND j.actor = 'clock' AND j.reason = 'expired' ORDER BY j.seq DESC"
+           " LIMIT 1")
 """A task's last expired claim."""
-CREATOR = ("(" + HISTORY.format(task="t.number") + "SELECT actor FROM journal"
-           " WHERE seq = (SELECT min(seq) FROM history))")
-TASK_VIEW = VIEW.replace(
-    "(SELECT actor FROM journal j WHERE j.task = t.number ORDER BY j.seq LIMIT 1)", CREATOR)
+TASK_VIEW = VIEW_OF.format(columns="{columns}", creator=(
+    "(" + HISTORY.format(task="t.number") + "SELECT actor FROM journal"
+    " WHERE seq = (SELECT min(seq) FROM history))"))
 """``columns.VIEW`` with the task's creator found through the links."""
 
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
