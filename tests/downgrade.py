@@ -31,6 +31,22 @@ def _columns(conn: apsw.Connection, table: str) -> list[str]:
     return [str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")]
 
 
+def _keyed_by(conn: apsw.Connection, table: str) -> list[str]:
+    return [str(r[1]) for r in sorted(conn.execute(f"PRAGMA table_info({table})"),
+                                      key=lambda r: r[5]) if r[5]]
+
+
+def _rebuild(conn: apsw.Connection, table: str, sql: str, columns: list[str]) -> None:
+    """A table whose key a later migration changed (no column of a key can be dropped):
+    made again as it was, with its rows."""
+    names = ", ".join(columns)
+    conn.execute(f"CREATE TEMP TABLE downgraded AS SELECT {names} FROM {table}")
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute(sql)
+    conn.execute(f"INSERT INTO {table}({names}) SELECT {names} FROM temp.downgraded")
+    conn.execute("DROP TABLE temp.downgraded")
+
+
 def to_version(conn: apsw.Connection, version: int) -> None:
     """Inside the caller's transaction: the schema of ``version``, keeping the rows."""
     old = schema_at(version)
@@ -44,6 +60,8 @@ def to_version(conn: apsw.Connection, version: int) -> None:
         kind = have[name][0]
         if kind == "table" and name not in want:
             conn.execute(f"DROP TABLE {name}")
+        elif kind == "table" and _keyed_by(conn, name) != _keyed_by(old, name):
+            _rebuild(conn, name, want[name][1], _columns(old, name))
         elif kind == "table":
             for column in set(_columns(conn, name)) - set(_columns(old, name)):
                 conn.execute(f"ALTER TABLE {name} DROP COLUMN {column}")

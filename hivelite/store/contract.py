@@ -95,8 +95,10 @@ class Reader(Protocol):
     def last_seq(self) -> int:
         """The newest journal row's seq (0 for an empty journal)."""
         ...
-    def request(self, caller: str, request_id: str) -> RequestRow | None:
-        """The record of a caller's request id, if one is kept."""
+    def request(self, caller: str, request_id: str, *, since: str) -> RequestRow | None:
+        """The newest record kept of a caller's request id, if one is kept; a store may
+        leave out records written before ``since`` (``format_ts``; a day at most before
+        the write), which answer nothing."""
         ...
     def last_expiry(self, number: int) -> Expiry | None: ...
     def head(self) -> str | None:
@@ -199,7 +201,8 @@ class Writer(Reader, Protocol):
         ...
     def save_request(self, row: RequestRow, *, prune_before: str) -> None:
         """Keep a write's first answer (replacing an expired record of the same id) and
-        drop every record older than ``prune_before``."""
+        drop records older than ``prune_before``: all of them, or a batch a write (a
+        record left over is expired: it answers nothing)."""
         ...
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:

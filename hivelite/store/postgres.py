@@ -481,7 +481,7 @@ class PostgresTx(ViewRows):
             return self._tip()[0]
         return int(self._value("SELECT coalesce(max(seq), 0) FROM journal"))
 
-    def request(self, caller: str, request_id: str) -> RequestRow | None:
+    def request(self, caller: str, request_id: str, *, since: str) -> RequestRow | None:
         row = self._one("SELECT caller, id, verb, digest, answer, at FROM requests"
                         " WHERE caller = %s AND id = %s", (caller, request_id))
         if not row:

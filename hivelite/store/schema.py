@@ -713,7 +713,7 @@ def target_sql() -> str:
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
             + REQUESTS + authority_sql() + TOKENS + TASK_BOARD + decisions_sql()
-            + scope_sql() + draft_sql() + lean_sql())
+            + scope_sql() + draft_sql() + lean_sql() + KEPT_BY_DAY)
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
@@ -1185,11 +1185,13 @@ class EngineOnly:
 
 SQLITE_ONLY = EngineOnly(
     tables=frozenset({"claim_counts"}),
-    columns=frozenset({("tasks", "last_seq"), ("journal", "prev")}),
+    columns=frozenset({("tasks", "last_seq"), ("journal", "prev"), ("requests", "day")}),
     triggers=frozenset({"task_head", "journal_head"}))
 """SQLite's links of each task's journal and its claim counts (migration 13), which a
 PostgreSQL store does without: it keeps its indexes ``journal_by_task`` and
-``journal_claims``, where the pages a move writes matter less than SQLite's one writer."""
+``journal_claims``, where the pages a move writes matter less than SQLite's one writer;
+and the day that keys a kept answer (migration 14), where PostgreSQL keeps its index by
+age."""
 
 
 def lean_sql() -> str:
@@ -1244,3 +1246,29 @@ BEGIN
 END;
 
 """
+
+
+KEPT_BY_DAY = """
+CREATE TEMP TABLE requests_kept AS SELECT * FROM requests;
+DROP TABLE requests;
+CREATE TABLE requests(
+    day INTEGER NOT NULL,
+    caller TEXT NOT NULL,
+    id TEXT NOT NULL,
+    verb TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (day, caller, id)
+) WITHOUT ROWID;
+INSERT INTO requests(day, caller, id, verb, digest, answer, at)
+    SELECT unixepoch(substr(at, 1, 10)) / 86400, caller, id, verb, digest, answer, at
+    FROM requests_kept;
+DROP TABLE temp.requests_kept;
+"""
+"""Kept first answers by day (migration 14, DESIGN §4a): one B-tree keyed by the UTC day
+of the answer (days since 1970-01-01), then caller and request id, in place of a table
+keyed by caller and id beside an index by age. A record then costs one leaf, and the
+records a day old leave from the front of the tree, a batch at a time (a lookup asks
+for the day before and the day itself, so a record answers for its whole ``KEEP``). The
+records kept so far move across unchanged."""

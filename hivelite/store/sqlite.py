@@ -16,6 +16,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
@@ -94,6 +95,16 @@ if TYPE_CHECKING:
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
 MAX_ROWID = (1 << 63) - 1
+PRUNE_BATCH = 64
+"""Expired request records a write drops at most: a day's records leave over the next
+writes that keep one, never in one long write."""
+EPOCH_DAY = date(1970, 1, 1).toordinal()
+
+
+def day_of(at: str) -> int:
+    """The UTC day (days since 1970-01-01) of a stored time (``format_ts``): what keys a
+    kept answer (migration 14)."""
+    return date.fromisoformat(at[:10]).toordinal() - EPOCH_DAY
 DatabaseError = apsw.Error
 """SQLite's own failures that no hivelite error stands for (the CLI's last net)."""
 Synchronous = Literal["NORMAL", "FULL"]
@@ -527,10 +538,12 @@ class SqliteTx(ViewRows):
             return self._tip()[0]
         return int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM journal").get)
 
-    def request(self, caller: str, request_id: str) -> RequestRow | None:
+    def request(self, caller: str, request_id: str, *, since: str) -> RequestRow | None:
+        first = day_of(since)  # the day of ``since`` and the next: a record's whole KEEP
         row = self.conn.execute(
             "SELECT caller, id, verb, digest, answer, at FROM requests"
-            " WHERE caller = ? AND id = ?", (caller, request_id)).fetchone()
+            " WHERE day IN (?, ?) AND caller = ? AND id = ? ORDER BY day DESC LIMIT 1",
+            (first, first + 1, caller, request_id)).fetchone()
         if not row:
             return None
         digest, sealed = unsealed(self.key, *(str(v) for v in row))
@@ -801,21 +814,25 @@ class SqliteTx(ViewRows):
 
     def reseal_requests(self, key: ChainKey) -> None:
         """Seal every kept first answer with ``key`` (a store taking its key)."""
-        rows = self.conn.execute("SELECT caller, id, verb, digest, answer, at FROM requests"
-                                 ).fetchall()
+        rows = self.conn.execute("SELECT day, caller, id, verb, digest, answer, at"
+                                 " FROM requests").fetchall()
         self.conn.executemany(
-            "UPDATE requests SET digest = ? WHERE caller = ? AND id = ?",
+            "UPDATE requests SET digest = ? WHERE day = ? AND caller = ? AND id = ?",
             [(sealed_digest(key, str(c), str(i), str(v), str(d).partition(".")[0], str(a),
-                            str(t)), c, i) for c, i, v, d, a, t in rows])
+                            str(t)), day, c, i) for day, c, i, v, d, a, t in rows])
 
     def save_request(self, row: RequestRow, *, prune_before: str) -> None:
-        self.conn.execute("DELETE FROM requests WHERE at < ?", (prune_before,))
+        # A batch of the oldest days' records a write: from the front of the tree, so a
+        # write with nothing to prune reads one leaf and writes none.
         self.conn.execute(
-            "INSERT OR REPLACE INTO requests(caller, id, verb, digest, answer, at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (row.caller, row.id, row.verb, sealed_digest(self.key, row.caller, row.id,
-                                                         row.verb, row.digest, row.answer,
-                                                         row.at), row.answer, row.at))
+            "DELETE FROM requests WHERE (day, caller, id) IN (SELECT day, caller, id"
+            " FROM requests WHERE day < ? LIMIT ?)", (day_of(prune_before), PRUNE_BATCH))
+        self.conn.execute(
+            "INSERT OR REPLACE INTO requests(day, caller, id, verb, digest, answer, at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (day_of(row.at), row.caller, row.id, row.verb,
+             sealed_digest(self.key, row.caller, row.id, row.verb, row.digest, row.answer,
+                           row.at), row.answer, row.at))
 
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:

@@ -208,8 +208,9 @@ class HiveBase:
             self._sweep(unit)
             self._admit(unit)
             if pending is not None and caller is not None:  # a retry raced its first call
-                answered = self._answered(tx.request(caller.name, pending.id), pending,
-                                          unit.now)
+                answered = self._answered(tx.request(caller.name, pending.id,
+                                                     since=kept_since(unit.now)),
+                                          pending, unit.now)
                 if answered is not None:
                     return answered  # type: ignore[return-value]
             try:
@@ -229,17 +230,19 @@ class HiveBase:
         return result
 
     def _replay(self, caller: object, pending: Pending) -> object | None:
-        """The first answer to this request, read before the verb does any work of its own
-        (its first call changed what the verb would check: a submitted result has no lease
-        left to fence), or None when the request is new."""
+        """The first answer to this request, read when the verb's own checks before its
+        write refused it (its first call changed what they check: a submitted result has
+        no lease left to fence), or None when there is none. A retry those checks pass
+        finds its answer under the write's lock instead."""
         checked = self._caller(caller, pending.verb)
         try:
             self.store.chain_key()  # the reads check the record's seal with it
         except StoreError:  # no key to check it with: no replay (the write says why)
             return None
+        now = self.clock()
         with self.store.read() as reader:
-            row = reader.request(checked.name, pending.id)
-        return self._answered(row, pending, self.clock())
+            row = reader.request(checked.name, pending.id, since=kept_since(now))
+        return self._answered(row, pending, now)
 
     def _answered(self, row: RequestRow | None, pending: Pending,
                   now: datetime) -> object | None:

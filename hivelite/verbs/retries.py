@@ -142,13 +142,15 @@ def _idempotent(method: Callable[P, T], *, name: str) -> Callable[P, T]:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         pending = Pending(request_id(given), name, digest(name, dict(bound.arguments)))
-        hive = next(iter(bound.arguments.values()))  # the verb's store: its first argument
-        answered = hive._replay(bound.arguments["caller"], pending)
-        if answered is not None:  # before the verb's own checks: its first call changed them
-            return answered  # type: ignore[no-any-return]
         token = PENDING.set(pending)
-        try:
+        try:  # a kept answer is found under the write's lock, before the verb's body runs
             return method(*args, **kwargs)
+        except HiveliteError:  # or the verb's own checks, run before the lock, refused the
+            hive = next(iter(bound.arguments.values()))  # retry: its first call changed
+            answered = hive._replay(bound.arguments["caller"], pending)  # what they check
+            if answered is None:
+                raise
+            return answered  # type: ignore[no-any-return]
         finally:
             PENDING.reset(token)
 
