@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from ..chain import chain_existing_journal
@@ -43,8 +43,10 @@ STEPS: dict[int, Callable[[Any], None]] = {4: chain_existing_journal}
 
 
 def _load() -> tuple[Migration, ...]:
+    """The files beside this module (read as files, not through ``importlib.resources``,
+    whose import every CLI call would pay: each opens a store)."""
     found = []
-    for entry in resources.files(__name__).iterdir():
+    for entry in Path(__file__).parent.iterdir():
         match = _NAME.match(entry.name)
         if match:
             version = int(match[1])
