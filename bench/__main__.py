@@ -27,6 +27,8 @@ from .wal import PageReport
 from .workspace import Workspace, paired
 
 SIDES = ("raw", "hivelite")
+REQUEST_ID = "hivelite + request id"
+"""The page count's third side: every claim and submit given a request id of its own."""
 TIMED = ("raw", "hivelite", "sql only")  # "sql only": hivelite's recorded SQL, replayed
 PAGE_ITEMS = 500  # items in the page-counting pass (its WAL is never checkpointed)
 WARM_UP_ITEMS = 200
@@ -157,6 +159,9 @@ def compare(args: argparse.Namespace, ws: Workspace, templates: dict[str, Path],
         with ws.fresh(templates[side]) as path:
             module = raw if side == "raw" else lib
             pages[side] = module.pages(path, keys[side][:count], "NORMAL")
+    with ws.fresh(templates["hivelite"]) as path:
+        pages[REQUEST_ID] = lib.pages(path, keys["hivelite"][:count], "NORMAL",
+                                      request_ids=True)
 
     best = {key: _best(values) for key, values in runs.items()}
     ac = "SQLite default" if autocheckpoint is None else str(autocheckpoint)
@@ -184,6 +189,7 @@ def compare(args: argparse.Namespace, ws: Workspace, templates: dict[str, Path],
 
     if "NORMAL" in syncs and "FULL" in syncs:
         wait = (best[("FULL", "raw")].wall - best[("NORMAL", "raw")].wall) / n / 2 * 1e6
+        figures["fsync_wait_us"] = wait
         print(f"FULL: each commit waited about {wait:,.0f} us for the disk (raw FULL - raw"
               " NORMAL, per commit); the FULL ratio rises toward 1 as that wait grows")
     print("\nus per item (best runs); 'SQL only' replays hivelite's recorded statements"
@@ -202,18 +208,20 @@ def compare(args: argparse.Namespace, ws: Workspace, templates: dict[str, Path],
         for side in TIMED:
             rates = " ".join(f"{n / t.wall:,.0f}" for t in runs[(sync, side)])
             print(f"  {sync:6} {side:8} {rates}")
-        ratios = " ".join(f"{a.wall / b.wall:.3f}" for a, b in zip(
-            runs[(sync, "raw")], runs[(sync, "hivelite")], strict=True))
+        each = [a.wall / b.wall for a, b in zip(runs[(sync, "raw")], runs[(sync, "hivelite")],
+                                                 strict=True)]
+        figures[sync]["runs"] = each
+        ratios = " ".join(f"{ratio:.3f}" for ratio in each)
         print(f"  {sync:6} {'ratio':8} {ratios}")
 
     page_size = pages["raw"].page_size
     print(f"\nWAL pages written per transaction ({count} items, page size {page_size},"
           " counted with a WAL hook, no checkpoint; same for NORMAL and FULL):")
-    print(f"  {'':8} {'all':>6} {'claim':>6} {'submit':>6}   KiB/item")
-    for side in SIDES:
+    print(f"  {'':21} {'all':>6} {'claim':>6} {'submit':>6}   KiB/item")
+    for side in (*SIDES, REQUEST_ID):
         rep = pages[side]
         kib = rep.pages * rep.page_size / 1024 / count
-        print(f"  {side:8} {rep.per_txn:6.2f} {rep.phase_per_txn('claim'):6.2f}"
+        print(f"  {side:21} {rep.per_txn:6.2f} {rep.phase_per_txn('claim'):6.2f}"
               f" {rep.phase_per_txn('submit'):6.2f}   {kib:8.1f}")
     ratio = pages["hivelite"].per_txn / pages["raw"].per_txn
     print(f"  hivelite writes {ratio:.1f}x the raw side's pages")
@@ -221,8 +229,11 @@ def compare(args: argparse.Namespace, ws: Workspace, templates: dict[str, Path],
                                "claim": pages[side].phase_per_txn("claim"),
                                "submit": pages[side].phase_per_txn("submit")}
                         for side in SIDES}
+    figures["pages"]["request_id"] = {
+        "all": pages[REQUEST_ID].per_txn, "claim": pages[REQUEST_ID].phase_per_txn("claim"),
+        "submit": pages[REQUEST_ID].phase_per_txn("submit")}
     figures_file.save(args.figures, figures)
-    for side in SIDES:
+    for side in (*SIDES, REQUEST_ID):
         rep = pages[side]
         if not rep.objects:
             print(f"  ({side}: the -wal file did not match the hook's counts; no breakdown)")

@@ -55,8 +55,17 @@ class _NoRecorder:
     phase = ""
 
 
-def _cycle(hive: Hive, numbers: list[int], rec: WalRecorder | _NoRecorder) -> None:
+def _cycle(hive: Hive, numbers: list[int], rec: WalRecorder | _NoRecorder, *,
+           request_ids: bool = False) -> None:
     claim, submit, agent = hive.claim, hive.submit, AGENT_CALLER
+    if request_ids:  # each call with a request id of its own, as a retrying client sends
+        for n in numbers:
+            rec.phase = "claim"
+            lease = claim(agent, n, request_id=f"claim-{n}")
+            rec.phase = "submit"
+            submit(agent, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                   summary=SUMMARY, evidence=EVIDENCE, request_id=f"submit-{n}")
+        return
     for n in numbers:
         rec.phase = "claim"
         lease = claim(agent, n)
@@ -106,15 +115,16 @@ def run(path: Path, numbers: list[int], synchronous: str) -> Timing:
 
 
 def pages(path: Path, numbers: list[int], synchronous: str, *,
-          ablated: bool = False) -> PageReport:
+          ablated: bool = False, request_ids: bool = False) -> PageReport:
     """The same cycles with a WAL hook counting the pages each commit writes (``ablated``:
     on a copy whose triggers were dropped on purpose, which the store would otherwise
-    refuse to write as tampered with)."""
+    refuse to write as tampered with; ``request_ids``: every claim and submit with a
+    request id of its own)."""
     with open_hive(path, synchronous) as hive:
         if ablated:
             hive.store.tampered = None  # type: ignore[attr-defined]
         rec = WalRecorder(hive.store.conn)
-        _cycle(hive, numbers, rec)
+        _cycle(hive, numbers, rec, request_ids=request_ids)
         check(hive, numbers)
         out = report(rec)
         rec.close()

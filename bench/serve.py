@@ -159,6 +159,8 @@ def main(argv: list[str] | None = None) -> None:
             print("  " + error)
     if local["per_s"]:
         print(f"http / in-process: {http['per_s'] / local['per_s']:.2f}")
+    from .figures import emit  # the last line: the figures, for bench.report
+    emit({"agents": args.agents, "seconds": args.seconds, "http": http, "in_process": local})
 
 
 if __name__ == "__main__":
