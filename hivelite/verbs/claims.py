@@ -151,16 +151,17 @@ def claim_next(hive: HiveBase, caller: Caller, *, minutes: int = DEFAULT_LEASE_M
     """Claim the best ready task of the calling agent in one step: routed, assigned to
     it, every dependency completed, attempts left; the most pressing priority first,
     then the oldest, passing over the tasks numbered in ``skip`` (those a worker has
-    already failed on in its run, say). Answers with the claim and the task as it stands
-    right after; ``404 not_found queue_empty`` when there is none.
+    already failed on in its run, say). Answers with the claim; its ``task`` is the
+    task's full view, read when first asked for; ``404 not_found queue_empty`` when
+    there is none.
 
     One write transaction picks and claims, so any number of workers can call it at
     once: each task is claimed once, and no worker is refused a task it picked. The
-    task's view is read after the commit, outside the write lock.
+    task's view is read after the commit, outside the write lock, and only when asked.
     """
     lease = _next_lease(hive, caller, minutes=minutes, project=project, label=label,
                         skip=skipped(skip), request_id=request_id)
-    return NextClaim.model_construct(**dict(lease), task=hive.get(lease.number))
+    return NextClaim.of(lease, hive.get)
 
 
 @idempotent_as("next")
