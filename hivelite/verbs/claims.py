@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 
 from pydantic import TypeAdapter, ValidationError
@@ -31,7 +30,7 @@ from ..store import TaskRow
 from . import guard
 from .base import HiveBase, invalid
 from .retries import idempotent, idempotent_as
-from .unit import Unit
+from .unit import Unit, updated
 from .views import question_of
 
 _SUMMARY = TypeAdapter(UpdateSummary, config=DEFERRED)
@@ -245,7 +244,7 @@ def renew(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, toke
         hive._fence(unit, row, lease_id, token)
         expires = lease_expiry(unit.now, minutes)
         unit.tx.extend_lease(row.number, expires, at=unit.at)
-        return unit.claim_receipt(replace(row, lease_expires=expires, updated_at=unit.at))
+        return unit.claim_receipt(updated(row, lease_expires=expires, updated_at=unit.at))
 
     return hive._write(agent, "renew", body)
 
@@ -295,7 +294,7 @@ def _start_work(hive: HiveBase, unit: Unit, row: TaskRow, why: str) -> TaskRow:
     if row.state == State.accepted.value:
         return unit.move(row, State.working, actor=unit.who, reason=why)
     unit.tx.touch(row.number, unit.at)
-    return replace(row, updated_at=unit.at)
+    return updated(row, updated_at=unit.at)
 
 
 def _holder_write(hive: HiveBase, caller: Caller, ref: str | int, verb: str, lease_id: str,
