@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, Literal, overload
+from typing import Annotated, Any, Literal, TypeVar, overload
 
 from pydantic import (
     AfterValidator,
@@ -165,6 +165,26 @@ class _Model(BaseModel):
 
 class _Strict(_Model):
     model_config = ConfigDict(extra="forbid")
+
+
+Made = TypeVar("Made", bound=BaseModel)
+_set = object.__setattr__
+
+
+def made(cls: type[Made], values: dict[str, Any]) -> Made:
+    """``cls.model_construct(**values)`` for values the library made itself that name every
+    field (an answer built from its own rows): the same instance, without
+    ``model_construct``'s walk over each field's aliases and defaults (about a microsecond a
+    field, twice a claim and submit). Values that do not name every field, or a model with
+    private attributes, go through ``model_construct``."""
+    if cls.__pydantic_post_init__ or values.keys() != cls.__pydantic_fields__.keys():
+        return cls.model_construct(**values)
+    model = cls.__new__(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", set(values))
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
 
 
 class Packet(_Strict):

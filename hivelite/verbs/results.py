@@ -125,10 +125,13 @@ def submit(
     at = format_ts(hive.clock())
     plain, given = _split_receipts(evidence)
     with hive.store.read() as reader:  # the fence and the plugins' task, before the lock
-        store_id = reader.meta("store_id")
+        store_id = reader.meta("store_id") if any(given) else None  # to check receipts
         row = guard.found(reader.task(ref), ref)
-        hive._controlled(reader, agent, "submit", row)  # a control ended the lease?
-        holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
+        try:
+            holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
+        except (InvalidState, ForbiddenRight):
+            hive._controlled(reader, agent, "submit", row)  # a control ended the lease?
+            raise
         task = task_of(row, reader.bodies(row.number), hive._packets)
     try:
         result = Result.model_validate({

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.caller import Caller
 from ..core.clock import format_ts
-from ..core.models import ClaimReceipt, Receipt, StorePolicy
+from ..core.models import ClaimReceipt, Receipt, StorePolicy, made
 from ..core.protocol import STATE_OF, WAITING_OF, Mode, Right, State, WaitingOn
 from ..store import ControlRow, EnrolmentRow, TaskRow, Writer
 from . import guard
@@ -178,16 +178,16 @@ class Unit:
     def receipt(self, row: TaskRow) -> Receipt:
         """The answer of a write (``TaskAckV1``) from the row as this write left it (the
         write path adds the journal seq after the body)."""
-        return Receipt.model_construct(
-            number=row.number, id=row.id, state=STATE_OF[row.state],
-            waiting_on=WAITING_OF[row.waiting_on] if row.waiting_on else None,
-            at=self.at, seq=None)
+        return made(Receipt, {
+            "number": row.number, "id": row.id, "state": STATE_OF[row.state],
+            "waiting_on": WAITING_OF[row.waiting_on] if row.waiting_on else None,
+            "at": self.at, "seq": None})
 
     def claim_receipt(self, row: TaskRow) -> ClaimReceipt:
         """The answer of claim, resume and renew (``TaskClaimAckV1``)."""
-        return ClaimReceipt.model_construct(
-            number=row.number, id=row.id, state=STATE_OF[row.state], waiting_on=None,
-            at=self.at, seq=None, lease_id=row.lease_id or "",
-            fencing_token=row.lease_token, holder=row.lease_holder or "",
-            instance=row.lease_instance or "", session=row.lease_session,
-            expires_at=row.lease_expires or "")
+        return made(ClaimReceipt, {
+            "number": row.number, "id": row.id, "state": STATE_OF[row.state],
+            "waiting_on": None, "at": self.at, "seq": None, "lease_id": row.lease_id or "",
+            "fencing_token": row.lease_token, "holder": row.lease_holder or "",
+            "instance": row.lease_instance or "", "session": row.lease_session,
+            "expires_at": row.lease_expires or "", "question": None})
