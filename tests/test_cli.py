@@ -279,7 +279,13 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
 
     # Submit with evidence; a rejecting verdict, a decline, an amend, a sign-off, a merge.
     # (next takes task 1 before task 2: high before normal.)
-    lease_id, token, _ = lease("next", *CODER, t=9)
+    took = ok("next", *CODER, t=9)
+    lease_id, token, _ = lease_of(took, as_json)
+    if as_json:  # the claim and the task it took
+        assert (took.doc()["task"]["number"], took.doc()["task"]["task"]["state"]) == (
+            1, "accepted")
+    else:
+        assert "  state      accepted  (claimed)" in took.out  # the task block
     assert state("show", "1", t=9) == "accepted"
     fence = ("--lease", lease_id, "--token", str(token), *CODER)
     result = ok("submit", "1", *fence, "--summary", "Parser written",

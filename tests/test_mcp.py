@@ -53,6 +53,8 @@ def test_the_tools_in_memory_act_as_the_tokens_agent(tmp_path: Path) -> None:
             assert tools["submit_result"].input_schema["properties"]["evidence"]["minItems"] == 1
             got = answer(await client.call_tool("next_task", {}))
             assert (got["number"], got["holder"], got["instance"]) == (n, "ana/coder", "laptop")
+            assert (got["task"]["number"], got["task"]["claim"]["holder"]) == (
+                n, "ana/coder")  # the answer shows the task it took
             fence = {"number": n, "lease_id": got["lease_id"], "token": got["fencing_token"]}
             again = answer(await client.call_tool("my_lease", {"number": n}))
             assert (again["lease_id"], again["fencing_token"]) == (got["lease_id"],

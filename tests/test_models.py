@@ -720,3 +720,31 @@ def test_longest_names_are_accepted(hive: Hive) -> None:
     view = hive.get(receipt.number)
     assert view.task.requester == f"{name}/{name}"
     _check_view(view)
+
+
+# -- answers made from the library's own rows -------------------------------------------
+
+
+def test_made_is_model_construct_for_values_naming_every_field() -> None:
+    from hivelite.core.models import ClaimReceipt, NextClaim, Receipt, made
+    from hivelite.core.protocol import State
+
+    values: dict[str, Any] = {
+        "number": 3, "id": "t-1", "state": State.accepted, "waiting_on": None,
+        "at": "2026-12-02T09:00:00.000Z", "seq": 7, "lease_id": "L", "fencing_token": 2,
+        "holder": "ana/coder", "instance": "laptop", "session": None,
+        "expires_at": "2026-12-02T09:10:00.000Z", "question": None}
+    fast, slow = made(ClaimReceipt, dict(values)), ClaimReceipt.model_construct(**values)
+    assert type(fast) is ClaimReceipt and fast == slow
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.model_dump_json() == slow.model_dump_json()
+    fast.seq = 8  # an answer the write path completes after its body
+    assert fast.seq == 8
+    short = {k: v for k, v in values.items() if k != "question"}  # a default left out
+    assert made(ClaimReceipt, dict(short)) == slow
+    assert made(ClaimReceipt, dict(short)).model_fields_set == set(short)
+    extra = {**values, "lease_id": "L", "task": None}  # a name the model lacks: not kept
+    assert made(Receipt, extra) == Receipt.model_construct(**extra)
+    assert "task" not in made(Receipt, extra).__dict__
+    private = made(NextClaim, dict(values))  # private attributes: model_construct's way
+    assert private.__pydantic_private__ == {"_view": None, "_read": None}

@@ -67,6 +67,25 @@ def test_next_answers_with_the_claim(hive: Hive) -> None:
     assert lease.task == hive.get(number)  # the task as the claim left it
 
 
+def test_next_reads_the_task_view_when_first_asked_for(hive: Hive) -> None:
+    """The claim is the write's answer; the view is read after it, once, when asked for
+    (a worker that needs only the lease never reads it), and every face that shows the
+    answer asks for it."""
+    number = own_task(hive)
+    lease = hive.claim_next(CODER)
+    hive.checkpoint(CODER, number, **fence(lease), progress="started")  # after the claim
+    assert lease.state is S.accepted  # the claim as the write left it
+    view = lease.task  # read now: the task as it stands when asked for
+    assert (view.number, view.task.state, view.claim) == (number, S.working, hive.get(
+        number).claim)
+    hive.update(CODER, number, **fence(lease), summary="more")
+    assert lease.task is view  # read once, then kept
+    shown = lease.model_dump(mode="json")  # what the faces print and send
+    assert shown["task"] == view.model_dump(mode="json")
+    again = type(lease).model_validate(shown)  # an answer read from JSON (the client's)
+    assert again.task == view and again.lease_id == lease.lease_id
+
+
 def test_an_empty_queue_is_not_found_and_writes_nothing(hive: Hive, snap: Snap) -> None:
     own_task(hive, assignee="ana/reviewer")  # someone else's
     err = refused(snap, NotFound, "queue_empty", lambda: hive.claim_next(CODER))

@@ -326,6 +326,7 @@ def test_the_cli_works_against_the_server_with_url_and_token(server: Server) -> 
     n = server.call("POST", who="planner", body={**TASK, "project": "cli"}).json()["number"]
     lease = cli_over(server, "coder", "next", "--project", "cli")
     assert (lease["number"], lease["holder"]) == (n, "ana/coder")
+    assert lease["task"]["number"] == n and lease["task"]["task"]["state"] == "accepted"
     fence = ("--lease", lease["lease_id"], "--token", str(lease["fencing_token"]))
     again = cli_over(server, "coder", "show", str(n), "--lease")  # the lease, asked again
     assert (again["lease_id"], again["fencing_token"]) == (lease["lease_id"],

@@ -111,6 +111,10 @@ class Mode(StrEnum):
 
 
 TERMINAL: frozenset[State] = frozenset({State.completed, State.rejected, State.cancelled})
+STATE_OF: dict[str, State] = {s.value: s for s in State}
+"""Each state by its name, as a row stores it (a lookup: ``State(name)`` costs a call into
+the enum's machinery on every move)."""
+WAITING_OF: dict[str, WaitingOn] = {w.value: w for w in WaitingOn}
 
 STATE_NOTES: dict[State, str] = {
     State.requested: "A handoff created the task; the owner's permission gate decides next.",

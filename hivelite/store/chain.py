@@ -52,7 +52,19 @@ def link(before: str | None, content: Sequence[Any]) -> str:
     columns are ``content`` (in :data:`CONTENT`'s order, as stored): SHA-256 of
     ``h<length>:<before>`` and each column's :func:`_field`, in UTF-8."""
     before = before or ""
-    text = f"h{len(before)}:{before}" + "".join([_field(v) for v in content])
+    parts = [f"h{len(before)}:{before}"]
+    add = parts.append
+    for value in content:  # _field, inline: a link is made for every journal row
+        kind = type(value)
+        if kind is str:
+            add(f"s{len(value)}:{value}")
+        elif value is None:
+            add("~")
+        elif kind is int:
+            add(f"i{value};")
+        else:
+            add(_field(value))
+    text = "".join(parts)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS]
 
 

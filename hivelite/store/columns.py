@@ -78,9 +78,14 @@ VIEW = VIEW_OF.format(columns="{columns}", creator="(SELECT actor FROM journal j
 """A task with its bodies, result and creator, after ``SELECT`` (``columns``: the task's)."""
 
 
+_DETAIL = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+"""``json.dumps(..., separators=(",", ":"), sort_keys=True)`` without making an encoder
+each call."""
+
+
 def dump(detail: dict[str, Any] | None) -> str | None:
     """A journal detail as the store keeps it: compact, sorted JSON (None when empty)."""
-    return json.dumps(detail, separators=(",", ":"), sort_keys=True) if detail else None
+    return _DETAIL(detail) if detail else None
 
 
 def usage_sum(rows: Iterable[Sequence[Any]]) -> tuple[int, int]:

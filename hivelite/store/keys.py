@@ -86,8 +86,8 @@ class ChainKey:
 
     def mac(self, link: str) -> str:
         """The seal of one link (an HMAC-SHA256 of the link's text, cut to 32 hex)."""
-        return hmac.new(self.secret, link.encode("utf-8", "surrogatepass"),
-                        hashlib.sha256).hexdigest()[:MAC_CHARS]
+        return hmac.digest(self.secret, link.encode("utf-8", "surrogatepass"),
+                           "sha256").hex()[:MAC_CHARS]
 
     def seal(self, seq: int, link: str) -> str:
         """The hash the journal row ``seq`` stores: its link, then the MAC of its place

@@ -288,9 +288,10 @@ class HiveBase:
             self._charge(unit)
 
     def _controlled(self, reader: Reader, agent: Caller, verb: str, row: TaskRow) -> None:
-        """The owner's controls, asked of a snapshot before the write lock by a verb that
-        checks its fence early (submit): a control that ended the lease is named as such,
-        not as a stale claim. The write path asks again under the lock."""
+        """The owner's controls, asked of a snapshot before the write lock by a verb whose
+        early fence check failed (submit): a control that ended the lease is named as such,
+        not as a stale claim. (A control ends the claims it bears on, so a fence that holds
+        needs no such question; the write path asks the controls again under the lock.)"""
         live = reader.controls()
         admit_controls(live, agent, mode_of(verb))
         veto = vetoed(live, agent.name, row.number)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 
 from pydantic import TypeAdapter, ValidationError
@@ -31,7 +30,7 @@ from ..store import TaskRow
 from . import guard
 from .base import HiveBase, invalid
 from .retries import idempotent, idempotent_as
-from .unit import Unit
+from .unit import Unit, updated
 from .views import question_of
 
 _SUMMARY = TypeAdapter(UpdateSummary, config=DEFERRED)
@@ -151,16 +150,17 @@ def claim_next(hive: HiveBase, caller: Caller, *, minutes: int = DEFAULT_LEASE_M
     """Claim the best ready task of the calling agent in one step: routed, assigned to
     it, every dependency completed, attempts left; the most pressing priority first,
     then the oldest, passing over the tasks numbered in ``skip`` (those a worker has
-    already failed on in its run, say). Answers with the claim and the task as it stands
-    right after; ``404 not_found queue_empty`` when there is none.
+    already failed on in its run, say). Answers with the claim; its ``task`` is the
+    task's full view, read when first asked for; ``404 not_found queue_empty`` when
+    there is none.
 
     One write transaction picks and claims, so any number of workers can call it at
     once: each task is claimed once, and no worker is refused a task it picked. The
-    task's view is read after the commit, outside the write lock.
+    task's view is read after the commit, outside the write lock, and only when asked.
     """
     lease = _next_lease(hive, caller, minutes=minutes, project=project, label=label,
                         skip=skipped(skip), request_id=request_id)
-    return NextClaim.model_construct(**dict(lease), task=hive.get(lease.number))
+    return NextClaim.of(lease, hive.get)
 
 
 @idempotent_as("next")
@@ -244,7 +244,7 @@ def renew(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, toke
         hive._fence(unit, row, lease_id, token)
         expires = lease_expiry(unit.now, minutes)
         unit.tx.extend_lease(row.number, expires, at=unit.at)
-        return unit.claim_receipt(replace(row, lease_expires=expires, updated_at=unit.at))
+        return unit.claim_receipt(updated(row, lease_expires=expires, updated_at=unit.at))
 
     return hive._write(agent, "renew", body)
 
@@ -294,7 +294,7 @@ def _start_work(hive: HiveBase, unit: Unit, row: TaskRow, why: str) -> TaskRow:
     if row.state == State.accepted.value:
         return unit.move(row, State.working, actor=unit.who, reason=why)
     unit.tx.touch(row.number, unit.at)
-    return replace(row, updated_at=unit.at)
+    return updated(row, updated_at=unit.at)
 
 
 def _holder_write(hive: HiveBase, caller: Caller, ref: str | int, verb: str, lease_id: str,

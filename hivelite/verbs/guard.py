@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from ..core.errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
-from ..core.protocol import TERMINAL, Move, State, WaitingOn, find_move
+from ..core.protocol import STATE_OF, TERMINAL, WAITING_OF, Move, State, WaitingOn, find_move
 from ..store import TaskRow
 
 Found = TypeVar("Found")
@@ -24,7 +24,7 @@ def found(row: Found | None, ref: str | int) -> Found:
 
 def still_open(row: TaskRow) -> State:
     """The task's state, or ``409 task_closed`` once it is completed, rejected or cancelled."""
-    state = State(row.state)
+    state = STATE_OF.get(row.state) or State(row.state)
     if state in TERMINAL:
         raise InvalidState("task_closed", f"task {row.number} is {state.value}")
     return state
@@ -37,10 +37,11 @@ def check_move(
     to_waiting: WaitingOn | None = None,
 ) -> Move:
     """The move from ``state`` to ``target``, or ``409 invalid_state`` saying why not."""
-    source = State(state)
+    source = state if isinstance(state, State) else STATE_OF.get(state) or State(state)
     if source in TERMINAL:
         raise InvalidState("task_closed", f"the task is {source.value}; it cannot change")
-    current = WaitingOn(waiting_on) if waiting_on else None
+    current = (None if not waiting_on else waiting_on if isinstance(waiting_on, WaitingOn)
+               else WAITING_OF.get(waiting_on) or WaitingOn(waiting_on))
     move = find_move(source, target, current, to_waiting)
     if move is None:
         where = f"{source.value}({current.value})" if current else source.value

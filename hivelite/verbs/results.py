@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
@@ -43,7 +42,7 @@ from .base import HiveBase, invalid
 from .claims import fencing_token, usage_fits
 from .plugins import call_each, call_first
 from .retries import idempotent
-from .unit import Unit
+from .unit import Unit, updated
 from .views import evidence_views, task_of, verified_of
 
 _COMMIT = TypeAdapter(CommitHash, config=DEFERRED)
@@ -126,10 +125,13 @@ def submit(
     at = format_ts(hive.clock())
     plain, given = _split_receipts(evidence)
     with hive.store.read() as reader:  # the fence and the plugins' task, before the lock
-        store_id = reader.meta("store_id")
+        store_id = reader.meta("store_id") if any(given) else None  # to check receipts
         row = guard.found(reader.task(ref), ref)
-        hive._controlled(reader, agent, "submit", row)  # a control ended the lease?
-        holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
+        try:
+            holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
+        except (InvalidState, ForbiddenRight):
+            hive._controlled(reader, agent, "submit", row)  # a control ended the lease?
+            raise
         task = task_of(row, reader.bodies(row.number), hive._packets)
     try:
         result = Result.model_validate({
@@ -139,6 +141,12 @@ def submit(
     except ValidationError as exc:
         raise invalid(exc, "result") from None
     receipts = _checked(store_id, result, given)
+    # the result as the store keeps it, but for its time (read under the lock): no model is
+    # made or dumped inside the write
+    kept = result.model_dump_json(exclude_none=True, exclude={"returned_at"})
+    sealed = {"fencing_token": token} | ({"draft": hashlib.sha256(
+        drafted.encode("utf-8")).hexdigest()} if drafted else {}) | (
+        {"verified": verified_of(receipts)} if receipts else {})
     problems: list[dict[str, str]] = []
     threshold, decided_by = None, None
     if outcome == "completed":
@@ -149,11 +157,10 @@ def submit(
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)  # the plugins took time: fence again under the lock
         holder = hive._fence(unit, row, lease_id, token)
-        data = result.model_copy(update={"returned_at": unit.at})
-        unit.tx.put_result(row.number, data.model_dump_json(exclude_none=True),
-                           worker=holder, instance=row.lease_instance or "",
-                           session=row.lease_session, outcome=outcome, threshold=threshold,
-                           draft=drafted, receipts=receipts)
+        unit.tx.put_result(row.number, returned_at(kept, unit.at), worker=holder,
+                           instance=row.lease_instance or "", session=row.lease_session,
+                           outcome=outcome, threshold=threshold, draft=drafted,
+                           receipts=receipts)
         if tokens is not None or usd_micros is not None:
             hive._charge(unit, usage=True)
             unit.tx.add_update(row.number, at=unit.at, actor=holder,
@@ -162,10 +169,7 @@ def submit(
         if row.state == State.accepted.value:
             row = unit.move(row, State.working, actor=holder, reason="submit")
         row = unit.move(row, State.verifying, actor=holder,
-                        reason=f"result returned ({outcome})", end_lease=True,
-                        detail={"fencing_token": token} | ({"draft": hashlib.sha256(
-                            drafted.encode("utf-8")).hexdigest()} if drafted else {})
-                        | ({"verified": verified_of(receipts)} if receipts else {}))
+                        reason=f"result returned ({outcome})", end_lease=True, detail=sealed)
         if outcome == "failed":
             target, reason = State.routed, f"attempt failed: {summary[:200]}"
             detail: dict[str, Any] = {"outcome": "failed"}
@@ -185,6 +189,13 @@ def submit(
         return unit.receipt(row)
 
     return hive._write(agent, "submit", body)
+
+def returned_at(kept: str, at: str) -> str:
+    """A result's JSON (``model_dump_json(exclude_none=True)`` without ``returned_at``)
+    with its time, as the whole model would dump it: ``returned_at`` is its last field."""
+    assert kept.endswith("}") and kept != "{}"
+    return f'{kept[:-1]},"returned_at":"{at}"}}'
+
 
 def _split_receipts(evidence: Sequence[Evidence | Mapping[str, Any]]
                     ) -> tuple[list[Any], list[EvidenceReceipt | None]]:
@@ -380,7 +391,7 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
                 raise ForbiddenRight("not_submitter",
                                      f"only {meta.worker}, who submitted it, may amend")
             _replace_result(hive, unit, row, meta.version, summary, evidence)
-            row = replace(row, updated_at=unit.at)
+            row = updated(row, updated_at=unit.at)
         else:
             if summary is not None or evidence is not None:
                 raise InvalidState("not_amendable", "a completed result takes only its"

@@ -34,6 +34,7 @@ from ..core.models import (
     TaskView,
     UpdateView,
     Usage,
+    made,
     merge_evidence,
 )
 from ..core.protocol import PRIORITIES, TERMINAL, State, WaitingOn, lifecycle
@@ -87,14 +88,14 @@ def task_of(row: TaskRow, bodies: Bodies, packets: PacketCache | None = None) ->
         result = Result.model_construct(**data)
     packet = (packets.get(row.number, bodies.packet) if packets is not None
               else Packet.model_construct(**json.loads(bodies.packet)))
-    return Task.model_construct(
-        id=row.id, project=row.project, state=State(row.state),
-        waiting_on=WaitingOn(row.waiting_on) if row.waiting_on else None,
-        requester=row.requester, assignee=row.assignee, packet=packet, result=result,
-        latest_checkpoint=Checkpoint.model_construct(**json.loads(bodies.checkpoint))
+    return made(Task, {
+        "id": row.id, "project": row.project, "state": State(row.state),
+        "waiting_on": WaitingOn(row.waiting_on) if row.waiting_on else None,
+        "requester": row.requester, "assignee": row.assignee, "packet": packet,
+        "result": result,
+        "latest_checkpoint": Checkpoint.model_construct(**json.loads(bodies.checkpoint))
         if bodies.checkpoint else None,
-        created_at=row.created_at, updated_at=row.updated_at,
-    )
+        "created_at": row.created_at, "updated_at": row.updated_at})
 
 
 def evidence_views(result: Result | None, receipts: str | None) -> list[EvidenceView]:
