@@ -2,8 +2,9 @@
 
 A request names its vault (the store's id, ``hivelite info``) and carries a token
 (``Authorization: Bearer hl_…``); the token, looked up in that vault alone, says who
-calls. The verb then runs on the vault's ``Hive`` in a worker thread (a ``Hive`` gives
-each thread its own connection), through the one write path like any other caller.
+calls. The verb then runs on the vault's ``Hive`` through the one write path like any
+other caller: a read in a worker thread (a ``Hive`` gives each thread its own
+connection), a write on the vault's writer thread, in the order the writes came.
 Errors are seed 004's: the HTTP status, ``code``, ``reason`` and the task ``number``;
 ``429`` carries ``Retry-After``; ``401`` carries ``WWW-Authenticate``.
 """
@@ -49,7 +50,7 @@ from .hosts import LOOPBACK
 from .mcp_tools import build_mcp
 from .openapi import openapi_document
 from .routes import Route, query_input, routes_of
-from .vaults import Vaults
+from .vaults import WRITERS, Vaults
 
 log = logging.getLogger("hivelite.faces.server")
 PREFIX = "/v1/vaults/{vault_id}/tasks"
@@ -146,8 +147,13 @@ def endpoint(route: Route, vaults: Vaults) -> Any:
                                      f" {route.right}; this token carries"
                                      f" {', '.join(sorted(auth.rights))}", right=route.right)
             given = await _input(request, route)
-            answer = await run_in_threadpool(route.verb.call, hive, auth.caller, number,
-                                             given, request.headers.get(REQUEST_ID_HEADER))
+            arguments = (hive, auth.caller, number, given,
+                         request.headers.get(REQUEST_ID_HEADER))
+            if route.verb.reads:
+                answer = await run_in_threadpool(route.verb.call, *arguments)
+            else:
+                answer = await vaults.write(request.path_params["vault_id"], route.verb.call,
+                                            *arguments)
             return JSONResponse(plain(answer))
         except HiveliteError as error:
             return error_response(error, number)
@@ -172,11 +178,13 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
 
 
 def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = (),
-               board_on_loopback: bool = False, verbs: Sequence[Verb] = VERBS) -> Starlette:
+               board_on_loopback: bool = False, verbs: Sequence[Verb] = VERBS,
+               writers: int = WRITERS) -> Starlette:
     """The app serving ``hives``, each as the vault of its store id; ``/mcp`` answers only
     requests addressed to loopback or to one of ``allowed_hosts``; the board (``/``) needs
-    an owner's sign-in, or with ``board_on_loopback`` only a request from this machine."""
-    vaults = Vaults(hives)
+    an owner's sign-in, or with ``board_on_loopback`` only a request from this machine;
+    each vault's write routes run on ``writers`` threads of its own."""
+    vaults = Vaults(hives, writers=writers)
     routes = [StarletteRoute(PREFIX + route.path, endpoint(route, vaults),
                              methods=[route.method], name=route.name)
               for route in routes_of(verbs)]
@@ -218,7 +226,10 @@ def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = (),
         async with contextlib.AsyncExitStack() as stack:
             for mcp_server in servers.values():
                 await stack.enter_async_context(mcp_server.session_manager.run())
-            yield
+            try:
+                yield
+            finally:
+                vaults.close()
 
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(AccessLog)])
     app.state.vaults = vaults
