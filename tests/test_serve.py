@@ -240,6 +240,20 @@ def test_a_body_too_deep_or_too_large_is_refused_not_a_failure(server: Server) -
     assert server.call("POST", f"/{n}/claim", body={}).status_code == 200
 
 
+def test_the_token_is_checked_before_the_body(server: Server) -> None:
+    """A bad body from a caller without a good token, or without the right, says only
+    that: 401 before 415 or 422, 403 before them."""
+    n = server.call("POST", who="planner", body=TASK).json()["number"]
+    for body, kind in ((b" " * (2 << 20), "application/json"), (b"{", "application/json"),
+                       (b"{}", "text/plain")):
+        for who, status, reason in (("hl_nothing", 401, "invalid_token"),
+                                    ("reader", 403, "not_permitted")):
+            answer = httpx.post(server.tasks(f"/{n}/claim"), content=body,
+                                headers={"Authorization": f"Bearer {server.tokens.get(who, who)}",
+                                         "Content-Type": kind})
+            error_of(answer, status, reason)
+
+
 def test_a_body_not_sent_as_json_is_415_and_changes_nothing(server: Server) -> None:
     """A form or a text (what another site's page can send without asking) is not read
     as JSON, however JSON it looks; a JSON type with a charset is."""

@@ -17,6 +17,9 @@ from ..server.hosts import is_loopback
 from .context import Context, pass_context
 
 DEFAULT_PORT = 8377
+WRITERS = 1
+"""``--writers``: the server's default (``hivelite.faces.server.vaults.WRITERS``, which
+this module does not import: the server extra may be missing)."""
 
 
 @click.command()
@@ -33,10 +36,14 @@ DEFAULT_PORT = 8377
               " this machine without an owner token.")
 @click.option("--no-access-log", "quiet", is_flag=True, help="Print no line per request"
               " (the access log names the caller, never a token).")
+@click.option("--writers", default=WRITERS, show_default=True, type=click.IntRange(1, 64),
+              help="Threads that run each store's writes, in the order they came (SQLite"
+              " takes one writer at a time; more only help a plugin slow after each move:"
+              " docs/serve.md).")
 @pass_context
 def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
           uds: str | None, allowed_hosts: tuple[str, ...], board_on_loopback: bool,
-          quiet: bool) -> None:
+          quiet: bool, writers: int) -> None:
     """Serve stores over HTTP: seed 004's routes, one vault per store.
 
     Each STORE (default: --db) is served as the vault of its id (hivelite info). Agents
@@ -68,7 +75,8 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
         info = hive.info()
         if info.head is not None:
             witness(info.vault_id, info.head, format_ts(hive.clock()), "serve")
-    app = create_app(hives, allowed_hosts=allowed_hosts, board_on_loopback=board_on_loopback)
+    app = create_app(hives, allowed_hosts=allowed_hosts, board_on_loopback=board_on_loopback,
+                     writers=writers)
     origin = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     where = f"unix socket {uds}" if uds else origin
     for vault_id, hive in app.state.vaults.by_id.items():

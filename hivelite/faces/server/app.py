@@ -2,8 +2,9 @@
 
 A request names its vault (the store's id, ``hivelite info``) and carries a token
 (``Authorization: Bearer hl_…``); the token, looked up in that vault alone, says who
-calls. The verb then runs on the vault's ``Hive`` in a worker thread (a ``Hive`` gives
-each thread its own connection), through the one write path like any other caller.
+calls. The verb then runs on the vault's ``Hive`` through the one write path like any
+other caller: a read in a worker thread (a ``Hive`` gives each thread its own
+connection), a write on the vault's writer thread, in the order the writes came.
 Errors are seed 004's: the HTTP status, ``code``, ``reason`` and the task ``number``;
 ``429`` carries ``Retry-After``; ``401`` carries ``WWW-Authenticate``.
 """
@@ -49,7 +50,7 @@ from .hosts import LOOPBACK
 from .mcp_tools import build_mcp
 from .openapi import openapi_document
 from .routes import Route, query_input, routes_of
-from .vaults import Vaults
+from .vaults import WRITERS, Vaults
 
 log = logging.getLogger("hivelite.faces.server")
 PREFIX = "/v1/vaults/{vault_id}/tasks"
@@ -106,21 +107,31 @@ def is_json(content_type: str) -> bool:
                                             and media.endswith("+json"))
 
 
-async def _input(request: Request, route: Route) -> Any:
+async def _body(request: Request) -> bytes | HiveliteError:
+    """A write's body as sent (its refusal, when it is too large, is kept to be told after
+    the token's: a caller learns nothing of a body before proving who it is)."""
+    try:
+        return await read_body(request)
+    except HiveliteError as error:
+        return error
+
+
+def _input(request: Request, route: Route, body: bytes | HiveliteError | None) -> Any:
     """The verb's input: a read's from its query string, a write's from its JSON body,
     validated by the verb's input model."""
     model = route.verb.input
-    if route.method == "GET":
+    if body is None:
         data: Any = query_input(model, request.query_params,
                                 {k: request.query_params.getlist(k)
                                  for k in request.query_params})
     else:
-        raw = await read_body(request)
-        if raw.strip() and not is_json(request.headers.get("content-type", "")):
+        if isinstance(body, HiveliteError):
+            raise body
+        if body.strip() and not is_json(request.headers.get("content-type", "")):
             raise NotJson("not_json", "a request body is JSON, sent as Content-Type:"
                           " application/json", field="content-type")
         try:
-            data = json.loads(raw) if raw.strip() else {}
+            data = json.loads(body) if body.strip() else {}
         except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
             raise InvalidInput("invalid_json", "the request body is not JSON",
                                field="body") from None
@@ -131,23 +142,31 @@ async def _input(request: Request, route: Route) -> Any:
 
 
 def endpoint(route: Route, vaults: Vaults) -> Any:
-    """The Starlette endpoint of one route."""
+    """The Starlette endpoint of one route: past its path and body, the whole request (the
+    token, the right, the input, the verb) runs in one thread, a write's on the vault's
+    writer thread, so a request crosses to a thread and back once."""
     async def serve(request: Request) -> Response:
         number: int | str | None = None
         try:
-            hive = vaults[request.path_params["vault_id"]]
+            vault_id = request.path_params["vault_id"]
+            hive = vaults[vault_id]
             number = _ref(request)
-            token = bearer(request)
-            auth: Authenticated = await run_in_threadpool(
-                hive.authenticate, token, session=request.headers.get(SESSION_HEADER))
-            request.state.who = auth.caller.name  # for the access log
-            if not auth.may(route.right):
-                raise ForbiddenRight("not_permitted", f"{route.name} needs the right"
-                                     f" {route.right}; this token carries"
-                                     f" {', '.join(sorted(auth.rights))}", right=route.right)
-            given = await _input(request, route)
-            answer = await run_in_threadpool(route.verb.call, hive, auth.caller, number,
-                                             given, request.headers.get(REQUEST_ID_HEADER))
+            body = None if route.method == "GET" else await _body(request)
+
+            def run() -> Any:
+                auth: Authenticated = hive.authenticate(
+                    bearer(request), session=request.headers.get(SESSION_HEADER))
+                request.state.who = auth.caller.name  # for the access log
+                if not auth.may(route.right):
+                    raise ForbiddenRight("not_permitted", f"{route.name} needs the right"
+                                         f" {route.right}; this token carries"
+                                         f" {', '.join(sorted(auth.rights))}",
+                                         right=route.right)
+                return route.verb.call(hive, auth.caller, number, _input(request, route, body),
+                                       request.headers.get(REQUEST_ID_HEADER))
+
+            answer = await (run_in_threadpool(run) if route.verb.reads
+                            else vaults.write(vault_id, run))
             return JSONResponse(plain(answer))
         except HiveliteError as error:
             return error_response(error, number)
@@ -172,11 +191,13 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
 
 
 def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = (),
-               board_on_loopback: bool = False, verbs: Sequence[Verb] = VERBS) -> Starlette:
+               board_on_loopback: bool = False, verbs: Sequence[Verb] = VERBS,
+               writers: int = WRITERS) -> Starlette:
     """The app serving ``hives``, each as the vault of its store id; ``/mcp`` answers only
     requests addressed to loopback or to one of ``allowed_hosts``; the board (``/``) needs
-    an owner's sign-in, or with ``board_on_loopback`` only a request from this machine."""
-    vaults = Vaults(hives)
+    an owner's sign-in, or with ``board_on_loopback`` only a request from this machine;
+    each vault's write routes run on ``writers`` threads of its own."""
+    vaults = Vaults(hives, writers=writers)
     routes = [StarletteRoute(PREFIX + route.path, endpoint(route, vaults),
                              methods=[route.method], name=route.name)
               for route in routes_of(verbs)]
@@ -218,7 +239,10 @@ def create_app(hives: Sequence[Hive], *, allowed_hosts: Sequence[str] = (),
         async with contextlib.AsyncExitStack() as stack:
             for mcp_server in servers.values():
                 await stack.enter_async_context(mcp_server.session_manager.run())
-            yield
+            try:
+                yield
+            finally:
+                vaults.close()
 
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(AccessLog)])
     app.state.vaults = vaults

@@ -1,19 +1,36 @@
-"""The stores a server holds, by vault id, and which of them a token belongs to."""
+"""The stores a server holds, by vault id, which of them a token belongs to, and the
+threads that write to each."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import contextvars
+import functools
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from ...core.errors import NotFound, Unauthenticated
 from ...hive import Hive
 from ...verbs.tokens import Authenticated, parse_token
 
+T = TypeVar("T")
+WRITERS = 1
+"""Threads that run a vault's write verbs, by default. SQLite takes one writer at a time,
+so more threads only queue inside SQLite's busy wait, which sleeps in steps of up to
+100 ms and wakes in no order: one thread taking the writes in the order they came keeps
+the waiting in a queue of its own, first come first served (docs/serve.md)."""
+
 
 class Vaults:
     """The served stores by vault id."""
 
-    def __init__(self, hives: Sequence[Hive]) -> None:
+    def __init__(self, hives: Sequence[Hive], *, writers: int = WRITERS) -> None:
+        if writers < 1:
+            raise ValueError(f"a vault needs at least one writer thread, not {writers}")
         self.by_id: dict[str, Hive] = {}
+        self.writers = writers
+        self._pools: dict[str, ThreadPoolExecutor] = {}
         for hive in hives:
             self.add(hive)
 
@@ -26,6 +43,25 @@ class Vaults:
     def discard(self, vault_id: str) -> None:
         """Stop serving a vault (its store stays open: whoever added it closes it)."""
         self.by_id.pop(vault_id, None)
+        pool = self._pools.pop(vault_id, None)
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    async def write(self, vault_id: str, call: Callable[..., T], *args: object) -> T:
+        """``call(*args)`` on one of the vault's writer threads, after the writes that came
+        before it (a write verb through the one write path, as from any other face)."""
+        pool = self._pools.get(vault_id)
+        if pool is None:
+            pool = self._pools[vault_id] = ThreadPoolExecutor(
+                self.writers, thread_name_prefix=f"hivelite-writer-{vault_id}")
+        run = functools.partial(contextvars.copy_context().run, call, *args)
+        return await asyncio.get_running_loop().run_in_executor(pool, run)
+
+    def close(self) -> None:
+        """End the writer threads once their writes are done (the stores stay open)."""
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.shutdown(wait=True)
 
     def authenticate(self, token: str | None, session: str | None) -> tuple[str, Authenticated]:
         """The vault whose store issued ``token``, and who it proves (``401`` when none
