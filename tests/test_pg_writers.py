@@ -1,15 +1,15 @@
-"""Writers side by side on a PostgreSQL store: what any way of letting writes overlap must
-keep (docs/postgres.md, "Concurrency, round trips and the chain").
+"""Writers side by side on a PostgreSQL store (docs/postgres.md, "Concurrency, round trips
+and the chain"): what letting writes on different tasks overlap must keep, and that they
+do overlap.
 
 A write is held open mid-way on purpose: the store reads its clock inside the write's
 transaction (after its ``BEGIN``, its lock and the reads sent with them), so a clock that
-waits for the test keeps one write open while another runs. The properties checked hold
-whatever the timing: an outbox cursor that follows the journal while writers on
-different tasks commit sees every row once; an owner's hold that commits while an
-agent's claim is in flight leaves the agent no live claim. The last test is the next
-step's: a writer on another task commits while one is held open, never waiting on a
-lock; with the store-wide write lock it does wait (expected to fail until that lock
-goes)."""
+waits for the test keeps one write open while another runs; a wrapped ``start_lease``
+keeps a claim open after its lease row. The properties hold whatever the timing: an
+outbox cursor that follows the journal while writers on different tasks commit sees
+every row once; an owner's hold that commits while an agent's claim is in flight leaves
+the agent no live claim; a budgeted agent's two claims in flight never pass its budget;
+a writer on another task commits while one is held open, never waiting on a lock."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from hivelite import Caller, Hive, HiveliteError, ManualClock
 from hivelite.store.pg_doctor import diagnose_url
 
 from . import pg
-from .conftest import CODER, START, own_task
+from .conftest import CODER, OWNER, START, own_task, packet
 
 pytestmark = pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
 
@@ -134,6 +134,81 @@ def test_an_outbox_cursor_sees_every_row_once_while_writers_on_other_tasks_commi
     assert seen == every  # each once, in order: no row committed behind the cursor
 
 
+def test_two_claims_in_flight_never_pass_a_daily_budget(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent with a budget of one task a day claims two tasks at once, the first held
+    open after its lease row: the second counts the first's claim (it waits for it) and
+    is refused, however the two interleave."""
+    from hivelite.store.postgres import PostgresTx
+
+    inside, release = threading.Event(), threading.Event()
+    first: list[threading.Thread] = []
+    start_lease = PostgresTx.start_lease
+
+    def held_open(self: PostgresTx, *args: Any, **kwargs: Any) -> None:
+        start_lease(self, *args, **kwargs)
+        if threading.current_thread() in first:
+            inside.set()
+            release.wait(WAIT_S)
+
+    monkeypatch.setattr(PostgresTx, "start_lease", held_open)
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as hive:
+        one, two = own_task(hive), own_task(hive)
+        hive.set_budget(hive.as_owner(), CODER.name, tasks=1)
+        claim_one, one_failed = in_thread(lambda: hive.claim(CODER, one))
+        first.append(claim_one)
+        assert inside.wait(WAIT_S)
+        claim_two, two_failed = in_thread(lambda: hive.claim(CODER, two))
+        claim_two.join(0.5)  # its chance to count before the first commits
+        release.set()
+        claim_one.join(WAIT_S)
+        claim_two.join(WAIT_S)
+        assert one_failed == []
+        assert len(two_failed) == 1 and getattr(two_failed[0], "reason", None) == (
+            "daily_budget"), two_failed
+        assert hive.get(two).claim is None
+
+
+def test_a_retry_racing_its_first_call_gets_its_answer(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A handoff given a request id is held open after its task row; the same call again
+    (a retry whose first answer seemed lost) waits for it and answers with its receipt:
+    one task, never two."""
+    from hivelite.store.postgres import PostgresTx
+
+    inside, release = threading.Event(), threading.Event()
+    first: list[threading.Thread] = []
+    insert_task = PostgresTx.insert_task
+
+    def held_open(self: PostgresTx, *args: Any, **kwargs: Any) -> int:
+        number = insert_task(self, *args, **kwargs)
+        if threading.current_thread() in first:
+            inside.set()
+            release.wait(WAIT_S)
+        return number
+
+    monkeypatch.setattr(PostgresTx, "insert_task", held_open)
+    answers: list[int] = []
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as hive:
+        def handoff() -> None:
+            answers.append(hive.handoff(OWNER, requester="ana/planner", assignee=CODER.name,
+                                        project="demo", packet=packet(),
+                                        request_id="handoff-1").number)
+
+        one, one_failed = in_thread(handoff)
+        first.append(one)
+        assert inside.wait(WAIT_S)
+        two, two_failed = in_thread(handoff)
+        two.join(0.5)  # its chance to look for the first answer before it commits
+        release.set()
+        one.join(WAIT_S)
+        two.join(WAIT_S)
+        assert one_failed == [] and two_failed == []
+        with hive.store.read() as reader:
+            tasks = reader.state_counts()
+    assert answers == [answers[0]] * 2 and tasks == {"routed": 1}
+
+
 def test_a_hold_committed_while_a_claim_is_in_flight_leaves_no_live_claim(
         url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The owner holds an agent while that agent's claim is mid-write, its lease already
@@ -170,8 +245,6 @@ def test_a_hold_committed_while_a_claim_is_in_flight_leaves_no_live_claim(
     assert [f for f in diagnose_url(url) if not f.ok] == []
 
 
-@pytest.mark.xfail(strict=True, reason="one writer at a time: the store-wide write lock"
-                   " (docs/postgres.md, what comes next)")
 def test_a_writer_on_another_task_never_waits_for_one_held_open(url: str) -> None:
     """One agent's claim is held open mid-write; another agent's claim of another task
     commits meanwhile, and no session waits on a lock while it does (pg_stat_activity
