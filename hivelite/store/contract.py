@@ -17,8 +17,9 @@ its own connection, so one thread's transaction never joins another's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -45,6 +46,21 @@ from .rows import (
     TokenRow,
     ViewRow,
 )
+
+STORE_WIDE: ContextVar[bool] = ContextVar("hivelite_store_wide", default=False)
+"""True around a write that changes the store-wide rows (the owner's controls, policy,
+budgets, enrolments, signers, tokens): the owner's authority verbs. A store whose writers
+run side by side (PostgreSQL) lets such a write run alone; SQLite has one writer anyway."""
+
+
+@contextmanager
+def store_wide(wide: bool) -> Iterator[None]:
+    """Mark the writes begun inside as store-wide (:data:`STORE_WIDE`) when ``wide``."""
+    token = STORE_WIDE.set(wide)
+    try:
+        yield
+    finally:
+        STORE_WIDE.reset(token)
 
 
 class Reader(Protocol):

@@ -5,13 +5,16 @@ A store is a schema of one database, named by a URL: ``postgresql://user@host/db
 database. Its tables and rules are SQLite's, in PL/pgSQL
 (``pg_schema``), built by frozen migrations.
 
-**One writer at a time.** A write transaction first takes the store's advisory lock,
-as an SQLite write takes the file: the journal is one hash chain, each row's time is
-read under that lock, and rows are numbered in commit order, so every reader of the
-journal (the outbox, ``doctor``) sees it grow only at its end. Inside a write, the rows
-it changes are taken with ``SELECT … FOR UPDATE`` (``next``: ``SKIP LOCKED``), so a
-writer that bypasses hivelite never changes them under it. Readers never wait: a read
-is a ``REPEATABLE READ`` snapshot.
+**Writers side by side, the journal in commit order.** A write holds the store's
+advisory lock shared from its ``BEGIN`` (alone for a write of store-wide rows: the
+owner's controls, policy, budgets, enrolments, tokens, the meta rows), so what it reads
+of those stays as read. Writes on different tasks then run side by side until their
+first task row (or journal row): from there to its commit a write holds the chain lock,
+under which it numbers its journal rows one more than the last and links each to the
+one before, so every reader of the journal (the outbox, ``doctor``) sees it grow only
+at its end. The rows a write changes are taken with ``SELECT … FOR UPDATE`` (``next``:
+``SKIP LOCKED``), after the chain lock, never before it. Readers never wait: a read is
+a ``REPEATABLE READ`` snapshot.
 
 **Time is passed in**: no statement reads the server's clock.
 
@@ -60,6 +63,7 @@ from .columns import (
     journal_row,
     usage_sum,
 )
+from .contract import STORE_WIDE
 from .keys import (
     META_KEY,
     ChainKey,
@@ -101,9 +105,28 @@ SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 def write_lock(schema: str) -> int:
-    """The advisory lock a write of the store in ``schema`` holds (advisory locks are per
-    database; two stores in one database lock apart)."""
-    digest = hashlib.sha256(f"hivelite:{schema}".encode()).digest()
+    """The store's own advisory lock (advisory locks are per database; two stores in one
+    database lock apart): every write holds it shared; a write of the store-wide rows
+    (the owner's controls, policy, budgets, enrolments, tokens, the meta rows), an
+    upgrade and an import hold it alone."""
+    return _lock_key(f"hivelite:{schema}")
+
+
+def chain_lock(schema: str) -> int:
+    """The advisory lock a write holds from its first task row (or journal row, task
+    number or usage row) to its commit: rows are numbered one more than the last, in
+    commit order, and each link follows the one before it."""
+    return _lock_key(f"hivelite-chain:{schema}")
+
+
+def agent_lock(schema: str, agent: str) -> int:
+    """The advisory lock a write holds while it counts an agent's claims for a daily
+    budget (two claims of one budgeted agent take turns)."""
+    return _lock_key(f"hivelite-agent:{schema}:{agent}")
+
+
+def _lock_key(text: str) -> int:
+    digest = hashlib.sha256(text.encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
@@ -222,13 +245,21 @@ SEARCH = ("(strpos(lower(t.assignee), %s) > 0 OR EXISTS (SELECT 1 FROM packets p
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("_ahead", "conn", "key", "routed", "tip")
+    __slots__ = ("_ahead", "_tip_read", "conn", "key", "locks", "routed", "tip", "wide")
 
-    def __init__(self, conn: psycopg.Connection[Any], key: ChainKey | None = None) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], key: ChainKey | None = None,
+                 locks: tuple[str, int, int] | None = None, *, wide: bool = False) -> None:
         self.conn = conn
         self.tip: tuple[int, str] | None = None
-        """In a write: the journal's newest row (seq and hash) once read; each link this
-        write adds moves it on (the write lock keeps every other writer out meanwhile)."""
+        """In a write: the journal's newest row (seq and hash), read once this write holds
+        the chain lock (:meth:`_tip`); each link this write adds moves it on (the lock
+        keeps every other writer's rows out until this one commits)."""
+        self.locks = locks
+        """In a write: the store's schema, its own lock and its chain lock (None: a read)."""
+        self.wide = wide
+        """Whether this write holds the store's own lock alone (store-wide rows)."""
+        self._tip_read: psycopg.Cursor[Any] | None = None
+        """The journal's tip, read with the chain lock (:meth:`_chain`), until fetched."""
         self.key = key
         """The owner's key that seals each journal row a write adds (and each kept
         answer, which a read checks with it)."""
@@ -241,13 +272,13 @@ class PostgresTx(ViewRows):
 
     def ahead(self) -> None:
         """Queue, in the write's pipeline, the reads nearly every write makes before its
-        body (the journal's tip, the store's meta rows, the owner's live controls, the
-        required plugins, the enrolments and budgets): they travel with the BEGIN, the
-        lock and the guard's stamp, in one round trip. The tables are small (one row an
-        agent, a control or a plugin), and under the write lock they stay as read until
+        body (the store's meta rows, the owner's live controls, the required plugins, the
+        enrolments and budgets, the earliest live lease's end): they travel with the
+        BEGIN, the lock and the guard's stamp, in one round trip. The tables are small
+        (one row an agent, a control or a plugin), and under the store's lock (shared by
+        every write, held alone by a write that changes them) they stay as read until
         this write changes them."""
-        for name, sql in (("tip", "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"),
-                          ("meta", "SELECT key, value FROM meta"),
+        for name, sql in (("meta", "SELECT key, value FROM meta"),
                           ("controls", _CONTROLS + " WHERE lifted_at IS NULL ORDER BY id"),
                           ("required_plugins", _REQUIRED),
                           ("enrolments", f"SELECT {ENROLMENT} FROM enrolments"
@@ -280,19 +311,43 @@ class PostgresTx(ViewRows):
         row = self._one(sql, args)
         return None if row is None else row[0]
 
+    def _chain(self) -> None:
+        """In a write: take the chain lock, once, and queue the read of the journal's tip
+        behind it (no round trip of its own: it travels with the next statement whose
+        answer is awaited). Held to the commit: from here no other write takes a task
+        row, adds a journal row, a task or a usage row until this one has committed, so
+        the journal's numbers follow the commits and each link follows the one before.
+        Taken before the write's first row lock (or first journal row, task number or
+        usage row, when it takes no row), never after one: no write waits for a row while
+        holding the lock another row's holder waits for."""
+        if self.locks is not None and self.tip is None and self._tip_read is None:
+            self.conn.execute(f"SELECT pg_advisory_xact_lock({self.locks[2]})")
+            self._tip_read = self.conn.execute(
+                "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
+
     def _tip(self) -> tuple[int, str]:
-        """The journal's newest row (seq and hash), or (0, the store's identity)."""
+        """The journal's newest row (seq and hash), or (0, the store's identity); in a
+        write, read under the chain lock (:meth:`_chain`)."""
         if self.tip is None:
-            ahead = self._read_ahead("tip")
-            self._changed("tip")
-            row = (self._one("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
-                   if ahead is None else ahead[0] if ahead else None)
+            self._chain()
+            read = self._tip_read or self.conn.execute(
+                "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
+            row = read.fetchone()
+            self._tip_read = None
             self.tip = ((int(row[0]), row[1] or "") if row is not None
                         else (0, self.meta("store_id") or ""))
         return self.tip
 
+    def _store_wide(self) -> None:
+        """This write changes a store-wide row: it must hold the store's lock alone. A write
+        the owner's authority runs took it with its BEGIN; any other takes it now (it waits
+        for the writes under way to end)."""
+        if self.locks is not None and not self.wide:
+            self.conn.execute(f"SELECT pg_advisory_xact_lock({self.locks[1]})")
+            self.wide = True
+
     def _link(self, *content: Any) -> str:
-        """The hash of the journal row about to be written (under the write lock), which
+        """The hash of the journal row about to be written (under the chain lock), which
         becomes the chain's new tip: each link is one journal row."""
         seq, before = self._tip()
         after = link(before, content)
@@ -354,6 +409,7 @@ class PostgresTx(ViewRows):
             args.extend(projects)
         clauses.append(f"(role IS NULL OR role IN ({', '.join(['%s'] * len(roles)) or 'NULL'}))")
         args.extend(roles)
+        self._chain()  # before the row lock, in the same round trip
         if skip:
             clauses.append("number <> ALL(%s)")
             args.append(list(skip))
@@ -477,11 +533,14 @@ class PostgresTx(ViewRows):
             JOURNAL + " WHERE j.seq > %s AND j.seq <= %s ORDER BY j.seq", (seq, bound))]
 
     def last_seq(self) -> int:
-        if self.tip is not None or "tip" in self._ahead:
+        if self.tip is not None or self.locks is not None:  # a write: under the chain lock
             return self._tip()[0]
         return int(self._value("SELECT coalesce(max(seq), 0) FROM journal"))
 
     def request(self, caller: str, request_id: str, *, since: str) -> RequestRow | None:
+        if self.locks is not None:  # a write: a retry racing its first call waits for it
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(
+                f"hivelite-request:{self.locks[0]}:{caller}:{request_id}"),))
         row = self._one("SELECT caller, id, verb, digest, answer, at FROM requests"
                         " WHERE caller = %s AND id = %s", (caller, request_id))
         if not row:
@@ -539,6 +598,10 @@ class PostgresTx(ViewRows):
         return [EnrolmentRow(*r) for r in self._all(sql + " WHERE agent = %s", (agent,))]
 
     def spend(self, agent: str, start: str, end: str) -> Spend:
+        if self.locks is not None and self.tip is None and self._tip_read is None:
+            # a write counts under the agent's lock, to its commit (under the chain lock,
+            # no other claim or usage can commit meanwhile anyway)
+            self.conn.execute(f"SELECT pg_advisory_xact_lock({agent_lock(self.locks[0], agent)})")
         claims = int(self._value(
             "SELECT count(*) FROM journal WHERE actor = %s AND at >= %s AND at < %s"
             " AND from_state = 'routed' AND to_state = 'accepted'", (agent, start, end)))
@@ -577,6 +640,7 @@ class PostgresTx(ViewRows):
         where, key = _task_key(ref)
         if where is None:
             return None
+        self._chain()  # before the row lock, in the same round trip
         row = self._one(f"{SELECT_TASK} WHERE {where} = %s FOR UPDATE", (key,))
         return TaskRow(*row) if row else None
 
@@ -585,15 +649,18 @@ class PostgresTx(ViewRows):
         if ahead is not None and (not ahead or ahead[0][0] is None  # none runs out by
                                   or str(ahead[0][0]) > at):  # ``at`` (RFC 3339 text,
             return []  # compared byte by byte, as COLLATE "C" does)
+        self._chain()  # before the row locks, in the same round trip
         return [TaskRow(*r) for r in self._all(
             f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= %s"
             " ORDER BY lease_expires COLLATE \"C\", number FOR UPDATE", (at,))]
 
     def set_meta(self, key: str, value: str) -> None:
+        self._store_wide()
         self._changed("meta")
         self.conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", (key, value))
 
     def insert_task(self, task: NewTask, *, actor: str, reason: str | None) -> int:
+        self._chain()  # numbers are given under the chain lock
         number = int(self._value("SELECT coalesce(max(number), 0) + 1 FROM tasks"))
         chain = self._link(number, task.at, actor, None, "requested", None, reason, None)
         waits = 0
@@ -669,6 +736,7 @@ class PostgresTx(ViewRows):
 
     def add_update(self, number: int, *, at: str, actor: str, summary: str,
                    tokens: int | None, usd_micros: int | None) -> None:
+        self._chain()  # numbered (one more than the last) under the chain lock
         self.conn.execute(
             "INSERT INTO updates(task, at, actor, summary, tokens, usd_micros)"
             " VALUES (%s, %s, %s, %s, %s, %s)", (number, at, actor, summary, tokens, usd_micros))
@@ -711,6 +779,7 @@ class PostgresTx(ViewRows):
 
     def reseal_requests(self, key: ChainKey) -> None:
         """Seal every kept first answer with ``key`` (a store taking its key)."""
+        self._store_wide()
         rows = self._all("SELECT caller, id, verb, digest, answer, at FROM requests")
         for c, i, v, d, a, t in rows:
             self.conn.execute(
@@ -730,6 +799,8 @@ class PostgresTx(ViewRows):
 
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
+        if number is None:  # a store-wide event
+            self._store_wide()
         text = dump(detail)
         chain = self._link(number, at, actor, state, state, None, reason, text)
         self.conn.execute(
@@ -738,12 +809,14 @@ class PostgresTx(ViewRows):
             (number, at, actor, state, state, reason, text, chain))
 
     def set_policy(self, key: str, value: str | None, *, at: str, by: str) -> None:
+        self._store_wide()
         self.conn.execute("DELETE FROM policy WHERE key = %s", (key,))
         if value is not None:
             self.conn.execute("INSERT INTO policy(key, value, at, by) VALUES (%s, %s, %s, %s)",
                               (key, value, at, by))
 
     def require_plugin(self, row: RequiredPlugin) -> None:
+        self._store_wide()
         self._changed("required_plugins")
         self.conn.execute("DELETE FROM required_plugins WHERE name = %s", (row.name,))
         self.conn.execute(
@@ -752,11 +825,13 @@ class PostgresTx(ViewRows):
             (row.name, row.kind, row.digest, row.settings, row.at, row.by))
 
     def unrequire_plugin(self, name: str) -> bool:
+        self._store_wide()
         self._changed("required_plugins")
         return self._one("DELETE FROM required_plugins WHERE name = %s RETURNING name",
                          (name,)) is not None
 
     def add_control(self, row: ControlRow) -> int:
+        self._store_wide()
         self._changed("controls")
         return int(self._value(
             "INSERT INTO controls(kind, agent, instance, task, at, by, reason)"
@@ -764,6 +839,7 @@ class PostgresTx(ViewRows):
             (row.kind, row.agent, row.instance, row.task, row.at, row.by, row.reason)))
 
     def lift_control(self, control: int, *, at: str, by: str) -> None:
+        self._store_wide()
         self._changed("controls")
         self.conn.execute("UPDATE controls SET lifted_at = %s, lifted_by = %s WHERE id = %s",
                           (at, by, control))
@@ -777,10 +853,12 @@ class PostgresTx(ViewRows):
             if value is not None:
                 clauses.append(clause)
                 args.append(value)
+        self._chain()  # before the row locks, in the same round trip
         return [TaskRow(*r) for r in self._all(
             f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY number FOR UPDATE", args)]
 
     def set_enrolment(self, row: EnrolmentRow) -> None:
+        self._store_wide()
         self._changed("enrolments")
         self.conn.execute("DELETE FROM enrolments WHERE agent = %s", (row.agent,))
         self.conn.execute(
@@ -789,6 +867,7 @@ class PostgresTx(ViewRows):
              row.by))
 
     def set_budget(self, row: BudgetRow | None, *, agent: str) -> None:
+        self._store_wide()
         self._changed("budgets")
         self.conn.execute("DELETE FROM budgets WHERE agent = %s", (agent,))
         if row is not None:
@@ -798,12 +877,14 @@ class PostgresTx(ViewRows):
                 (row.agent, row.tasks, row.tokens, row.usd_micros, row.at, row.by))
 
     def add_token(self, row: TokenRow) -> None:
+        self._store_wide()
         self.conn.execute(
             f"INSERT INTO tokens({TOKEN}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (row.id, row.agent, row.instance, row.rights, row.hash, row.created_at,
              row.expires_at, row.revoked_at, row.by))
 
     def revoke_token(self, token_id: str, at: str) -> None:
+        self._store_wide()
         self.conn.execute("UPDATE tokens SET revoked_at = %s WHERE id = %s", (at, token_id))
 
 
@@ -923,6 +1004,7 @@ class PostgresStore:
         self._where = shown(url)
         self._libpq, self.schema, self._role = split_url(url)
         self._write_lock = write_lock(self.schema)
+        self._chain_lock = chain_lock(self.schema)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: weakref.WeakSet[_Conn] = weakref.WeakSet()
@@ -1171,8 +1253,16 @@ class PostgresStore:
 
     @contextmanager
     def write(self) -> Iterator[PostgresTx]:
-        """One transaction under the store's write lock: commit on success, roll back on
-        any error; a trigger's ``code:reason`` comes out as the matching hivelite error.
+        """One write transaction: commit on success, roll back on any error; a trigger's
+        ``code:reason`` comes out as the matching hivelite error.
+
+        **Locks.** The write holds the store's own lock shared from its ``BEGIN`` (alone,
+        for a write of store-wide rows: :data:`.contract.STORE_WIDE`, and the store's
+        first writes, which name its owner and its key), from its first task row (or
+        journal row) to its commit the chain lock (:meth:`PostgresTx._chain`), then the
+        rows it changes ``FOR UPDATE``. Writes on different tasks run side by side up to
+        their first task row, and then take turns for the rest and the commit
+        (docs/postgres.md, "Concurrency, round trips and the chain").
 
         The transaction runs in psycopg's pipeline mode: a statement whose answer the
         write does not need (an ``UPDATE``, an ``INSERT``) is sent with the next one
@@ -1183,31 +1273,20 @@ class PostgresStore:
                 self._local, "writing", False):
             raise UnexpectedError("nested_write", f"a write to {self._where} began inside"
                                   " another read or write of this thread")
-        guard = self.guard
         begun = False
         self._local.writing = True
         try:
             with conn.pipeline():
-                # one round trip: BEGIN, the lock (a literal integer, no parameter), the
-                # stamp of the store's rules (prepared: planning it would cost more than
-                # running it), which the guard holds to its last full check, and the
-                # reads nearly every write makes first
-                conn.execute("BEGIN")
-                conn.execute(f"SELECT pg_advisory_xact_lock({self._write_lock})")
-                stamped = conn.execute(guard.sql, prepare=True)
-                tx = PostgresTx(conn)
-                tx.ahead()
-                stamp = stamped.fetchone()
-                problem = guard.before_write(conn, tuple(stamp or ()))
-                if problem is not None:
-                    self.tampered = problem
-                    raise StoreError("schema_tampered", f"{self._where} does not have the"
-                                     f" rules hivelite made ({problem}); writes are refused"
-                                     " until it is repaired. Run: hivelite doctor")
-                self.tampered = None
+                tx = self._begin(conn, wide=STORE_WIDE.get())
+                if not tx.wide and not self._key_named and (
+                        tx.meta(META_KEY) is None or tx.meta("owner") is None):
+                    conn.execute("ROLLBACK")  # the store's first writes: store-wide rows
+                    tx = self._begin(conn, wide=True)
                 named = self._key_named or tx.meta(META_KEY) is not None
                 key = tx.key = self.key if self._key_named and self.key else key_for_writes(
-                    tx.meta("store_id"), tx.meta(META_KEY), tx._tip()[0],
+                    tx.meta("store_id"), tx.meta(META_KEY),
+                    tx._tip()[0] if not named else int(tx._value(  # (named: whether the
+                        "SELECT coalesce(max(seq), 0) FROM journal")),  # journal has rows)
                     lambda fingerprint: tx.set_meta(META_KEY, fingerprint), self._where,
                     self.place)
                 if not named:  # the store takes its key now
@@ -1231,6 +1310,28 @@ class PostgresStore:
         finally:
             self._local.writing = False
         self.key, self._key_named = key, True  # named in the store now: every write seals
+
+    def _begin(self, conn: psycopg.Connection[Any], *, wide: bool) -> PostgresTx:
+        """Begin a write: one round trip with the BEGIN, the store's lock (shared, or alone
+        when ``wide``; a literal integer, no parameter), the stamp of the store's rules
+        (prepared: planning it would cost more than running it), which the guard holds to
+        its last full check, and the reads nearly every write makes first."""
+        conn.execute("BEGIN")
+        conn.execute(f"SELECT pg_advisory_xact_lock{'' if wide else '_shared'}"
+                     f"({self._write_lock})")
+        stamped = conn.execute(self.guard.sql, prepare=True)
+        tx = PostgresTx(conn, locks=(self.schema, self._write_lock, self._chain_lock),
+                        wide=wide)
+        tx.ahead()
+        stamp = stamped.fetchone()
+        problem = self.guard.before_write(conn, tuple(stamp or ()))
+        if problem is not None:
+            self.tampered = problem
+            raise StoreError("schema_tampered", f"{self._where} does not have the rules"
+                             f" hivelite made ({problem}); writes are refused until it is"
+                             " repaired. Run: hivelite doctor")
+        self.tampered = None
+        return tx
 
     def _tampered(self) -> StoreError | None:
         """The guard's full check, after a write met a missing table or column."""

@@ -45,6 +45,7 @@ from ..core.models import (
 )
 from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, Right, State
 from ..store import ListFilter, Reader, RequestRow, Store, TaskRow
+from ..store.contract import store_wide
 from . import guard
 from .authority import (
     USAGE_LIMITS,
@@ -202,7 +203,7 @@ class HiveBase:
         refuse_write_in_hook(verb)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         pending = PENDING.get() if caller is not None else None
-        with self.store.write() as tx:
+        with store_wide(mode is Mode.authority), self.store.write() as tx:
             unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0,
                         verb=verb, mode=mode, right=right)
             self._sweep(unit)

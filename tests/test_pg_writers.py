@@ -1,0 +1,275 @@
+"""Writers side by side on a PostgreSQL store (docs/postgres.md, "Concurrency, round trips
+and the chain"): what letting writes on different tasks overlap must keep, and that they
+do overlap.
+
+A write is held open mid-way on purpose: the store reads its clock inside the write's
+transaction (after its ``BEGIN``, its lock and the reads sent with them), so a clock that
+waits for the test keeps one write open while another runs; a wrapped ``start_lease``
+keeps a claim open after its lease row. The properties hold whatever the timing: an
+outbox cursor that follows the journal while writers on different tasks commit sees
+every row once; an owner's hold that commits while an agent's claim is in flight leaves
+the agent no live claim; a budgeted agent's two claims in flight never pass its budget;
+a writer on another task commits while one is held open, never waiting on a lock."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from hivelite import Caller, Hive, HiveliteError, ManualClock
+from hivelite.store.pg_doctor import diagnose_url
+
+from . import pg
+from .conftest import CODER, OWNER, START, own_task, packet
+
+pytestmark = pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
+
+TESTER = Caller.agent("ana/tester", "desktop")
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+WAIT_S = 30.0
+"""How long a step waits for another thread before the test gives up (a hang, not a
+timing: every wait below ends as soon as the awaited thing happens)."""
+
+
+class HeldClock(ManualClock):
+    """A manual clock that, once :meth:`hold` is called, keeps the next write that reads
+    it waiting (inside its transaction) until :meth:`let_go`."""
+
+    def __init__(self, start: str) -> None:
+        super().__init__(start)
+        self.entered = threading.Event()
+        self._release = threading.Event()
+        self._armed = False
+
+    def hold(self) -> None:
+        self._armed = True
+
+    def let_go(self) -> None:
+        self._release.set()
+
+    def __call__(self) -> datetime:
+        if self._armed:
+            self._armed = False
+            self.entered.set()
+            self._release.wait(WAIT_S)
+        return self.now
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    name = pg.new_schema()
+    yield pg.store_url(name)
+    pg.drop(name)
+
+
+def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[BaseException]]:
+    """``call`` on a thread of its own (its own connection); what it raised, kept."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # handed to the test
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, failed
+
+
+def waits_on_lock(schema: str) -> bool:
+    """Whether some session of this store's tests is waiting on a lock right now."""
+    with pg.connect() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name = 'hivelite' AND wait_event_type = 'Lock'").fetchone()
+    return bool(row and row[0])
+
+
+def test_an_outbox_cursor_sees_every_row_once_while_writers_on_other_tasks_commit(
+        url: str) -> None:
+    """Three writers claim and submit tasks of their own while a reader follows the
+    journal by number (``journal_after``, as the notify plugin's cursor does): the reader
+    sees every row exactly once, in order, with no gap, however the commits interleave."""
+    clock = ManualClock(START)
+    agents = [Caller.agent(f"ana/worker{i}", "laptop") for i in range(3)]
+    with Hive.open(url, owner="ana", clock=clock) as hive:
+        tasks = {a.name: [own_task(hive, assignee=a.name) for _ in range(6)] for a in agents}
+        done = threading.Event()
+        seen: list[int] = []
+
+        def follow() -> None:
+            cursor = 0
+            while True:
+                last_round = done.is_set()
+                with hive.store.read() as reader:
+                    rows = reader.journal_after(cursor)
+                for row in rows:
+                    seen.append(row.seq)
+                    cursor = row.seq
+                if last_round:
+                    return
+
+        def work(agent: Caller) -> None:
+            for number in tasks[agent.name]:
+                lease = hive.claim(agent, number)
+                hive.submit(agent, number, lease_id=lease.lease_id,
+                            token=lease.fencing_token, summary="done", evidence=EVIDENCE)
+
+        follower, follower_failed = in_thread(follow)
+        workers = [in_thread(lambda a=a: work(a)) for a in agents]  # type: ignore[misc]
+        for thread, _ in workers:
+            thread.join(WAIT_S)
+        done.set()
+        follower.join(WAIT_S)
+        assert [f for _, failed in workers for f in failed] == []
+        assert follower_failed == []
+        with hive.store.read() as reader:
+            every = [r.seq for r in reader.journal()]
+    assert every == list(range(1, len(every) + 1))
+    assert seen == every  # each once, in order: no row committed behind the cursor
+
+
+def test_two_claims_in_flight_never_pass_a_daily_budget(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent with a budget of one task a day claims two tasks at once, the first held
+    open after its lease row: the second counts the first's claim (it waits for it) and
+    is refused, however the two interleave."""
+    from hivelite.store.postgres import PostgresTx
+
+    inside, release = threading.Event(), threading.Event()
+    first: list[threading.Thread] = []
+    start_lease = PostgresTx.start_lease
+
+    def held_open(self: PostgresTx, *args: Any, **kwargs: Any) -> None:
+        start_lease(self, *args, **kwargs)
+        if threading.current_thread() in first:
+            inside.set()
+            release.wait(WAIT_S)
+
+    monkeypatch.setattr(PostgresTx, "start_lease", held_open)
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as hive:
+        one, two = own_task(hive), own_task(hive)
+        hive.set_budget(hive.as_owner(), CODER.name, tasks=1)
+        claim_one, one_failed = in_thread(lambda: hive.claim(CODER, one))
+        first.append(claim_one)
+        assert inside.wait(WAIT_S)
+        claim_two, two_failed = in_thread(lambda: hive.claim(CODER, two))
+        claim_two.join(0.5)  # its chance to count before the first commits
+        release.set()
+        claim_one.join(WAIT_S)
+        claim_two.join(WAIT_S)
+        assert one_failed == []
+        assert len(two_failed) == 1 and getattr(two_failed[0], "reason", None) == (
+            "daily_budget"), two_failed
+        assert hive.get(two).claim is None
+
+
+def test_a_retry_racing_its_first_call_gets_its_answer(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A handoff given a request id is held open after its task row; the same call again
+    (a retry whose first answer seemed lost) waits for it and answers with its receipt:
+    one task, never two."""
+    from hivelite.store.postgres import PostgresTx
+
+    inside, release = threading.Event(), threading.Event()
+    first: list[threading.Thread] = []
+    insert_task = PostgresTx.insert_task
+
+    def held_open(self: PostgresTx, *args: Any, **kwargs: Any) -> int:
+        number = insert_task(self, *args, **kwargs)
+        if threading.current_thread() in first:
+            inside.set()
+            release.wait(WAIT_S)
+        return number
+
+    monkeypatch.setattr(PostgresTx, "insert_task", held_open)
+    answers: list[int] = []
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as hive:
+        def handoff() -> None:
+            answers.append(hive.handoff(OWNER, requester="ana/planner", assignee=CODER.name,
+                                        project="demo", packet=packet(),
+                                        request_id="handoff-1").number)
+
+        one, one_failed = in_thread(handoff)
+        first.append(one)
+        assert inside.wait(WAIT_S)
+        two, two_failed = in_thread(handoff)
+        two.join(0.5)  # its chance to look for the first answer before it commits
+        release.set()
+        one.join(WAIT_S)
+        two.join(WAIT_S)
+        assert one_failed == [] and two_failed == []
+        with hive.store.read() as reader:
+            tasks = reader.state_counts()
+    assert answers == [answers[0]] * 2 and tasks == {"routed": 1}
+
+
+def test_a_hold_committed_while_a_claim_is_in_flight_leaves_no_live_claim(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The owner holds an agent while that agent's claim is mid-write, its lease already
+    written and not yet committed: whatever order the two commits take, the agent ends
+    with no live claim (the hold sees the claim and ends it, or the claim is refused).
+    A hold that read the leases before the claim committed would leave it live."""
+    from hivelite.store.postgres import PostgresTx
+
+    inside, release = threading.Event(), threading.Event()
+    claiming: list[threading.Thread] = []
+    start_lease = PostgresTx.start_lease
+
+    def held_open(self: PostgresTx, *args: Any, **kwargs: Any) -> None:
+        start_lease(self, *args, **kwargs)
+        if threading.current_thread() in claiming:  # the claim's write stays open here
+            inside.set()
+            release.wait(WAIT_S)
+
+    monkeypatch.setattr(PostgresTx, "start_lease", held_open)
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as hive:
+        number = own_task(hive)
+        claim, claim_failed = in_thread(lambda: hive.claim(CODER, number))
+        claiming.append(claim)
+        assert inside.wait(WAIT_S)
+        hold, hold_failed = in_thread(lambda: hive.hold(hive.as_owner(), agent=CODER.name))
+        hold.join(0.5)  # the hold's chance to commit first (nothing is asserted on it)
+        release.set()
+        claim.join(WAIT_S)
+        hold.join(WAIT_S)
+        assert hold_failed == []
+        assert all(isinstance(f, HiveliteError) for f in claim_failed), claim_failed
+        view = hive.get(number)
+        assert view.claim is None and view.task.state.value == "routed"
+    assert [f for f in diagnose_url(url) if not f.ok] == []
+
+
+def test_a_writer_on_another_task_never_waits_for_one_held_open(url: str) -> None:
+    """One agent's claim is held open mid-write; another agent's claim of another task
+    commits meanwhile, and no session waits on a lock while it does (pg_stat_activity
+    is asked until the second claim has committed or a session is seen waiting)."""
+    held = HeldClock(START)
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as owner_side:
+        first = own_task(owner_side)
+        second = own_task(owner_side, assignee=TESTER.name)
+        with Hive.open(url, owner="ana", clock=held) as held_side:
+            held.hold()
+            blocked, blocked_failed = in_thread(lambda: held_side.claim(CODER, first))
+            assert held.entered.wait(WAIT_S)
+            try:
+                other, other_failed = in_thread(lambda: owner_side.claim(TESTER, second))
+                waited = False
+                for _ in range(int(WAIT_S * 20)):  # looks, until one of the two is seen
+                    other.join(0.05)
+                    if not other.is_alive():
+                        break
+                    if waits_on_lock(url.rsplit("schema=", 1)[1]):
+                        waited = True
+                        break
+            finally:
+                held.let_go()
+                blocked.join(WAIT_S)
+            other.join(WAIT_S)
+        assert blocked_failed == [] and other_failed == []
+        assert not waited, "the claim of another task waited on a lock"
