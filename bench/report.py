@@ -26,6 +26,10 @@ the report starts one with ``.ci/postgres start``. The durable server is always 
 (``.ci/postgres start --durable``). Each server the report starts is stopped whatever
 happens. A missing server, driver or ``server`` extra is said on the page.
 
+The takes are kept beside the page (``docs/performance.json``): ``--only NAME… --keep``
+runs those benchmarks again and keeps the others' takes from the last report, each shown
+with when it began and at which revision.
+
 ``--quick`` runs smaller versions (minutes instead of hours) for trying it out; its page
 says so. Nothing here asserts a time.
 """
@@ -34,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib.util
+import json
 import os
 import platform
 import re
@@ -113,6 +119,8 @@ class Take:
     seconds: float = 0.0
     skipped: str = ""
     """Why it did not run (empty: it ran)."""
+    when: str = ""
+    """When it began (UTC) and at which revision: a page can keep an earlier report's takes."""
 
 
 def busy(load: tuple[float, float] | None, cores: int) -> bool:
@@ -426,6 +434,7 @@ def take(run: Run, args: tuple[str, ...], folder: Path, number: int,
         print(f"{run.name} (run {number}): python -m {' '.join(shown_args(run, args))}",
               file=sys.stderr, flush=True)
         before, began = _load(), time.perf_counter()
+        when = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC at {revision()}"
         try:
             ran = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                                  timeout=RUN_TIMEOUT_S, check=False)
@@ -435,7 +444,7 @@ def take(run: Run, args: tuple[str, ...], folder: Path, number: int,
             output = f"(stopped after {RUN_TIMEOUT_S:.0f} s)"
         seconds = time.perf_counter() - began
         got = Take(figures_file.without_line(output), figures_file.read(path, output),
-                   (before, _load()), seconds)
+                   (before, _load()), seconds, when=when)
     return got
 
 
@@ -551,9 +560,33 @@ def page(found: dict[str, list[Take]], command: str, quick: bool, seconds: float
             if t.skipped:
                 lines += ["", head, "", f"Not run: {t.skipped}."]
                 continue
-            lines += ["", head, "", f"Load {loads([t], cores)}, {_duration(t.seconds)}.",
+            taken = f", began {t.when}" if t.when else ""
+            lines += ["", head, "", f"Load {loads([t], cores)}, {_duration(t.seconds)}{taken}.",
                       "", "```", t.output.rstrip(), "```"]
     return "\n".join(lines) + "\n"
+
+
+def takes_file(page_path: Path) -> Path:
+    """Where a report keeps its takes beside its page (``docs/performance.json``)."""
+    return page_path.with_suffix(".json")
+
+
+def save_takes(path: Path, found: dict[str, list[Take]],
+               servers: dict[str, list[str]]) -> None:
+    """Write every take (and the servers' settings) so a later ``--keep`` can reuse them."""
+    data = {"runs": {name: [dataclasses.asdict(t) for t in ts] for name, ts in found.items()},
+            "servers": servers}
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def load_takes(path: Path) -> tuple[dict[str, list[Take]], dict[str, list[str]]]:
+    """The takes and servers :func:`save_takes` wrote (nothing when there is no file)."""
+    if not path.exists():
+        return {}, {}
+    data = json.loads(path.read_text())
+    found = {name: [Take(**{**t, "load": tuple(t["load"]) if t["load"] else None})
+                    for t in ts] for name, ts in data["runs"].items()}
+    return found, data.get("servers", {})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -565,9 +598,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only these benchmarks")
     parser.add_argument("--takes", type=int, default=TAKES,
                         help=f"runs of each benchmark (default {TAKES})")
+    parser.add_argument("--keep", action="store_true",
+                        help="with --only: keep the other benchmarks' takes from the last"
+                             " report (the .json file beside the page)")
     args = parser.parse_args(argv)
     if args.takes < 1:
         parser.error("--takes must be at least 1")
+    if args.keep and not args.only:
+        parser.error("--keep needs --only (the benchmarks to run again)")
     began, first = time.perf_counter(), _load()
     found: dict[str, list[Take]] = {}
     env = {**os.environ, "HIVELITE_LOAD_PLUGINS": ""}
@@ -581,9 +619,18 @@ def main(argv: list[str] | None = None) -> int:
                          env))
     command = "python -m bench.report" + (" --quick" if args.quick else "") + (
         f" --takes {args.takes}" if args.takes != TAKES else "") + (
-        f" --only {' '.join(args.only)}" if args.only else "")
+        f" --only {' '.join(args.only)}" if args.only else "") + (" --keep" if args.keep else "")
+    again = {run.server for run in RUNS if run.server and run.name in found}
+    servers = {kind: said for kind, said in SERVERS.items() if kind in again}
+    if args.keep:
+        kept, kept_servers = load_takes(takes_file(args.out))
+        found = {run.name: found[run.name] if run.name in found else kept[run.name]
+                 for run in RUNS if run.name in found or run.name in kept}
+        servers = {**{kind: said for kind, said in kept_servers.items() if kind not in again},
+                   **servers}
+    save_takes(takes_file(args.out), found, servers)
     args.out.write_text(page(found, command, args.quick, time.perf_counter() - began,
-                             load=(first, _load())))
+                             servers=servers, load=(first, _load())))
     for target in targets(found):
         if target.source in found:
             print(f"{target.what}: {target.shown()}: {target.verdict()}", file=sys.stderr)

@@ -240,3 +240,37 @@ def test_a_server_the_report_started_is_stopped_when_the_run_fails(
     assert stopped == [str(tmp_path / "throwaway")]
     assert {t.verdict() for t in targets({"postgres": [got]}) if t.source == "postgres"} == {
         "not measured (the run printed no figures; see its output)"}
+
+
+def test_keep_runs_some_again_and_keeps_the_other_takes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+
+    def fake(run: report.Run, args: tuple[str, ...], folder: Path, number: int,
+             env: dict[str, str]) -> Take:
+        ran.append(run.name)
+        return Take(f"{run.name} take {number} of the second report", None, (0.1, 0.2), 1.0,
+                    when="2026-12-06 10:00 UTC at new")
+
+    out = tmp_path / "performance.md"
+    report.save_takes(report.takes_file(out), {
+        "cycle": [Take("cycle, first report", None, (0.3, 0.4), 5.0,
+                       when="2026-12-05 10:00 UTC at old")],
+        "drain": [Take("drain, first report", None, (0.3, 0.4), 5.0, when="")]},
+        {"durable": ["fsync on"]})
+    monkeypatch.setattr(report, "take", fake)
+    assert report.main(["--only", "drain", "--keep", "--takes", "1", "--out", str(out)]) == 0
+    assert ran == ["drain"]
+    text = out.read_text()
+    assert "cycle, first report" in text and "began 2026-12-05 10:00 UTC at old" in text
+    assert "drain take 1 of the second report" in text and "drain, first report" not in text
+    assert "--only drain --keep" in text and "durable: fsync on" in text
+    kept, servers = report.load_takes(report.takes_file(out))
+    assert set(kept) == {"cycle", "drain"} and kept["cycle"][0].load == (0.3, 0.4)
+    assert servers == {"durable": ["fsync on"]}
+
+
+def test_keep_needs_only(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        report.main(["--keep"])
+    assert stopped.value.code == 2 and "--keep needs --only" in capsys.readouterr().err
