@@ -121,11 +121,11 @@ class Hive(HiveBase):
 
     def work(self, caller: Caller, body: Body, *, minutes: int = 10,
              project: str | None = None, label: str | None = None, limit: int | None = None,
-             renew_every: float | None = None) -> WorkReport:
+             renew_every: float | None = None, wait: float = 0) -> WorkReport:
         """Run ``body`` on this agent's ready tasks, one at a time, keeping each lease
         alive while it runs: see :func:`hivelite.verbs.work.work`."""
         return work(self, caller, body, minutes=minutes, project=project, label=label,
-                    limit=limit, renew_every=renew_every)
+                    limit=limit, renew_every=renew_every, wait=wait)
 
     @classmethod
     def open(

@@ -39,6 +39,13 @@ PRIORITIES: tuple[str, ...] = ("urgent", "high", "normal", "low")
 the oldest first). The store ranks them by their place here."""
 MIN_LEASE_MINUTES, DEFAULT_LEASE_MINUTES, MAX_LEASE_MINUTES = 5, 10, 15
 """How long a claim's lease lasts (seed 004): 5 to 15 minutes, 10 unless asked."""
+MAX_WAIT = 3600
+"""The longest ``next`` waits for work when the queue is empty, in seconds (an hour: a
+worker that idles longer asks again)."""
+SERVED_WAIT = 60
+"""The longest a server (HTTP, MCP) holds one ``next`` open waiting for work, in seconds:
+a longer wait is cut to this, so no caller holds a server thread for long (``Client``
+asks again until its own wait is up)."""
 MAX_USAGE: dict[str, int] = {"tokens": 10**12, "usd_micros": 10**12}
 """The most one write may report of each kind of usage (DESIGN §10: integers only): a
 million times a large model's context, a million dollars. Far below 2^63, so no day's or

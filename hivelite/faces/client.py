@@ -15,6 +15,7 @@ import http.client
 import json
 import re
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal
@@ -47,7 +48,9 @@ from ..core.models import (
     Receipt,
     TaskView,
 )
+from ..core.protocol import SERVED_WAIT
 from ..verbs.base import invalid
+from ..verbs.claims import wait_seconds
 from ..verbs.retries import request_id as checked_request_id
 from ..verbs.table import BY_NAME, Verb
 from ..verbs.work import Body, WorkReport, work
@@ -136,7 +139,9 @@ class Client:
 
     def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None, *,
               query: Mapping[str, Any] | None = None, request_id: str | None = None,
-              session: str | None = None) -> Any:
+              session: str | None = None, waits: float = 0) -> Any:
+        """One request; ``waits``: seconds the server may hold it waiting for work, given
+        on top of the client's timeout."""
         headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/json"}
         if session or self._session:
             headers["X-Hivelite-Session"] = str(session or self._session)
@@ -152,6 +157,9 @@ class Client:
                                       doseq=True)
         for attempt in (1, 2):  # a kept-alive connection the server closed: once more
             conn = self._connection()
+            conn.timeout = self._timeout + waits  # a kept connection: its socket too
+            if conn.sock is not None:
+                conn.sock.settimeout(conn.timeout)
             try:
                 conn.request(method, target, body=data, headers=headers)
                 response = conn.getresponse()
@@ -207,11 +215,11 @@ class Client:
 
     def work(self, caller: Caller, body: Body, *, minutes: int = 10,
              project: str | None = None, label: str | None = None, limit: int | None = None,
-             renew_every: float | None = None) -> WorkReport:
+             renew_every: float | None = None, wait: float = 0) -> WorkReport:
         """Run ``body`` on this agent's ready tasks, one at a time, keeping each lease
         alive while it runs, every call over HTTP: see :func:`hivelite.verbs.work.work`."""
         return work(self, caller, body, minutes=minutes, project=project, label=label,
-                    limit=limit, renew_every=renew_every)
+                    limit=limit, renew_every=renew_every, wait=wait)
 
     # -- the verbs: one call path, from the verb table -------------------------------
 
@@ -235,8 +243,9 @@ class Client:
                      and v != []}
             document = self._call("GET", path, query=query or None, session=session)
         else:
+            waits = given.get("wait") if verb.waits else 0
             document = self._call(verb.http.method, path, given, request_id=request_id,
-                                  session=session)
+                                  session=session, waits=float(waits or 0))
         if verb.many:
             return [verb.answer.model_validate(item) for item in document]
         return verb.answer.model_validate(document)
@@ -292,10 +301,22 @@ class Client:
 
     def claim_next(self, caller: Caller | None, *, minutes: int = 10,
                    project: str | None = None, label: str | None = None,
-                   skip: Sequence[int] = (), request_id: str | None = None) -> NextClaim:
-        claimed: NextClaim = self.call("next", caller, None, request_id, minutes=minutes,
-                                       project=project, label=label, skip=list(skip))
-        return claimed
+                   skip: Sequence[int] = (), wait: float = 0,
+                   request_id: str | None = None) -> NextClaim:
+        """The best ready task, claimed; with ``wait``, waited for up to that many seconds
+        as :meth:`Hive.claim_next` waits, asking the server for at most ``SERVED_WAIT`` at a
+        time (what it grants one request)."""
+        deadline = time.monotonic() + wait_seconds(wait)
+        while True:
+            ask = min(float(SERVED_WAIT), max(0.0, deadline - time.monotonic()))
+            try:
+                claimed: NextClaim = self.call("next", caller, None, request_id,
+                                               minutes=minutes, project=project, label=label,
+                                               skip=list(skip), **({"wait": ask} if ask else {}))
+                return claimed
+            except NotFound as error:
+                if error.reason != "queue_empty" or time.monotonic() >= deadline:
+                    raise
 
     def resume(self, caller: Caller | None, ref: str | int, *, minutes: int = 10,
                request_id: str | None = None) -> ClaimReceipt:

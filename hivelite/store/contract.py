@@ -282,3 +282,15 @@ class Store(Protocol):
     def discard(self) -> None:
         """Close and remove a store this opener has just created."""
         ...
+    def listen(self) -> None:
+        """Get ready to wait for work on this thread; call it before looking for work, so
+        that a task made ready after the look is not missed (:meth:`wait_for_work`)."""
+        ...
+    def wait_for_work(self, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, for a task to become ready; True when it is
+        worth looking again (a task may be ready: it may also be someone else's), False
+        when the time is up. Never inside a transaction: a waiting thread holds no lock.
+        PostgreSQL is woken by the commit that routes a task (``LISTEN``/``NOTIFY``);
+        SQLite has no such signal, so it sleeps a short while that grows from one wait to
+        the next (reset by :meth:`listen`), and the caller looks again."""
+        ...

@@ -1170,16 +1170,27 @@ class PostgresStore:
     def listen(self) -> None:
         """Start listening on this thread (its own connection, beside the one it writes
         with) for the store's notifications; call it before looking for work, so nothing
-        routed after the look is missed. :meth:`wait_for_work` calls it too."""
+        routed after the look is missed. The notifications this thread received before
+        (while it worked, say) are dropped: the look that follows sees their tasks."""
+        conn = self._listener()
+        try:
+            for _ in conn.notifies(timeout=0):
+                pass
+        except psycopg.Error as exc:
+            _reraise(_failure(exc, self._where), exc)
+
+    def _listener(self) -> psycopg.Connection[Any]:
+        """This thread's listening connection (made, and ``LISTEN`` sent, on first use)."""
         held: _Conn | None = getattr(self._local, "listener", None)
         if held is not None and not held.conn.closed and not held.conn.broken:
-            return
+            return held.conn
         held = _Conn(self._connect())
         weakref.finalize(held, _close_quietly, held.conn)
         with self._lock:
             self._conns.add(held)
         held.conn.execute(f'LISTEN "{self.channel}"')
         self._local.listener = held
+        return held.conn
 
     def wait_for_work(self, timeout: float) -> bool:
         """Wait until a write commits that makes a task ready (a move to ``routed``), or
@@ -1187,8 +1198,7 @@ class PostgresStore:
         :meth:`listen`, maybe not one this caller may claim: look again), False on the
         timeout. A worker whose queue is empty waits here instead of polling; the
         notification comes with the commit (``pg_notify`` in the write's transaction)."""
-        self.listen()
-        conn = self._local.listener.conn
+        conn = self._listener()
         try:
             for _ in conn.notifies(timeout=max(0.0, timeout), stop_after=1):
                 return True

@@ -94,6 +94,9 @@ if TYPE_CHECKING:
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
+POLL_FIRST, POLL_MOST = 0.05, 1.0
+"""How long a worker waiting for work sleeps before it looks again: first, and at most
+(seconds; :meth:`SqliteStore.wait_for_work`)."""
 MAX_ROWID = (1 << 63) - 1
 PRUNE_BATCH = 64
 """Expired request records a write drops at most: a day's records leave over the next
@@ -1197,6 +1200,25 @@ class SqliteStore:
         made = os.path.realpath(self.path)  # made through a symlink: the link stays
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(f"{made}{suffix}").unlink(missing_ok=True)
+
+    # -- waiting for work --------------------------------------------------
+
+    def listen(self) -> None:
+        """Start waiting for work on this thread: the next :meth:`wait_for_work` sleeps
+        :data:`POLL_FIRST` again."""
+        self._local.poll = POLL_FIRST
+
+    def wait_for_work(self, timeout: float) -> bool:
+        """SQLite tells no one of a commit, so a worker looks again after a short sleep:
+        :data:`POLL_FIRST`, twice as long each time after, at most :data:`POLL_MOST` (a
+        task routed to an idle worker is taken within a second, and an idle worker's
+        looks, each a short write transaction that finds nothing, stay about one a
+        second). True (look again), or False when the sleep took the whole ``timeout``."""
+        pause = getattr(self._local, "poll", POLL_FIRST)
+        self._local.poll = min(pause * 2, POLL_MOST)
+        slept = min(max(0.0, timeout), pause)
+        time.sleep(slept)
+        return slept < timeout
 
     # -- transactions ------------------------------------------------------
 

@@ -8,8 +8,11 @@ out, or was replaced, is refused with ``stale_claim``.
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -22,11 +25,13 @@ from ..core.protocol import (
     DEFAULT_LEASE_MINUTES,
     MAX_LEASE_MINUTES,
     MAX_USAGE,
+    MAX_WAIT,
     MIN_LEASE_MINUTES,
+    SERVED_WAIT,
     State,
     WaitingOn,
 )
-from ..store import TaskRow
+from ..store import Store, TaskRow
 from . import guard
 from .base import HiveBase, invalid
 from .retries import idempotent, idempotent_as
@@ -34,6 +39,7 @@ from .unit import Unit, updated
 from .views import question_of
 
 _SUMMARY = TypeAdapter(UpdateSummary, config=DEFERRED)
+T = TypeVar("T")
 
 
 def lease_minutes(minutes: int) -> int:
@@ -82,6 +88,43 @@ def skipped(skip: object) -> tuple[int, ...]:
                            f" {bad[0] if bad else f'{len(numbers)} of them'!r}",
                            field="skip")
     return tuple(sorted(set(numbers)))
+
+
+def wait_seconds(wait: object) -> float:
+    """How long ``next`` may wait for work: a number of seconds from 0 to ``MAX_WAIT``,
+    else ``422 invalid_input invalid_wait`` (before anything is looked at)."""
+    if (isinstance(wait, bool) or not isinstance(wait, int | float)
+            or not math.isfinite(wait) or not 0 <= wait <= MAX_WAIT):
+        raise InvalidInput("invalid_wait", f"wait is a number of seconds from 0 to"
+                           f" {MAX_WAIT}, not {wait!r}", field="wait")
+    return float(wait)
+
+
+def served_wait(wait: object) -> float:
+    """The wait a server grants one request: checked as :func:`wait_seconds` checks it,
+    then cut to ``SERVED_WAIT`` (the caller asks again for longer)."""
+    return min(wait_seconds(wait), float(SERVED_WAIT))
+
+
+def until_ready(store: Store, wait: float, look: Callable[[], T]) -> T:
+    """``look()`` for work; while it finds the queue empty (``404 queue_empty``) and
+    ``wait`` seconds have not passed, wait for work on ``store`` and look again (once
+    more when the time is up). The store listens before the first look, so a task made
+    ready between a look and the wait that follows wakes it all the same; the wait is
+    the store's (PostgreSQL's notification, SQLite's short sleeps) and happens outside
+    every transaction, so a waiting worker holds no lock."""
+    if wait <= 0:
+        return look()
+    deadline = time.monotonic() + wait
+    store.listen()
+    while True:
+        try:
+            return look()
+        except NotFound as error:
+            left = deadline - time.monotonic()
+            if error.reason != "queue_empty" or left <= 0:
+                raise
+        store.wait_for_work(left)
 
 
 def fencing_token(token: object) -> int:
@@ -146,7 +189,8 @@ def _check_ready(hive: HiveBase, unit: Unit, row: TaskRow) -> None:
 
 def claim_next(hive: HiveBase, caller: Caller, *, minutes: int = DEFAULT_LEASE_MINUTES,
                project: str | None = None, label: str | None = None,
-               skip: Sequence[int] = (), request_id: str | None = None) -> NextClaim:
+               skip: Sequence[int] = (), wait: float = 0,
+               request_id: str | None = None) -> NextClaim:
     """Claim the best ready task of the calling agent in one step: routed, assigned to
     it, every dependency completed, attempts left; the most pressing priority first,
     then the oldest, passing over the tasks numbered in ``skip`` (those a worker has
@@ -154,12 +198,19 @@ def claim_next(hive: HiveBase, caller: Caller, *, minutes: int = DEFAULT_LEASE_M
     task's full view, read when first asked for; ``404 not_found queue_empty`` when
     there is none.
 
+    With ``wait`` (seconds, at most ``MAX_WAIT``), an empty queue is waited on: the claim
+    is answered as soon as a task is ready for the agent, ``queue_empty`` once the time
+    is up (:func:`until_ready`). A retry with the same ``request_id`` answers the claim
+    the first call made, whatever its wait.
+
     One write transaction picks and claims, so any number of workers can call it at
     once: each task is claimed once, and no worker is refused a task it picked. The
     task's view is read after the commit, outside the write lock, and only when asked.
     """
-    lease = _next_lease(hive, caller, minutes=minutes, project=project, label=label,
-                        skip=skipped(skip), request_id=request_id)
+    seconds, passed = wait_seconds(wait), skipped(skip)
+    lease = until_ready(hive.store, seconds, lambda: _next_lease(
+        hive, caller, minutes=minutes, project=project, label=label, skip=passed,
+        request_id=request_id))
     return NextClaim.of(lease, hive.get)
 
 
@@ -377,4 +428,4 @@ def pause(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, toke
 
 
 __all__ = ["checkpoint", "claim", "claim_next", "lease", "pause", "release", "renew", "resume",
-           "update"]
+           "served_wait", "until_ready", "update", "wait_seconds"]

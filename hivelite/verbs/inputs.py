@@ -23,8 +23,10 @@ from ..core.protocol import (
     DEFAULT_LEASE_MINUTES,
     MAX_LEASE_MINUTES,
     MAX_USAGE,
+    MAX_WAIT,
     MIN_LEASE_MINUTES,
     PRIORITIES,
+    SERVED_WAIT,
     SORTS,
     State,
 )
@@ -174,6 +176,12 @@ class NextInput(ClaimInput):
     skip: Annotated[Any, schema(
         {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 500},
         "Task numbers to pass over (those already failed on in this run).", [4])] = []
+    wait: Annotated[Any, schema(
+        {"type": "number", "minimum": 0, "maximum": MAX_WAIT},
+        f"Seconds to wait for a task when none is ready: the claim comes as soon as one"
+        f" is, queue_empty once the time is up (0: answer at once). At most {MAX_WAIT};"
+        f" over HTTP and MCP at most {SERVED_WAIT} a call (a longer wait is cut to it:"
+        " ask again).", 30)] = 0
 
 
 class Fenced(Input):

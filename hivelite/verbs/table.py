@@ -85,6 +85,9 @@ class Verb:
     """Its method takes the caller (a read of the store as it is does not)."""
     words: str = field(default="")
     """The verb in a sentence ("sign off"); default: the name."""
+    waits: bool = False
+    """It may wait for work (its input's ``wait``, in seconds): a server cuts that wait to
+    ``SERVED_WAIT`` and waits off its writer thread, so no write queues behind it."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", self.method or self.name)
@@ -219,12 +222,13 @@ VERBS: tuple[Verb, ...] = (
     Verb("next", "Claim the best ready task of the calling agent.",
          "Find and claim your most pressing ready task in one step (the way to start"
          " work): the answer is the claim (lease_id, fencing_token, expires_at) and the"
-         " task. not_found/queue_empty when nothing is ready.",
+         " task. not_found/queue_empty when nothing is ready; with wait (seconds), when"
+         " nothing became ready in that time, and a task that does is claimed at once.",
          (Who.assignee,), WORK, Mode.claiming, "NextInput", "NextClaim",
          ("not_found/queue_empty", "forbidden_right/held", "rate_limited/daily_budget",
-          "invalid_input/invalid_skip"),
+          "invalid_input/invalid_skip", "invalid_input/invalid_wait"),
          on_task=False, method="claim_next", http=Http("POST", "/next", "next_task"),
-         tool="next_task", words="claim next"),
+         tool="next_task", words="claim next", waits=True),
     Verb("resume", "Claim a paused task again, with a new token.",
          "A task you paused waits in state waiting (on human or agent). Once the answer is"
          " in (history shows it), resume takes it back under a new lease: working again,"

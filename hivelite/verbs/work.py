@@ -10,7 +10,9 @@ and a ``Client`` (``hivelite serve``).
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 from ..core.caller import Caller
 from ..core.errors import HiveliteError, InvalidInput, NotFound
 from ..core.models import NextClaim, Receipt, TaskView
+from ..core.protocol import MAX_WAIT
 from .face import TaskFace
 
 SUBMITTED = frozenset({"summary", "evidence", "provenance", "outcome", "tokens",
@@ -92,9 +95,15 @@ class _Keeper(threading.Thread):
 
 def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
          project: str | None = None, label: str | None = None, limit: int | None = None,
-         renew_every: float | None = None) -> WorkReport:
+         renew_every: float | None = None, wait: float = 0) -> WorkReport:
     """Run ``body`` on the ready tasks of ``caller`` (an agent with its instance), one at a
     time, until none is ready or ``limit`` tasks were taken.
+
+    With ``wait`` (seconds) the run idles on an empty queue instead of ending: it takes
+    the next task as soon as one is ready (``claim_next`` waiting, on PostgreSQL woken by
+    the commit that routes it), and ends only once ``wait`` seconds pass with none;
+    ``math.inf`` idles until interrupted (``KeyboardInterrupt`` while idle ends the run,
+    with nothing held).
 
     ``body(task)`` gets the task's view and returns what ``submit`` takes: at least
     ``summary`` and ``evidence`` (also ``provenance``, ``outcome``, ``tokens``,
@@ -112,13 +121,19 @@ def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
                               or limit < 1):
         raise InvalidInput("invalid_limit", "limit is a number of tasks, at least 1",
                            field="limit")
+    if (isinstance(wait, bool) or not isinstance(wait, int | float) or math.isnan(wait)
+            or wait < 0):
+        raise InvalidInput("invalid_wait", f"wait is a number of seconds, at least 0 (inf:"
+                           f" idle until interrupted), not {wait!r}", field="wait")
     every = renew_every if renew_every is not None else minutes * 60 / 3
     report = WorkReport()
     taken = 0
     while limit is None or taken < limit:
         try:
-            got = face.claim_next(caller, minutes=minutes, project=project, label=label,
-                                  skip=report.skipped)
+            got = _next(face, caller, minutes, project, label, report.skipped, wait)
+        except KeyboardInterrupt:  # while idle: no task is held
+            report.interrupted = True
+            return report
         except NotFound as error:
             if error.reason == "queue_empty":
                 return report
@@ -148,6 +163,21 @@ def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
         except HiveliteError as error:  # refused (its evidence, its usage): a failure
             _failed(face, caller, got, f"submit refused: {error.reason}: {error}", report)
     return report
+
+
+def _next(face: TaskFace, caller: Caller, minutes: int, project: str | None,
+          label: str | None, skip: list[int], wait: float) -> NextClaim:
+    """The next task, claimed; waited for up to ``wait`` seconds (however long that is:
+    ``claim_next`` waits at most ``MAX_WAIT`` a call, so a longer wait asks again)."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return face.claim_next(caller, minutes=minutes, project=project, label=label,
+                                   skip=skip, wait=max(0.0, min(float(MAX_WAIT), left)))
+        except NotFound as error:
+            if error.reason != "queue_empty" or time.monotonic() >= deadline:
+                raise
 
 
 def _submitted(answer: object) -> dict[str, Any]:

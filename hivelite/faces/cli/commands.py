@@ -21,6 +21,7 @@ from ...core.clock import clock_from_env, format_ts
 from ...core.errors import HiveliteError, InvalidInput, StoreError, UnexpectedError
 from ...core.jsontext import loads_bounded, text_lines
 from ...core.progress import counted, lines_in
+from ...core.protocol import MAX_WAIT
 from ...verbs.table import VERBS
 from ..render import lease_text
 from ..terminal import printable
@@ -248,29 +249,34 @@ MINUTES = click.option("--minutes", default=10, show_default=True, type=int,
 @click.option("--label", help="Only a task with this label.")
 @click.option("--skip", type=int, multiple=True, help="Pass over this task (repeat): one"
               " already failed on in this run, say.")
+@click.option("--wait", type=float, default=0, metavar="SECONDS", help="Nothing ready: wait"
+              f" up to SECONDS (at most {MAX_WAIT}) for a task, and claim it the moment it"
+              " is ready.")
 @caller_options(agent_verb=True)
 @pass_context
 def next_(ctx: Context, minutes: int, export: bool, project: str | None, label: str | None,
-          skip: Sequence[int], agent: str | None, instance: str | None,
+          skip: Sequence[int], wait: float, agent: str | None, instance: str | None,
           session: str | None) -> None:
     """Claim your most pressing ready task in one step.
 
     The queue gives the agent's ready tasks (routed, dependencies completed, attempts left)
     most pressing priority first, then oldest; any number of workers may ask at once. Prints
-    the lease and the task. Nothing ready: exit 5 (not_found/queue_empty). With --export,
-    the lease as shell assignments that the holder verbs then read:
+    the lease and the task. Nothing ready: exit 5 (not_found/queue_empty); with --wait, once
+    nothing became ready in that time. With --export, the lease as shell assignments that
+    the holder verbs then read:
 
     \b
     Example:
       hivelite next --agent ana/coder --instance laptop
-      eval "$(hivelite next --export)" && hivelite checkpoint "$HIVELITE_TASK" --progress go
+      eval "$(hivelite next --export --wait 60)" && hivelite checkpoint "$HIVELITE_TASK" \\
+        --progress go
     """
     from .. import render
 
     caller = ctx.agent(agent, instance, session)
     with ctx.open() as hive:
         lease = hive.claim_next(acting(hive, caller), minutes=minutes, project=project,
-                                label=label, skip=skip, request_id=ctx.request_id)
+                                label=label, skip=skip, wait=wait, request_id=ctx.request_id)
         if export and not ctx.as_json:
             click.echo(exports(lease))
             return

@@ -4,7 +4,9 @@ A request names its vault (the store's id, ``hivelite info``) and carries a toke
 (``Authorization: Bearer hl_…``); the token, looked up in that vault alone, says who
 calls. The verb then runs on the vault's ``Hive`` through the one write path like any
 other caller: a read in a worker thread (a ``Hive`` gives each thread its own
-connection), a write on the vault's writer thread, in the order the writes came.
+connection), a write on the vault's writer thread, in the order the writes came. A
+``next`` that waits for work waits in a worker thread (at most ``SERVED_WAIT``), each of
+its looks a write on the writer thread: no write queues behind a waiting worker.
 Errors are seed 004's: the HTTP status, ``code``, ``reason`` and the task ``number``;
 ``429`` carries ``Retry-After``; ``401`` carries ``WWW-Authenticate``.
 """
@@ -41,6 +43,7 @@ from ...core.ids import number_of
 from ...core.models import Identity
 from ...hive import Hive
 from ...verbs.base import invalid
+from ...verbs.claims import served_wait, until_ready
 from ...verbs.table import VERBS, Verb
 from ...verbs.tokens import Authenticated
 from ..terminal import printable
@@ -141,6 +144,13 @@ def _input(request: Request, route: Route, body: bytes | HiveliteError | None) -
         raise invalid(exc, route.verb.name) from None
 
 
+def _may_wait(body: bytes | HiveliteError | None) -> bool:
+    """Whether a body may ask to wait for work (it names ``wait``, or escapes a character
+    that could spell it): only such a call takes the longer way round, through a thread
+    that waits (looked at before the token, only to choose the thread; nothing is told)."""
+    return isinstance(body, bytes) and (b"wait" in body or b"\\" in body)
+
+
 def endpoint(route: Route, vaults: Vaults) -> Any:
     """The Starlette endpoint of one route: past its path and body, the whole request (the
     token, the right, the input, the verb) runs in one thread, a write's on the vault's
@@ -153,7 +163,7 @@ def endpoint(route: Route, vaults: Vaults) -> Any:
             number = _ref(request)
             body = None if route.method == "GET" else await _body(request)
 
-            def run() -> Any:
+            def allowed() -> Authenticated:
                 auth: Authenticated = hive.authenticate(
                     bearer(request), session=request.headers.get(SESSION_HEADER))
                 request.state.who = auth.caller.name  # for the access log
@@ -162,11 +172,29 @@ def endpoint(route: Route, vaults: Vaults) -> Any:
                                          f" {route.right}; this token carries"
                                          f" {', '.join(sorted(auth.rights))}",
                                          right=route.right)
-                return route.verb.call(hive, auth.caller, number, _input(request, route, body),
+                return auth
+
+            def act(auth: Authenticated, given: Any) -> Any:
+                return route.verb.call(hive, auth.caller, number, given,
                                        request.headers.get(REQUEST_ID_HEADER))
 
-            answer = await (run_in_threadpool(run) if route.verb.reads
-                            else vaults.write(vault_id, run))
+            def run() -> Any:
+                return act(allowed(), _input(request, route, body))
+
+            def wait_then_run() -> Any:
+                """A verb that may wait for work: each look on the writer thread, in
+                turn with the other writes; the waiting here, where it holds none up."""
+                auth, given = allowed(), _input(request, route, body)
+                seconds = served_wait(given.wait)
+                once = given.model_copy(update={"wait": 0})
+                return until_ready(hive.store, seconds,
+                                   lambda: vaults.write_now(vault_id, act, auth, once))
+
+            if route.verb.waits and _may_wait(body):
+                answer = await run_in_threadpool(wait_then_run)
+            else:
+                answer = await (run_in_threadpool(run) if route.verb.reads
+                                else vaults.write(vault_id, run))
             return JSONResponse(plain(answer))
         except HiveliteError as error:
             return error_response(error, number)

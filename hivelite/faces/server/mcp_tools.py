@@ -27,9 +27,10 @@ from ...core.caller import Caller
 from ...core.errors import HiveliteError, InvalidInput
 from ...core.ids import number_of
 from ...core.models import Page
-from ...core.protocol import Who
+from ...core.protocol import SERVED_WAIT, Who
 from ...hive import Hive
 from ...verbs.base import invalid
+from ...verbs.claims import served_wait
 from ...verbs.table import VERBS, Verb
 from ..terminal import clip
 
@@ -39,14 +40,15 @@ Kind = Literal["agent", "owner"]
 
 NUMBER = {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}],
           "description": "The task's number (or its id).", "examples": [3]}
-AGENT_INSTRUCTIONS = """\
+AGENT_INSTRUCTIONS = f"""\
 hivelite keeps tasks, their claims and their results. Your token says who you are.
 
 Working a task:
 1. next_task claims your most pressing ready task and answers its claim: lease_id,
    fencing_token and expires_at. Keep lease_id and fencing_token: every write on the task
    needs both. (claim takes one task by number; list_tasks with mine=true, ready=true
-   shows what you could take.)
+   shows what you could take.) With wait (seconds, at most {SERVED_WAIT}) it waits for a
+   task when none is ready yet.
 2. Keep the lease alive: renew before expires_at (a lease lasts 5-15 minutes). A lease
    that ran out is refused as stale_claim: the task is routed again, and claim takes it
    back with a new token.
@@ -166,6 +168,8 @@ def _tool(verb: Verb, who: Where, on_answer: Callable[[object], None] | None) ->
                 parsed = verb.input.model_validate(given)
             except ValidationError as exc:
                 raise invalid(exc, verb.name) from None
+            if verb.waits:  # a tool call holds a server thread: at most SERVED_WAIT
+                parsed = parsed.model_copy(update={"wait": served_wait(getattr(parsed, "wait", 0))})
             answer = verb.call(hive, caller, ref, parsed)
         except HiveliteError as error:
             raise _refusal(error.about(ref)) from None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -31,6 +32,7 @@ class Vaults:
         self.by_id: dict[str, Hive] = {}
         self.writers = writers
         self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._lock = threading.Lock()
         for hive in hives:
             self.add(hive)
 
@@ -50,12 +52,23 @@ class Vaults:
     async def write(self, vault_id: str, call: Callable[..., T], *args: object) -> T:
         """``call(*args)`` on one of the vault's writer threads, after the writes that came
         before it (a write verb through the one write path, as from any other face)."""
-        pool = self._pools.get(vault_id)
-        if pool is None:
-            pool = self._pools[vault_id] = ThreadPoolExecutor(
-                self.writers, thread_name_prefix=f"hivelite-writer-{vault_id}")
         run = functools.partial(contextvars.copy_context().run, call, *args)
-        return await asyncio.get_running_loop().run_in_executor(pool, run)
+        return await asyncio.get_running_loop().run_in_executor(self._pool(vault_id), run)
+
+    def write_now(self, vault_id: str, call: Callable[..., T], *args: object) -> T:
+        """:meth:`write`, from a thread outside the event loop (one waiting for work between
+        its writes): its answer once the writer thread ran it."""
+        run = functools.partial(contextvars.copy_context().run, call, *args)
+        return self._pool(vault_id).submit(run).result()
+
+    def _pool(self, vault_id: str) -> ThreadPoolExecutor:
+        """The vault's writer threads (started on its first write)."""
+        with self._lock:
+            pool = self._pools.get(vault_id)
+            if pool is None:
+                pool = self._pools[vault_id] = ThreadPoolExecutor(
+                    self.writers, thread_name_prefix=f"hivelite-writer-{vault_id}")
+            return pool
 
     def close(self) -> None:
         """End the writer threads once their writes are done (the stores stay open)."""
