@@ -220,6 +220,68 @@ def test_a_server_cuts_a_wait_to_its_most_and_refuses_a_bad_one() -> None:
         assert refusal.value.reason == "invalid_wait"
 
 
+class Spy:
+    """Stands for a store's ``wait_for_work``: notes each timeout asked for, and fails
+    one longer than ``most`` at once (rather than wait it out)."""
+
+    def __init__(self, store: Any, most: float) -> None:
+        self.timeouts: list[float] = []
+        self.most = most
+        self._wait = store.wait_for_work
+
+    def __call__(self, timeout: float) -> bool:
+        self.timeouts.append(timeout)
+        if timeout > self.most:
+            raise AssertionError(f"asked to wait {timeout} s, more than {self.most}")
+        return bool(self._wait(timeout))
+
+
+def test_the_mcp_tool_waits_at_most_the_served_wait(
+        open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool call asking to wait an hour waits what the server grants (here cut to
+    0.3 s, so the test does not take a minute), and a bad wait is refused."""
+    import anyio
+    from mcp import Client as McpClient
+
+    from hivelite.faces.server.mcp_tools import build_mcp
+
+    monkeypatch.setattr("hivelite.verbs.claims.SERVED_WAIT", 0.3)
+    hive = open_hive()
+    coder = hive.authenticate(hive.add_token(OWNER, CODER.name,
+                                             instance=CODER.instance).token)
+    spy = Spy(hive.store, 0.3)
+    monkeypatch.setattr(hive.store, "wait_for_work", spy)
+
+    async def flow() -> tuple[str, str]:
+        async with McpClient(build_mcp(lambda: (hive, coder.caller))) as client:
+            empty = await client.call_tool("next_task", {"wait": MAX_WAIT})
+            bad = await client.call_tool("next_task", {"wait": MAX_WAIT + 1})
+            assert empty.is_error and bad.is_error
+            return str(empty.content[0].text), str(bad.content[0].text)
+
+    empty, bad = anyio.run(flow)
+    assert "not_found/queue_empty:" in empty
+    assert "invalid_input/invalid_wait:" in bad
+    assert spy.timeouts and max(spy.timeouts) <= 0.3
+
+
+def test_an_http_next_waits_at_most_the_served_wait(
+        open_hive: OpenHive, loopback_server: LoopbackServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("hivelite.verbs.claims.SERVED_WAIT", 0.3)
+    hive = open_hive()
+    served = ServedHive(hive, loopback_server, iter((OWNER, CODER)))
+    spy = Spy(hive.store, 0.3)
+    monkeypatch.setattr(hive.store, "wait_for_work", spy)
+    try:
+        with pytest.raises(NotFound) as empty:  # the client asks for 0.5 s, the server cuts
+            served.client(CODER).claim_next(CODER, wait=0.5)
+        assert empty.value.reason == "queue_empty"
+        assert spy.timeouts and max(spy.timeouts) <= 0.3
+    finally:
+        served.close()
+
+
 def test_a_served_next_waits_off_the_writer_thread(
         open_hive: OpenHive, loopback_server: LoopbackServer,
         pool: ThreadPoolExecutor) -> None:
