@@ -305,6 +305,21 @@ def test_a_served_next_waits_off_the_writer_thread(
         served.close()
 
 
+def test_a_client_asks_again_until_its_own_wait_is_up(
+        open_hive: OpenHive, loopback_server: LoopbackServer, pool: ThreadPoolExecutor,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Client.claim_next`` waits as long as asked, a server's most at a time (here
+    0.1 s): the task comes after several of its calls have ended empty."""
+    monkeypatch.setattr("hivelite.faces.client.SERVED_WAIT", 0.1)
+    served = ServedHive(open_hive(), loopback_server, iter((OWNER, CODER)))
+    try:
+        got = waiting(pool, lambda: served.client(CODER).claim_next(CODER, wait=LONG))
+        later(lambda: own_task(cast(Hive, served)))
+        assert got.result(timeout=120).holder == CODER.name
+    finally:
+        served.close()
+
+
 # -- the CLI: hivelite next --wait -----------------------------------------------------
 
 
