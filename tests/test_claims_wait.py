@@ -130,6 +130,23 @@ def test_a_waiting_worker_holds_no_lock(
     assert got.result(timeout=120).task.task.assignee == CODER.name
 
 
+@pytest.mark.contract
+def test_a_worker_listens_only_while_it_may_wait(hive: Hive, snap: Snap,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work found at once: no listening at all. An empty queue: the store listens once
+    before it looks again, and stops when the call ends, in a refusal too."""
+    calls: list[str] = []
+    listen, unlisten = hive.store.listen, hive.store.unlisten
+    monkeypatch.setattr(hive.store, "listen", lambda: (calls.append("listen"), listen())[1])
+    monkeypatch.setattr(hive.store, "unlisten",
+                        lambda: (calls.append("unlisten"), unlisten())[1])
+    own_task(hive)
+    hive.claim_next(CODER, wait=LONG)
+    assert calls == []
+    refused(snap, NotFound, "queue_empty", lambda: hive.claim_next(CODER, wait=0.2))
+    assert calls == ["listen", "unlisten"]
+
+
 # -- PostgreSQL: listen before the first look --------------------------------------------
 
 
@@ -157,6 +174,7 @@ def test_a_task_routed_between_the_look_and_the_wait_wakes_the_worker() -> None:
         claim = hive.claim_next(CODER, wait=3)
         assert claim.holder == CODER.name
         assert woken == [True]  # woken by the commit; never left to the time running out
+        assert getattr(store._local, "listener", None) is None  # closed with the call
 
 
 @needs_pg

@@ -286,6 +286,10 @@ class Store(Protocol):
         """Get ready to wait for work on this thread; call it before looking for work, so
         that a task made ready after the look is not missed (:meth:`wait_for_work`)."""
         ...
+    def unlisten(self) -> None:
+        """Stop listening on this thread: done waiting for work (a thread that listened
+        and never waited again would go on hearing of every task made ready)."""
+        ...
     def wait_for_work(self, timeout: float) -> bool:
         """Wait, at most ``timeout`` seconds, for a task to become ready; True when it is
         worth looking again (a task may be ready: it may also be someone else's), False

@@ -1179,6 +1179,17 @@ class PostgresStore:
         except psycopg.Error as exc:
             _reraise(_failure(exc, self._where), exc)
 
+    def unlisten(self) -> None:
+        """Stop listening on this thread: its listening connection is closed (a thread
+        that no longer waits would otherwise keep every notification unread, holding the
+        server's notification queue back)."""
+        held: _Conn | None = getattr(self._local, "listener", None)
+        self._local.listener = None
+        if held is not None:
+            with self._lock:
+                self._conns.discard(held)
+            _close_quietly(held.conn)
+
     def _listener(self) -> psycopg.Connection[Any]:
         """This thread's listening connection (made, and ``LISTEN`` sent, on first use)."""
         held: _Conn | None = getattr(self._local, "listener", None)

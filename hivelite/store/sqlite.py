@@ -1208,6 +1208,9 @@ class SqliteStore:
         :data:`POLL_FIRST` again."""
         self._local.poll = POLL_FIRST
 
+    def unlisten(self) -> None:
+        """Nothing to stop: SQLite's waiting is sleeping."""
+
     def wait_for_work(self, timeout: float) -> bool:
         """SQLite tells no one of a commit, so a worker looks again after a short sleep:
         :data:`POLL_FIRST`, twice as long each time after, at most :data:`POLL_MOST` (a

@@ -109,22 +109,33 @@ def served_wait(wait: object) -> float:
 def until_ready(store: Store, wait: float, look: Callable[[], T]) -> T:
     """``look()`` for work; while it finds the queue empty (``404 queue_empty``) and
     ``wait`` seconds have not passed, wait for work on ``store`` and look again (once
-    more when the time is up). The store listens before the first look, so a task made
-    ready between a look and the wait that follows wakes it all the same; the wait is
-    the store's (PostgreSQL's notification, SQLite's short sleeps) and happens outside
-    every transaction, so a waiting worker holds no lock."""
-    if wait <= 0:
+    more when the time is up).
+
+    The store listens before every look that a wait may follow (after the first look
+    found nothing, before the second), so a task made ready between a look and the wait
+    wakes it all the same, and one made ready before the listening began is seen by the
+    look after it. A worker that finds work at once never listens, and the listening
+    ends with the call: no thread keeps hearing of work it no longer waits for. The wait
+    is the store's (PostgreSQL's notification, SQLite's short sleeps) and happens
+    outside every transaction, so a waiting worker holds no lock."""
+    try:
         return look()
+    except NotFound as error:
+        if error.reason != "queue_empty" or wait <= 0:
+            raise
     deadline = time.monotonic() + wait
     store.listen()
-    while True:
-        try:
-            return look()
-        except NotFound as error:
-            left = deadline - time.monotonic()
-            if error.reason != "queue_empty" or left <= 0:
-                raise
-        store.wait_for_work(left)
+    try:
+        while True:
+            try:
+                return look()
+            except NotFound as error:
+                left = deadline - time.monotonic()
+                if error.reason != "queue_empty" or left <= 0:
+                    raise
+            store.wait_for_work(left)
+    finally:
+        store.unlisten()
 
 
 def fencing_token(token: object) -> int:
