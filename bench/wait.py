@@ -53,7 +53,7 @@ def baseline(store: str, rounds: int) -> float:
 def waited(store: str, idle: float, rounds: int) -> tuple[float, float]:
     """A handoff to a worker that has waited ``idle`` seconds: the median time from its
     start to the worker's claim, and the median number of looks the worker made while it
-    idled (each wait follows a look)."""
+    idled."""
     took, looks = [], []
     with Hive.open(store, owner=lib.OWNER) as hive, Hive.open(store) as worker:
         count = [0]
@@ -75,7 +75,7 @@ def waited(store: str, idle: float, rounds: int) -> tuple[float, float]:
             thread = threading.Thread(target=work, args=(got,))
             thread.start()
             time.sleep(idle)
-            idle_looks = count[0]
+            idle_looks = count[0] + 1  # each wait follows a look, and one more came first
             start = time.perf_counter()
             _handoff(hive)
             thread.join(timeout=120)
