@@ -150,13 +150,27 @@ def lib_worker(store: str, name: str) -> tuple[int, int]:
 
 def round_trips(store: str, cycles: int = 20) -> float:
     """Round trips per ``claim_next`` -> ``submit`` cycle on a PostgreSQL store: the times
-    the client waits to read the server's answer (psycopg's wait loop blocking on a read;
-    in pipeline mode several statements share one). The store needs ``cycles + 1`` ready
-    tasks; one cycle runs first, untimed, to open the connection and check the rules."""
-    from psycopg import waiting  # what a connection's every wait goes through
+    the client waits for the server's answers. The store runs its statements in psycopg's
+    pipeline mode, where a statement whose answer is not needed yet is only queued, and the
+    client waits when it fetches an answer (a flush) or ends the pipeline (a sync, which
+    carries the ``COMMIT``): each such wait with answers still due is one round trip. A
+    wait for an answer outside a pipeline (``Wait.R``) counts one too. The store needs
+    ``cycles + 1`` ready tasks; one cycle runs first, untimed, to open the connection and
+    check the rules."""
+    from psycopg import _pipeline_base, waiting  # what every wait goes through
 
-    real = waiting.wait
-    count = 0
+    real_wait, real_fetch = waiting.wait, _pipeline_base.BasePipeline._fetch_gen
+    count, counting, fetching = 0, False, 0
+
+    def fetch(self: Any, *, flush: bool) -> Any:
+        nonlocal count, fetching
+        if counting and self.result_queue:
+            count += 1
+        fetching += 1
+        try:
+            return (yield from real_fetch(self, flush=flush))
+        finally:
+            fetching -= 1
 
     def counted(gen: Any, *args: Any, **kwargs: Any) -> Any:
         def watched() -> Any:
@@ -164,14 +178,14 @@ def round_trips(store: str, cycles: int = 20) -> float:
             blocked = False
             try:
                 ask = next(gen)
-                while True:
-                    if int(ask) == 1 and not blocked:  # Wait.R: waits for an answer
+                while True:  # (a pipeline's waits are its fetches', counted above)
+                    if counting and int(ask) == 1 and not blocked and not fetching:
                         count, blocked = count + 1, True
                     ask = gen.send((yield ask))
             except StopIteration as done:
                 return done.value
 
-        return real(watched(), *args, **kwargs)
+        return real_wait(watched(), *args, **kwargs)
 
     me = Caller.agent(lib.AGENT, "rt")
     loaded = os.environ.get("HIVELITE_LOAD_PLUGINS")
@@ -183,17 +197,19 @@ def round_trips(store: str, cycles: int = 20) -> float:
             del os.environ["HIVELITE_LOAD_PLUGINS"]
         else:
             os.environ["HIVELITE_LOAD_PLUGINS"] = loaded
+    waiting.wait = counted
+    _pipeline_base.BasePipeline._fetch_gen = fetch  # type: ignore[method-assign]
     try:
         with hive:
             for n in range(cycles + 1):
-                if n == 1:
-                    waiting.wait, count = counted, 0
+                counting = n > 0
                 lease = hive.claim_next(me)
                 hive.submit(me, lease.number, lease_id=lease.lease_id,
                             token=lease.fencing_token, summary=lib.SUMMARY,
                             evidence=lib.EVIDENCE)
     finally:
-        waiting.wait = real
+        waiting.wait = real_wait
+        _pipeline_base.BasePipeline._fetch_gen = real_fetch  # type: ignore[method-assign]
     return count / cycles
 
 
