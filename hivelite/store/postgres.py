@@ -27,9 +27,9 @@ import hashlib
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -100,6 +100,9 @@ from .rows import (
     task_key,
 )
 from .urls import is_url, shown
+
+if TYPE_CHECKING:
+    from .pg_tables import PostgresTables
 
 SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -970,111 +973,6 @@ class PostgresTx(ViewRows):
         self.conn.execute("UPDATE tokens SET revoked_at = %s WHERE id = %s", (at, token_id))
 
 
-class PostgresTables:
-    """Raw access to the kept tables of a PostgreSQL store, for export and import
-    (``transfer.Tables``)."""
-
-    def __init__(self, store: PostgresStore) -> None:
-        self.store = store
-        self.conn = store.conn
-
-    def schema_version(self) -> int:
-        return self.store.schema_version
-
-    def columns(self, table: str) -> list[str]:
-        return [str(r[0]) for r in self.conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
-            " AND table_name = %s ORDER BY ordinal_position", (self.store.schema, table))]
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        with self.store.read():
-            yield
-
-    def count(self, table: str) -> int:
-        ((rows,),) = self.conn.execute(f"SELECT count(*) FROM {table}").fetchall()
-        return int(rows)
-
-    def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]:
-        text = {str(r[0]) for r in self.conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
-            " AND table_name = %s AND data_type = 'text'", (self.store.schema, table))}
-        keys = ", ".join(f'{k} COLLATE "C"' if k in text else k  # byte order, as SQLite's
-                         for k in (part.strip() for part in order.split(",")))
-        return self.conn.execute(f"SELECT {', '.join(_quoted(n) for n in names)} FROM {table}"
-                                 f" ORDER BY {keys}")
-
-    @contextmanager
-    def bulk(self, check: Callable[[], None] | None = None) -> Iterator[None]:
-        """The import's transaction, under the write lock; each table's own triggers are
-        disabled inside it (``ALTER TABLE … DISABLE TRIGGER USER``, transactional: a
-        rollback restores them) and enabled again before it commits."""
-        from .transfer import TABLES
-
-        store = self.store
-        try:
-            with store._transaction(self.conn):
-                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (store._write_lock,))
-                for table in TABLES:
-                    self.conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
-                yield
-                for table in TABLES:
-                    self.conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
-                if check is not None:
-                    check()
-        except psycopg.Error as exc:
-            raise InvalidInput("invalid_export", f"the export does not fit this store:"
-                               f" {exc}", field="file") from None
-
-    def problems(self) -> list[str]:
-        """What doctor finds, read in the import's transaction: the rules in the catalogs,
-        the rows as on a file (:mod:`.pg_doctor`)."""
-        from .pg_doctor import problems_of
-
-        return problems_of(self)
-
-    def head(self) -> tuple[str | None, str | None]:
-        identity = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'"
-                                     ).fetchone()
-        row = self.conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
-                                ).fetchone()
-        return (identity[0] if identity else None,
-                None if row is None else f"{row[0]}:{row[1]}")
-
-    def is_empty(self) -> bool:
-        found = self.conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM tasks) OR EXISTS (SELECT 1 FROM journal)"
-            " OR EXISTS (SELECT 1 FROM meta WHERE key <> 'store_id')").fetchone()
-        return found is not None and not found[0]
-
-    def insert(self, table: str, row: dict[str, Any]) -> None:
-        names = ", ".join(_quoted(n) for n in row)
-        marks = ", ".join(["%s"] * len(row))
-        self.conn.execute(f"INSERT INTO {table}({names}) VALUES ({marks})", tuple(row.values()))
-
-    def drop_identity(self) -> None:
-        self.conn.execute("DELETE FROM meta WHERE key = 'store_id'")
-
-    def chain_all(self) -> None:
-        identity = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'"
-                                     ).fetchone()
-        before = identity[0] if identity else None
-        for seq, *content in self.conn.execute(
-                f"SELECT seq, {CONTENT} FROM journal ORDER BY seq").fetchall():
-            before = link(before, content)
-            self.conn.execute("UPDATE journal SET hash = %s WHERE seq = %s", (before, seq))
-
-    def derive_queue(self) -> None:
-        raise InvalidInput("old_export", "this export comes from before the work queue"
-                           " (schema 5): import it into an SQLite store first, then export"
-                           " that and import it here", field="schema_version")
-
-
-def _quoted(name: str) -> str:
-    """A column name as SQL (``by`` is a keyword on PostgreSQL)."""
-    return f'"{name}"' if name == "by" else name
-
-
 class PostgresStore:
     """One hivelite store in a PostgreSQL database; a connection per thread."""
 
@@ -1142,7 +1040,10 @@ class PostgresStore:
         return int(self._version(self.conn) or 0)
 
     def tables(self) -> PostgresTables:
-        """Raw access to the kept tables, for ``hivelite export`` and ``import``."""
+        """Raw access to the kept tables, for ``hivelite export`` and ``import``
+        (``pg_tables.PostgresTables``)."""
+        from .pg_tables import PostgresTables
+
         return PostgresTables(self)
 
     def chain_sound(self) -> bool:
@@ -1304,6 +1205,14 @@ class PostgresStore:
         self.close()
 
     # -- transactions --------------------------------------------------------
+
+    @contextmanager
+    def alone(self) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction under the store's own lock, held alone (no write runs beside
+        it): an import's (:meth:`.pg_tables.PostgresTables.bulk`)."""
+        with self._transaction(self.conn):
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_lock,))
+            yield self.conn
 
     @contextmanager
     def _transaction(self, conn: psycopg.Connection[Any],
