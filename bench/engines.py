@@ -150,13 +150,32 @@ def lib_worker(store: str, name: str) -> tuple[int, int]:
 
 def round_trips(store: str, cycles: int = 20) -> float:
     """Round trips per ``claim_next`` -> ``submit`` cycle on a PostgreSQL store: the times
-    the client waits to read the server's answer (psycopg's wait loop blocking on a read;
-    in pipeline mode several statements share one). The store needs ``cycles + 1`` ready
-    tasks; one cycle runs first, untimed, to open the connection and check the rules."""
-    from psycopg import waiting  # what a connection's every wait goes through
+    the client waits for the server's answers. The store runs its statements in psycopg's
+    pipeline mode, where a statement whose answer is not needed yet is only queued, and the
+    client waits when it fetches an answer (a flush) or ends the pipeline (a sync, which
+    carries the ``COMMIT``): each such wait with answers still due is one round trip. A
+    wait for an answer outside a pipeline (``Wait.R``) counts one too. The store needs
+    ``cycles + 1`` ready tasks; one cycle runs first, untimed, to open the connection and
+    check the rules."""
+    from psycopg import _pipeline_base, waiting  # what every wait goes through
 
-    real = waiting.wait
-    count = 0
+    base = _pipeline_base.BasePipeline
+    real_wait = waiting.wait
+    real = {name: getattr(base, name) for name in ("_fetch_gen", "_sync_gen", "_exit_gen")}
+    count, counting, inside = 0, False, 0
+
+    def waits_for(name: str) -> Any:
+        def gen(self: Any, *args: Any, **kwargs: Any) -> Any:
+            nonlocal count, inside
+            if counting and not inside and (name != "_fetch_gen" or self.result_queue):
+                count += 1  # a sync always waits (for its own answer, at least)
+            inside += 1
+            try:
+                return (yield from real[name](self, *args, **kwargs))
+            finally:
+                inside -= 1
+
+        return gen
 
     def counted(gen: Any, *args: Any, **kwargs: Any) -> Any:
         def watched() -> Any:
@@ -164,14 +183,14 @@ def round_trips(store: str, cycles: int = 20) -> float:
             blocked = False
             try:
                 ask = next(gen)
-                while True:
-                    if int(ask) == 1 and not blocked:  # Wait.R: waits for an answer
+                while True:  # (a pipeline's waits are counted above)
+                    if counting and int(ask) == 1 and not blocked and not inside:
                         count, blocked = count + 1, True
                     ask = gen.send((yield ask))
             except StopIteration as done:
                 return done.value
 
-        return real(watched(), *args, **kwargs)
+        return real_wait(watched(), *args, **kwargs)
 
     me = Caller.agent(lib.AGENT, "rt")
     loaded = os.environ.get("HIVELITE_LOAD_PLUGINS")
@@ -183,17 +202,21 @@ def round_trips(store: str, cycles: int = 20) -> float:
             del os.environ["HIVELITE_LOAD_PLUGINS"]
         else:
             os.environ["HIVELITE_LOAD_PLUGINS"] = loaded
+    waiting.wait = counted
+    for name in real:
+        setattr(base, name, waits_for(name))
     try:
         with hive:
             for n in range(cycles + 1):
-                if n == 1:
-                    waiting.wait, count = counted, 0
+                counting = n > 0
                 lease = hive.claim_next(me)
                 hive.submit(me, lease.number, lease_id=lease.lease_id,
                             token=lease.fencing_token, summary=lib.SUMMARY,
                             evidence=lib.EVIDENCE)
     finally:
-        waiting.wait = real
+        waiting.wait = real_wait
+        for name, method in real.items():
+            setattr(base, name, method)
     return count / cycles
 
 

@@ -245,18 +245,35 @@ def test_a_hold_committed_while_a_claim_is_in_flight_leaves_no_live_claim(
     assert [f for f in diagnose_url(url) if not f.ok] == []
 
 
-def test_a_writer_on_another_task_never_waits_for_one_held_open(url: str) -> None:
-    """One agent's claim is held open mid-write; another agent's claim of another task
-    commits meanwhile, and no session waits on a lock while it does (pg_stat_activity
-    is asked until the second claim has committed or a session is seen waiting)."""
-    held = HeldClock(START)
+def test_a_writer_on_another_task_never_waits_for_one_held_open(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A handoff is held open mid-write, at its sweep (after its BEGIN, before its first
+    task row: a write that names no task up front takes the chain lock there); an agent's
+    claim of another task commits meanwhile, and no session waits on a lock while it does
+    (pg_stat_activity is asked until the claim has committed or a session is seen
+    waiting). (A write about a task its verb names, as a claim, takes the chain lock and
+    the row with its BEGIN, in one round trip: docs/postgres.md.)"""
+    from hivelite.store.postgres import PostgresTx
+
+    entered, release = threading.Event(), threading.Event()
+    lock_overdue = PostgresTx.lock_overdue
+
+    def held_open(self: PostgresTx, at: str) -> list[Any]:
+        if threading.current_thread().name == "held":  # the handoff's write stays open
+            entered.set()
+            release.wait(WAIT_S)
+        return lock_overdue(self, at)
+
+    monkeypatch.setattr(PostgresTx, "lock_overdue", held_open)
     with Hive.open(url, owner="ana", clock=ManualClock(START)) as owner_side:
-        first = own_task(owner_side)
         second = own_task(owner_side, assignee=TESTER.name)
-        with Hive.open(url, owner="ana", clock=held) as held_side:
-            held.hold()
-            blocked, blocked_failed = in_thread(lambda: held_side.claim(CODER, first))
-            assert held.entered.wait(WAIT_S)
+        with Hive.open(url, owner="ana", clock=ManualClock(START)) as held_side:
+            def handoff() -> int:
+                threading.current_thread().name = "held"
+                return own_task(held_side)
+
+            blocked, blocked_failed = in_thread(handoff)
+            assert entered.wait(WAIT_S)
             try:
                 other, other_failed = in_thread(lambda: owner_side.claim(TESTER, second))
                 waited = False
@@ -268,8 +285,23 @@ def test_a_writer_on_another_task_never_waits_for_one_held_open(url: str) -> Non
                         waited = True
                         break
             finally:
-                held.let_go()
+                release.set()
                 blocked.join(WAIT_S)
             other.join(WAIT_S)
         assert blocked_failed == [] and other_failed == []
         assert not waited, "the claim of another task waited on a lock"
+
+
+def test_a_claim_next_submit_cycle_waits_for_the_server_six_times(url: str) -> None:
+    """Round trips, counted as ``python -m bench.engines`` counts them (each wait for the
+    server's answers; a count, not a time): ``next`` takes its pick with its BEGIN and
+    commits (2); ``submit`` reads the task with its bodies and ends that snapshot (2),
+    then takes the task with its BEGIN and commits (2)."""
+    from bench import lib
+    from bench.engines import round_trips
+
+    with Hive.open(url, owner=lib.OWNER, plugins=[lib.ZeroThreshold()]) as hive:
+        for _ in range(6):
+            hive.handoff(lib.OWNER_CALLER, requester="ana/planner", assignee=lib.AGENT,
+                         project="bench", packet=lib.PACKET)
+    assert round_trips(url, cycles=5) == 6.0

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -53,6 +54,19 @@ budgets, enrolments, signers, tokens): the owner's authority verbs. A store whos
 run side by side (PostgreSQL) lets such a write run alone; SQLite has one writer anyway."""
 
 
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """What ``next`` picks from (``Writer.next_ready``'s arguments but the owner's vetoes
+    and the agent's enrolment, which the write reads first): a write ``about`` a pick may
+    take the best ready task with its first statements, and use it when the vetoes and
+    the enrolment turn out to leave nothing out (see ``Store.write``)."""
+
+    assignee: str
+    project: str | None = None
+    label: str | None = None
+    skip: tuple[int, ...] = ()
+
+
 @contextmanager
 def store_wide(wide: bool) -> Iterator[None]:
     """Mark the writes begun inside as store-wide (:data:`STORE_WIDE`) when ``wide``."""
@@ -69,6 +83,10 @@ class Reader(Protocol):
     def meta(self, key: str) -> str | None: ...
     def task(self, ref: str | int) -> TaskRow | None: ...
     def bodies(self, number: int) -> Bodies: ...
+    def task_with_bodies(self, ref: str | int) -> tuple[TaskRow, Bodies] | None:
+        """The task and its bodies together (one statement where a statement costs a
+        round trip): what a verb reads before its write to hand the task to plugins."""
+        ...
     def view(self, ref: str | int) -> ViewRow | None: ...
     def views(self, where: ListFilter, *, after: int | None, limit: int) -> list[ViewRow]:
         """Tasks in ``where.sort`` order, at most ``limit``. In creation order ``after`` is
@@ -192,9 +210,9 @@ class Writer(Reader, Protocol):
                    tokens: int | None, usd_micros: int | None) -> None: ...
     def put_result(self, number: int, body: str, *, worker: str, instance: str,
                    session: str | None, outcome: str, threshold: int | None,
-                   draft: str | None = None, receipts: str | None = None) -> int:
+                   draft: str | None = None, receipts: str | None = None) -> None:
         """Store the task's (new) result, with its draft (JSON) if it brings one and its
-        evidence's checked receipts (JSON); returns its version (1, 2, ... per task)."""
+        evidence's checked receipts (JSON), under the next version (1, 2, ... per task)."""
         ...
     def amend_result(self, number: int, body: str, receipts: str | None = None) -> int:
         """Replace the result's body (and its evidence's receipts) under a new version;
@@ -273,7 +291,13 @@ class Store(Protocol):
         """Raw access to the kept tables, for ``hivelite export`` and ``import``."""
         ...
     def read(self) -> AbstractContextManager[Reader]: ...
-    def write(self) -> AbstractContextManager[Writer]: ...
+    def write(self, *, about: str | int | Pick | None = None
+              ) -> AbstractContextManager[Writer]:
+        """One write transaction. ``about``: the task the write takes first
+        (``lock_task(about)``), or the pick it makes first (``next_ready``), when the verb
+        knows it: a store whose round trips cost may take it with the write's first
+        statements (PostgreSQL does)."""
+        ...
     def close(self) -> None: ...
     def chain_key(self) -> ChainKey | None:
         """The owner's key that seals this store's journal (None: the store names none and

@@ -27,9 +27,9 @@ import hashlib
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -63,7 +63,7 @@ from .columns import (
     journal_row,
     usage_sum,
 )
-from .contract import STORE_WIDE
+from .contract import STORE_WIDE, Pick
 from .keys import (
     META_KEY,
     ChainKey,
@@ -100,6 +100,9 @@ from .rows import (
     task_key,
 )
 from .urls import is_url, shown
+
+if TYPE_CHECKING:
+    from .pg_tables import PostgresTables
 
 SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -234,6 +237,30 @@ _BUDGETS = ("SELECT agent, tasks, tokens, usd_micros, at, by FROM budgets"
             " ORDER BY agent COLLATE \"C\"")
 
 
+def _rows_json(columns: str, table: str, where: str = "", order: str = "") -> str:
+    """A subquery giving a table's rows as one JSON array of arrays (text and bigint
+    columns only: JSON gives them back as they are)."""
+    by = f" ORDER BY {order}" if order else ""
+    return (f"(SELECT coalesce(json_agg(json_build_array({columns}){by}), '[]') FROM {table}"
+            f"{' WHERE ' + where if where else ''})")
+
+
+AHEAD_TABLES = ("meta", "controls", "required_plugins", "enrolments", "budgets")
+AHEAD = ("SELECT " + ", ".join((
+    _rows_json("key, value", "meta"),
+    _rows_json("id, kind, agent, instance, task, at, by, reason, lifted_at, lifted_by",
+               "controls", "lifted_at IS NULL", "id"),
+    _rows_json("name, kind, digest, settings, at, by", "required_plugins", "",
+               'name COLLATE "C"'),
+    _rows_json(ENROLMENT, "enrolments", "", 'agent COLLATE "C"'),
+    _rows_json("agent, tasks, tokens, usd_micros, at, by", "budgets", "",
+               'agent COLLATE "C"'),
+    "(SELECT min(lease_expires COLLATE \"C\") FROM tasks WHERE lease_id IS NOT NULL)")))
+"""What every write reads with its BEGIN (:meth:`PostgresTx.ahead`): one statement, one
+row (one JSON array per table of :data:`AHEAD_TABLES`, then the earliest live lease's
+end); the queries they replace are the ones each read method sends otherwise."""
+
+
 SEARCH = ("(strpos(lower(t.assignee), %s) > 0 OR EXISTS (SELECT 1 FROM packets p"
           " WHERE p.task = t.number AND strpos(lower(hl_json(p.body) ->> 'task'), %s) > 0)"
           " OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN"
@@ -242,10 +269,35 @@ SEARCH = ("(strpos(lower(t.assignee), %s) > 0 OR EXISTS (SELECT 1 FROM packets p
 """A listing's ``search``: the text in the title, the assignee or a label (as SQLite's)."""
 
 
+def _pick(assignee: str, project: str | None, label: str | None, skip: Sequence[int],
+          projects: Sequence[str] | None, roles: Sequence[str]) -> tuple[str, list[object]]:
+    """``next``'s pick: the best ready task for ``assignee`` that no other write holds
+    (``SKIP LOCKED``: passed over, never waited for), as SQL and its arguments."""
+    clauses = [f"assignee = %s AND {READY}"]
+    args: list[object] = [assignee]
+    if projects is not None:  # an enrolment's scope
+        clauses.append(f"project IN ({', '.join(['%s'] * len(projects)) or 'NULL'})")
+        args.extend(projects)
+    clauses.append(f"(role IS NULL OR role IN ({', '.join(['%s'] * len(roles)) or 'NULL'}))")
+    args.extend(roles)
+    if skip:
+        clauses.append("number <> ALL(%s)")
+        args.append(list(skip))
+    if project is not None:
+        clauses.append("project = %s")
+        args.append(project)
+    if label is not None:
+        clauses.append("hl_json(labels) @> jsonb_build_array(%s::text)")
+        args.append(label)
+    return (f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY assignee, {RANK}, number"
+            " LIMIT 1 FOR UPDATE SKIP LOCKED", args)
+
+
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("_ahead", "_tip_read", "conn", "key", "locks", "routed", "tip", "wide")
+    __slots__ = ("_ahead", "_taken", "_tip_read", "conn", "key", "locks", "routed", "tip",
+                 "wide")
 
     def __init__(self, conn: psycopg.Connection[Any], key: ChainKey | None = None,
                  locks: tuple[str, int, int] | None = None, *, wide: bool = False) -> None:
@@ -266,6 +318,10 @@ class PostgresTx(ViewRows):
         self.routed: set[int] = set()
         """The tasks this write moved to ``routed`` (ready to claim): its commit wakes the
         workers waiting for work (:meth:`PostgresStore.wait_for_work`)."""
+        self._taken: tuple[str | int | Pick, psycopg.Cursor[Any]] | None = None
+        """In a write: the task it takes first, sent with its BEGIN (:meth:`take_first`),
+        and the cursor of that row, until :meth:`lock_task` asks for it or another
+        statement changes a task (the lock stays held; the row is read again)."""
         self._ahead: dict[str, Any] = {}
         """In a write: the reads sent with its BEGIN (:meth:`ahead`), by table: a cursor
         until first asked, then its rows; a write to the table drops them."""
@@ -273,33 +329,49 @@ class PostgresTx(ViewRows):
     def ahead(self) -> None:
         """Queue, in the write's pipeline, the reads nearly every write makes before its
         body (the store's meta rows, the owner's live controls, the required plugins, the
-        enrolments and budgets, the earliest live lease's end): they travel with the
-        BEGIN, the lock and the guard's stamp, in one round trip. The tables are small
-        (one row an agent, a control or a plugin), and under the store's lock (shared by
-        every write, held alone by a write that changes them) they stay as read until
-        this write changes them."""
-        for name, sql in (("meta", "SELECT key, value FROM meta"),
-                          ("controls", _CONTROLS + " WHERE lifted_at IS NULL ORDER BY id"),
-                          ("required_plugins", _REQUIRED),
-                          ("enrolments", f"SELECT {ENROLMENT} FROM enrolments"
-                                         " ORDER BY agent COLLATE \"C\""),
-                          ("budgets", _BUDGETS),
-                          ("overdue", "SELECT min(lease_expires COLLATE \"C\") FROM tasks"
-                                      " WHERE lease_id IS NOT NULL")):
-            self._ahead[name] = self.conn.execute(sql, prepare=True)
+        enrolments and budgets, the earliest live lease's end) as one statement: it
+        travels with the BEGIN, the lock and the guard's stamp, in one round trip. The
+        tables are small (one row an agent, a control or a plugin), and under the store's
+        lock (shared by every write, held alone by a write that changes them) they stay as
+        read until this write changes them."""
+        self._ahead = {"": self.conn.execute(AHEAD, prepare=True)}
+
+    def take_first(self, about: str | int | Pick) -> None:
+        """Queue, with the BEGIN, the chain lock and the row lock of the task this write is
+        about (the verb knows it before the write), or of the best ready task of a pick
+        with no veto and no enrolment: the body's ``lock_task`` or ``next_ready`` then
+        needs no round trip of its own (when the agent has a veto or an enrolment, its
+        pick is made again: the row taken first stays locked to the commit, unused)."""
+        if isinstance(about, Pick):
+            self._chain()
+            self._taken = (about, self.conn.execute(*_pick(
+                about.assignee, about.project, about.label, about.skip, None, ())))
+            return
+        where, key = _task_key(about)
+        if where is not None:
+            self._chain()  # before the row lock, in the same round trip
+            self._taken = (about, self.conn.execute(
+                f"{SELECT_TASK} WHERE {where} = %s FOR UPDATE", (key,), prepare=True))
+
+    def _tasks_changed(self) -> None:
+        """A statement changes tasks: a row taken first, not read yet, may be stale."""
+        self._taken = None
 
     def _read_ahead(self, name: str) -> list[tuple[Any, ...]] | None:
         """The rows of a read sent ahead (None: not sent, or a write changed its table)."""
-        found = self._ahead.get(name)
-        if found is None or isinstance(found, list):
-            return found
-        rows: list[tuple[Any, ...]] = found.fetchall()
-        self._ahead[name] = rows
-        return rows
+        sent = self._ahead.pop("", None)
+        if sent is not None:  # the first ask reads them all (a table changed since keeps
+            found = sent.fetchone()  # its mark: it is read afresh)
+            if found is not None:
+                for table, rows in zip(AHEAD_TABLES, found[:-1], strict=True):
+                    self._ahead.setdefault(table, [tuple(r) for r in rows])
+                self._ahead.setdefault("overdue", [(found[-1],)])
+        return self._ahead.get(name)
 
     def _changed(self, table: str) -> None:
-        """This write changes ``table``: its rows read ahead no longer hold."""
-        self._ahead.pop(table, None)
+        """This write changes ``table``: its rows read ahead no longer hold (None: read
+        it afresh, whether or not the rows sent ahead have arrived yet)."""
+        self._ahead[table] = None
 
     def _one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         return self.conn.execute(sql, args).fetchone()
@@ -381,6 +453,22 @@ class PostgresTx(ViewRows):
             raise LookupError(f"task {number} has no packet")
         return Bodies(row[0], row[1], row[2])
 
+    def task_with_bodies(self, ref: str | int) -> tuple[TaskRow, Bodies] | None:
+        where, key = _task_key(ref)
+        if where is None:
+            return None
+        row = self._one(
+            f"SELECT {', '.join('t.' + c for c in TASK_COLUMNS)}, p.body, r.body, c.body"
+            " FROM tasks t LEFT JOIN packets p ON p.task = t.number"
+            " LEFT JOIN results r ON r.task = t.number"
+            f" LEFT JOIN checkpoints c ON c.task = t.number WHERE t.{where} = %s", (key,))
+        if row is None:
+            return None
+        width = len(TASK_COLUMNS)
+        if row[width] is None:
+            raise LookupError(f"task {row[0]} has no packet")
+        return TaskRow(*row[:width]), Bodies(*row[width:])
+
     def dependencies(self, number: int) -> list[Dependency]:
         return [Dependency(*r) for r in self._all(
             "SELECT t.number, t.id, t.state FROM deps d JOIN tasks t ON t.number = d.on_task"
@@ -402,27 +490,13 @@ class PostgresTx(ViewRows):
                    label: str | None = None, skip: Sequence[int] = (),
                    projects: Sequence[str] | None = None,
                    roles: Sequence[str] = ()) -> TaskRow | None:
-        clauses = [f"assignee = %s AND {READY}"]
-        args: list[object] = [assignee]
-        if projects is not None:  # an enrolment's scope
-            clauses.append(f"project IN ({', '.join(['%s'] * len(projects)) or 'NULL'})")
-            args.extend(projects)
-        clauses.append(f"(role IS NULL OR role IN ({', '.join(['%s'] * len(roles)) or 'NULL'}))")
-        args.extend(roles)
-        self._chain()  # before the row lock, in the same round trip
-        if skip:
-            clauses.append("number <> ALL(%s)")
-            args.append(list(skip))
-        if project is not None:
-            clauses.append("project = %s")
-            args.append(project)
-        if label is not None:
-            clauses.append("hl_json(labels) @> jsonb_build_array(%s::text)")
-            args.append(label)
-        # SKIP LOCKED: a task another writer holds is passed over, never waited for
-        row = self._one(
-            f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY assignee, {RANK}, number"
-            " LIMIT 1 FOR UPDATE SKIP LOCKED", args)
+        taken, self._taken = self._taken, None
+        if (taken is not None and projects is None and not roles  # sent with the BEGIN
+                and taken[0] == Pick(assignee, project, label, tuple(skip))):
+            row = taken[1].fetchone()  # (no veto, no enrolment: the same pick)
+        else:
+            self._chain()  # before the row lock, in the same round trip
+            row = self._one(*_pick(assignee, project, label, skip, projects, roles))
         return TaskRow(*row) if row else None
 
     def overdue(self, at: str) -> list[TaskRow]:
@@ -640,8 +714,12 @@ class PostgresTx(ViewRows):
         where, key = _task_key(ref)
         if where is None:
             return None
-        self._chain()  # before the row lock, in the same round trip
-        row = self._one(f"{SELECT_TASK} WHERE {where} = %s FOR UPDATE", (key,))
+        taken, self._taken = self._taken, None
+        if taken is not None and taken[0] == ref:  # sent with the BEGIN
+            row = taken[1].fetchone()
+        else:
+            self._chain()  # before the row lock, in the same round trip
+            row = self._one(f"{SELECT_TASK} WHERE {where} = %s FOR UPDATE", (key,))
         return TaskRow(*row) if row else None
 
     def lock_overdue(self, at: str) -> list[TaskRow]:
@@ -686,6 +764,7 @@ class PostgresTx(ViewRows):
              reason: str | None, detail: dict[str, Any] | None = None,
              waiting_on: str | None = None, end_lease: bool = False) -> None:
         self._changed("overdue")
+        self._tasks_changed()
         lease = (", lease_id = NULL, lease_holder = NULL, lease_instance = NULL,"
                  " lease_session = NULL, lease_expires = NULL") if end_lease else ""
         text = dump(detail)
@@ -702,6 +781,7 @@ class PostgresTx(ViewRows):
                     at: str, reason: str, detail: dict[str, Any],
                     scope: int | None = None) -> None:
         self._changed("overdue")
+        self._tasks_changed()
         text = dump(detail)
         chain = self._link(number, at, holder, from_state, to_state, None, reason, text)
         self.conn.execute(
@@ -715,6 +795,7 @@ class PostgresTx(ViewRows):
 
     def set_fields(self, number: int, *, priority: str, labels: str, attempt_limit: int,
                    version: int) -> None:
+        self._tasks_changed()
         self.conn.execute(
             "UPDATE tasks SET priority = %s, labels = %s, attempt_limit = %s,"
             " fields_version = %s WHERE number = %s",
@@ -722,17 +803,19 @@ class PostgresTx(ViewRows):
 
     def extend_lease(self, number: int, expires: str, *, at: str) -> None:
         self._changed("overdue")
+        self._tasks_changed()
         self.conn.execute("UPDATE tasks SET lease_expires = %s, updated_at = %s"
                           " WHERE number = %s", (expires, at, number))
 
     def touch(self, number: int, at: str) -> None:
+        self._tasks_changed()
         self.conn.execute("UPDATE tasks SET updated_at = %s WHERE number = %s", (at, number))
 
     def set_checkpoint(self, number: int, body: str) -> None:
-        if self._one("UPDATE checkpoints SET body = %s WHERE task = %s RETURNING task",
-                     (body, number)) is None:
-            self.conn.execute("INSERT INTO checkpoints(task, body) VALUES (%s, %s)",
-                              (number, body))
+        self.conn.execute(  # one statement, no answer awaited: it travels with the next
+            "WITH kept AS (UPDATE checkpoints SET body = %s WHERE task = %s RETURNING task)"
+            " INSERT INTO checkpoints(task, body) SELECT %s::bigint, %s::text"
+            " WHERE NOT EXISTS (SELECT 1 FROM kept)", (body, number, number, body))
 
     def add_update(self, number: int, *, at: str, actor: str, summary: str,
                    tokens: int | None, usd_micros: int | None) -> None:
@@ -743,19 +826,21 @@ class PostgresTx(ViewRows):
 
     def put_result(self, number: int, body: str, *, worker: str, instance: str,
                    session: str | None, outcome: str, threshold: int | None,
-                   draft: str | None = None, receipts: str | None = None) -> int:
-        version = self._one(
-            "UPDATE results SET body = %s, worker = %s, instance = %s, session = %s,"
-            " outcome = %s, threshold = %s, version = version + 1, merge_commit = NULL,"
-            " merged_by = NULL, draft = %s, receipts = %s WHERE task = %s RETURNING version",
-            (body, worker, instance, session, outcome, threshold, draft, receipts, number))
-        if version is not None:
-            return int(version[0])
-        self.conn.execute(
-            "INSERT INTO results(task, body, worker, instance, session, outcome, threshold,"
-            " draft, receipts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (number, body, worker, instance, session, outcome, threshold, draft, receipts))
-        return 1
+                   draft: str | None = None, receipts: str | None = None) -> None:
+        self.conn.execute(  # one statement, no answer awaited: it travels with the next
+            "WITH kept AS (UPDATE results SET body = %(body)s, worker = %(worker)s,"
+            " instance = %(instance)s, session = %(session)s, outcome = %(outcome)s,"
+            " threshold = %(threshold)s, version = version + 1, merge_commit = NULL,"
+            " merged_by = NULL, draft = %(draft)s, receipts = %(receipts)s"
+            " WHERE task = %(task)s RETURNING task)"
+            " INSERT INTO results(task, body, worker, instance, session, outcome, threshold,"
+            " draft, receipts) SELECT %(task)s::bigint, %(body)s::text, %(worker)s::text,"
+            " %(instance)s::text, %(session)s::text, %(outcome)s::text,"
+            " %(threshold)s::bigint, %(draft)s::text, %(receipts)s::text"
+            " WHERE NOT EXISTS (SELECT 1 FROM kept)",
+            {"task": number, "body": body, "worker": worker, "instance": instance,
+             "session": session, "outcome": outcome, "threshold": threshold, "draft": draft,
+             "receipts": receipts})
 
     def amend_result(self, number: int, body: str, receipts: str | None = None) -> int:
         return int(self._value("UPDATE results SET body = %s, version = version + 1,"
@@ -888,111 +973,6 @@ class PostgresTx(ViewRows):
         self.conn.execute("UPDATE tokens SET revoked_at = %s WHERE id = %s", (at, token_id))
 
 
-class PostgresTables:
-    """Raw access to the kept tables of a PostgreSQL store, for export and import
-    (``transfer.Tables``)."""
-
-    def __init__(self, store: PostgresStore) -> None:
-        self.store = store
-        self.conn = store.conn
-
-    def schema_version(self) -> int:
-        return self.store.schema_version
-
-    def columns(self, table: str) -> list[str]:
-        return [str(r[0]) for r in self.conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
-            " AND table_name = %s ORDER BY ordinal_position", (self.store.schema, table))]
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        with self.store.read():
-            yield
-
-    def count(self, table: str) -> int:
-        ((rows,),) = self.conn.execute(f"SELECT count(*) FROM {table}").fetchall()
-        return int(rows)
-
-    def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]:
-        text = {str(r[0]) for r in self.conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
-            " AND table_name = %s AND data_type = 'text'", (self.store.schema, table))}
-        keys = ", ".join(f'{k} COLLATE "C"' if k in text else k  # byte order, as SQLite's
-                         for k in (part.strip() for part in order.split(",")))
-        return self.conn.execute(f"SELECT {', '.join(_quoted(n) for n in names)} FROM {table}"
-                                 f" ORDER BY {keys}")
-
-    @contextmanager
-    def bulk(self, check: Callable[[], None] | None = None) -> Iterator[None]:
-        """The import's transaction, under the write lock; each table's own triggers are
-        disabled inside it (``ALTER TABLE … DISABLE TRIGGER USER``, transactional: a
-        rollback restores them) and enabled again before it commits."""
-        from .transfer import TABLES
-
-        store = self.store
-        try:
-            with store._transaction(self.conn):
-                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (store._write_lock,))
-                for table in TABLES:
-                    self.conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
-                yield
-                for table in TABLES:
-                    self.conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
-                if check is not None:
-                    check()
-        except psycopg.Error as exc:
-            raise InvalidInput("invalid_export", f"the export does not fit this store:"
-                               f" {exc}", field="file") from None
-
-    def problems(self) -> list[str]:
-        """What doctor finds, read in the import's transaction: the rules in the catalogs,
-        the rows as on a file (:mod:`.pg_doctor`)."""
-        from .pg_doctor import problems_of
-
-        return problems_of(self)
-
-    def head(self) -> tuple[str | None, str | None]:
-        identity = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'"
-                                     ).fetchone()
-        row = self.conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
-                                ).fetchone()
-        return (identity[0] if identity else None,
-                None if row is None else f"{row[0]}:{row[1]}")
-
-    def is_empty(self) -> bool:
-        found = self.conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM tasks) OR EXISTS (SELECT 1 FROM journal)"
-            " OR EXISTS (SELECT 1 FROM meta WHERE key <> 'store_id')").fetchone()
-        return found is not None and not found[0]
-
-    def insert(self, table: str, row: dict[str, Any]) -> None:
-        names = ", ".join(_quoted(n) for n in row)
-        marks = ", ".join(["%s"] * len(row))
-        self.conn.execute(f"INSERT INTO {table}({names}) VALUES ({marks})", tuple(row.values()))
-
-    def drop_identity(self) -> None:
-        self.conn.execute("DELETE FROM meta WHERE key = 'store_id'")
-
-    def chain_all(self) -> None:
-        identity = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'"
-                                     ).fetchone()
-        before = identity[0] if identity else None
-        for seq, *content in self.conn.execute(
-                f"SELECT seq, {CONTENT} FROM journal ORDER BY seq").fetchall():
-            before = link(before, content)
-            self.conn.execute("UPDATE journal SET hash = %s WHERE seq = %s", (before, seq))
-
-    def derive_queue(self) -> None:
-        raise InvalidInput("old_export", "this export comes from before the work queue"
-                           " (schema 5): import it into an SQLite store first, then export"
-                           " that and import it here", field="schema_version")
-
-
-def _quoted(name: str) -> str:
-    """A column name as SQL (``by`` is a keyword on PostgreSQL)."""
-    return f'"{name}"' if name == "by" else name
-
-
 class PostgresStore:
     """One hivelite store in a PostgreSQL database; a connection per thread."""
 
@@ -1060,7 +1040,10 @@ class PostgresStore:
         return int(self._version(self.conn) or 0)
 
     def tables(self) -> PostgresTables:
-        """Raw access to the kept tables, for ``hivelite export`` and ``import``."""
+        """Raw access to the kept tables, for ``hivelite export`` and ``import``
+        (``pg_tables.PostgresTables``)."""
+        from .pg_tables import PostgresTables
+
         return PostgresTables(self)
 
     def chain_sound(self) -> bool:
@@ -1245,6 +1228,14 @@ class PostgresStore:
     # -- transactions --------------------------------------------------------
 
     @contextmanager
+    def alone(self) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction under the store's own lock, held alone (no write runs beside
+        it): an import's (:meth:`.pg_tables.PostgresTables.bulk`)."""
+        with self._transaction(self.conn):
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_lock,))
+            yield self.conn
+
+    @contextmanager
     def _transaction(self, conn: psycopg.Connection[Any],
                      begin: str = "BEGIN") -> Iterator[psycopg.Cursor[Any]]:
         """A transaction begun with ``begin`` (one round trip: it may hold several
@@ -1273,7 +1264,7 @@ class PostgresStore:
                 _reraise(mapped, exc)
 
     @contextmanager
-    def write(self) -> Iterator[PostgresTx]:
+    def write(self, *, about: str | int | Pick | None = None) -> Iterator[PostgresTx]:
         """One write transaction: commit on success, roll back on any error; a trigger's
         ``code:reason`` comes out as the matching hivelite error.
 
@@ -1283,7 +1274,9 @@ class PostgresStore:
         journal row) to its commit the chain lock (:meth:`PostgresTx._chain`), then the
         rows it changes ``FOR UPDATE``. Writes on different tasks run side by side up to
         their first task row, and then take turns for the rest and the commit
-        (docs/postgres.md, "Concurrency, round trips and the chain").
+        (docs/postgres.md, "Concurrency, round trips and the chain"). A write ``about``
+        a task its verb names takes the chain lock and that task's row with its
+        ``BEGIN``, in the same round trip.
 
         The transaction runs in psycopg's pipeline mode: a statement whose answer the
         write does not need (an ``UPDATE``, an ``INSERT``) is sent with the next one
@@ -1298,11 +1291,11 @@ class PostgresStore:
         self._local.writing = True
         try:
             with conn.pipeline():
-                tx = self._begin(conn, wide=STORE_WIDE.get())
+                tx = self._begin(conn, wide=STORE_WIDE.get(), about=about)
                 if not tx.wide and not self._key_named and (
                         tx.meta(META_KEY) is None or tx.meta("owner") is None):
                     conn.execute("ROLLBACK")  # the store's first writes: store-wide rows
-                    tx = self._begin(conn, wide=True)
+                    tx = self._begin(conn, wide=True, about=about)
                 named = self._key_named or tx.meta(META_KEY) is not None
                 key = tx.key = self.key if self._key_named and self.key else key_for_writes(
                     tx.meta("store_id"), tx.meta(META_KEY),
@@ -1323,7 +1316,7 @@ class PostgresStore:
             _rollback(conn)
             if not begun and isinstance(exc, _MISSING):  # a read sent ahead met a table
                 # no longer there: the guard names what changed
-                mapped = self._tampered() or mapped
+                mapped = self._tampered(exc) or mapped
             _reraise(mapped, exc)
         except BaseException:
             _rollback(conn)
@@ -1332,11 +1325,13 @@ class PostgresStore:
             self._local.writing = False
         self.key, self._key_named = key, True  # named in the store now: every write seals
 
-    def _begin(self, conn: psycopg.Connection[Any], *, wide: bool) -> PostgresTx:
+    def _begin(self, conn: psycopg.Connection[Any], *, wide: bool,
+               about: str | int | Pick | None = None) -> PostgresTx:
         """Begin a write: one round trip with the BEGIN, the store's lock (shared, or alone
         when ``wide``; a literal integer, no parameter), the stamp of the store's rules
         (prepared: planning it would cost more than running it), which the guard holds to
-        its last full check, and the reads nearly every write makes first."""
+        its last full check, the reads nearly every write makes first, and the chain lock
+        and the row of the task the write is ``about`` (when its verb knows it)."""
         conn.execute("BEGIN")
         conn.execute(f"SELECT pg_advisory_xact_lock{'' if wide else '_shared'}"
                      f"({self._write_lock})")
@@ -1344,6 +1339,8 @@ class PostgresStore:
         tx = PostgresTx(conn, locks=(self.schema, self._write_lock, self._chain_lock),
                         wide=wide)
         tx.ahead()
+        if about is not None:
+            tx.take_first(about)
         stamp = stamped.fetchone()
         problem = self.guard.before_write(conn, tuple(stamp or ()))
         if problem is not None:
@@ -1354,17 +1351,19 @@ class PostgresStore:
         self.tampered = None
         return tx
 
-    def _tampered(self) -> StoreError | None:
-        """The guard's full check, after a write met a missing table or column."""
+    def _tampered(self, met: psycopg.Error) -> StoreError | None:
+        """The guard's full check, after a write met a missing table or column (``met``:
+        what the database said, which names it)."""
         try:
             problem = self.tampered = self.guard.check(self.conn)
         except psycopg.Error:
             return None
         if problem is None:
             return None
+        said = met.diag.message_primary or str(met)
         return StoreError("schema_tampered", f"{self._where} does not have the rules"
-                          f" hivelite made ({problem}); writes are refused until it is"
-                          " repaired. Run: hivelite doctor")
+                          f" hivelite made ({problem}; the database said: {said});"
+                          " writes are refused until it is repaired. Run: hivelite doctor")
 
     @contextmanager
     def read(self) -> Iterator[PostgresTx]:

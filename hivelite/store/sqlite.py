@@ -90,6 +90,7 @@ from .rows import (
 from .schema import RANK, READY, instance_key
 
 if TYPE_CHECKING:
+    from .contract import Pick
     from .transfer import SqliteTables
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -306,6 +307,10 @@ class SqliteTx(ViewRows):
         if row is None:
             raise LookupError(f"task {number} has no packet")
         return Bodies(row[0], row[1], row[2])
+
+    def task_with_bodies(self, ref: str | int) -> tuple[TaskRow, Bodies] | None:
+        row = self.task(ref)
+        return None if row is None else (row, self.bodies(row.number))
 
     def dependencies(self, number: int) -> list[Dependency]:
         return [Dependency(*r) for r in self.conn.execute(
@@ -779,20 +784,19 @@ class SqliteTx(ViewRows):
 
     def put_result(self, number: int, body: str, *, worker: str, instance: str,
                    session: str | None, outcome: str, threshold: int | None,
-                   draft: str | None = None, receipts: str | None = None) -> int:
-        version = self.conn.execute(
+                   draft: str | None = None, receipts: str | None = None) -> None:
+        kept = self.conn.execute(
             "UPDATE results SET body = ?, worker = ?, instance = ?, session = ?, outcome = ?,"
             " threshold = ?, version = version + 1, merge_commit = NULL, merged_by = NULL,"
             " draft = ?, receipts = ? WHERE task = ? RETURNING version",
             (body, worker, instance, session, outcome, threshold, draft, receipts,
              number)).fetchone()
-        if version is not None:
-            return int(version[0])
+        if kept is not None:
+            return
         self.conn.execute(
             "INSERT INTO results(task, body, worker, instance, session, outcome, threshold,"
             " draft, receipts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (number, body, worker, instance, session, outcome, threshold, draft, receipts))
-        return 1
 
     def amend_result(self, number: int, body: str, receipts: str | None = None) -> int:
         return int(self.conn.execute(
@@ -1254,10 +1258,11 @@ class SqliteStore:
                 _reraise(failure, exc)
 
     @contextmanager
-    def write(self) -> Iterator[SqliteTx]:
+    def write(self, *, about: str | int | Pick | None = None) -> Iterator[SqliteTx]:
         """One ``BEGIN IMMEDIATE`` transaction: commit on success, roll back on any error.
 
         A trigger's ``code:reason`` abort comes out as the matching hivelite error.
+        ``about`` is not used: a statement here costs no round trip.
         """
         if self.tampered is not None:
             raise StoreError("schema_tampered", f"{self.path} does not have the schema its"

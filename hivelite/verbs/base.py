@@ -45,7 +45,7 @@ from ..core.models import (
 )
 from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, Right, State
 from ..store import ListFilter, Reader, RequestRow, Store, TaskRow
-from ..store.contract import store_wide
+from ..store.contract import Pick, store_wide
 from . import guard
 from .authority import (
     USAGE_LIMITS,
@@ -181,16 +181,20 @@ class HiveBase:
                                  f" {checked.name!r} is not its owner")
         return checked
 
-    def _write(self, caller: Caller, verb: str | Verb, body: Callable[[Unit], T]) -> T:
+    def _write(self, caller: Caller, verb: str | Verb, body: Callable[[Unit], T], *,
+               about: str | int | Pick | None = None) -> T:
         """Run one write verb (a row of the verb table, or its name): check the caller,
         then :meth:`_run` its body, admitted as the row's mode says (a name no row has is
-        a programming error, never a write admitted by no rule)."""
+        a programming error, never a write admitted by no rule). ``about``: the task the
+        body takes first (``unit.task(about)``), or the pick of ``next``, when the verb
+        knows it before the write (``Store.write``)."""
         name, mode = (verb.name, verb.mode) if isinstance(verb, Verb) else (verb, mode_of(verb))
         right = verb.right if isinstance(verb, Verb) else right_of(name)
-        return self._run(self._caller(caller, verb), body, name, mode, right)
+        return self._run(self._caller(caller, verb), body, name, mode, right, about=about)
 
     def _run(self, caller: Caller | None, body: Callable[[Unit], T], verb: str = "write",
-             mode: Mode = Mode.write, right: Right | None = None) -> T:
+             mode: Mode = Mode.write, right: Right | None = None, *,
+             about: str | int | Pick | None = None) -> T:
         """One transaction: the time under the lock, the expiry sweep, the admission checks,
         the verb's body; after the commit, the moves it journaled are announced.
 
@@ -203,7 +207,7 @@ class HiveBase:
         refuse_write_in_hook(verb)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         pending = PENDING.get() if caller is not None else None
-        with store_wide(mode is Mode.authority), self.store.write() as tx:
+        with store_wide(mode is Mode.authority), self.store.write(about=about) as tx:
             unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0,
                         verb=verb, mode=mode, right=right)
             self._sweep(unit)
@@ -367,9 +371,9 @@ class HiveBase:
                     if r.number is not None and r.from_state is not None and r.is_move]
             tasks = {}
             for number in {r.number for r in rows if r.number is not None}:
-                found = reader.task(number)
+                found = reader.task_with_bodies(number)
                 if found is not None:
-                    tasks[number] = task_of(found, reader.bodies(number), self._packets)
+                    tasks[number] = task_of(*found, self._packets)
         for row in rows:
             assert row.number is not None and row.from_state and row.to_state
             move = MOVES_BY_PAIR[(State(row.from_state), State(row.to_state))]

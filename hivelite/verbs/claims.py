@@ -32,6 +32,7 @@ from ..core.protocol import (
     WaitingOn,
 )
 from ..store import Store, TaskRow
+from ..store.contract import Pick
 from . import guard
 from .base import HiveBase, invalid
 from .retries import idempotent, idempotent_as
@@ -166,7 +167,7 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
         receipt.question = question_of(unit.tx.question(row.number))  # the answers, to read
         return receipt
 
-    return hive._write(agent, verb, body)
+    return hive._write(agent, verb, body, about=ref)
 
 
 def _lease(hive: HiveBase, unit: Unit, row: TaskRow, target: State, lease_id: str,
@@ -249,7 +250,8 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
                            agent=agent.name)
         return _lease(hive, unit, row, State.accepted, lease_id, minutes)
 
-    return hive._write(agent, "next", body)
+    return hive._write(agent, "next", body,
+                       about=Pick(agent.name, project, label, tuple(skip)))
 
 
 @idempotent
@@ -308,7 +310,7 @@ def renew(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, toke
         unit.tx.extend_lease(row.number, expires, at=unit.at)
         return unit.claim_receipt(updated(row, lease_expires=expires, updated_at=unit.at))
 
-    return hive._write(agent, "renew", body)
+    return hive._write(agent, "renew", body, about=ref)
 
 
 @idempotent
@@ -348,7 +350,7 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
                                                 "fencing_token": row.lease_token})
         return unit.receipt(row)
 
-    return hive._write(caller, "release", body)
+    return hive._write(caller, "release", body, about=ref)
 
 
 def _start_work(hive: HiveBase, unit: Unit, row: TaskRow, why: str) -> TaskRow:
@@ -370,7 +372,7 @@ def _holder_write(hive: HiveBase, caller: Caller, ref: str | int, verb: str, lea
         hive._fence(unit, row, lease_id, token)
         return unit.receipt(write(unit, row))
 
-    return hive._write(agent, verb, body)
+    return hive._write(agent, verb, body, about=ref)
 
 
 @idempotent

@@ -288,7 +288,7 @@ def _owner_move(hive: HiveBase, caller: Caller, ref: str | int, target: State, v
                         end_lease=row.lease_id is not None)
         return unit.receipt(row)
 
-    return hive._write(caller, verb, body)
+    return hive._write(caller, verb, body, about=ref)
 
 
 @idempotent
@@ -327,7 +327,7 @@ def cancel(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None
                         end_lease=row.lease_id is not None)
         return unit.receipt(row)
 
-    return hive._write(caller, "cancel", body)
+    return hive._write(caller, "cancel", body, about=ref)
 
 
 def _withdraws(unit: Unit, agent: Caller, row: TaskRow, owner: str) -> None:

@@ -126,13 +126,15 @@ def submit(
     plain, given = _split_receipts(evidence)
     with hive.store.read() as reader:  # the fence and the plugins' task, before the lock
         store_id = reader.meta("store_id") if any(given) else None  # to check receipts
-        row = guard.found(reader.task(ref), ref)
+        found = reader.task_with_bodies(ref)
+        row = guard.found(None if found is None else found[0], ref)
         try:
             holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
         except (InvalidState, ForbiddenRight):
             hive._controlled(reader, agent, "submit", row)  # a control ended the lease?
             raise
-        task = task_of(row, reader.bodies(row.number), hive._packets)
+        assert found is not None
+        task = task_of(row, found[1], hive._packets)
     try:
         result = Result.model_validate({
             "summary": summary,
@@ -188,7 +190,7 @@ def submit(
         row = unit.move(row, target, actor="guard", reason=reason, detail=detail)
         return unit.receipt(row)
 
-    return hive._write(agent, "submit", body)
+    return hive._write(agent, "submit", body, about=ref)
 
 def returned_at(kept: str, at: str) -> str:
     """A result's JSON (``model_dump_json(exclude_none=True)`` without ``returned_at``)
@@ -324,7 +326,7 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
                        | ({"why": why} if why else {}))
         return unit.receipt(row)
 
-    return hive._write(agent, "verify", body)
+    return hive._write(agent, "verify", body, about=ref)
 
 
 def _owner_decision(hive: HiveBase, caller: Caller, ref: str | int, target: State, verb: str,
@@ -341,7 +343,7 @@ def _owner_decision(hive: HiveBase, caller: Caller, ref: str | int, target: Stat
                         detail={"decided_by": "person"})
         return unit.receipt(row)
 
-    return hive._write(caller, name, body)
+    return hive._write(caller, name, body, about=ref)
 
 
 @idempotent

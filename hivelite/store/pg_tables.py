@@ -1,0 +1,176 @@
+"""Raw access to a PostgreSQL store's kept tables (``hivelite export`` and ``import``),
+and what doctor reads there: the rules in the catalogs, the rows copied to a scratch
+SQLite store (:func:`.doctor.diagnose`). Kept apart from :mod:`.postgres`, which hands
+these out and never needs them itself (as :mod:`.transfer` is for an SQLite file)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import psycopg
+
+from ..core.errors import InvalidInput
+from ..core.progress import Progress
+from .chain import CONTENT, link
+from .doctor import Finding, diagnose
+from .pg_guard import problems
+from .pg_migrations import SCHEMA_VERSION
+from .sqlite import SqliteStore
+from .transfer import TABLES, Tables, export_lines, import_lines
+
+
+class PostgresStore(Protocol):
+    """What these read of a :class:`.postgres.PostgresStore` (named here, not imported:
+    the store hands its tables out, and they never need the rest of it)."""
+
+    @property
+    def conn(self) -> psycopg.Connection[Any]: ...
+    @property
+    def schema_version(self) -> int: ...
+    schema: str
+    def read(self) -> AbstractContextManager[Any]: ...
+    def alone(self) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+
+
+def _quoted(name: str) -> str:
+    """A column name as SQL (``by`` is a keyword on PostgreSQL)."""
+    return f'"{name}"' if name == "by" else name
+
+
+def rules_finding(store: PostgresStore) -> Finding:
+    """Doctor's finding on the store's rules, read from the catalogs."""
+    version = store.schema_version
+    if version != SCHEMA_VERSION:  # (a version lowered by hand must not skip the check)
+        return Finding("schema", False, f"the store is at version {version}, not this"
+                       f" hivelite's {SCHEMA_VERSION}: its rules are checked at this"
+                       " version only. Open it once with this hivelite (it upgrades), then"
+                       " run doctor again")
+    found = problems(store.conn, store.schema)
+    return Finding("schema", not found, f"every trigger and rule function is migration"
+                   f" {version}'s, each trigger enabled" if not found else "; ".join(found))
+
+
+def rows_findings(tables: Tables, *, head: str | None = None, older_copy: bool = False,
+          progress: Progress | None = None, place: str | None = None) -> list[Finding]:
+    """:func:`.doctor.diagnose` on the rows ``tables`` reads (in its snapshot), copied to
+    a scratch SQLite store; its own pages and schema are not the store's, so their
+    findings are left out."""
+    with tempfile.TemporaryDirectory(prefix="hivelite-doctor-") as folder:
+        scratch = SqliteStore(Path(folder) / "rows.db")
+        try:
+            try:
+                import_lines(scratch.conn, export_lines(tables, witnessed=False), gate=False)
+            except InvalidInput as exc:  # rows no hivelite table takes
+                return [Finding("rows", False, exc.message)]
+            except psycopg.Error as exc:  # a table renamed, a column dropped, ...
+                return [Finding("rows", False, f"the rows cannot be read: {str(exc).strip()}")]
+            found = diagnose(scratch.conn, head=head, older_copy=older_copy,
+                             progress=progress, place=place)
+        finally:
+            scratch.close()
+    return [f for f in found if f.check not in ("integrity_check", "quick_check", "schema")]
+
+
+class PostgresTables:
+    """Raw access to the kept tables of a PostgreSQL store, for export and import
+    (``transfer.Tables``)."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+        self.conn = store.conn
+
+    def schema_version(self) -> int:
+        return self.store.schema_version
+
+    def columns(self, table: str) -> list[str]:
+        return [str(r[0]) for r in self.conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
+            " AND table_name = %s ORDER BY ordinal_position", (self.store.schema, table))]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        with self.store.read():
+            yield
+
+    def count(self, table: str) -> int:
+        ((rows,),) = self.conn.execute(f"SELECT count(*) FROM {table}").fetchall()
+        return int(rows)
+
+    def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]:
+        text = {str(r[0]) for r in self.conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
+            " AND table_name = %s AND data_type = 'text'", (self.store.schema, table))}
+        keys = ", ".join(f'{k} COLLATE "C"' if k in text else k  # byte order, as SQLite's
+                         for k in (part.strip() for part in order.split(",")))
+        return self.conn.execute(f"SELECT {', '.join(_quoted(n) for n in names)} FROM {table}"
+                                 f" ORDER BY {keys}")
+
+    @contextmanager
+    def bulk(self, check: Callable[[], None] | None = None) -> Iterator[None]:
+        """The import's transaction, under the write lock; each table's own triggers are
+        disabled inside it (``ALTER TABLE … DISABLE TRIGGER USER``, transactional: a
+        rollback restores them) and enabled again before it commits."""
+        store = self.store
+        try:
+            with store.alone():
+                for table in TABLES:
+                    self.conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+                yield
+                for table in TABLES:
+                    self.conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+                if check is not None:
+                    check()
+        except psycopg.Error as exc:
+            raise InvalidInput("invalid_export", f"the export does not fit this store:"
+                               f" {exc}", field="file") from None
+
+    def problems(self) -> list[str]:
+        """What doctor finds, read in the import's transaction (its rules back in place):
+        the rules in the catalogs, the rows as on a file. The import's gate."""
+        return [f"{f.check}: {f.detail}" for f in [
+            rules_finding(self.store), *rows_findings(self, older_copy=True)] if not f.ok]
+
+    def head(self) -> tuple[str | None, str | None]:
+        identity = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'"
+                                     ).fetchone()
+        row = self.conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
+                                ).fetchone()
+        return (identity[0] if identity else None,
+                None if row is None else f"{row[0]}:{row[1]}")
+
+    def is_empty(self) -> bool:
+        found = self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM tasks) OR EXISTS (SELECT 1 FROM journal)"
+            " OR EXISTS (SELECT 1 FROM meta WHERE key <> 'store_id')").fetchone()
+        return found is not None and not found[0]
+
+    def insert(self, table: str, row: dict[str, Any]) -> None:
+        names = ", ".join(_quoted(n) for n in row)
+        marks = ", ".join(["%s"] * len(row))
+        self.conn.execute(f"INSERT INTO {table}({names}) VALUES ({marks})", tuple(row.values()))
+
+    def drop_identity(self) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key = 'store_id'")
+
+    def chain_all(self) -> None:
+        identity = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'"
+                                     ).fetchone()
+        before = identity[0] if identity else None
+        for seq, *content in self.conn.execute(
+                f"SELECT seq, {CONTENT} FROM journal ORDER BY seq").fetchall():
+            before = link(before, content)
+            self.conn.execute("UPDATE journal SET hash = %s WHERE seq = %s", (before, seq))
+
+    def derive_queue(self) -> None:
+        raise InvalidInput("old_export", "this export comes from before the work queue"
+                           " (schema 5): import it into an SQLite store first, then export"
+                           " that and import it here", field="schema_version")
+
+
+
+
+__all__ = ["PostgresTables", "rows_findings", "rules_finding"]
