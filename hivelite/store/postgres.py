@@ -23,6 +23,7 @@ a ``REPEATABLE READ`` snapshot.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -245,6 +246,8 @@ def _rows_json(columns: str, table: str, where: str = "", order: str = "") -> st
             f"{' WHERE ' + where if where else ''})")
 
 
+STAMP_WIDTH = 6
+"""The columns of the guard's stamp (``pg_guard.stamp_sql``), first in :func:`first_sql`."""
 AHEAD_TABLES = ("meta", "controls", "required_plugins", "enrolments", "budgets")
 AHEAD = ("SELECT " + ", ".join((
     _rows_json("key, value", "meta"),
@@ -256,9 +259,20 @@ AHEAD = ("SELECT " + ", ".join((
     _rows_json("agent, tasks, tokens, usd_micros, at, by", "budgets", "",
                'agent COLLATE "C"'),
     "(SELECT min(lease_expires COLLATE \"C\") FROM tasks WHERE lease_id IS NOT NULL)")))
-"""What every write reads with its BEGIN (:meth:`PostgresTx.ahead`): one statement, one
-row (one JSON array per table of :data:`AHEAD_TABLES`, then the earliest live lease's
-end); the queries they replace are the ones each read method sends otherwise."""
+"""What every write reads with its BEGIN: one row (one JSON array per table of
+:data:`AHEAD_TABLES`, then the earliest live lease's end); the queries they replace are
+the ones each read method sends otherwise."""
+
+
+@functools.lru_cache(maxsize=8)
+def first_sql(stamp: str, *, tip: bool) -> str:
+    """A write's first statement, after its locks (:meth:`PostgresTx.first`): the guard's
+    ``stamp`` (:data:`STAMP_WIDTH` columns), :data:`AHEAD`, and with ``tip`` (the chain
+    lock came with the store's) the journal's newest row, seq and hash (NULLs when
+    empty)."""
+    return (f"SELECT * FROM ({stamp}) stamp CROSS JOIN ({AHEAD}) ahead" + (
+        " LEFT JOIN (SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1) tip ON true"
+        if tip else ""))
 
 
 SEARCH = ("(strpos(lower(t.assignee), %s) > 0 OR EXISTS (SELECT 1 FROM packets p"
@@ -296,8 +310,8 @@ def _pick(assignee: str, project: str | None, label: str | None, skip: Sequence[
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("_ahead", "_taken", "_tip_read", "conn", "key", "locks", "routed", "tip",
-                 "wide")
+    __slots__ = ("_ahead", "_first", "_taken", "_tip_in_first", "_tip_read", "conn", "key",
+                 "locks", "routed", "tip", "wide")
 
     def __init__(self, conn: psycopg.Connection[Any], key: ChainKey | None = None,
                  locks: tuple[str, int, int] | None = None, *, wide: bool = False) -> None:
@@ -323,18 +337,41 @@ class PostgresTx(ViewRows):
         and the cursor of that row, until :meth:`lock_task` asks for it or another
         statement changes a task (the lock stays held; the row is read again)."""
         self._ahead: dict[str, Any] = {}
-        """In a write: the reads sent with its BEGIN (:meth:`ahead`), by table: a cursor
-        until first asked, then its rows; a write to the table drops them."""
+        """In a write: the reads sent with its BEGIN (:meth:`first`), by table (their rows,
+        once the first answer is read); a write to the table marks it to read afresh."""
+        self._first: psycopg.Cursor[Any] | tuple[Any, ...] | None = None
+        """In a write: the answer of its first statement (:data:`FIRST`): a cursor, then
+        its row."""
+        self._tip_in_first = False
+        """Whether the first statement read the journal's tip (under the chain lock taken
+        with the store's)."""
 
-    def ahead(self) -> None:
-        """Queue, in the write's pipeline, the reads nearly every write makes before its
-        body (the store's meta rows, the owner's live controls, the required plugins, the
-        enrolments and budgets, the earliest live lease's end) as one statement: it
-        travels with the BEGIN, the lock and the guard's stamp, in one round trip. The
-        tables are small (one row an agent, a control or a plugin), and under the store's
-        lock (shared by every write, held alone by a write that changes them) they stay as
-        read until this write changes them."""
-        self._ahead = {"": self.conn.execute(AHEAD, prepare=True)}
+    def first(self, sent: psycopg.Cursor[Any], *, tip: bool) -> None:
+        """The write's first statement was sent (:data:`FIRST`): the guard's stamp, the
+        reads nearly every write makes before its body (the store's meta rows, the owner's
+        live controls, the required plugins, the enrolments and budgets, the earliest live
+        lease's end) and, when the chain lock came with the store's, the journal's tip. It
+        travels with the BEGIN and the locks, in one round trip. The tables are small (one
+        row an agent, a control or a plugin), and under the store's lock (shared by every
+        write, held alone by a write that changes them) they stay as read until this write
+        changes them."""
+        self._first, self._ahead, self._tip_in_first = sent, {"": None}, tip
+
+    def _first_row(self) -> tuple[Any, ...]:
+        """The first statement's row, read once (the first ask waits for it)."""
+        first = self._first
+        if first is None:
+            raise AssertionError("no first statement was sent")
+        if not isinstance(first, tuple):
+            found = first.fetchone()
+            if found is None:
+                raise AssertionError("the first statement gave no row")
+            first = self._first = tuple(found)
+        return first
+
+    def stamp(self) -> tuple[Any, ...]:
+        """The guard's stamp of the store's rules, as the first statement read it."""
+        return self._first_row()[:STAMP_WIDTH]
 
     def take_first(self, about: str | int | Pick) -> None:
         """Queue, with the BEGIN, the chain lock and the row lock of the task this write is
@@ -359,13 +396,12 @@ class PostgresTx(ViewRows):
 
     def _read_ahead(self, name: str) -> list[tuple[Any, ...]] | None:
         """The rows of a read sent ahead (None: not sent, or a write changed its table)."""
-        sent = self._ahead.pop("", None)
-        if sent is not None:  # the first ask reads them all (a table changed since keeps
-            found = sent.fetchone()  # its mark: it is read afresh)
-            if found is not None:
-                for table, rows in zip(AHEAD_TABLES, found[:-1], strict=True):
-                    self._ahead.setdefault(table, [tuple(r) for r in rows])
-                self._ahead.setdefault("overdue", [(found[-1],)])
+        if "" in self._ahead:  # the first ask reads them all (a table changed since keeps
+            del self._ahead[""]  # its mark: it is read afresh)
+            found = self._first_row()[STAMP_WIDTH:STAMP_WIDTH + len(AHEAD_TABLES) + 1]
+            for table, rows in zip(AHEAD_TABLES, found[:-1], strict=True):
+                self._ahead.setdefault(table, [tuple(r) for r in rows])
+            self._ahead.setdefault("overdue", [(found[-1],)])
         return self._ahead.get(name)
 
     def _changed(self, table: str) -> None:
@@ -392,7 +428,8 @@ class PostgresTx(ViewRows):
         Taken before the write's first row lock (or first journal row, task number or
         usage row, when it takes no row), never after one: no write waits for a row while
         holding the lock another row's holder waits for."""
-        if self.locks is not None and self.tip is None and self._tip_read is None:
+        if (self.locks is not None and self.tip is None and self._tip_read is None
+                and not self._tip_in_first):
             self.conn.execute(f"SELECT pg_advisory_xact_lock({self.locks[2]})")
             self._tip_read = self.conn.execute(
                 "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
@@ -402,10 +439,15 @@ class PostgresTx(ViewRows):
         write, read under the chain lock (:meth:`_chain`)."""
         if self.tip is None:
             self._chain()
-            read = self._tip_read or self.conn.execute(
-                "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
-            row = read.fetchone()
-            self._tip_read = None
+            row: Sequence[Any] | None
+            if self._tip_in_first:
+                row = self._first_row()[-2:]
+                row = None if row[0] is None else row
+            else:
+                read = self._tip_read or self.conn.execute(
+                    "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
+                row = read.fetchone()
+                self._tip_read = None
             self.tip = ((int(row[0]), row[1] or "") if row is not None
                         else (0, self.meta("store_id") or ""))
         return self.tip
@@ -672,7 +714,8 @@ class PostgresTx(ViewRows):
         return [EnrolmentRow(*r) for r in self._all(sql + " WHERE agent = %s", (agent,))]
 
     def spend(self, agent: str, start: str, end: str) -> Spend:
-        if self.locks is not None and self.tip is None and self._tip_read is None:
+        if (self.locks is not None and self.tip is None and self._tip_read is None
+                and not self._tip_in_first):
             # a write counts under the agent's lock, to its commit (under the chain lock,
             # no other claim or usage can commit meanwhile anyway)
             self.conn.execute(f"SELECT pg_advisory_xact_lock({agent_lock(self.locks[0], agent)})")
@@ -1333,16 +1376,17 @@ class PostgresStore:
         its last full check, the reads nearly every write makes first, and the chain lock
         and the row of the task the write is ``about`` (when its verb knows it)."""
         conn.execute("BEGIN")
+        chained = about is not None  # the chain lock too: the write takes a row first
         conn.execute(f"SELECT pg_advisory_xact_lock{'' if wide else '_shared'}"
-                     f"({self._write_lock})")
-        stamped = conn.execute(self.guard.sql, prepare=True)
+                     f"({self._write_lock})"
+                     + (f", pg_advisory_xact_lock({self._chain_lock})" if chained else ""))
         tx = PostgresTx(conn, locks=(self.schema, self._write_lock, self._chain_lock),
                         wide=wide)
-        tx.ahead()
+        tx.first(conn.execute(first_sql(self.guard.sql, tip=chained), prepare=True),
+                 tip=chained)
         if about is not None:
             tx.take_first(about)
-        stamp = stamped.fetchone()
-        problem = self.guard.before_write(conn, tuple(stamp or ()))
+        problem = self.guard.before_write(conn, tx.stamp())
         if problem is not None:
             self.tampered = problem
             raise StoreError("schema_tampered", f"{self._where} does not have the rules"
