@@ -715,7 +715,8 @@ def page(found: dict[str, list[Take]], command: str, quick: bool, seconds: float
         " say more about the machine than about hivelite. The load is the 1-minute load"
         " average before -> after each run, for reference only: the benchmark's own process"
         " counts in it, so a quiet machine reads about 1 after a run that keeps one core"
-        " busy. Where others' CPU was not measured (no `/proc`), busy falls back on the load"
+        " busy. Where others' CPU was not measured (no `/proc`, or a PostgreSQL server whose"
+        " folder is not known), busy falls back on the load"
         f" passing {BUSY_PER_CORE:g} per core ({BUSY_PER_CORE * cores:g} on these {cores}"
         " cores); \"-\" is a take kept from a report that did not measure it.",
         "",
