@@ -15,11 +15,14 @@ Runs, each in a process of its own and one after the other:
    throwaway PostgreSQL server (fsync off) and on a durable one (fsync on);
 6. ``python -m bench.serve`` (32 agents over HTTP against the same loop in-process).
 
-Every benchmark runs twice (a first pass of all of them, then a second), and the 1-minute
-load average is read before and after each run. Then it writes ``docs/performance.md``
-(or ``--out``): the machine, the command, each of issue 32's targets beside the two
-figures reached (met, or short by how much; the verdict is on the better of the two),
-the load at each, and every run's own output.
+Every benchmark runs twice (a first pass of all of them, then a second). Around each run
+the report measures the CPU other processes used meanwhile (the machine's busy time in
+``/proc/stat`` less the benchmark's own and its PostgreSQL server's), which marks a run
+busy, and reads the 1-minute load average, which cannot: the benchmark itself keeps a
+core busy. Then it writes ``docs/performance.md`` (or ``--out``): the machine, the
+command, each of issue 32's targets beside the two figures reached (met, or short by how
+much; the verdict is on the better of the two), others' CPU and the load at each, and
+every run's own output.
 
 PostgreSQL: ``$HIVELITE_TEST_POSTGRES`` is the throwaway server when it is set; otherwise
 the report starts one with ``.ci/postgres start``. The durable server is always its own
@@ -44,6 +47,7 @@ import json
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -65,8 +69,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "performance.md"
 TAKES = 2
 """Each figure is taken this many times (a pass of every benchmark each)."""
+BUSY_OTHERS = 10.0
+"""A run during which other processes used more than this share of one core (%, averaged
+over the run) is marked busy on the page."""
 BUSY_PER_CORE = 0.5
-"""A run whose 1-minute load average passed this per core is marked busy on the page."""
+"""Where others' CPU is not measured (no ``/proc``): a run whose 1-minute load average
+passed this per core is marked busy instead. The benchmark's own process counts in the
+load, so this marks quiet runs too; it is only the fallback."""
 RUN_TIMEOUT_S = 4 * 3600.0
 
 
@@ -121,11 +130,19 @@ class Take:
     """Why it did not run (empty: it ran)."""
     when: str = ""
     """When it began (UTC) and at which revision: a page can keep an earlier report's takes."""
+    others_cpu: float | None = None
+    """The CPU processes other than the benchmark (and its PostgreSQL server) used during
+    the run, in % of one core averaged over it; None: not measured (``cpu_missing`` says
+    why) or a take kept from a report that did not measure it."""
+    cpu_missing: str = ""
 
 
-def busy(load: tuple[float, float] | None, cores: int) -> bool:
-    """True when the load average passed :data:`BUSY_PER_CORE` per core before or after."""
-    return load is not None and max(load) > BUSY_PER_CORE * cores
+def busy(t: Take, cores: int) -> bool:
+    """True when others used more than :data:`BUSY_OTHERS` % of a core during the run; where
+    that was not measured, when the load average passed :data:`BUSY_PER_CORE` per core."""
+    if t.others_cpu is not None:
+        return t.others_cpu > BUSY_OTHERS
+    return t.load is not None and max(t.load) > BUSY_PER_CORE * cores
 
 
 # -- the targets ---------------------------------------------------------------------------
@@ -175,11 +192,11 @@ class Target:
         return _numbers(self.figures) + (f" {self.unit}" if self.unit and self.best is not None
                                          else "")
 
-    def row(self, load: str = "") -> str:
+    def row(self, others: str = "", load: str = "") -> str:
         sign = ">=" if self.at_least else "<="
         goal = f"{sign} {self.goal:g} {self.unit}".strip()
         return (f"| {self.what} | {self.shown()} | {goal} | {self.verdict()} | {self.beside}"
-                f" | {load} |")
+                f" | {others} | {load} |")
 
 
 def _get(figures: dict[str, Any] | None, *path: str) -> float | None:
@@ -335,6 +352,9 @@ class Server:
     """Set when the report started it (and so stops it)."""
     settings: str = ""
     missing: str = ""
+    home: str = ""
+    """Its ``.ci/postgres`` folder when known (``data/postmaster.pid`` inside): the CPU it
+    spends serving the benchmark is then told apart from other processes'."""
 
 
 def _settings(conninfo: str) -> str:
@@ -359,7 +379,8 @@ def start_server(kind: str) -> Server:
                       " extra")
     given = os.environ.get("HIVELITE_TEST_POSTGRES", "")
     if kind == "throwaway" and given:
-        return Server(kind, given, settings=_settings(given) + " ($HIVELITE_TEST_POSTGRES)")
+        return Server(kind, given, settings=_settings(given) + " ($HIVELITE_TEST_POSTGRES)",
+                      home=os.environ.get("HIVELITE_TEST_POSTGRES_DIR", ""))
     command = [str(ROOT / ".ci" / "postgres"), "start", *(["--durable"] * (kind == "durable"))]
     try:
         ran = subprocess.run(command, capture_output=True, text=True, timeout=180,
@@ -368,8 +389,8 @@ def start_server(kind: str) -> Server:
         return Server(kind, missing=f"no PostgreSQL server: `.ci/postgres start` failed"
                       f" ({type(exc).__name__})")
     found = dict(re.findall(r"export (HIVELITE_TEST_POSTGRES\w*)='([^']*)'", ran.stdout))
-    server = Server(kind, found.get("HIVELITE_TEST_POSTGRES", ""),
-                    found.get("HIVELITE_TEST_POSTGRES_DIR", ""))
+    folder = found.get("HIVELITE_TEST_POSTGRES_DIR", "")
+    server = Server(kind, found.get("HIVELITE_TEST_POSTGRES", ""), folder, home=folder)
     if ran.returncode or not server.conninfo:
         stop_server(server)
         last = (ran.stderr.strip().splitlines() or ["no output"])[-1][:200]
@@ -397,6 +418,132 @@ def postgres(kind: str) -> Iterator[Server]:
         stop_server(server)
 
 
+# -- others' CPU ---------------------------------------------------------------------------
+
+PROC = Path("/proc")
+"""Where the machine's and the server's CPU times are read (Linux)."""
+
+
+class NotMeasured(Exception):
+    """Why others' CPU cannot be measured here (the page says it, and falls back on the
+    load average)."""
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """CPU seconds used so far: by the whole machine (busy, not idle), by the report and
+    the benchmarks it waited for, and by the PostgreSQL server a run drives."""
+
+    machine: float
+    own: float
+    server: float = 0.0
+
+
+def _tick() -> float:
+    """Seconds a ``/proc`` clock tick."""
+    return 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu() -> float:
+    """The machine's busy CPU seconds since boot, from ``/proc/stat``: user, nice, system,
+    irq, softirq and steal (guest time is inside user already; idle and iowait are not
+    busy)."""
+    try:
+        first = (PROC / "stat").read_text().split("\n", 1)[0].split()
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, first[1:9])
+    except (OSError, ValueError) as exc:
+        raise NotMeasured(f"no {PROC / 'stat'} to read ({type(exc).__name__})") from exc
+    return (user + nice + system + irq + softirq + steal) * _tick()
+
+
+def own_cpu() -> float:
+    """CPU seconds of the report's process and of every child it waited for: a benchmark,
+    with the processes it waited for in turn (``RUSAGE_CHILDREN`` counts those too)."""
+    return sum(used.ru_utime + used.ru_stime for used in (
+        resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def _times(pid: int | str) -> tuple[int, list[int]]:
+    """A process's parent and fields 14-17 of ``/proc/<pid>/stat`` (utime, stime, cutime,
+    cstime, in ticks); its name, field 2, may hold spaces and parentheses."""
+    text = (PROC / str(pid) / "stat").read_text()
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[1]), [int(v) for v in fields[11:15]]
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds a PostgreSQL server used: the postmaster's own and its reaped children's
+    (fields 14-17), and its live children's (backends and background workers; one that
+    ends during a run moves from these to the postmaster's reaped children)."""
+    try:
+        total = sum(_times(pid)[1])
+    except (OSError, ValueError, IndexError) as exc:
+        raise NotMeasured(f"the PostgreSQL server's CPU not readable ({type(exc).__name__})"
+                          ) from exc
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            try:
+                parent, times = _times(entry.name)
+            except (OSError, ValueError, IndexError):
+                continue  # ended meanwhile
+            if parent == pid:
+                total += sum(times)
+    return total * _tick()
+
+
+def postmaster(home: str) -> int:
+    """The pid of the server ``.ci/postgres`` made in ``home``: the first line of its data
+    directory's ``postmaster.pid``."""
+    try:
+        return int((Path(home) / "data" / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError) as exc:
+        raise NotMeasured(f"the PostgreSQL server's pid not readable ({type(exc).__name__})"
+                          ) from exc
+
+
+def cpu_now(server: int | None = None) -> Cpu:
+    """The CPU used so far (the server's only when its postmaster's pid is given)."""
+    return Cpu(machine_cpu(), own_cpu(), server_cpu(server) if server is not None else 0.0)
+
+
+def others_cpu(before: Cpu, after: Cpu, seconds: float) -> float:
+    """Other processes' CPU between two readings, in % of one core averaged over
+    ``seconds``: the machine's busy time less the report's, the benchmark's and its
+    server's. The machine's time comes in clock ticks, the benchmark's more finely, so a
+    quiet run can come out a little below zero: that reads as 0."""
+    used = ((after.machine - before.machine) - (after.own - before.own)
+            - (after.server - before.server))
+    return max(0.0, 100.0 * used / seconds) if seconds > 0 else 0.0
+
+
+class CpuMeter:
+    """Others' CPU over one run: made just before it, :meth:`read` just after it."""
+
+    def __init__(self, server: Server | None = None) -> None:
+        self.missing = ""
+        self.pid: int | None = None
+        self.before: Cpu | None = None
+        try:
+            if server is not None:
+                if not server.home:
+                    raise NotMeasured("the PostgreSQL server's folder is not known (set"
+                                      " $HIVELITE_TEST_POSTGRES_DIR)")
+                self.pid = postmaster(server.home)
+            self.before = cpu_now(self.pid)
+        except NotMeasured as exc:
+            self.missing = str(exc)
+
+    def read(self, seconds: float) -> float | None:
+        """Others' CPU since the meter was made (None: not measured, ``missing`` says why)."""
+        if self.before is None:
+            return None
+        try:
+            return others_cpu(self.before, cpu_now(self.pid), seconds)
+        except NotMeasured as exc:
+            self.missing = str(exc)
+            return None
+
+
 # -- running -------------------------------------------------------------------------------
 
 
@@ -420,6 +567,7 @@ def take(run: Run, args: tuple[str, ...], folder: Path, number: int,
     if missing:
         return Take(skipped=missing)
     with contextlib.ExitStack() as stack:
+        server: Server | None = None
         if run.server:
             server = stack.enter_context(postgres(run.server))
             SERVERS.setdefault(run.server, []).append(server.settings or server.missing)
@@ -433,8 +581,8 @@ def take(run: Run, args: tuple[str, ...], folder: Path, number: int,
             command += ["--figures", str(path)]
         print(f"{run.name} (run {number}): python -m {' '.join(shown_args(run, args))}",
               file=sys.stderr, flush=True)
-        before, began = _load(), time.perf_counter()
         when = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC at {revision()}"
+        before, meter, began = _load(), CpuMeter(server), time.perf_counter()
         try:
             ran = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                                  timeout=RUN_TIMEOUT_S, check=False)
@@ -443,8 +591,10 @@ def take(run: Run, args: tuple[str, ...], folder: Path, number: int,
         except subprocess.TimeoutExpired:
             output = f"(stopped after {RUN_TIMEOUT_S:.0f} s)"
         seconds = time.perf_counter() - began
+        others = meter.read(seconds)
         got = Take(figures_file.without_line(output), figures_file.read(path, output),
-                   (before, _load()), seconds, when=when)
+                   (before, _load()), seconds, when=when, others_cpu=others,
+                   cpu_missing=meter.missing)
     return got
 
 
@@ -483,16 +633,47 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} minutes"
 
 
+def _percent(value: float) -> str:
+    return f"{value:.1f}%" if value < 10 else f"{value:.0f}%"
+
+
+def others(takes: Sequence[Take]) -> str:
+    """Others' CPU during each take, a busy one in bold ("-": a take kept from a report
+    that did not measure it)."""
+    shown = []
+    for t in takes:
+        if t.others_cpu is None:
+            shown.append("not measured" if t.cpu_missing else "-")
+        else:
+            text = _percent(t.others_cpu)
+            shown.append(f"**{text} busy**" if t.others_cpu > BUSY_OTHERS else text)
+    return " / ".join(shown)
+
+
 def loads(takes: Sequence[Take], cores: int) -> str:
-    """The load around each take, ``before -> after``, a busy one in bold."""
+    """The load around each take, ``before -> after``; in bold, busy, only where others'
+    CPU was not measured and the load says the machine was busy."""
     shown = []
     for t in takes:
         if t.load is None:
             shown.append("-")
             continue
         text = f"{t.load[0]:.2f} -> {t.load[1]:.2f}"
-        shown.append(f"**{text} busy**" if busy(t.load, cores) else text)
+        shown.append(f"**{text} busy**" if t.others_cpu is None and busy(t, cores) else text)
     return " / ".join(shown)
+
+
+def _warning(found: dict[str, list[Take]], cores: int) -> list[str]:
+    """The page's warning naming the busy runs (nothing when none was)."""
+    crowded = [name for name, ts in found.items() if any(busy(t, cores) for t in ts)]
+    if not crowded:
+        return []
+    why = f"other processes used more than {BUSY_OTHERS:g}% of a core"
+    if any(busy(t, cores) and t.others_cpu is None for ts in found.values() for t in ts):
+        why += (f"; where that was not measured, the load average passed {BUSY_PER_CORE:g}"
+                " per core")
+    return [f"**Warning: the machine was busy** ({why}) during {', '.join(crowded)}: take"
+            " those figures again on a quiet machine before quoting them.", ""]
 
 
 def page(found: dict[str, list[Take]], command: str, quick: bool, seconds: float, *,
@@ -527,22 +708,26 @@ def page(found: dict[str, list[Take]], command: str, quick: bool, seconds: float
          f" \"met in 1 of {takes} runs\" when only one met the target." if takes > 1 else
          "Each figure is taken once here (`--takes 1`); the report's default takes each"
          " twice.")
-        + " The load is the 1-minute"
-        " load average before -> after each run; **busy** marks a run where it passed"
-        f" {BUSY_PER_CORE:g} per core ({BUSY_PER_CORE * cores:g} on these {cores} cores),"
-        " whose figures say more about the machine than about hivelite.",
+        + " **Others' CPU** is the CPU time processes other than the benchmark (and the"
+        " PostgreSQL server it drives) used during each run, in % of one core averaged over"
+        " the run: the machine's busy time (`/proc/stat`) less the benchmark's own and its"
+        f" server's. **busy** marks a run where it passed {BUSY_OTHERS:g}%, whose figures"
+        " say more about the machine than about hivelite. The load is the 1-minute load"
+        " average before -> after each run, for reference only: the benchmark's own process"
+        " counts in it, so a quiet machine reads about 1 after a run that keeps one core"
+        " busy. Where others' CPU was not measured (no `/proc`, or a PostgreSQL server whose"
+        " folder is not known), busy falls back on the load"
+        f" passing {BUSY_PER_CORE:g} per core ({BUSY_PER_CORE * cores:g} on these {cores}"
+        " cores); \"-\" is a take kept from a report that did not measure it.",
         "",
         f"| what | {' / '.join(f'run {n}' for n in range(1, takes + 1))} | target | verdict"
-        " | beside it | load (1 min) |",
-        "|---|---|---|---|---|---|",
-        *(t.row(loads(found.get(t.source, []), cores)) for t in rows),
+        " | beside it | others' CPU (% of a core) | load (1 min) |",
+        "|---|---|---|---|---|---|---|",
+        *(t.row(others(found.get(t.source, [])), loads(found.get(t.source, []), cores))
+          for t in rows),
         "",
     ]
-    crowded = [name for name, ts in found.items() if any(busy(t.load, cores) for t in ts)]
-    if crowded:
-        lines += [f"**Warning: the machine was busy** (load above {BUSY_PER_CORE:g} per"
-                  f" core) during {', '.join(crowded)}: take those figures again on a quiet"
-                  " machine before quoting them.", ""]
+    lines += _warning(found, cores)
     if load is not None:
         lines += [f"Load average (1 minute) when the report began: {load[0]:.2f}; when it"
                   f" ended: {load[1]:.2f}.", ""]
@@ -561,8 +746,9 @@ def page(found: dict[str, list[Take]], command: str, quick: bool, seconds: float
                 lines += ["", head, "", f"Not run: {t.skipped}."]
                 continue
             taken = f", began {t.when}" if t.when else ""
-            lines += ["", head, "", f"Load {loads([t], cores)}, {_duration(t.seconds)}{taken}.",
-                      "", "```", t.output.rstrip(), "```"]
+            cpu = others([t]) + (f" ({t.cpu_missing})" if t.cpu_missing else "")
+            lines += ["", head, "", f"Others' CPU {cpu}, load {loads([t], cores)},"
+                      f" {_duration(t.seconds)}{taken}.", "", "```", t.output.rstrip(), "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -580,11 +766,15 @@ def save_takes(path: Path, found: dict[str, list[Take]],
 
 
 def load_takes(path: Path) -> tuple[dict[str, list[Take]], dict[str, list[str]]]:
-    """The takes and servers :func:`save_takes` wrote (nothing when there is no file)."""
+    """The takes and servers :func:`save_takes` wrote (nothing when there is no file). A
+    take written before one of :class:`Take`'s fields existed gets its default (others'
+    CPU: "-" on the page)."""
     if not path.exists():
         return {}, {}
     data = json.loads(path.read_text())
-    found = {name: [Take(**{**t, "load": tuple(t["load"]) if t["load"] else None})
+    known = {field.name for field in dataclasses.fields(Take)}
+    found = {name: [Take(**{**{k: v for k, v in t.items() if k in known},
+                            "load": tuple(t["load"]) if t.get("load") else None})
                     for t in ts] for name, ts in data["runs"].items()}
     return found, data.get("servers", {})
 

@@ -4,14 +4,20 @@ benchmarks themselves are run by hand, never by the tests)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench import figures, report
-from bench.report import RUNS, Take, Target, page, targets
+from bench.report import RUNS, Cpu, Take, Target, page, targets
+
+from . import pg
 
 
 def cycle(normal: float, full: float, pages: float, with_id: float) -> dict[str, Any]:
@@ -48,8 +54,9 @@ SIZES = {
                 "walk all RSS (MB)": 70.0, "export RSS (MB)": 151.0, "build (s)": 240.0}}
 
 
-def takes(*found: dict[str, Any] | None, load: tuple[float, float] = (0.2, 0.3)) -> list[Take]:
-    return [Take("output", f, load, 10.0) for f in found]
+def takes(*found: dict[str, Any] | None, load: tuple[float, float] = (0.2, 0.3),
+          others: float = 2.0) -> list[Take]:
+    return [Take("output", f, load, 10.0, others_cpu=others) for f in found]
 
 
 FOUND = {
@@ -60,9 +67,9 @@ FOUND = {
                         "list": {"ratio": 4.2, "uncached_ratio": 6.0},
                         "--json show 1": {"ratio": 4.0, "uncached_ratio": 6.0},
                         "history 1": {"ratio": 3.9, "uncached_ratio": 5.9}}] * 2),
-    "sizes": takes(SIZES, SIZES),
+    "sizes": takes(SIZES, SIZES, load=(1.0, 1.01), others=0.4),  # its own core in the load
     "postgres": takes(engines(300.0, 700.0, 500.0), engines(200.0, 500.0, 500.0)),
-    "postgres-durable": takes(engines(40.0, 50.0, 500.0), None, load=(1.4, 1.9)),
+    "postgres-durable": takes(engines(40.0, 50.0, 500.0), None, load=(1.4, 1.9), others=35.0),
     "serve": takes(serve(180.0, 360.0, 1200.0), serve(250.0, 370.0, 450.0)),
 }
 
@@ -168,11 +175,15 @@ def test_the_page_holds_the_table_the_loads_and_every_output() -> None:
                 servers={"durable": ["PostgreSQL 15, fsync on"]}, load=(0.1, 0.4))
     assert "in 30 minutes" in text and "--quick" not in text
     assert ("| WAL pages a transaction, no request id | 4.6 / 4.4 | <= 4.5 |"
-            " met in 1 of 2 runs | raw: 1.5 / 1.5 | 0.20 -> 0.30 / 0.20 -> 0.30 |") in text
+            " met in 1 of 2 runs | raw: 1.5 / 1.5 | 2.0% / 2.0% |"
+            " 0.20 -> 0.30 / 0.20 -> 0.30 |") in text
     assert "fsync wait a commit: 640 / 640 us" in text
     assert "uncached: 6 / 6" in text  # the list row states its uncached figures
-    assert "**1.40 -> 1.90 busy**" in text  # above 0.5 a core on 2 cores
-    assert "during postgres-durable: take those figures again" in text
+    assert "| **35% busy** / **35% busy** | 1.40 -> 1.90 / 1.40 -> 1.90 |" in text
+    assert "| 0.4% / 0.4% | 1.00 -> 1.01 / 1.00 -> 1.01 |" in text  # quiet, load or not
+    assert ("**Warning: the machine was busy** (other processes used more than 10% of a"
+            " core) during postgres-durable: take those figures again") in text
+    assert "Others' CPU **35% busy**, load 1.40 -> 1.90, 10 s." in text
     assert "not measured (uvicorn not installed (the server extra))" in text
     assert "- durable: PostgreSQL 15, fsync on" in text
     assert "began: 0.10; when it ended: 0.40" in text
@@ -216,10 +227,92 @@ def test_a_missing_extra_is_said_not_raised(tmp_path: Path) -> None:
     assert got.skipped == "no_such_module_here not installed (the server extra)"
 
 
-def test_busy_is_above_half_a_core() -> None:
-    assert not report.busy((0.9, 1.0), 2)
-    assert report.busy((0.9, 1.01), 2)
-    assert not report.busy(None, 2)
+def test_busy_is_others_using_more_than_a_tenth_of_a_core() -> None:
+    assert not report.busy(Take(load=(1.0, 1.01), others_cpu=3.0), 2)  # the run's own core
+    assert not report.busy(Take(load=(0.1, 0.2), others_cpu=10.0), 2)
+    assert report.busy(Take(load=(0.1, 0.2), others_cpu=10.5), 2)
+
+
+def test_others_cpu_is_the_machines_less_the_benchmarks_and_its_servers() -> None:
+    before = Cpu(machine=1000.0, own=50.0, server=7.0)
+    after = Cpu(machine=1031.0, own=70.0, server=16.0)  # 31 s busy: 20 s its own, 9 s server
+    assert report.others_cpu(before, after, 20.0) == pytest.approx(10.0)  # 2 s in 20 s
+    assert report.others_cpu(before, Cpu(1019.99, 70.0, 7.0), 20.0) == 0.0  # ticks' noise
+
+
+def test_without_proc_busy_falls_back_on_the_load() -> None:
+    missing = "no /proc/stat to read (FileNotFoundError)"
+    assert not report.busy(Take(load=(0.9, 1.0), cpu_missing=missing), 2)
+    assert report.busy(Take(load=(0.9, 1.01), cpu_missing=missing), 2)
+    assert not report.busy(Take(), 2)
+    found = {"drain": [Take("out", None, (1.2, 1.3), 5.0, cpu_missing=missing)] * 2}
+    text = page(found, "python -m bench.report --only drain", False, 60.0, cores=2,
+                servers={})
+    assert "| not measured / not measured | **1.20 -> 1.30 busy** /" in text
+    assert "where that was not measured, the load average passed 0.5 per core" in text
+    assert f"Others' CPU not measured ({missing}), load **1.20 -> 1.30 busy**" in text
+
+
+def test_a_server_whose_folder_is_not_known_is_not_measured() -> None:
+    meter = report.CpuMeter(report.Server("throwaway", "host=/somewhere"))
+    assert meter.read(1.0) is None and "folder is not known" in meter.missing
+
+
+def test_a_takes_file_from_before_others_cpu_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "performance.json"
+    old = {"output": "drain, an older report", "figures": None, "load": [0.3, 0.4],
+           "seconds": 5.0, "skipped": "", "when": "2026-12-05 10:00 UTC at old"}
+    path.write_text(json.dumps({"runs": {"drain": [old]}, "servers": {}}))
+    found, _ = report.load_takes(path)
+    assert found["drain"][0].others_cpu is None and found["drain"][0].load == (0.3, 0.4)
+    text = page(found, "python -m bench.report --only drain", False, 60.0, cores=2,
+                servers={})
+    assert "| - | 0.30 -> 0.40 |" in text and "Others' CPU -, load 0.30 -> 0.40" in text
+    again = {"drain": [Take("new", None, (0.1, 0.2), 5.0, others_cpu=4.5)]}
+    report.save_takes(path, again, {})
+    assert report.load_takes(path)[0] == again
+
+
+def test_a_real_run_measures_others_cpu(tmp_path: Path) -> None:
+    run = report.Run("tiny", ("timeit", "-n", "1", "-r", "1", "pass"), ())
+    got = report.take(run, run.args, tmp_path, 1, dict(os.environ))
+    assert "1 loop" in got.output and got.cpu_missing == ""
+    assert got.others_cpu is not None and got.others_cpu >= 0
+
+
+BURN = "import time\nwhile time.process_time() < 0.5:\n    pass\n"
+"""A benchmark stand-in that uses half a second of CPU by its own clock."""
+
+
+def test_a_benchmarks_cpu_is_its_own_and_in_the_machines() -> None:
+    before, began = report.cpu_now(), time.perf_counter()
+    subprocess.run([sys.executable, "-c", BURN], check=True)
+    after, wall = report.cpu_now(), time.perf_counter() - began
+    own, machine = after.own - before.own, after.machine - before.machine
+    assert own >= 0.5
+    assert machine >= own - 0.1  # the machine's busy time holds the benchmark's (ticks aside)
+    assert machine <= wall * (os.cpu_count() or 1) + 0.1  # seconds, not clock ticks
+
+
+@pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
+def test_a_postgresql_servers_cpu_counts_its_backends_live_and_ended() -> None:
+    import psycopg
+
+    server = report.start_server("throwaway")  # $HIVELITE_TEST_POSTGRES, folder from _DIR
+    pid = report.postmaster(server.home)
+    before = report.server_cpu(pid)
+    with psycopg.connect(server.conninfo, autocommit=True) as conn:
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[index]
+        start = sum(report._times(backend)[1])
+        conn.execute("SELECT count(*) FROM generate_series(1, 3000000)")
+        used = (sum(report._times(backend)[1]) - start) * report._tick()
+        live = report.server_cpu(pid)
+    half = report._tick() / 2  # both are whole ticks, in floating point
+    assert used > 0 and live - before >= used - half  # a backend still running
+    deadline = time.monotonic() + 30
+    while (report.PROC / str(backend)).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the postmaster reaps it
+    assert report.server_cpu(pid) >= live - half  # an ended one: the postmaster's cutime
 
 
 def test_a_server_the_report_started_is_stopped_when_the_run_fails(
