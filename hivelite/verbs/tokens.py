@@ -42,8 +42,9 @@ from .unit import Unit
 PREFIX = "hl"
 OWNER_RIGHT = "owner"
 VERDICTS = 1024
-"""How many tokens' verdicts a process remembers at most (the least recently used go
-first): tokens are few, but a bound keeps a flood of ids from growing the memory."""
+"""How many tokens' verdicts, and callers, a process remembers at most (the least
+recently used go first): tokens are few, but a server of many stores, or a caller naming
+a new session each request, never grows it past this."""
 
 
 def _hash(secret: str) -> str:
@@ -162,8 +163,8 @@ def authenticate(hive: HiveBase, token: object, *, session: str | None = None) -
     stands.
 
     Every call reads the token's row and its journal rows as they are now and compares
-    the secret; only the seals of journal rows already checked, unchanged, are not
-    checked again (:data:`VERDICTS`)."""
+    the secret; the journal rows' seals are checked again only when those rows, or the
+    key, are not exactly the ones last checked (a process remembers 1024 tokens' checks)."""
     token_id, secret = parse_token(token)
     key = hive.store.chain_key()
     with hive.store.read() as reader:
@@ -198,8 +199,8 @@ def authenticate(hive: HiveBase, token: object, *, session: str | None = None) -
 @functools.lru_cache(maxsize=VERDICTS)
 def _caller(owner: str, agent: str | None, instance: str | None, session: str | None,
             origin: str, rights: frozenset[str]) -> Caller:
-    """The caller a token's facts make (a ``Caller`` is immutable, and checking its names
-    costs more than the rest of a request's token check, so each is made once)."""
+    """The caller a token's facts make, made once for each: a ``Caller`` is immutable, and
+    its names need checking once, not on every request."""
     if agent is None:
         return Caller("owner", owner, origin=origin)
     return Caller.agent(agent, str(instance), session, origin=origin, rights=rights)
@@ -252,10 +253,6 @@ class Verdicts:
 
     def __len__(self) -> int:
         return len(self._kept)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
 
 
 VERDICTS_KEPT = Verdicts()
