@@ -146,6 +146,38 @@ def test_a_read_does_not_wait_for_the_writers(tmp_path: Path) -> None:
         hive.close()
 
 
+def test_nexts_task_view_is_read_off_the_loop_and_the_writer(tmp_path: Path) -> None:
+    """``next`` answers with its task's view, read when the answer is shown: over HTTP that
+    is in a worker thread, not on the event loop (every connection waits for it) nor on
+    the vault's writer thread (the next write waits for it)."""
+    hive = Hive.open(tmp_path / "s.db", owner="ana", clock=ManualClock(START))
+    server = LoopbackServer(create_app([], writers=1))
+    vault = server.vaults.add(hive)
+    read_on: list[str] = []
+    get = hive.get
+
+    def recorded(ref: str | int) -> Any:
+        read_on.append(threading.current_thread().name)
+        return get(ref)
+
+    try:
+        number = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder", project="p",
+                              packet={"task": "Do it", "deliverable_type": "other",
+                                      "acceptance_criteria": ["done"]}).number
+        coder = Client(server.url, hive.add_token(OWNER, "ana/coder", instance="box").token)
+        hive.get = recorded  # type: ignore[method-assign]
+        answer = coder.claim_next(None, project="p")
+        assert (answer.number, answer.task.task.state) == (number, "accepted")
+        assert len(read_on) == 1, read_on
+        assert read_on[0] != server.thread.name and not read_on[0].startswith(
+            "hivelite-writer-"), read_on
+        coder.close()
+    finally:
+        server.vaults.discard(vault)
+        server.stop()
+        hive.close()
+
+
 def test_the_default_is_one_writer_and_fewer_than_one_is_refused(tmp_path: Path) -> None:
     assert WRITERS == CLI_WRITERS == 1
     assert Vaults([]).writers == 1

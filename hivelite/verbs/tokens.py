@@ -6,16 +6,25 @@ slow hash adds nothing for a random secret) and compares it in constant time. A 
 is bound to one agent on one instance, with some of seed 004's lease rights
 (``tasks.read``, ``tasks.propose``, ``tasks.work``), or to the owner; the caller a
 face acts as comes from the token's row alone, never from the request.
+
+A server checks a token on every request. It reads the token's row and its journal rows
+each time, but checks the journal rows' seals only when they are not exactly the rows it
+last checked (:class:`Verdicts`): a verdict depends on those rows and the key alone.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 import hashlib
 import hmac
 import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from ..core.caller import Caller, require_owner
@@ -32,6 +41,10 @@ from .unit import Unit
 
 PREFIX = "hl"
 OWNER_RIGHT = "owner"
+VERDICTS = 1024
+"""How many tokens' verdicts, and callers, a process remembers at most (the least
+recently used go first): tokens are few, but a server of many stores, or a caller naming
+a new session each request, never grows it past this."""
 
 
 def _hash(secret: str) -> str:
@@ -147,21 +160,26 @@ def authenticate(hive: HiveBase, token: object, *, session: str | None = None) -
     token the journal does not show the owner issuing (in a row sealed with the owner's
     chain key) never authenticates, whatever its row in ``tokens`` says; with the key, its
     secret's hash, agent, rights and expiry are the sealed row's, and a journaled revoke
-    stands."""
+    stands.
+
+    Every call reads the token's row and its journal rows as they are now and compares
+    the secret; the journal rows' seals are checked again only when those rows, or the
+    key, are not exactly the ones last checked (a process remembers 1024 tokens' checks)."""
     token_id, secret = parse_token(token)
     key = hive.store.chain_key()
     with hive.store.read() as reader:
         row = reader.token(token_id)
         told = reader.token_journal(token_id) if row is not None else []
     now = format_ts(hive.clock())
-    if row is None or not hmac.compare_digest(row.hash, _hash(secret)):
+    hashed = _hash(secret)
+    if row is None or not hmac.compare_digest(row.hash, hashed):
         raise Unauthenticated("invalid_token", "unknown token")
-    facts = _sealed_facts(told, token_id, key)
+    facts = VERDICTS_KEPT.facts(token_id, told, key)
     if facts is None:
         raise Unauthenticated("unissued_token", f"token {token_id} was not issued by the"
                               " owner: no sound, sealed journal row issues it")
     if key is not None:  # the sealed row's word, not the table's
-        if not hmac.compare_digest(str(facts.get("hash")), _hash(secret)):
+        if not hmac.compare_digest(str(facts.get("hash")), hashed):
             raise Unauthenticated("invalid_token", "unknown token")
         row = TokenRow(row.id, facts.get("agent"), facts.get("instance"),
                        ",".join(facts.get("rights") or ()), row.hash, row.created_at,
@@ -174,16 +192,74 @@ def authenticate(hive: HiveBase, token: object, *, session: str | None = None) -
         raise Unauthenticated("expired_token", f"token {token_id} expired at"
                               f" {row.expires_at}")
     rights = frozenset(row.rights.split(","))
-    origin = f"token {token_id}"
-    if row.agent is None:
-        caller = Caller("owner", hive.owner, origin=origin)
-    else:
-        caller = Caller.agent(row.agent, str(row.instance), session, origin=origin,
-                              rights=rights)
-    return Authenticated(caller, token_id, rights)
+    return Authenticated(_caller(hive.owner, row.agent, row.instance, session,
+                                 f"token {token_id}", rights), token_id, rights)
 
 
-def _sealed_facts(rows: builtins.list[LinkRow], token_id: str,
+@functools.lru_cache(maxsize=VERDICTS)
+def _caller(owner: str, agent: str | None, instance: str | None, session: str | None,
+            origin: str, rights: frozenset[str]) -> Caller:
+    """The caller a token's facts make, made once for each: a ``Caller`` is immutable, and
+    its names need checking once, not on every request."""
+    if agent is None:
+        return Caller("owner", owner, origin=origin)
+    return Caller.agent(agent, str(instance), session, origin=origin, rights=rights)
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """One full check of a token's journal rows: the rows as read (seq, stored hash, the
+    hash before, content), the key they were checked with, and what the check found."""
+
+    told: tuple[LinkRow, ...]
+    key: ChainKey | None
+    facts: Mapping[str, Any] | None
+
+    def rows_are(self, told: tuple[LinkRow, ...], key: ChainKey | None) -> bool:
+        """Whether ``told`` under ``key`` is exactly what was checked."""
+        return (self.key is key or self.key == key) and self.told == told
+
+
+class Verdicts:
+    """The verdicts of the tokens' journal rows a process has checked, by token id: the
+    facts :func:`_sealed_facts` found and the very rows and key it found them in. A
+    verdict is a function of those alone, so it is given again only for the same rows
+    (every column as read now: a revoke, a seal, a row removed, changed or put in
+    another place all differ) under the same key; anything else is checked in full.
+    Holds at most ``size`` tokens, the least recently used dropped first."""
+
+    def __init__(self, size: int = VERDICTS) -> None:
+        self.size = size
+        self._kept: OrderedDict[str, _Checked] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def facts(self, token_id: str, told: builtins.list[LinkRow],
+              key: ChainKey | None) -> Mapping[str, Any] | None:
+        """What the sound journal rows ``told`` say of the token (None: none issues it)."""
+        rows = tuple(told)
+        with self._lock:
+            kept = self._kept.get(token_id)
+            if kept is not None and kept.rows_are(rows, key):
+                self._kept.move_to_end(token_id)
+                return kept.facts
+        found = _sealed_facts(told, token_id, key)
+        facts = None if found is None else MappingProxyType(found)
+        with self._lock:
+            self._kept[token_id] = _Checked(rows, key, facts)
+            self._kept.move_to_end(token_id)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return facts
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+VERDICTS_KEPT = Verdicts()
+"""The process's verdicts (a store's rows and key are part of each, so one holds all)."""
+
+
+def _sealed_facts(rows: builtins.list[LinkRow] | tuple[LinkRow, ...], token_id: str,
                   key: ChainKey | None) -> dict[str, Any] | None:
     """The token's facts as the newest sound journal row about it gives them (an issue,
     or the key's seal of a token issued before it), with ``revoked_at`` when a row revokes
@@ -206,4 +282,5 @@ def _sealed_facts(rows: builtins.list[LinkRow], token_id: str,
     return facts
 
 
-__all__ = ["Authenticated", "add_token", "authenticate", "parse_token", "revoke_token", "tokens"]
+__all__ = ["VERDICTS", "VERDICTS_KEPT", "Authenticated", "Verdicts", "add_token",
+           "authenticate", "parse_token", "revoke_token", "tokens"]

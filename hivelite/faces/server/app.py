@@ -40,7 +40,7 @@ from ...core.errors import (
     UnexpectedError,
 )
 from ...core.ids import number_of
-from ...core.models import Identity
+from ...core.models import Identity, NextClaim
 from ...hive import Hive
 from ...verbs.base import invalid
 from ...verbs.claims import served_wait, until_ready
@@ -154,7 +154,8 @@ def _may_wait(body: bytes | HiveliteError | None) -> bool:
 def endpoint(route: Route, vaults: Vaults) -> Any:
     """The Starlette endpoint of one route: past its path and body, the whole request (the
     token, the right, the input, the verb) runs in one thread, a write's on the vault's
-    writer thread, so a request crosses to a thread and back once."""
+    writer thread, so a request crosses to a thread and back once; ``next``'s answer, whose
+    task view is read when it is shown, crosses once more, to be shown off the loop."""
     async def serve(request: Request) -> Response:
         number: int | str | None = None
         try:
@@ -195,6 +196,10 @@ def endpoint(route: Route, vaults: Vaults) -> Any:
             else:
                 answer = await (run_in_threadpool(run) if route.verb.reads
                                 else vaults.write(vault_id, run))
+            if isinstance(answer, NextClaim):  # its task's view is read as it is shown:
+                # in a worker thread, after the write, never on the event loop or the
+                # vault's writer thread (which the next write waits for)
+                return JSONResponse(await run_in_threadpool(plain, answer))
             return JSONResponse(plain(answer))
         except HiveliteError as error:
             return error_response(error, number)
