@@ -22,6 +22,7 @@ RELEASED = {
     12: "218afe48d8e420872abddacf668d5fd760c41f4d4997600ca4321af938d31c30",
     13: "639ca6d0c2d4adece988fa356de3642fe49261a4c6f9e146d32413bcd4492fcd",
     14: "718e91badbf5360d27ebbffb8d1e3fa1e1524ce9a54fadbaa81a5be86fa86cf8",
+    15: "bd4ff43a8c6c52fe60ddf8bd9363654091fb946e53e7e1c1509c413246c45439",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 
