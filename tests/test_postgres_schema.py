@@ -230,3 +230,78 @@ def test_a_store_at_contract_nine_upgrades_when_it_opens() -> None:
     finally:
         pg.drop(old)
         pg.drop(new)
+
+
+def test_a_guard_is_what_its_condition_implies_without_a_subquery() -> None:
+    """``pg_schema.guard``: conjuncts with a subquery (or a call of the store's own
+    helpers) left out, a disjunction kept only when every disjunct keeps a guard, and
+    nothing cut inside a ``BETWEEN`` or a quoted string."""
+    guard = pg_schema.guard
+    assert guard("NEW.a = 1 AND EXISTS (SELECT 1 FROM t) AND OLD.b IS NULL") == (
+        "(NEW.a = 1) AND (OLD.b IS NULL)")
+    assert guard("NEW.a = 1 OR NOT EXISTS (SELECT 1 FROM t)") is None
+    assert guard("(NEW.a = 1 AND (SELECT 2) = 2) OR NEW.b = 'x AND y'") == (
+        "(NEW.a = 1) OR (NEW.b = 'x AND y')")
+    assert guard("NOT (NEW.a = 1 AND (SELECT 2) = 2)") is None
+    assert guard("NEW.a BETWEEN 1 AND 2") == "NEW.a BETWEEN 1 AND 2"
+    assert guard("NEW.a = 1 AND hl_json(NEW.b) IS NULL") == "NEW.a = 1"
+    assert guard("(SELECT state FROM tasks WHERE number = NEW.task) = 'routed'") is None
+
+
+def test_the_rules_a_move_cannot_break_are_not_called_for_it() -> None:
+    """The rules of a task's update that only some moves can break are filtered by a
+    ``WHEN``; the ones that write (the journal, the numbering) fire always, and no
+    ``WHEN`` reads a row its event does not have."""
+    whens = {rule.name: rule.when for rule in pg_schema.rules()}
+    assert "NEW.state = 'completed'" in str(whens["task_completion_decided"])
+    assert "OLD.state = 'routed'" in str(whens["task_claim_ready"])
+    assert "'cancelled'" in str(whens["task_decided_by"])
+    for name in ("task_update", "task_unblocks", "task_attempt_failed", "task_lease_taken",
+                 "task_lease_length", "task_lease_controlled", "task_holder_enrolled",
+                 "task_lease_enrolled", "task_fields", "task_role_fixed"):
+        assert whens[name], name
+    for name in ("task_journal", "task_created", "journal_number", "updates_number",
+                 "controls_number", "task_delete"):
+        assert whens[name] is None, name
+    for rule in pg_schema.rules():
+        assert rule.when is None or (
+            ("OLD." not in rule.when or rule.event != "INSERT")
+            and ("NEW." not in rule.when or rule.event != "DELETE")
+            and rule.each == "ROW" and "SELECT" not in rule.when), rule.name
+
+
+@pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
+def test_the_oldest_live_lease_is_read_from_its_index() -> None:
+    """The read every write makes (``min(lease_expires COLLATE "C")`` of the live leases)
+    and the sweep's order are in the "C" collation: the index is too, so the server reads
+    the oldest lease as the index's first entry instead of scanning every task (half of
+    these 5,000 hold a lease)."""
+    from hivelite.store.postgres import PostgresStore
+
+    schema = pg.new_schema()
+    PostgresStore(pg.store_url(schema)).close()
+    try:
+        with pg.connect() as conn, conn.transaction():
+            conn.execute(f'SET LOCAL search_path = "{schema}"')
+            conn.execute("SET LOCAL session_replication_role = replica")  # rows, not moves
+            conn.execute(
+                "INSERT INTO tasks(number, id, state, project, requester, assignee,"
+                " created_at, updated_at, lease_id, lease_holder, lease_expires)"
+                " SELECT n, 't' || n, CASE WHEN n % 2 = 0 THEN 'accepted' ELSE 'routed' END,"
+                " 'demo', 'ana', 'ana/coder', '2026-12-01T09:00:00Z', '2026-12-01T09:00:00Z',"
+                " CASE WHEN n % 2 = 0 THEN 'l' || n END, CASE WHEN n % 2 = 0"
+                " THEN 'ana/coder' END, CASE WHEN n % 2 = 0 THEN '2026-12-01T09:'"
+                " || lpad((n % 60)::text, 2, '0') || ':00Z' END"
+                " FROM generate_series(1, 5000) n")
+            conn.execute("ANALYZE tasks")
+            plan = "\n".join(str(r[0]) for r in conn.execute(
+                'EXPLAIN SELECT min(lease_expires COLLATE "C") FROM tasks'
+                " WHERE lease_id IS NOT NULL").fetchall())
+            assert "Seq Scan" not in plan, plan  # (the index in the default collation:
+            assert "Limit" in plan and "tasks_live_leases" in plan, plan  # every task read)
+            assert conn.execute('SELECT min(lease_expires COLLATE "C") FROM tasks'
+                                " WHERE lease_id IS NOT NULL").fetchone() == (
+                "2026-12-01T09:00:00Z",)
+            conn.execute("SET LOCAL session_replication_role = origin")
+    finally:
+        pg.drop(schema)
