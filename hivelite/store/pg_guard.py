@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from .pg_schema import HELPERS, TABLES as TABLES_SQL, rule_functions, rules
+from .pg_schema import HELPERS, rule_functions, rules
+from .pg_schema import TABLES as TABLES_SQL
 from .schema import move_rows
 
 FULL_EVERY_S = 1.0
