@@ -164,21 +164,21 @@ def _deparse(conn: Any, want: Expected) -> dict[str, str]:
     import psycopg
 
     found: dict[str, str] = {}
+    made = ["CREATE FUNCTION pg_temp.hl_when() RETURNS trigger LANGUAGE plpgsql"
+            " AS $$BEGIN RETURN NULL; END $$"]
+    made += [f"CREATE TEMP TABLE hl_when_{table} ({_columns(table)})"
+             for table in sorted({want.triggers[name][0] for name in want.whens})]
+    for name, when in want.whens.items():
+        table, definition, _ = want.triggers[name]
+        made.append(f"{definition.partition(' ON ')[0]} ON pg_temp.hl_when_{table} FOR EACH"
+                    f" ROW WHEN ({when}) EXECUTE FUNCTION pg_temp.hl_when()")
     with conn.transaction():
-        conn.execute("CREATE FUNCTION pg_temp.hl_when() RETURNS trigger LANGUAGE plpgsql"
-                     " AS $$BEGIN RETURN NULL; END $$")
-        for table in sorted({want.triggers[name][0] for name in want.whens}):
-            conn.execute(f"CREATE TEMP TABLE hl_when_{table} ({_columns(table)})")
-        for name, when in want.whens.items():
-            definition = want.triggers[name][1]
-            head = definition.partition(" ON ")[0]
-            conn.execute(f"{head} ON pg_temp.hl_when_{want.triggers[name][0]} FOR EACH ROW"
-                         f" WHEN ({when}) EXECUTE FUNCTION pg_temp.hl_when()")
-        for name, made in conn.execute(
+        conn.execute(";\n".join(made).encode("utf-8"))  # one round trip
+        for name, written in conn.execute(
                 "SELECT t.tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c"
                 " ON c.oid = t.tgrelid WHERE c.relnamespace = pg_my_temp_schema()"
                 " AND c.relname LIKE 'hl\\_when\\_%'").fetchall():
-            match = _WHEN.search(str(made))
+            match = _WHEN.search(str(written))
             if match is not None:
                 found[str(name)] = _plain(match[1], "")
         raise psycopg.Rollback()
