@@ -6,8 +6,9 @@ off without touching a table (``ALTER TABLE … DISABLE TRIGGER USER``), drop a 
 function (``DROP FUNCTION … CASCADE`` takes its trigger along), or replace its body
 (``CREATE OR REPLACE FUNCTION``). So a store checks its own rules in the catalogs:
 
-- **in full** (every trigger present, enabled and on its table, each calling its function,
-  each function's body the one :mod:`.pg_schema` generates, nothing added) when it opens,
+- **in full** (every trigger present, enabled and on its table, each calling its function
+  under its ``WHEN``, each function's body the one :mod:`.pg_schema` generates, nothing
+  added) when it opens,
   and again at most once a second while it writes (``FULL_EVERY_S``);
 - **cheaply, before every write**: in the write's first round trip, a stamp of the
   triggers on the store's tables (their state and row versions) and of the tables
@@ -187,11 +188,11 @@ def _deparse(conn: Any, want: Expected) -> dict[str, str]:
 
 def problems(conn: Any, schema: str) -> list[str]:
     """What differs between the store's rules in the catalogs and the code's (none: [])."""
+    import psycopg
+
     want = expected()
     args = {"schema": schema}
     found: list[str] = []
-    import psycopg
-
     try:
         whens = when_clauses(conn) if want.whens else {}
     except psycopg.Error as exc:  # (a role that may not make temporary tables)
