@@ -56,6 +56,15 @@ TAMPERING = {
         "DROP TRIGGER {decided} ON tasks; CREATE TRIGGER {decided} BEFORE UPDATE OF state"
         " ON tasks FOR EACH ROW WHEN (false) EXECUTE FUNCTION {decided}()",
         "is not defined as hivelite made it"),
+    "a rule's WHEN taken away": (
+        "DROP TRIGGER {completion} ON tasks; CREATE TRIGGER {completion} BEFORE UPDATE OF"
+        " state ON tasks FOR EACH ROW EXECUTE FUNCTION {completion}()",
+        "is not defined as hivelite made it"),
+    "a rule's WHEN narrowed": (
+        "DROP TRIGGER {completion} ON tasks; CREATE TRIGGER {completion} BEFORE UPDATE OF"
+        " state ON tasks FOR EACH ROW WHEN (NEW.state = 'completed' AND OLD.state ="
+        " 'approval' AND NEW.actor IS NULL) EXECUTE FUNCTION {completion}()",
+        "is not defined as hivelite made it"),
     "a rule function reading another schema's tables": (
         "ALTER FUNCTION {decided}() SET search_path = public", "does not run as hivelite"),
     "a rewrite that swallows the journal": (
@@ -71,6 +80,11 @@ TAMPERING = {
 def decided() -> str:
     return next(name for name in pg_guard.expected().triggers
                 if name.endswith("_task_decided_by"))
+
+
+def completion() -> str:
+    return next(name for name in pg_guard.expected().triggers
+                if name.endswith("_task_completion_decided"))
 
 
 PERIODIC = ("a rule function's body replaced",
@@ -91,7 +105,8 @@ def test_the_next_write_after_a_rule_is_switched_off_is_refused(
     statement, named = TAMPERING[tampering]
     with Hive.open(pg.store_url(schema), clock=ManualClock(START)) as hive:
         number = own_task(hive)  # a writing store: its guard has checked and stamped
-        raw.execute(statement.format(lease_rule=lease_rule(), decided=decided()))
+        raw.execute(statement.format(lease_rule=lease_rule(), decided=decided(),
+                                     completion=completion()))
         before = journal(raw)
         # the stamp read with every write's lock finds the rest at once; a replaced body
         # leaves it alone, and is found by the full check, which a writing store runs at

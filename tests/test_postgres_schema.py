@@ -22,6 +22,7 @@ RELEASED = {
     12: "218afe48d8e420872abddacf668d5fd760c41f4d4997600ca4321af938d31c30",
     13: "639ca6d0c2d4adece988fa356de3642fe49261a4c6f9e146d32413bcd4492fcd",
     14: "718e91badbf5360d27ebbffb8d1e3fa1e1524ce9a54fadbaa81a5be86fa86cf8",
+    15: "8c548763bed4451420f60cb5c241935cb0e071449ac7ac635ebefe90af7772ec",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 
@@ -229,3 +230,76 @@ def test_a_store_at_contract_nine_upgrades_when_it_opens() -> None:
     finally:
         pg.drop(old)
         pg.drop(new)
+
+
+def test_a_guard_is_what_its_condition_implies_without_a_subquery() -> None:
+    """``pg_schema.guard``: of a conjunction, the first conjunct with no subquery (nor a
+    call of the store's own helpers); a disjunction kept only when every disjunct keeps a
+    guard; nothing cut inside a ``BETWEEN`` or a quoted string."""
+    guard = pg_schema.guard
+    assert guard("EXISTS (SELECT 1 FROM t) AND NEW.a = 1 AND OLD.b IS NULL") == "NEW.a = 1"
+    assert guard("NEW.a = 1 OR NOT EXISTS (SELECT 1 FROM t)") is None
+    assert guard("((SELECT 2) = 2 AND NEW.a = 1) OR NEW.b = 'x AND y' OR NEW.a = 1") == (
+        "(NEW.a = 1) OR (NEW.b = 'x AND y')")
+    assert guard("NOT (NEW.a = 1 AND (SELECT 2) = 2)") is None
+    assert guard("NEW.a BETWEEN 1 AND 2") == "NEW.a BETWEEN 1 AND 2"
+    assert guard("hl_json(NEW.b) IS NULL AND NEW.a = 1") == "NEW.a = 1"
+    assert guard("(SELECT state FROM tasks WHERE number = NEW.task) = 'routed'") is None
+
+
+def test_the_rules_a_move_cannot_break_are_not_called_for_it() -> None:
+    """The rules of a task's update that most moves cannot break carry their guard as a
+    ``WHEN``; the ones that write (the journal, the numbering) fire always, and so do
+    those whose guard would pass nearly every move; no ``WHEN`` reads a row its event
+    does not have, or anything but the row."""
+    whens = {rule.name: rule.when for rule in pg_schema.rules()}
+    assert {name for name, when in whens.items() if when} == pg_schema.FILTERED
+    assert whens["task_completion_decided"] == "NEW.state = 'completed'"
+    assert whens["task_claim_ready"] == "OLD.state = 'routed'"
+    assert whens["task_decided_by"] == "NEW.state IN ('cancelled', 'rejected', 'routed')"
+    for name in ("task_journal", "task_created", "journal_number", "updates_number",
+                 "controls_number", "task_delete", "task_update", "task_move"):
+        assert whens[name] is None, name
+    for rule in pg_schema.rules():
+        assert rule.when is None or (
+            ("OLD." not in rule.when or rule.event != "INSERT")
+            and ("NEW." not in rule.when or rule.event != "DELETE")
+            and rule.each == "ROW" and "SELECT" not in rule.when
+            and "hl_" not in rule.when), rule.name
+
+
+@pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
+def test_the_oldest_live_lease_is_read_from_its_index() -> None:
+    """The read every write makes (``min(lease_expires COLLATE "C")`` of the live leases)
+    and the sweep's order are in the "C" collation: the index is too, so the server reads
+    the oldest lease as the index's first entry instead of scanning every task (half of
+    these 5,000 hold a lease)."""
+    from hivelite.store.postgres import PostgresStore
+
+    schema = pg.new_schema()
+    PostgresStore(pg.store_url(schema)).close()
+    try:
+        with pg.connect() as conn, conn.transaction():
+            conn.execute(f'SET LOCAL search_path = "{schema}"')
+            conn.execute("SET LOCAL session_replication_role = replica")  # rows, not moves
+            conn.execute(
+                "INSERT INTO tasks(number, id, state, project, requester, assignee,"
+                " created_at, updated_at, lease_id, lease_holder, lease_expires)"
+                " SELECT n, 't' || n, CASE WHEN n % 2 = 0 THEN 'accepted' ELSE 'routed' END,"
+                " 'demo', 'ana', 'ana/coder', '2026-12-01T09:00:00Z', '2026-12-01T09:00:00Z',"
+                " CASE WHEN n % 2 = 0 THEN 'l' || n END, CASE WHEN n % 2 = 0"
+                " THEN 'ana/coder' END, CASE WHEN n % 2 = 0 THEN '2026-12-01T09:'"
+                " || lpad((n % 60)::text, 2, '0') || ':00Z' END"
+                " FROM generate_series(1, 5000) n")
+            conn.execute("ANALYZE tasks")
+            plan = "\n".join(str(r[0]) for r in conn.execute(
+                'EXPLAIN SELECT min(lease_expires COLLATE "C") FROM tasks'
+                " WHERE lease_id IS NOT NULL").fetchall())
+            assert "Seq Scan" not in plan, plan  # (the index in the default collation:
+            assert "Limit" in plan and "tasks_live_leases" in plan, plan  # every task read)
+            assert conn.execute('SELECT min(lease_expires COLLATE "C") FROM tasks'
+                                " WHERE lease_id IS NOT NULL").fetchone() == (
+                "2026-12-01T09:00:00Z",)
+            conn.execute("SET LOCAL session_replication_role = origin")
+    finally:
+        pg.drop(schema)

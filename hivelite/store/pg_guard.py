@@ -6,8 +6,9 @@ off without touching a table (``ALTER TABLE … DISABLE TRIGGER USER``), drop a 
 function (``DROP FUNCTION … CASCADE`` takes its trigger along), or replace its body
 (``CREATE OR REPLACE FUNCTION``). So a store checks its own rules in the catalogs:
 
-- **in full** (every trigger present, enabled and on its table, each calling its function,
-  each function's body the one :mod:`.pg_schema` generates, nothing added) when it opens,
+- **in full** (every trigger present, enabled and on its table, each calling its function
+  under its ``WHEN``, each function's body the one :mod:`.pg_schema` generates, nothing
+  added) when it opens,
   and again at most once a second while it writes (``FULL_EVERY_S``);
 - **cheaply, before every write**: in the write's first round trip, a stamp of the
   triggers on the store's tables (their state and row versions) and of the tables
@@ -32,6 +33,7 @@ from functools import cache
 from typing import Any
 
 from .pg_schema import HELPERS, rule_functions, rules
+from .pg_schema import TABLES as TABLES_SQL
 from .schema import move_rows
 
 FULL_EVERY_S = 1.0
@@ -83,7 +85,7 @@ FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid JOIN pg_class i ON i.oid =
 WHERE c.relnamespace = %(schema)s::regnamespace
 ORDER BY 1, 2, 3
 """
-SHAPE_DIGEST = "edc718f74c10a5d73783ba9cd840884063eb25ab06bc7d4ac39deae2e1e01d63"
+SHAPE_DIGEST = "873c2f11544d67e43dd600d096792facbf2d901fe3f5b9be28f4e550684cd02f"
 """The digest of :data:`SHAPE` on a store of this version, its schema's name taken out
 (``tests/test_postgres_guard`` holds it to a new store's): a column renamed, added,
 dropped or retyped, a constraint or an index dropped or changed, changes it."""
@@ -113,6 +115,9 @@ class Expected:
     helpers: dict[str, str]
     """Helper function name: md5 of its body."""
     tables: frozenset[str]
+    whens: dict[str, str] = field(default_factory=dict)
+    """Trigger name: its ``WHEN`` condition as :mod:`.pg_schema` writes it (its definition
+    above has none: the server writes it back in its own words, :func:`when_clauses`)."""
 
 
 @cache
@@ -124,14 +129,75 @@ def expected() -> Expected:
         {name: (rule.table, _plain(f"CREATE TRIGGER {name} {rule.timing} {rule.event} ON"
                                    f" {rule.table} FOR EACH {rule.each} EXECUTE FUNCTION"
                                    f" {name}()", ""), _md5(body))
-         for name, rule, body in made}, helpers, frozenset(rule.table for _, rule, _ in made))
+         for name, rule, body in made}, helpers, frozenset(rule.table for _, rule, _ in made),
+        {name: rule.when for name, rule, _ in made if rule.when is not None})
+
+
+_WHEN = re.compile(r" FOR EACH ROW (WHEN \(.*\)) EXECUTE FUNCTION ", re.DOTALL)
+_DEPARSED: dict[int, dict[str, str]] = {}
+
+
+def when_clauses(conn: Any) -> dict[str, str]:
+    """Each rule's ``WHEN (…)`` as this server writes it back (``pg_get_triggerdef``), to
+    hold the store's triggers to.
+
+    PostgreSQL keeps a ``WHEN`` parsed and writes it back in its own words (casts,
+    parentheses, ``= ANY (ARRAY[…])``), which may differ between its versions; so the
+    rules' conditions are given to this server, on scratch tables of the same columns
+    (``pg_temp``, hivelite's own ``TABLES``, not the store's, which a tamperer could
+    change) in a subtransaction rolled back: nothing stays. Once a process and server
+    version. Raises ``psycopg.Error`` when the role cannot make temporary tables."""
+    version = int(conn.info.server_version)
+    if version not in _DEPARSED:
+        _DEPARSED[version] = _deparse(conn, expected())
+    return _DEPARSED[version]
+
+
+def _columns(table: str) -> str:
+    block = re.search(rf"CREATE TABLE {table}\((.*?)\n\);", TABLES_SQL, re.DOTALL)
+    if block is None:
+        raise ValueError(f"no table {table} in pg_schema.TABLES")
+    return ", ".join(f'"{m[1]}" {m[2]}' for m in re.finditer(
+        r"^\s+(\w+) (text|bigint)\b", block[1], re.MULTILINE))
+
+
+def _deparse(conn: Any, want: Expected) -> dict[str, str]:
+    import psycopg
+
+    found: dict[str, str] = {}
+    made = ["CREATE FUNCTION pg_temp.hl_when() RETURNS trigger LANGUAGE plpgsql"
+            " AS $$BEGIN RETURN NULL; END $$"]
+    made += [f"CREATE TEMP TABLE hl_when_{table} ({_columns(table)})"
+             for table in sorted({want.triggers[name][0] for name in want.whens})]
+    for name, when in want.whens.items():
+        table, definition, _ = want.triggers[name]
+        made.append(f"{definition.partition(' ON ')[0]} ON pg_temp.hl_when_{table} FOR EACH"
+                    f" ROW WHEN ({when}) EXECUTE FUNCTION pg_temp.hl_when()")
+    with conn.transaction():
+        conn.execute(";\n".join(made).encode("utf-8"))  # one round trip
+        for name, written in conn.execute(
+                "SELECT t.tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c"
+                " ON c.oid = t.tgrelid WHERE c.relnamespace = pg_my_temp_schema()"
+                " AND c.relname LIKE 'hl\\_when\\_%'").fetchall():
+            match = _WHEN.search(str(written))
+            if match is not None:
+                found[str(name)] = _plain(match[1], "")
+        raise psycopg.Rollback()
+    return found
 
 
 def problems(conn: Any, schema: str) -> list[str]:
     """What differs between the store's rules in the catalogs and the code's (none: [])."""
+    import psycopg
+
     want = expected()
     args = {"schema": schema}
     found: list[str] = []
+    try:
+        whens = when_clauses(conn) if want.whens else {}
+    except psycopg.Error as exc:  # (a role that may not make temporary tables)
+        whens = {}
+        found.append(f"the triggers' WHEN conditions cannot be checked ({exc})")
     tables = {str(r[1]) for r in conn.execute(TABLES, args).fetchall()}
     found += [f"table {t} is missing" for t in sorted(want.tables - tables)]
     have: dict[str, tuple[str, str, str, str, str]] = {
@@ -149,6 +215,9 @@ def problems(conn: Any, schema: str) -> list[str]:
             found.append(f"trigger {name} is on {on} calling {function}, not on {table}"
                          f" calling {name}")
             continue
+        if name in want.whens:
+            definition = definition.replace(
+                " EXECUTE FUNCTION ", f" {whens.get(name, 'WHEN (?)')} EXECUTE FUNCTION ", 1)
         if made != definition:
             found.append(f"trigger {name} is not defined as hivelite made it ({made})")
         if digest != body:

@@ -15,6 +15,11 @@ What differs, and why:
   function that checks its condition and raises. Triggers of one event fire in name
   order; each name starts with its place (``hl10_``, ``hl20_``, …), which is the order
   the rules are listed here.
+- A function call costs tens of microseconds, a ``WHEN`` is evaluated by the server
+  itself: so the rules most moves cannot break (:data:`FILTERED`) have the ``WHEN`` their
+  condition implies (:func:`guard`, its leading test without a subquery) and are called
+  only for writes they could refuse; the function still checks the whole condition
+  (migration 15).
 - A row-level ``DELETE`` trigger does not see ``TRUNCATE``: every kept table refuses it
   with a statement-level trigger.
 - ``INSERT … ON CONFLICT DO UPDATE`` (PostgreSQL's upsert, SQLite's ``REPLACE``) is
@@ -29,6 +34,7 @@ What differs, and why:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import cache
 from typing import Any
@@ -180,7 +186,7 @@ CREATE TABLE updates(
 );
 CREATE INDEX updates_by_task ON updates(task, seq);
 
-CREATE INDEX tasks_live_leases ON tasks(lease_expires) WHERE lease_id IS NOT NULL;
+CREATE INDEX tasks_live_leases ON tasks((lease_expires COLLATE "C")) WHERE lease_id IS NOT NULL;
 
 CREATE TABLE journal(
     seq bigint PRIMARY KEY,
@@ -324,26 +330,156 @@ FROM tasks t JOIN packets p ON p.task = t.number;
 
 
 class Rule:
-    """One trigger: when it fires, and the PL/pgSQL that decides (raising to refuse)."""
+    """One trigger: when it fires, and the PL/pgSQL that decides (raising to refuse).
+
+    ``when`` (optional) is the trigger's ``WHEN`` condition: a filter PostgreSQL evaluates
+    in C before it would call the function, so a write the rule cannot refuse skips the
+    call. The function still checks the whole condition, and ``when`` is only ever what
+    that condition implies (:func:`guard`): it skips calls, never a refusal."""
 
     def __init__(self, name: str, timing: str, event: str, table: str, body: str,
-                 *, each: str = "ROW") -> None:
+                 *, each: str = "ROW", when: str | None = None) -> None:
         self.name, self.timing, self.event, self.table = name, timing, event, table
-        self.body, self.each = body, each
+        self.body, self.each, self.when = body, each, when
+
+
+class Check(str):
+    """A rule's body, with the ``WHEN`` its condition implies (None: none cheaper than
+    calling the function)."""
+
+    when: str | None = None
+
+
+def _checked(body: str, when: str | None) -> Check:
+    made = Check(body)
+    made.when = when
+    return made
+
+
+_WORD = {word: re.compile(rf"\s+{word}\s+") for word in ("AND", "OR")}
+_COSTLY = re.compile(r"\bSELECT\b|\bhl_\w+\(")
+"""What a ``WHEN`` cannot hold (a subquery) or should not (a call of one of the store's
+own PL/pgSQL helpers, which costs what the rule's call would)."""
+
+
+def _top_level(sql: str, word: str) -> list[str]:
+    """``sql`` cut at each ``word`` (``AND``, ``OR``) outside parentheses and quotes; one
+    piece when a ``BETWEEN … AND`` or a ``CASE`` stands at that level too."""
+    pieces, depth, start, quoted, at = [], 0, 0, False, 0
+    while at < len(sql):
+        char = sql[at]
+        if char == "'":
+            quoted = not quoted
+        elif not quoted and char in "()":
+            depth += 1 if char == "(" else -1
+        elif not quoted and depth == 0 and (cut := _WORD[word].match(sql, at)):
+            pieces.append(sql[start:at])
+            at = start = cut.end()
+            continue
+        at += 1
+    pieces.append(sql[start:])
+    if re.search(r"\b(BETWEEN|CASE)\b", _outside(sql)):
+        return [sql.strip()]
+    return [p.strip() for p in pieces]
+
+
+def _outside(sql: str) -> str:
+    """``sql`` with everything inside parentheses or quotes taken out."""
+    kept, depth, quoted = [], 0, False
+    for char in sql:
+        if char == "'":
+            quoted = not quoted
+        elif not quoted and char in "()":
+            depth += 1 if char == "(" else -1
+        elif not quoted and depth == 0:
+            kept.append(char)
+    return "".join(kept)
+
+
+def _wrapped(sql: str) -> bool:
+    """Whether one pair of parentheses holds all of ``sql``."""
+    if not (sql.startswith("(") and sql.endswith(")")):
+        return False
+    depth, quoted = 0, False
+    for at, char in enumerate(sql):
+        if char == "'":
+            quoted = not quoted
+        elif not quoted and char in "()":
+            depth += 1 if char == "(" else -1
+            if depth == 0 and at < len(sql) - 1:
+                return False
+    return True
+
+
+def guard(condition: str) -> str | None:
+    """What ``condition`` implies that a trigger's ``WHEN`` can test (None: nothing).
+
+    The condition's own text, weakened and kept short: of a conjunction, the guard of its
+    first conjunct that has one (its leading test); of a disjunction, every disjunct's
+    guard (none when one has none); of a piece with a subquery or a call of the store's
+    helpers (``NOT EXISTS …``), none. Whenever ``condition`` is true, so is its guard: a
+    rule filtered by it is still called for every write it would refuse."""
+    condition = condition.strip()
+    disjuncts = _top_level(condition, "OR")
+    if len(disjuncts) > 1:
+        return _any(*(guard(d) for d in disjuncts))
+    conjuncts = _top_level(condition, "AND")
+    if len(conjuncts) > 1:
+        return _first(*(guard(c) for c in conjuncts))
+    if _wrapped(condition):
+        return guard(condition[1:-1])
+    return None if _COSTLY.search(condition) else condition
+
+
+def _any(*guards: str | None) -> str | None:
+    if not guards or any(g is None for g in guards):
+        return None
+    kept = [g for n, g in enumerate(guards) if g not in guards[:n]]
+    return str(kept[0]) if len(kept) == 1 else " OR ".join(f"({g})" for g in kept)
+
+
+def _first(*guards: str | None) -> str | None:
+    """The first guard there is: a ``WHEN`` is compiled for every statement that fires its
+    trigger, so one short test is worth more than all of them."""
+    return next((g for g in guards if g is not None), None)
 
 
 def _refuse(message: str, when: str | None = None) -> str:
     raise_ = f"RAISE EXCEPTION '{message}';"
-    return raise_ if when is None else f"IF {when} THEN\n        {raise_}\n    END IF;"
+    return raise_ if when is None else _checked(
+        f"IF {when} THEN\n        {raise_}\n    END IF;", guard(when))
 
 
-def _cases(*pairs: tuple[str, str]) -> str:
+def _cases(*pairs: tuple[str, str]) -> Check:
     """``IF a THEN raise ELSIF b THEN raise … END IF``: the first rule broken is named."""
     parts = []
     for n, (when, message) in enumerate(pairs):
         parts.append(f"{'IF' if n == 0 else 'ELSIF'} {when} THEN\n"
                      f"        RAISE EXCEPTION '{message}';")
-    return "\n    ".join(parts) + "\n    END IF;"
+    return _checked("\n    ".join(parts) + "\n    END IF;",
+                    _any(*(guard(when) for when, _ in pairs)))
+
+
+def _only_if(condition: str, then: str) -> Check:
+    """``IF condition THEN … END IF``: a body that does nothing unless ``condition``, so
+    its guard is the condition's, and the inner body's (a :class:`Check`) too."""
+    return _checked(f"IF {condition} THEN\n    {then}\n    END IF;",
+                    _first(guard(condition), getattr(then, "when", None)))
+
+
+FILTERED = frozenset({
+    "task_completion_decided", "task_decided_by", "task_claim_ready", "task_unblocks",
+    "task_attempt_failed", "task_holder_enrolled", "task_lease_controlled",
+    "task_lease_enrolled", "task_role_fixed", "results_receipts_shape", "results_draft_shape",
+    "results_receipts_fixed", "results_draft_fixed", "results_draft_reshaped",
+})
+"""The rules whose trigger carries their :func:`guard` as a ``WHEN``: those whose guard
+skips most of a task's moves (a claim, a submission, a decision), or that a cycle never
+reaches. A ``WHEN`` is not free: the server compiles it for every statement that fires
+its trigger, so a rule whose guard is long (``task_update``) or passes nearly every move
+(``task_move``, ``task_lease_taken``, ``task_lease_length``: a live task, a lease set)
+costs more filtered than called (``python -m bench.rule_filters``: the server's CPU a
+claim -> submit cycle, with these, with none and with every rule's)."""
 
 
 def rules() -> list[Rule]:
@@ -356,7 +492,8 @@ def rules() -> list[Rule]:
 
     def add(name: str, timing: str, event: str, table: str, body: str,
             each: str = "ROW") -> None:
-        out.append(Rule(name, timing, event, table, body, each=each))
+        out.append(Rule(name, timing, event, table, body, each=each,
+                        when=getattr(body, "when", None) if name in FILTERED else None))
 
     # -- the protocol's fixed tables and kept rows ------------------------------------
     for event in ("INSERT", "UPDATE", "DELETE"):
@@ -494,7 +631,7 @@ def rules() -> list[Rule]:
         ("OLD.state = 'routed' AND NEW.state = 'accepted'"
          " AND NEW.attempts >= NEW.attempt_limit", "invalid_state:attempts_exhausted")))
     add("task_fields", "BEFORE", "UPDATE OF priority, labels, fields_version, attempts,"
-        " attempt_limit", "tasks", f"IF OLD.state NOT IN {TERMINAL_SQL} THEN\n    " + _cases(
+        " attempt_limit", "tasks", _only_if(f"OLD.state NOT IN {TERMINAL_SQL}", _cases(
             (f"NEW.priority NOT IN {_in_list(PRIORITIES)}", "invalid_input:invalid_priority"),
             ("(NEW.priority IS DISTINCT FROM OLD.priority"
              " OR NEW.labels IS DISTINCT FROM OLD.labels"
@@ -502,11 +639,9 @@ def rules() -> list[Rule]:
              " OR NEW.fields_version IS DISTINCT FROM OLD.fields_version)"
              " AND NEW.fields_version IS DISTINCT FROM OLD.fields_version + 1",
              "invalid_state:stale_base"),
-            ("NEW.attempts < OLD.attempts", "forbidden_right:attempts_only_grow"))
-        + "\n    END IF;")
-    add("task_lease_controlled", "BEFORE", "UPDATE OF lease_id", "tasks",
-        "IF NEW.lease_id IS NOT NULL AND NEW.lease_id IS DISTINCT FROM OLD.lease_id THEN\n"
-        "    " + _cases(
+            ("NEW.attempts < OLD.attempts", "forbidden_right:attempts_only_grow"))))
+    add("task_lease_controlled", "BEFORE", "UPDATE OF lease_id", "tasks", _only_if(
+        "NEW.lease_id IS NOT NULL AND NEW.lease_id IS DISTINCT FROM OLD.lease_id", _cases(
             (f"EXISTS ({live} AND kind = 'stop' AND (agent IS NOT DISTINCT FROM"
              " NEW.lease_holder OR instance IS NOT DISTINCT FROM"
              f" {instance_key('NEW.lease_instance')} OR (agent IS NULL AND instance IS NULL)))",
@@ -516,8 +651,7 @@ def rules() -> list[Rule]:
              f" {instance_key('NEW.lease_instance')}))", "forbidden_right:held"),
             (f"EXISTS ({live} AND kind = 'veto' AND agent IS NOT DISTINCT FROM"
              " NEW.lease_holder AND task IS NOT DISTINCT FROM NEW.number)",
-             "forbidden_right:vetoed"))
-        + "\n    END IF;")
+             "forbidden_right:vetoed"))))
     add("task_created", "AFTER", "INSERT", "tasks", """INSERT INTO journal(task, at, actor,
         from_state, to_state, waiting_on, reason, detail, hash)
     VALUES (NEW.number, NEW.created_at, NEW.actor, NULL, NEW.state, NULL, NEW.reason,
@@ -526,15 +660,17 @@ def rules() -> list[Rule]:
         actor, from_state, to_state, waiting_on, reason, detail, hash)
     VALUES (NEW.number, NEW.updated_at, NEW.actor, OLD.state, NEW.state, NEW.waiting_on,
             NEW.reason, NEW.detail, NEW.chain);""")
-    add("task_unblocks", "AFTER", "UPDATE OF state", "tasks", f"""IF NEW.state = 'completed' THEN
+    completed = "NEW.state = 'completed'"
+    add("task_unblocks", "AFTER", "UPDATE OF state", "tasks", _checked(f"""IF {completed} THEN
         UPDATE tasks SET waits = waits - 1
         WHERE number IN (SELECT task FROM deps WHERE on_task = NEW.number)
           AND state NOT IN {TERMINAL_SQL};
-    END IF;""")
-    add("task_attempt_failed", "AFTER", "UPDATE OF state", "tasks", """IF OLD.state = 'verifying'
-        AND NEW.state = 'routed' AND hl_json(NEW.detail) ->> 'outcome' = 'failed' THEN
+    END IF;""", guard(completed)))
+    failed = """OLD.state = 'verifying'
+        AND NEW.state = 'routed' AND hl_json(NEW.detail) ->> 'outcome' = 'failed'"""
+    add("task_attempt_failed", "AFTER", "UPDATE OF state", "tasks", _checked(f"""IF {failed} THEN
         UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
-    END IF;""")
+    END IF;""", guard(failed)))
 
     # -- side tables -------------------------------------------------------------------
     add("deps_with_task", "BEFORE", "INSERT", "deps", _refuse(
@@ -767,9 +903,9 @@ def scope_rules(add: Any) -> None:
     add("enrolments_replaced", "BEFORE", "DELETE", "enrolments", _refuse(
         "forbidden_right:enrolment_not_journaled", "NOT " + newest(
             "j.seq > OLD.seq AND j.reason = 'enrolment' AND j.detail ->> 'agent' = OLD.agent")))
-    add("task_lease_enrolled", "BEFORE", "UPDATE OF lease_id, lease_scope", "tasks",
-        "IF NEW.lease_id IS NOT NULL AND (NEW.lease_id IS DISTINCT FROM OLD.lease_id"
-        " OR NEW.lease_scope IS DISTINCT FROM OLD.lease_scope) THEN\n    " + _cases(
+    add("task_lease_enrolled", "BEFORE", "UPDATE OF lease_id, lease_scope", "tasks", _only_if(
+        "NEW.lease_id IS NOT NULL AND (NEW.lease_id IS DISTINCT FROM OLD.lease_id"
+        " OR NEW.lease_scope IS DISTINCT FROM OLD.lease_scope)", _cases(
             ("NEW.lease_id IS NOT DISTINCT FROM OLD.lease_id", "invalid_input:immutable_field"),
             (f"EXISTS ({enrolment} AND e.active = 0)", "invalid_state:optin_inactive"),
             ("NEW.lease_scope IS DISTINCT FROM " + scope.format(who="NEW.lease_holder"),
@@ -780,29 +916,26 @@ def scope_rules(add: Any) -> None:
              "hl_json(e.projects)) p WHERE p = NEW.project))))", "forbidden_right:optin_scope"),
             (f"NEW.role IS NOT NULL AND NOT EXISTS ({enrolment} AND EXISTS (SELECT 1 FROM"
              " jsonb_array_elements_text(hl_json(e.roles)) r WHERE r = NEW.role))",
-             "forbidden_right:not_permitted"))
-        + "\n    END IF;")
-    add("task_holder_enrolled", "BEFORE", "UPDATE OF state", "tasks",
-        "IF OLD.lease_id IS NOT NULL AND NEW.state IS DISTINCT FROM OLD.state"
+             "forbidden_right:not_permitted"))))
+    add("task_holder_enrolled", "BEFORE", "UPDATE OF state", "tasks", _only_if(
+        "OLD.lease_id IS NOT NULL AND NEW.state IS DISTINCT FROM OLD.state"
         " AND NEW.state IN ('verifying', 'waiting', 'working')"
-        " AND OLD.lease_scope IS DISTINCT FROM " + scope.format(who="OLD.lease_holder")
-        + " THEN\n    " + _cases(
+        " AND OLD.lease_scope IS DISTINCT FROM " + scope.format(who="OLD.lease_holder"),
+        _cases(
             ("EXISTS (SELECT 1 FROM enrolments WHERE agent = OLD.lease_holder AND active = 0)",
              "invalid_state:optin_inactive"),
-            ("TRUE", "invalid_state:optin_changed"))
-        + "\n    END IF;")
-    add("task_decided_by", "BEFORE", "UPDATE OF state", "tasks",
-        f"IF {owner_decides()}\n    AND NEW.actor IS DISTINCT FROM {OWNER}"
+            ("TRUE", "invalid_state:optin_changed"))))
+    add("task_decided_by", "BEFORE", "UPDATE OF state", "tasks", _only_if(
+        f"{owner_decides()}\n    AND NEW.actor IS DISTINCT FROM {OWNER}"
         f"\n    AND NOT (NEW.state = 'cancelled' AND {mode} = 'team'"
         f" AND strpos(NEW.actor, '/') > 0"
         f" AND {_owner_of('NEW.actor')} = {_owner_of('OLD.requester')}"
-        f" AND {_owner_of('OLD.requester')} IS DISTINCT FROM {OWNER}) THEN\n    "
-        + _cases((f"OLD.state NOT IN {by_verifier_too()}", "forbidden_right:not_owner"),
-                 ("NOT EXISTS (SELECT 1 FROM confirmations c JOIN results r ON r.task = c.task"
-                  " AND r.version = c.version WHERE c.task = NEW.number"
-                  " AND c.reviewer = NEW.actor AND c.verdict = 'reject' AND c.counted <> 0)",
-                  "forbidden_right:not_decided"))
-        + "\n    END IF;")
+        f" AND {_owner_of('OLD.requester')} IS DISTINCT FROM {OWNER})", _cases(
+            (f"OLD.state NOT IN {by_verifier_too()}", "forbidden_right:not_owner"),
+            ("NOT EXISTS (SELECT 1 FROM confirmations c JOIN results r ON r.task = c.task"
+             " AND r.version = c.version WHERE c.task = NEW.number"
+             " AND c.reviewer = NEW.actor AND c.verdict = 'reject' AND c.counted <> 0)",
+             "forbidden_right:not_decided"))))
 
 
 def draft_rules(add: Any) -> None:
@@ -829,9 +962,9 @@ def draft_rules(add: Any) -> None:
     add("results_receipts_shape", "BEFORE", "INSERT", "results",
         _refuse("invalid_input:invalid_receipt", receipts))
     add("results_receipts_fixed", "BEFORE", "UPDATE OF receipts", "results",
-        "IF NEW.receipts IS DISTINCT FROM OLD.receipts THEN\n    " + _cases(
+        _only_if("NEW.receipts IS DISTINCT FROM OLD.receipts", _cases(
             ("NEW.version IS DISTINCT FROM OLD.version + 1", "forbidden_right:receipts_fixed"),
-            (receipts, "invalid_input:invalid_receipt")) + "\n    END IF;")
+            (receipts, "invalid_input:invalid_receipt"))))
 
 
 PG_ONLY = ("_number", "_truncate")
@@ -895,9 +1028,14 @@ def trigger_sql(items: Iterable[Rule]) -> str:
     return "\n".join(
         f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql"
         f" SET search_path FROM CURRENT AS $${body}$$;\n"
-        f"CREATE TRIGGER {name} {rule.timing} {rule.event} ON {rule.table}"
-        f" FOR EACH {rule.each} EXECUTE FUNCTION {name}();\n"
-        for name, rule, body in rule_functions(items))
+        f"{trigger_of(name, rule)};\n" for name, rule, body in rule_functions(items))
+
+
+def trigger_of(name: str, rule: Rule) -> str:
+    """The ``CREATE TRIGGER`` of a rule whose function is ``name`` (its ``WHEN`` too)."""
+    when = "" if rule.when is None else f" WHEN ({rule.when})"
+    return (f"CREATE TRIGGER {name} {rule.timing} {rule.event} ON {rule.table}"
+            f" FOR EACH {rule.each}{when} EXECUTE FUNCTION {name}()")
 
 
 def target_sql() -> str:
