@@ -274,7 +274,7 @@ def test_the_oldest_live_lease_is_read_from_its_index() -> None:
     and the sweep's order are in the "C" collation: the index is too, so the server reads
     the oldest lease as the index's first entry instead of scanning every task (half of
     these 5,000 hold a lease)."""
-    from hivelite.store.postgres import PostgresStore
+    from hivelite.store.postgres import OVERDUE, PostgresStore
 
     schema = pg.new_schema()
     PostgresStore(pg.store_url(schema)).close()
@@ -300,6 +300,9 @@ def test_the_oldest_live_lease_is_read_from_its_index() -> None:
             assert conn.execute('SELECT min(lease_expires COLLATE "C") FROM tasks'
                                 " WHERE lease_id IS NOT NULL").fetchone() == (
                 "2026-12-01T09:00:00Z",)
+            swept = "\n".join(str(r[0]) for r in conn.execute(  # the sweep's read too
+                "EXPLAIN " + OVERDUE.replace("%s", "'2026-12-01T09:00:05Z'")).fetchall())
+            assert "Seq Scan" not in swept and "tasks_live_leases" in swept, swept
             conn.execute("SET LOCAL session_replication_role = origin")
     finally:
         pg.drop(schema)

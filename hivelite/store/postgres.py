@@ -246,6 +246,10 @@ def _rows_json(columns: str, table: str, where: str = "", order: str = "") -> st
             f"{' WHERE ' + where if where else ''})")
 
 
+OVERDUE = (f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires COLLATE \"C\" <= %s"
+           " ORDER BY lease_expires COLLATE \"C\", number")
+"""The live leases run out by a time, oldest first: compared and ordered byte by byte
+(RFC 3339 text), as the live-lease index is kept, so the sweep reads that index."""
 STAMP_WIDTH = 6
 """The columns of the guard's stamp (``pg_guard.stamp_sql``), first in :func:`first_sql`."""
 AHEAD_TABLES = ("meta", "controls", "required_plugins", "enrolments", "budgets")
@@ -543,8 +547,7 @@ class PostgresTx(ViewRows):
 
     def overdue(self, at: str) -> list[TaskRow]:
         return [TaskRow(*r) for r in self._all(
-            f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= %s"
-            " ORDER BY lease_expires COLLATE \"C\", number", (at,))]
+            OVERDUE, (at,))]
 
     def result_meta(self, number: int) -> ResultMeta | None:
         row = self._one(
@@ -772,8 +775,7 @@ class PostgresTx(ViewRows):
             return []  # compared byte by byte, as COLLATE "C" does)
         self._chain()  # before the row locks, in the same round trip
         return [TaskRow(*r) for r in self._all(
-            f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires <= %s"
-            " ORDER BY lease_expires COLLATE \"C\", number FOR UPDATE", (at,))]
+            OVERDUE + " FOR UPDATE", (at,))]
 
     def set_meta(self, key: str, value: str) -> None:
         self._store_wide()
