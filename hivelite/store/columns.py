@@ -31,6 +31,25 @@ TASK_COLUMNS = (
     "depends", "waits", "attempts", "attempt_limit", "role", "lease_scope",
 )
 SELECT_TASK = f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks"
+
+
+def pick_where(mark: str, ready: str, assignee: str, project: str | None,
+               projects: Sequence[str] | None,
+               roles: Sequence[str]) -> tuple[list[str], list[object]]:
+    """The clauses of ``next``'s pick that both engines write alike (``mark``: their
+    placeholder; ``ready``: their ready-task condition): the assignee's ready tasks, in
+    the enrolment's projects and roles, in ``project``. Each engine adds the tasks to
+    skip and the label in its own dialect."""
+    clauses, args = [f"assignee = {mark} AND {ready}"], [assignee]
+    if projects is not None:  # an enrolment's scope
+        clauses.append(f"project IN ({', '.join([mark] * len(projects)) or 'NULL'})")
+        args.extend(projects)
+    clauses.append(f"(role IS NULL OR role IN ({', '.join([mark] * len(roles)) or 'NULL'}))")
+    args.extend(roles)
+    if project is not None:
+        clauses.append(f"project = {mark}")
+        args.append(project)
+    return clauses, list(args)
 JOURNAL = (
     "SELECT j.seq, t.id, j.task, j.at, j.actor, j.from_state, j.to_state, j.waiting_on,"
     " m.number, j.reason, j.detail FROM journal j"

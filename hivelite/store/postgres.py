@@ -62,6 +62,7 @@ from .columns import (
     ViewRows,
     dump,
     journal_row,
+    pick_where,
     usage_sum,
 )
 from .contract import STORE_WIDE, Pick
@@ -291,19 +292,10 @@ def _pick(assignee: str, project: str | None, label: str | None, skip: Sequence[
           projects: Sequence[str] | None, roles: Sequence[str]) -> tuple[str, list[object]]:
     """``next``'s pick: the best ready task for ``assignee`` that no other write holds
     (``SKIP LOCKED``: passed over, never waited for), as SQL and its arguments."""
-    clauses = [f"assignee = %s AND {READY}"]
-    args: list[object] = [assignee]
-    if projects is not None:  # an enrolment's scope
-        clauses.append(f"project IN ({', '.join(['%s'] * len(projects)) or 'NULL'})")
-        args.extend(projects)
-    clauses.append(f"(role IS NULL OR role IN ({', '.join(['%s'] * len(roles)) or 'NULL'}))")
-    args.extend(roles)
+    clauses, args = pick_where("%s", READY, assignee, project, projects, roles)
     if skip:
         clauses.append("number <> ALL(%s)")
         args.append(list(skip))
-    if project is not None:
-        clauses.append("project = %s")
-        args.append(project)
     if label is not None:
         clauses.append("hl_json(labels) @> jsonb_build_array(%s::text)")
         args.append(label)

@@ -50,6 +50,7 @@ from .columns import (
     ViewRows,
     dump,
     journal_row,
+    pick_where,
     usage_sum,
 )
 from .doctor import schema_problem
@@ -332,19 +333,10 @@ class SqliteTx(ViewRows):
                    label: str | None = None, skip: Sequence[int] = (),
                    projects: Sequence[str] | None = None,
                    roles: Sequence[str] = ()) -> TaskRow | None:
-        clauses = [f"assignee = ? AND {READY}"]
-        args: list[object] = [assignee]
-        if projects is not None:  # an enrolment's scope
-            clauses.append(f"project IN ({', '.join(['?'] * len(projects)) or 'NULL'})")
-            args.extend(projects)
-        clauses.append(f"(role IS NULL OR role IN ({', '.join(['?'] * len(roles)) or 'NULL'}))")
-        args.extend(roles)
+        clauses, args = pick_where("?", READY, assignee, project, projects, roles)
         if skip:
             clauses.append(f"number NOT IN ({', '.join('?' * len(skip))})")
             args.extend(skip)
-        if project is not None:
-            clauses.append("project = ?")
-            args.append(project)
         if label is not None:
             clauses.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(labels)"
                            " THEN labels END) WHERE value = ?)")
