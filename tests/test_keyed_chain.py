@@ -19,7 +19,7 @@ import pytest
 
 from hivelite import Hive, ManualClock
 from hivelite.core.errors import InvalidInput, StoreError, Unauthenticated
-from hivelite.store.chain import CONTENT, link
+from hivelite.store.chain import CONTENT, global_link, link
 from hivelite.store.doctor import Finding, diagnose_file
 from hivelite.store.keys import heads_path, key_path, load_key, witness, witnesses
 from hivelite.store.transfer import backup, export_lines, import_lines
@@ -360,8 +360,18 @@ def test_a_postgresql_store_seals_its_journal_and_a_forged_row_shows(tmp_path: P
         conn.execute(f"SET search_path = {schema}")
         rows = conn.execute(f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq"
                             ).fetchall()
-        assert all(len(r[1]) == 64 and key.sealed(r[0], r[1]) for r in rows)
-        before = rows[-1][1]  # a row with the hash chain.py gives it, without the key
+        # chained per task: each row sealed over its task, and its global link the
+        # server's, from the store's identity through every row's seq and hash
+        assert all(len(r[1]) == 64 and key.task_sealed(r[2], r[1]) for r in rows)
+        assert not any(key.sealed(r[0], r[1]) for r in rows)
+        glink = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0]
+        for (seq, stored, *_), (found,) in zip(rows, conn.execute(
+                "SELECT glink FROM journal ORDER BY seq").fetchall(), strict=True):
+            glink = global_link(glink, seq, stored)
+            assert found == glink
+        before = conn.execute(  # a row with the hash chain.py gives it, without the key
+            "SELECT coalesce((SELECT hash FROM journal WHERE task IS NULL ORDER BY seq DESC"
+            " LIMIT 1), (SELECT value FROM meta WHERE key = 'store_id'))").fetchone()[0]
         content = [None, START, "ana", None, None, None, "budget",
                    '{"agent": "ana/coder", "cleared": true}']
         conn.execute("INSERT INTO journal(task, at, actor, from_state, to_state, waiting_on,"

@@ -99,7 +99,8 @@ def moves(journal: Sequence[JournalEntry]) -> Iterator[tuple[int, int, str]]:
             yield row.seq, row.number, row.to_state.value
 
 
-def check_drained(hive: Hive, tasks: Sequence[Planned], claims: dict[int, int]) -> None:
+def check_drained(hive: Hive, tasks: Sequence[Planned], claims: dict[int, int],
+                  lag: int = 0) -> None:
     """The queue drained as the rules say, judged from the journal.
 
     ``claims`` maps each task to the journal seq its claimer was told (the receipt's
@@ -115,6 +116,13 @@ def check_drained(hive: Hive, tasks: Sequence[Planned], claims: dict[int, int]) 
     ready when, never this. (A bound of "one claim per worker" is what a pick made outside
     the write lock could at best promise; this store promises more, so the test holds it to
     that and reports any claim that jumped the queue with the better tasks it passed over.)
+
+    On PostgreSQL writers on different tasks run side by side, and ``next`` picks its task
+    with ``FOR UPDATE SKIP LOCKED`` before its claim's row is numbered: a better task that
+    became ready, or that another worker's pick held, within the rows committed between
+    the pick and the claim is passed over, as in any queue of that kind. ``lag`` bounds
+    that window, in state changes: a better task passed over must have become ready, or
+    been claimed, within ``lag`` rows of the claim.
     """
     by_number = {t.number: t for t in tasks}
     journal = hive.journal()
@@ -123,9 +131,18 @@ def check_drained(hive: Hive, tasks: Sequence[Planned], claims: dict[int, int]) 
     claimed_at: dict[int, int] = {}
     completed_at: dict[int, int] = {}
     jumped: list[str] = []
-    for seq, number, state in moves(journal):
+    ready_since: dict[int, int] = {}
+    changes = list(moves(journal))
+    claim_seqs = {n: q for q, n, st in changes if st == "accepted"}
+
+    def ready_of(n: int) -> int:
+        return max([ready_since.get(n, 0), *(completed_at.get(d, 0)
+                                              for d in by_number[n].depends)])
+
+    for seq, number, state in changes:
         if state == "routed":
             routed.add(number)
+            ready_since[number] = seq
         elif state == "accepted":
             assert number not in claimed_at, f"task {number} claimed twice (seq {seq})"
             claimed_at[number] = seq
@@ -137,9 +154,12 @@ def check_drained(hive: Hive, tasks: Sequence[Planned], claims: dict[int, int]) 
             best = min(ready, key=lambda n: (RANK[by_number[n].priority], n))
             if number != best:
                 passed = sorted(n for n in ready if (RANK[by_number[n].priority], n)
-                                 < (RANK[by_number[number].priority], number))
-                jumped.append(f"seq {seq}: took {number} ({by_number[number].priority})"
-                              f" over {[(n, by_number[n].priority) for n in passed[:5]]}")
+                                < (RANK[by_number[number].priority], number)
+                                and not (within(seq, ready_of(n), lag)
+                                         or within(seq, claim_seqs.get(n, 0), lag)))
+                if passed:
+                    jumped.append(f"seq {seq}: took {number} ({by_number[number].priority})"
+                                  f" over {[(n, by_number[n].priority) for n in passed[:5]]}")
             routed.discard(number)
         elif state == "completed":
             completed.add(number)
@@ -157,6 +177,16 @@ def check_drained(hive: Hive, tasks: Sequence[Planned], claims: dict[int, int]) 
     assert all(v.priority == by_number[v.number].priority for v in done.items)
     assert all([d.number for d in v.depends_on] == list(by_number[v.number].depends)
                for v in done.items)
+
+
+LAG = 30
+"""How many rows the other workers may commit while one picks and claims, on PostgreSQL
+(six workers; ``check_drained``)."""
+
+
+def within(seq: int, other: int, lag: int) -> bool:
+    """Whether row ``other`` is within ``lag`` rows of row ``seq`` (either side)."""
+    return abs(seq - other) <= lag
 
 
 def check_doctor(path: Path) -> None:
@@ -294,8 +324,10 @@ def test_worker_processes_drain_the_queue_each_task_once_in_order(tmp_path: Path
     assert sum(1 for k in per_worker.values() if k) >= 2, per_worker  # they did contend
 
     with Hive.open(store, plugins=[ZeroThreshold()]) as hive:
-        check_drained(hive, tasks, claims)
-        if schema is not None:  # the journal's chain held under six writers
+        # PostgreSQL's writers run side by side: within what the other five workers commit
+        # while one picks and claims (a claim and a submission each, a few rows apiece)
+        check_drained(hive, tasks, claims, lag=0 if schema is None else LAG)
+        if schema is not None:  # the journal's chains held under six writers
             assert hive.store.chain_sound()  # type: ignore[attr-defined]
     if schema is None:
         check_doctor(Path(store))

@@ -188,9 +188,9 @@ def test_the_seals_are_checked_again_only_when_the_rows_change(
     checked: list[int] = []
     problem = token_module.row_problem
 
-    def counted(seq: int, *args: Any) -> str | None:
+    def counted(seq: int, *args: Any, **kwargs: Any) -> str | None:
         checked.append(seq)
-        return problem(seq, *args)
+        return problem(seq, *args, **kwargs)
 
     monkeypatch.setattr(token_module, "row_problem", counted)
     with store.open() as hive:

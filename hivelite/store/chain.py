@@ -14,13 +14,25 @@ the store (:mod:`.keys`): a keyed row stores its 32-character link, then the lin
 show whether the chain is consistent; with it, ``doctor`` knows who wrote it. Heads noted
 outside the file (``doctor --head``, and the witnesses :mod:`.keys` keeps) find a history
 rewritten by someone who had the key too.
+
+**Chains per task (a PostgreSQL store, from ``meta.tasks_chained_from``).** Writers on
+different tasks there never wait for each other, so no writer knows the journal's tip
+while it writes. From the row that meta value names on, each row links to the row
+before it *of its own task* (rows about no task, to the row before them about no task),
+which the writer holds under the task's row lock, and its MAC covers its task
+(:meth:`.keys.ChainKey.seal_task`); the server numbers the rows as they commit and adds
+each one's **global link** (:func:`global_link`: the one before it, its seq and its
+stored hash), which a head witnessed outside the store names. Every so often a row about
+no task, ``seal``, names a seq and its global link: it is sealed with the owner's key like
+any row, so with the key a row removed or changed anywhere before a seal no longer
+agrees with it. docs/postgres.md, "A chain per task".
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -68,45 +80,134 @@ def link(before: str | None, content: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS]
 
 
+def global_link(before: str, seq: int, stored: object) -> str:
+    """The global link of journal row ``seq`` in a store chained per task: SHA-256 of the
+    global link before it, its seq and its stored hash (``~`` for none), cut as a link
+    is. The server computes the same in the rule that numbers the row
+    (``pg_schema``'s ``journal_number``)."""
+    text = f"{before}|{seq}|{stored if type(stored) is str else '~'}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS]
+
+
 def row_problem(seq: int, stored: object, before: str | None, content: Sequence[Any],
-                key: ChainKey | None = None) -> str | None:
+                key: ChainKey | None = None, *, by_task: bool = False) -> str | None:
     """What is wrong with one journal row's stored hash, given the hash of the row before
-    it (the store's identity for the first); None when it follows. Given the store's
-    ``key``, a row from the key's ``keyed_from`` on must carry its link's MAC (and a row
-    before it that carries one, the right one)."""
+    it (the store's identity for the first; ``by_task``: the row before it of its own
+    task); None when it follows. Given the store's ``key``, a row from the key's
+    ``keyed_from`` on must carry its link's MAC (and a row before it that carries one,
+    the right one): over its place, or ``by_task`` over its task."""
     if stored is None:
         return "carries no hash (written outside hivelite)"
     if type(stored) is not str or len(stored) not in (HASH_CHARS, 2 * HASH_CHARS):
         return "carries a hash of the wrong shape (written outside hivelite)"
     if stored[:HASH_CHARS] != link(before, content):
-        return "does not follow from the row before it (changed, inserted or moved)"
+        return ("does not follow from the row before it of its task (changed, inserted"
+                " or moved)" if by_task else
+                "does not follow from the row before it (changed, inserted or moved)")
     if key is not None and len(stored) == HASH_CHARS and seq >= key.keyed_from:
         return "is not sealed with the owner's key (written outside hivelite)"
-    if key is not None and len(stored) > HASH_CHARS and not key.sealed(seq, stored):
+    if key is not None and len(stored) > HASH_CHARS and not (
+            key.task_sealed(content[0], stored) if by_task else key.sealed(seq, stored)):
         return ("is sealed with another key than the owner's (written, or its history"
                 " rewritten, outside hivelite)")
     return None
 
 
+SEAL = "seal"
+"""The reason of a row about no task that names a seq and its global link."""
+TASKS_FROM = "tasks_chained_from"
+"""The meta row naming the first journal row chained per task (a PostgreSQL store's)."""
+
+
+def seal_problem(detail: object, links: dict[int, str]) -> str | None:
+    """What is wrong with a ``seal`` row's detail, given the global links computed up to
+    it (``links``: seq to link, for the seqs walked so far); None when it agrees."""
+    try:
+        data = json.loads(detail) if type(detail) is str else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or type(data.get("seq")) is not int:
+        return "is a seal that names no seq"
+    found = links.get(data["seq"])
+    if found is None:
+        return f"seals row {data['seq']}, which is not before it"
+    if data.get("link") != found:
+        return (f"seals row {data['seq']} with the link {data.get('link')!r}, but the rows up"
+                f" to it link to {found}: a row before it was changed, removed or added")
+    return None
+
+
+class Walk:
+    """A walk of the journal in seq order that checks each row's link (:func:`row_problem`)
+    and, from ``tasks_from`` on (a store chained per task), its task's chain, the seals
+    it meets and the global links. It keeps the global link of each seq in ``wanted``
+    (``links``) and of the last row walked (``head``)."""
+
+    def __init__(self, identity: str | None, key: ChainKey | None = None,
+                 tasks_from: int | None = None, wanted: Iterable[int] = ()) -> None:
+        self.identity = identity
+        self.key = key
+        self.tasks_from = tasks_from
+        self.wanted = frozenset(wanted)
+        self.links: dict[int, str] = {}
+        self.head: tuple[int, str] | None = None
+
+    def problems(self, rows: Iterable[Sequence[Any]]) -> Iterator[tuple[int, str]]:
+        """Each row, given as ``(seq, hash, *content)`` in seq order, that does not follow
+        (``(seq, why)``). Rows are numbered 1, 2, 3, … with no gap; the first row out of
+        its place ends the walk."""
+        before: object = self.identity
+        glink = self.identity or ""
+        split, wanted, links = self.tasks_from, self.wanted, self.links
+        heads: dict[Any, object] = {}
+        recent: dict[int, str] = {}  # the newest global links, for the seals met
+        for place, (seq, stored, *content) in enumerate(rows, start=1):
+            if seq != place:  # the MAC covers the place; the count must too
+                yield seq, (f"is not in its place: the journal's rows are numbered 1, 2, 3,"
+                            f" … and this is its row {place} (renumbered, or rows removed)")
+                return
+            if split is not None and seq >= split:
+                task = content[0]
+                head = heads.get(task, self.identity)
+                why = row_problem(seq, stored, head if type(head) is str else None, content,
+                                  self.key, by_task=True)
+                glink = global_link(glink, seq, stored)
+                if why is None and task is None and content[6] == SEAL:
+                    why = seal_problem(content[7], recent)
+                recent[seq] = glink
+                if len(recent) > RECENT:
+                    del recent[next(iter(recent))]
+            else:
+                why = row_problem(seq, stored, before if type(before) is str else None,
+                                  content, self.key)
+                glink = stored if type(stored) is str else (self.identity or "")
+            if why is not None:
+                yield seq, why
+            if split is not None:
+                heads[content[0]] = stored
+            if seq in wanted:
+                links[seq] = glink
+            before = stored
+            self.head = (seq, glink)
+
+
+RECENT = 4096
+"""How many of the newest global links a :class:`Walk` keeps for the seals it meets (a
+seal names a row committed shortly before it)."""
+
+
 def broken_links(identity: str | None, rows: Iterable[Sequence[Any]],
-                 key: ChainKey | None = None) -> Iterable[tuple[int, str]]:
+                 key: ChainKey | None = None, tasks_from: int | None = None
+                 ) -> Iterator[tuple[int, str]]:
     """Each row, given as ``(seq, hash, *content)`` in seq order, whose hash does not
-    follow from the row before it (the first from ``identity``), or is not sealed as
-    ``key`` seals it (:func:`row_problem`): ``(seq, why)``. Rows are numbered 1, 2, 3, …
-    with no gap; the first row out of its place ends the walk.
+    follow from the row before it (the first from ``identity``; from ``tasks_from`` on,
+    from the row before it of its task), or is not sealed as ``key`` seals it
+    (:func:`row_problem`): ``(seq, why)``. Rows are numbered 1, 2, 3, … with no gap; the
+    first row out of its place ends the walk.
 
     Each row is checked against the hash its predecessor stores, so one changed row is
     reported once (at itself, or at the next row if its own hash was recomputed)."""
-    before = identity
-    for place, (seq, stored, *content) in enumerate(rows, start=1):
-        if seq != place:  # the MAC covers the place; the count must too
-            yield seq, (f"is not in its place: the journal's rows are numbered 1, 2, 3, …"
-                        f" and this is its row {place} (renumbered, or rows removed)")
-            return
-        why = row_problem(seq, stored, before, content, key)
-        if why is not None:
-            yield seq, why
-        before = stored
+    return Walk(identity, key, tasks_from).problems(rows)
 
 
 TOKEN_EVENTS = "('token add', 'token seal', 'token revoke')"

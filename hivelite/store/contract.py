@@ -17,7 +17,7 @@ its own connection, so one thread's transaction never joins another's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -237,6 +237,12 @@ class Writer(Reader, Protocol):
         """Keep a write's first answer (replacing an expired record of the same id) and
         drop records older than ``prune_before``: all of them, or a batch a write (a
         record left over is expired: it answers nothing)."""
+        ...
+    def journal_end(self) -> Callable[[], tuple[int, int]]:
+        """The rows this write has added to the journal, as ``(the seq before the first,
+        the seq of the last)``, from a function called once the write has committed (or
+        earlier, at the cost of a wait on a store whose answers come with the commit).
+        A write's rows are numbered one after another."""
         ...
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:

@@ -27,7 +27,7 @@ import apsw
 from ..core.errors import StoreBusy, StoreError, StoreReadonly
 from ..core.progress import Progress
 from ..core.protocol import MOVES_BY_PAIR, Actor, State
-from .chain import CONTENT, HASH_CHARS, broken_links
+from .chain import CONTENT, HASH_CHARS, TASKS_FROM, Walk
 from .keys import (
     META_KEY,
     RESTORED,
@@ -686,13 +686,17 @@ def _chain(conn: apsw.Connection) -> Finding:
         return Finding("hash chain", False, exc.message)
     problems: list[str] = []
     broken = 0
-    for seq, why in broken_links(identity, conn.execute(
-            f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq"), key):
+    split = tasks_from(conn)
+    walk = Walk(identity, key, split)
+    for seq, why in walk.problems(conn.execute(
+            f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq")):
         broken += 1
         if len(problems) <= SHOWN:
             problems.append(f"journal row {seq} {why}")
     tip = conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
     rows = conn.execute("SELECT count(*) FROM journal").get
+    if split is not None and tip is not None and walk.head is not None and not broken:
+        tip = walk.head  # chained per task: the head is the last row's global link
     head = f"{tip[0]}:{tip[1]}" if tip is not None else None
     if key is not None and named is not None and named != key.fingerprint:
         problems.insert(0, f"the store names the chain key {named}; {key.path} holds"
@@ -724,6 +728,34 @@ def _chain(conn: apsw.Connection) -> Finding:
                    f" head {head or '(empty)'}", data)
 
 
+def tasks_from(conn: apsw.Connection) -> int | None:
+    """The first journal row chained per task (:mod:`.chain`), or None: one chain."""
+    value = conn.execute("SELECT value FROM meta WHERE key = ?", (TASKS_FROM,)).get
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def links_at(conn: apsw.Connection, seqs: Iterable[int]) -> dict[int, str]:
+    """The global link of each journal row of ``seqs`` that the journal has: its hash, or
+    in a store chained per task from there on, the link computed from every row up to
+    it (:class:`.chain.Walk`), as a head names it."""
+    wanted = sorted(set(seqs))
+    split = tasks_from(conn)
+    if split is None or not wanted or wanted[-1] < split:
+        found = {}
+        for seq in wanted:
+            row = conn.execute("SELECT hash FROM journal WHERE seq = ?", (seq,)).fetchone()
+            if row is not None:
+                found[seq] = row[0]
+        return found
+    identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get
+    walk = Walk(identity, None, split, wanted)
+    for _ in walk.problems(conn.execute(
+            f"SELECT seq, hash, {CONTENT} FROM journal WHERE seq <= ? ORDER BY seq",
+            (wanted[-1],))):
+        pass  # (the chain check names what is wrong; here only the links count)
+    return walk.links
+
+
 def _witnessed(conn: apsw.Connection, older_copy: bool, place: str | None = None
                ) -> Finding:
     """The journal holds every head witnessed outside the file (:func:`.keys.witness`: at
@@ -744,11 +776,11 @@ def _witnessed(conn: apsw.Connection, older_copy: bool, place: str | None = None
     last = conn.execute("SELECT coalesce(max(seq), 0) FROM journal").get
     problems = []
     missing = [w for w in seen if w.seq > last]
+    links = links_at(conn, (w.seq for w in seen if w.seq <= last))
     for w in seen:
         if w.seq > last:
             continue
-        found = conn.execute("SELECT hash FROM journal WHERE seq = ?", (w.seq,)).fetchone()
-        if found is None or found[0] != w.hash:
+        if links.get(w.seq) != w.hash:
             problems.append(f"journal row {w.seq} is not the one {w.by} witnessed at {w.at}:"
                             " the history up to it was rewritten")
     if missing and not older_copy:
@@ -770,11 +802,11 @@ def _head(conn: apsw.Connection, head: str) -> Finding:
     seq_text, _, wanted = head.partition(":")
     if not seq_text.isdigit() or not wanted:
         return Finding("head", False, f"{head!r} is not a head as doctor prints it (SEQ:HASH)")
-    found = conn.execute("SELECT hash FROM journal WHERE seq = ?", (int(seq_text),)).fetchone()
+    found = links_at(conn, (int(seq_text),)).get(int(seq_text))
     if found is None:
         return Finding("head", False, f"the journal has no row {seq_text}: rows were removed")
-    if found[0] != wanted:
-        return Finding("head", False, f"journal row {seq_text} now has hash {found[0]}, not"
+    if found != wanted:
+        return Finding("head", False, f"journal row {seq_text} now has hash {found}, not"
                        f" {wanted}: the history up to it was rewritten")
     return Finding("head", True, f"the journal still holds {head}: nothing up to it was"
                    " rewritten")

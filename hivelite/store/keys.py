@@ -94,6 +94,19 @@ class ChainKey:
         and link (a row moved to another place no longer verifies)."""
         return link + self.mac(f"{seq}:{link}")
 
+    def seal_task(self, task: int | None, link: str) -> str:
+        """The hash a journal row stores in a store chained per task (:mod:`.chain`): its
+        link, then the MAC of its task and link (its link covers the row before it of that
+        task; a row moved to another task no longer verifies)."""
+        return link + self.mac(f"task {'-' if task is None else task}:{link}")
+
+    def task_sealed(self, task: object, stored: str) -> bool:
+        """Whether a row chained per task, about ``task``, carries the right MAC."""
+        link, mac = stored[:-MAC_CHARS], stored[-MAC_CHARS:]
+        named = "-" if task is None else task
+        return len(stored) > MAC_CHARS and hmac.compare_digest(
+            mac, self.mac(f"task {named}:{link}"))
+
     def request_seal(self, caller: str, request_id: str, verb: str, digest: str,
                      answer: str, at: str) -> str:
         """The seal of a kept first answer (``requests``): a retry replays only a record

@@ -198,7 +198,8 @@ CREATE TABLE journal(
     waiting_on text,
     reason text,
     detail text,
-    hash text
+    hash text,
+    glink text
 );
 CREATE INDEX journal_by_task ON journal(task, seq);
 
@@ -482,6 +483,23 @@ costs more filtered than called (``python -m bench.rule_filters``: the server's 
 claim -> submit cycle, with these, with none and with every rule's)."""
 
 
+NUMBERS_LOCK = ("('x' || left(encode(sha256(convert_to('hivelite-chain:' || TG_TABLE_SCHEMA,"
+                " 'UTF8')), 'hex'), 16))::bit(64)::bigint")
+"""The numbers lock (``postgres.chain_lock``: the same 64 bits of the same SHA-256): the
+rule that numbers a journal or usage row takes it, and holds it to the commit, so rows are
+numbered one more than the last in the order their writes commit; a handoff takes it for
+its task's number. A write takes it at its first numbered row, after every row lock it
+takes (a task's moves come last), and it is the only lock a numbered row waits for."""
+GLINK = """
+    NEW.glink := left(encode(sha256(convert_to(coalesce((SELECT coalesce(glink, hash)
+        FROM journal WHERE seq = NEW.seq - 1), (SELECT value FROM meta
+        WHERE key = 'store_id'), '') || '|' || NEW.seq || '|' || coalesce(NEW.hash, '~'),
+        'UTF8')), 'hex'), 32);"""
+"""A journal row's global link (``chain.global_link``), from the row before it: its own
+global link, or its hash when it predates chains per task (the first, the store's
+identity)."""
+
+
 def rules() -> list[Rule]:
     """Every trigger of the store, in the order they fire within one event."""
     shortest, longest = (m * 60 for m in LEASE_MINUTES)
@@ -501,10 +519,15 @@ def rules() -> list[Rule]:
             _refuse("forbidden_right:protocol_fixed"))
     add("moves_fixed_truncate", "BEFORE", "TRUNCATE", "moves",
         _refuse("forbidden_right:protocol_fixed"), each="STATEMENT")
-    for table, column in (("journal", "seq"), ("updates", "seq"), ("controls", "id")):
-        add(f"{table}_number", "BEFORE", "INSERT", table, f"""IF NEW.{column} IS NULL THEN
-        NEW.{column} := (SELECT coalesce(max({column}), 0) + 1 FROM {table});
-    END IF;""")  # before its kept-key rule: SQLite's INTEGER PRIMARY KEY, under the lock
+    for table in ("journal", "updates"):  # numbered under the numbers lock, to the commit
+        add(f"{table}_number", "BEFORE", "INSERT", table, f"""PERFORM pg_advisory_xact_lock(
+        {NUMBERS_LOCK});
+    IF NEW.seq IS NULL THEN
+        NEW.seq := (SELECT coalesce(max(seq), 0) + 1 FROM {table});
+    END IF;""" + (GLINK if table == "journal" else ""))
+    add("controls_number", "BEFORE", "INSERT", "controls", """IF NEW.id IS NULL THEN
+        NEW.id := (SELECT coalesce(max(id), 0) + 1 FROM controls);
+    END IF;""")  # before its kept-key rule: SQLite's INTEGER PRIMARY KEY (store-wide rows)
     for table, match in KEPT_KEYS:
         add(f"{table}_keys_kept", "BEFORE", "INSERT", table, _refuse(
             "forbidden_right:rows_are_kept", f"EXISTS (SELECT 1 FROM {table} WHERE {match})"))
@@ -560,7 +583,11 @@ def rules() -> list[Rule]:
         f"NEW.state IS DISTINCT FROM {_quote(State.requested.value)}"
         " OR NEW.waiting_on IS NOT NULL OR NEW.lease_id IS NOT NULL"))
     add("task_update", "BEFORE", "UPDATE", "tasks", _cases(
-        (f"OLD.state IN {TERMINAL_SQL}", "invalid_state:task_closed"),
+        (f"OLD.state IN {TERMINAL_SQL} AND NOT (NEW.chain IS DISTINCT FROM OLD.chain"
+         " AND to_jsonb(NEW) - 'chain' = to_jsonb(OLD) - 'chain'"
+         " AND NEW.chain IS NOT DISTINCT FROM (SELECT hash FROM journal"
+         " WHERE task = NEW.number ORDER BY seq DESC LIMIT 1))",  # (its chain's head
+         "invalid_state:task_closed"),  # follows an event journaled about it)
         ("NEW.number IS DISTINCT FROM OLD.number OR NEW.id IS DISTINCT FROM OLD.id"
          " OR NEW.created_at IS DISTINCT FROM OLD.created_at"
          " OR NEW.requester IS DISTINCT FROM OLD.requester"
@@ -967,6 +994,10 @@ def draft_rules(add: Any) -> None:
             (receipts, "invalid_input:invalid_receipt"))))
 
 
+PG_ONLY_COLUMNS = frozenset({("journal", "glink")})
+"""Columns an SQLite store does without: each journal row's global link, which a store
+chained per task keeps (:mod:`.chain`; an SQLite store's journal is one chain, each
+row's hash its global link). An export leaves it out; an import computes it again."""
 PG_ONLY = ("_number", "_truncate")
 """Rules SQLite has no trigger for, by the end of their names: numbering the journal, the
 updates and the controls (SQLite's ``INTEGER PRIMARY KEY`` does it), and refusing

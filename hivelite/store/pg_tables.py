@@ -15,10 +15,11 @@ import psycopg
 
 from ..core.errors import InvalidInput
 from ..core.progress import Progress
-from .chain import CONTENT, link
+from .chain import CONTENT, TASKS_FROM, global_link, link
 from .doctor import Finding, diagnose
 from .pg_guard import problems
 from .pg_migrations import SCHEMA_VERSION
+from .pg_schema import PG_ONLY_COLUMNS
 from .sqlite import SqliteStore
 from .transfer import TABLES, Tables, export_lines, import_lines
 
@@ -87,9 +88,10 @@ class PostgresTables:
         return self.store.schema_version
 
     def columns(self, table: str) -> list[str]:
-        return [str(r[0]) for r in self.conn.execute(
+        return [str(r[0]) for r in self.conn.execute(  # (each row's global link is
             "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
-            " AND table_name = %s ORDER BY ordinal_position", (self.store.schema, table))]
+            " AND table_name = %s ORDER BY ordinal_position", (self.store.schema, table))
+            if (table, str(r[0])) not in PG_ONLY_COLUMNS]  # computed again on import)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -110,7 +112,7 @@ class PostgresTables:
                                  f" ORDER BY {keys}")
 
     @contextmanager
-    def bulk(self, check: Callable[[], None] | None = None) -> Iterator[None]:
+    def bulk(self, check: Callable[[], bool] | None = None) -> Iterator[None]:
         """The import's transaction, under the write lock; each table's own triggers are
         disabled inside it (``ALTER TABLE … DISABLE TRIGGER USER``, transactional: a
         rollback restores them) and enabled again before it commits."""
@@ -119,7 +121,10 @@ class PostgresTables:
             with store.alone():
                 for table in TABLES:
                     self.conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+                if self.is_empty():  # where its chains per task begin: the export says
+                    self.conn.execute("DELETE FROM meta WHERE key = %s", (TASKS_FROM,))
                 yield
+                self._link_globally()
                 for table in TABLES:
                     self.conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
                 if check is not None:
@@ -127,6 +132,33 @@ class PostgresTables:
         except psycopg.Error as exc:
             raise InvalidInput("invalid_export", f"the export does not fit this store:"
                                f" {exc}", field="file") from None
+
+    def _link_globally(self) -> None:
+        """After the rows are in: an export from an SQLite store (one chain) is chained per
+        task from its next row on (``meta.tasks_chained_from``); each task's chain head
+        is its newest row's hash; each row chained per task gets its global link again,
+        as the rule that numbers it would have given it (:func:`.chain.global_link`)."""
+        conn = self.conn
+        conn.execute("INSERT INTO meta(key, value) SELECT %s, (coalesce(max(seq), 0) + 1)::text"
+                     " FROM journal WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = %s)",
+                     (TASKS_FROM, TASKS_FROM))
+        conn.execute("UPDATE tasks SET chain = h.hash FROM (SELECT DISTINCT ON (task) task,"
+                     " hash FROM journal WHERE task IS NOT NULL ORDER BY task, seq DESC) h"
+                     " WHERE tasks.number = h.task AND tasks.chain IS DISTINCT FROM h.hash")
+        split = int(conn.execute("SELECT value FROM meta WHERE key = %s",
+                                 (TASKS_FROM,)).fetchone()[0])  # type: ignore[index]
+        identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        before = conn.execute("SELECT hash FROM journal WHERE seq = %s - 1",
+                              (split,)).fetchone()
+        glink = (str(before[0]) if before and before[0] is not None
+                 else str(identity[0]) if identity else "")
+        links = []
+        for seq, stored in conn.execute("SELECT seq, hash FROM journal WHERE seq >= %s"
+                                        " ORDER BY seq", (split,)).fetchall():
+            glink = global_link(glink, int(seq), stored)
+            links.append((glink, seq))
+        with conn.cursor() as cursor:
+            cursor.executemany("UPDATE journal SET glink = %s WHERE seq = %s", links)
 
     def problems(self) -> list[str]:
         """What doctor finds, read in the import's transaction (its rules back in place):
@@ -137,15 +169,16 @@ class PostgresTables:
     def head(self) -> tuple[str | None, str | None]:
         identity = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'"
                                      ).fetchone()
-        row = self.conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
-                                ).fetchone()
+        row = self.conn.execute("SELECT seq, coalesce(glink, hash) FROM journal"
+                                " ORDER BY seq DESC LIMIT 1").fetchone()
         return (identity[0] if identity else None,
                 None if row is None else f"{row[0]}:{row[1]}")
 
     def is_empty(self) -> bool:
         found = self.conn.execute(
             "SELECT EXISTS (SELECT 1 FROM tasks) OR EXISTS (SELECT 1 FROM journal)"
-            " OR EXISTS (SELECT 1 FROM meta WHERE key <> 'store_id')").fetchone()
+            " OR EXISTS (SELECT 1 FROM meta WHERE key NOT IN ('store_id', %s))",
+            (TASKS_FROM,)).fetchone()
         return found is not None and not found[0]
 
     def insert(self, table: str, row: dict[str, Any]) -> None:

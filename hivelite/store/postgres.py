@@ -8,13 +8,15 @@ database. Its tables and rules are SQLite's, in PL/pgSQL
 **Writers side by side, the journal in commit order.** A write holds the store's
 advisory lock shared from its ``BEGIN`` (alone for a write of store-wide rows: the
 owner's controls, policy, budgets, enrolments, tokens, the meta rows), so what it reads
-of those stays as read. Writes on different tasks then run side by side until their
-first task row (or journal row): from there to its commit a write holds the chain lock,
-under which it numbers its journal rows one more than the last and links each to the
-one before, so every reader of the journal (the outbox, ``doctor``) sees it grow only
-at its end. The rows a write changes are taken with ``SELECT … FOR UPDATE`` (``next``:
-``SKIP LOCKED``), after the chain lock, never before it. Readers never wait: a read is
-a ``REPEATABLE READ`` snapshot.
+of those stays as read. The rows a write changes are taken with ``SELECT … FOR UPDATE``
+(``next`` and the expiry sweep: ``SKIP LOCKED``), and each journal row links to the row
+before it of its own task (:mod:`.chain`: chains per task), which the task's row, held
+to the commit, names: writes on different tasks never wait for each other. The rule that
+numbers a journal row takes the numbers lock and holds it to the commit, so the journal
+is numbered in commit order with no gap, and every reader of it (the outbox, ``doctor``)
+sees it grow only at its end; a write takes that lock at its first journal row, which is
+among its last statements. Readers never wait: a read is a ``REPEATABLE READ``
+snapshot.
 
 **Time is passed in**: no statement reads the server's clock.
 
@@ -28,7 +30,7 @@ import hashlib
 import re
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -47,7 +49,7 @@ from ..core.errors import (
     UnexpectedError,
     from_trigger,
 )
-from .chain import CONTENT, TOKEN_EVENTS, broken_links, link
+from .chain import CONTENT, SEAL, TASKS_FROM, TOKEN_EVENTS, broken_links, link
 from .columns import (
     DECISION,
     DECISIONS,
@@ -118,9 +120,9 @@ def write_lock(schema: str) -> int:
 
 
 def chain_lock(schema: str) -> int:
-    """The advisory lock a write holds from its first task row (or journal row, task
-    number or usage row) to its commit: rows are numbered one more than the last, in
-    commit order, and each link follows the one before it."""
+    """The numbers lock (``pg_schema.NUMBERS_LOCK``, the same key): the rule numbering a
+    journal or usage row takes it, and a handoff for its task's number; held to the
+    commit, so numbers are one more than the last, in commit order."""
     return _lock_key(f"hivelite-chain:{schema}")
 
 
@@ -270,14 +272,20 @@ the ones each read method sends otherwise."""
 
 
 @functools.lru_cache(maxsize=8)
-def first_sql(stamp: str, *, tip: bool) -> str:
-    """A write's first statement, after its locks (:meth:`PostgresTx.first`): the guard's
-    ``stamp`` (:data:`STAMP_WIDTH` columns), :data:`AHEAD`, and with ``tip`` (the chain
-    lock came with the store's) the journal's newest row, seq and hash (NULLs when
-    empty)."""
-    return (f"SELECT * FROM ({stamp}) stamp CROSS JOIN ({AHEAD}) ahead" + (
-        " LEFT JOIN (SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1) tip ON true"
-        if tip else ""))
+def first_sql(stamp: str) -> str:
+    """A write's first statement, after its lock (:meth:`PostgresTx.first`): the guard's
+    ``stamp`` (:data:`STAMP_WIDTH` columns), then :data:`AHEAD`."""
+    return f"SELECT * FROM ({stamp}) stamp CROSS JOIN ({AHEAD}) ahead"
+
+
+LOCKED = f"SELECT {', '.join(TASK_COLUMNS)}, chain FROM tasks"
+"""A task row as a write takes it (``FOR UPDATE``): its columns, then its chain's head
+(the hash of its newest journal row), which the row lock keeps as read until the commit.
+A row taken after a wait is the newest, head included: the head must be a column of the
+row, never a subquery (which would read the statement's older snapshot)."""
+SEAL_EVERY = 256
+"""A write whose rows reach a multiple of this many journal rows seals the journal after
+its commit (:meth:`PostgresStore.seal`)."""
 
 
 SEARCH = ("(strpos(lower(t.assignee), %s) > 0 OR EXISTS (SELECT 1 FROM packets p"
@@ -299,29 +307,30 @@ def _pick(assignee: str, project: str | None, label: str | None, skip: Sequence[
     if label is not None:
         clauses.append("hl_json(labels) @> jsonb_build_array(%s::text)")
         args.append(label)
-    return (f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY assignee, {RANK}, number"
+    return (f"{LOCKED} WHERE {' AND '.join(clauses)} ORDER BY assignee, {RANK}, number"
             " LIMIT 1 FOR UPDATE SKIP LOCKED", args)
 
 
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("_ahead", "_first", "_taken", "_tip_in_first", "_tip_read", "conn", "key",
-                 "locks", "routed", "tip", "wide")
+    __slots__ = ("_ahead", "_first", "_taken", "conn", "heads", "key", "linked", "locks",
+                 "routed", "wide")
 
     def __init__(self, conn: psycopg.Connection[Any], key: ChainKey | None = None,
                  locks: tuple[str, int, int] | None = None, *, wide: bool = False) -> None:
         self.conn = conn
-        self.tip: tuple[int, str] | None = None
-        """In a write: the journal's newest row (seq and hash), read once this write holds
-        the chain lock (:meth:`_tip`); each link this write adds moves it on (the lock
-        keeps every other writer's rows out until this one commits)."""
+        self.heads: dict[int | None, str] = {}
+        """In a write: the head of each task's chain (the hash of its newest journal row;
+        None: the rows about no task) as this write holds it, from the task's row taken
+        ``FOR UPDATE``; each link this write adds moves it on."""
+        self.linked = 0
+        """In a write: how many journal rows it has added (each one link)."""
         self.locks = locks
-        """In a write: the store's schema, its own lock and its chain lock (None: a read)."""
+        """In a write: the store's schema, its own lock and the numbers lock (None: a
+        read)."""
         self.wide = wide
         """Whether this write holds the store's own lock alone (store-wide rows)."""
-        self._tip_read: psycopg.Cursor[Any] | None = None
-        """The journal's tip, read with the chain lock (:meth:`_chain`), until fetched."""
         self.key = key
         """The owner's key that seals each journal row a write adds (and each kept
         answer, which a read checks with it)."""
@@ -338,20 +347,16 @@ class PostgresTx(ViewRows):
         self._first: psycopg.Cursor[Any] | tuple[Any, ...] | None = None
         """In a write: the answer of its first statement (:data:`FIRST`): a cursor, then
         its row."""
-        self._tip_in_first = False
-        """Whether the first statement read the journal's tip (under the chain lock taken
-        with the store's)."""
 
-    def first(self, sent: psycopg.Cursor[Any], *, tip: bool) -> None:
-        """The write's first statement was sent (:data:`FIRST`): the guard's stamp, the
+    def first(self, sent: psycopg.Cursor[Any]) -> None:
+        """The write's first statement was sent (:data:`FIRST`): the guard's stamp and the
         reads nearly every write makes before its body (the store's meta rows, the owner's
         live controls, the required plugins, the enrolments and budgets, the earliest live
-        lease's end) and, when the chain lock came with the store's, the journal's tip. It
-        travels with the BEGIN and the locks, in one round trip. The tables are small (one
-        row an agent, a control or a plugin), and under the store's lock (shared by every
-        write, held alone by a write that changes them) they stay as read until this write
-        changes them."""
-        self._first, self._ahead, self._tip_in_first = sent, {"": None}, tip
+        lease's end). It travels with the BEGIN and the lock, in one round trip. The tables
+        are small (one row an agent, a control or a plugin), and under the store's lock
+        (shared by every write, held alone by a write that changes them) they stay as read
+        until this write changes them."""
+        self._first, self._ahead = sent, {"": None}
 
     def _first_row(self) -> tuple[Any, ...]:
         """The first statement's row, read once (the first ask waits for it)."""
@@ -370,21 +375,28 @@ class PostgresTx(ViewRows):
         return self._first_row()[:STAMP_WIDTH]
 
     def take_first(self, about: str | int | Pick) -> None:
-        """Queue, with the BEGIN, the chain lock and the row lock of the task this write is
-        about (the verb knows it before the write), or of the best ready task of a pick
-        with no veto and no enrolment: the body's ``lock_task`` or ``next_ready`` then
-        needs no round trip of its own (when the agent has a veto or an enrolment, its
-        pick is made again: the row taken first stays locked to the commit, unused)."""
+        """Queue, with the BEGIN, the row lock of the task this write is about (the verb
+        knows it before the write), or of the best ready task of a pick with no veto and
+        no enrolment: the body's ``lock_task`` or ``next_ready`` then needs no round trip
+        of its own (when the agent has a veto or an enrolment, its pick is made again: the
+        row taken first stays locked to the commit, unused). Taken before the expiry
+        sweep, so that the sweep, which passes over rows other writes hold, expires this
+        task's lease too when it has run out."""
         if isinstance(about, Pick):
-            self._chain()
             self._taken = (about, self.conn.execute(*_pick(
                 about.assignee, about.project, about.label, about.skip, None, ())))
             return
         where, key = _task_key(about)
         if where is not None:
-            self._chain()  # before the row lock, in the same round trip
             self._taken = (about, self.conn.execute(
-                f"{SELECT_TASK} WHERE {where} = %s FOR UPDATE", (key,), prepare=True))
+                f"{LOCKED} WHERE {where} = %s FOR UPDATE", (key,), prepare=True))
+
+    def _held(self, row: Sequence[Any] | None) -> TaskRow | None:
+        """A task row taken ``FOR UPDATE`` (:data:`LOCKED`): its head noted, the row."""
+        if row is None:
+            return None
+        self.heads.setdefault(row[0], row[-1])
+        return TaskRow(*row[:-1])
 
     def _tasks_changed(self) -> None:
         """A statement changes tasks: a row taken first, not read yet, may be stale."""
@@ -415,39 +427,6 @@ class PostgresTx(ViewRows):
         row = self._one(sql, args)
         return None if row is None else row[0]
 
-    def _chain(self) -> None:
-        """In a write: take the chain lock, once, and queue the read of the journal's tip
-        behind it (no round trip of its own: it travels with the next statement whose
-        answer is awaited). Held to the commit: from here no other write takes a task
-        row, adds a journal row, a task or a usage row until this one has committed, so
-        the journal's numbers follow the commits and each link follows the one before.
-        Taken before the write's first row lock (or first journal row, task number or
-        usage row, when it takes no row), never after one: no write waits for a row while
-        holding the lock another row's holder waits for."""
-        if (self.locks is not None and self.tip is None and self._tip_read is None
-                and not self._tip_in_first):
-            self.conn.execute(f"SELECT pg_advisory_xact_lock({self.locks[2]})")
-            self._tip_read = self.conn.execute(
-                "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
-
-    def _tip(self) -> tuple[int, str]:
-        """The journal's newest row (seq and hash), or (0, the store's identity); in a
-        write, read under the chain lock (:meth:`_chain`)."""
-        if self.tip is None:
-            self._chain()
-            row: Sequence[Any] | None
-            if self._tip_in_first:
-                row = self._first_row()[-2:]
-                row = None if row[0] is None else row
-            else:
-                read = self._tip_read or self.conn.execute(
-                    "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
-                row = read.fetchone()
-                self._tip_read = None
-            self.tip = ((int(row[0]), row[1] or "") if row is not None
-                        else (0, self.meta("store_id") or ""))
-        return self.tip
-
     def _store_wide(self) -> None:
         """This write changes a store-wide row: it must hold the store's lock alone. A write
         the owner's authority runs took it with its BEGIN; any other takes it now (it waits
@@ -456,15 +435,35 @@ class PostgresTx(ViewRows):
             self.conn.execute(f"SELECT pg_advisory_xact_lock({self.locks[1]})")
             self.wide = True
 
-    def _link(self, *content: Any) -> str:
-        """The hash of the journal row about to be written (under the chain lock), which
-        becomes the chain's new tip: each link is one journal row."""
-        seq, before = self._tip()
-        after = link(before, content)
+    def _link(self, task: int | None, *content: Any) -> str:
+        """The hash of the journal row about to be written about ``task`` (None: about no
+        task), which becomes the new head of that task's chain: each link is one journal
+        row (:mod:`.chain`, chains per task)."""
+        before = self._head(task)
+        after = link(before, (task, *content))
         if self.key is not None:
-            after = self.key.seal(seq + 1, after)
-        self.tip = (seq + 1, after)
+            after = self.key.seal_task(task, after)
+        self.heads[task] = after
+        self.linked += 1
         return after
+
+    def _head(self, task: int | None) -> str:
+        """The head of ``task``'s chain as this write holds it: from the task's row taken
+        ``FOR UPDATE`` (taken now when it was not: a task's rows are added only by the
+        write that holds its row), or for the rows about no task, read under the store's
+        lock held alone (every write that adds one holds it)."""
+        head = self.heads.get(task)
+        if head is None:
+            if task is None:
+                self._store_wide()
+                head = self._value("SELECT hash FROM journal WHERE task IS NULL"
+                                   " ORDER BY seq DESC LIMIT 1")
+            else:
+                head = self._value("SELECT chain FROM tasks WHERE number = %s FOR UPDATE",
+                                   (task,))
+            head = self.heads[task] = str(head) if head is not None else (
+                self.meta("store_id") or "")
+        return head
 
     # -- reading -------------------------------------------------------------
 
@@ -533,9 +532,8 @@ class PostgresTx(ViewRows):
                 and taken[0] == Pick(assignee, project, label, tuple(skip))):
             row = taken[1].fetchone()  # (no veto, no enrolment: the same pick)
         else:
-            self._chain()  # before the row lock, in the same round trip
             row = self._one(*_pick(assignee, project, label, skip, projects, roles))
-        return TaskRow(*row) if row else None
+        return self._held(row)
 
     def overdue(self, at: str) -> list[TaskRow]:
         return [TaskRow(*r) for r in self._all(
@@ -644,9 +642,24 @@ class PostgresTx(ViewRows):
             JOURNAL + " WHERE j.seq > %s AND j.seq <= %s ORDER BY j.seq", (seq, bound))]
 
     def last_seq(self) -> int:
-        if self.tip is not None or self.locks is not None:  # a write: under the chain lock
-            return self._tip()[0]
         return int(self._value("SELECT coalesce(max(seq), 0) FROM journal"))
+
+    def journal_end(self) -> Callable[[], tuple[int, int]]:
+        """This write's journal rows as ``(seq before the first, seq of the last)``, asked
+        now and known once the answer comes (at the commit at the latest: no round trip
+        of its own). Its rows are numbered one after another under the numbers lock, which
+        the first one took, so the last row in the journal is this write's last."""
+        sent = self.conn.execute("SELECT coalesce(max(seq), 0) FROM journal")
+        linked = self.linked
+        known: list[tuple[int, int]] = []
+
+        def ends() -> tuple[int, int]:
+            if not known:
+                row = sent.fetchone()
+                last = int(row[0]) if row is not None else 0
+                known.append((last - linked, last))
+            return known[0]
+        return ends
 
     def request(self, caller: str, request_id: str, *, since: str) -> RequestRow | None:
         if self.locks is not None:  # a write: a retry racing its first call waits for it
@@ -668,7 +681,8 @@ class PostgresTx(ViewRows):
         return Expiry(str(row[0]), int(row[1])) if row and row[1] is not None else None
 
     def head(self) -> str | None:
-        row = self._one("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
+        row = self._one("SELECT seq, coalesce(glink, hash) FROM journal"
+                        " ORDER BY seq DESC LIMIT 1")
         return None if row is None else f"{row[0]}:{row[1]}"
 
     def journal_tail(self) -> str | None:
@@ -709,10 +723,7 @@ class PostgresTx(ViewRows):
         return [EnrolmentRow(*r) for r in self._all(sql + " WHERE agent = %s", (agent,))]
 
     def spend(self, agent: str, start: str, end: str) -> Spend:
-        if (self.locks is not None and self.tip is None and self._tip_read is None
-                and not self._tip_in_first):
-            # a write counts under the agent's lock, to its commit (under the chain lock,
-            # no other claim or usage can commit meanwhile anyway)
+        if self.locks is not None:  # a write counts under the agent's lock, to its commit
             self.conn.execute(f"SELECT pg_advisory_xact_lock({agent_lock(self.locks[0], agent)})")
         claims = int(self._value(
             "SELECT count(*) FROM journal WHERE actor = %s AND at >= %s AND at < %s"
@@ -732,15 +743,23 @@ class PostgresTx(ViewRows):
 
     def token_journal(self, token_id: str) -> list[LinkRow]:
         found = []
+        split = self.tasks_from()
         for seq, stored, *content in self._all(
                 f"SELECT seq, hash, {CONTENT} FROM journal WHERE task IS NULL AND reason IN"
                 f" {TOKEN_EVENTS} AND strpos(detail, %s) > 0 ORDER BY seq", (token_id,)):
+            by_task = split is not None and seq >= split  # the row before it about no task
             before = self._value("SELECT hash FROM journal WHERE seq < %s"
-                                 " ORDER BY seq DESC LIMIT 1", (seq,))
+                                 + (" AND task IS NULL" if by_task else "")
+                                 + " ORDER BY seq DESC LIMIT 1", (seq,))
             found.append(LinkRow(int(seq), stored,
                                  self.meta("store_id") if before is None else str(before),
-                                 tuple(content)))
+                                 tuple(content), by_task))
         return found
+
+    def tasks_from(self) -> int | None:
+        """The first journal row chained per task (``meta.tasks_chained_from``)."""
+        value = self.meta(TASKS_FROM)
+        return int(value) if value is not None and value.isdigit() else None
 
     def tokens(self) -> list[TokenRow]:
         return [TokenRow(*r) for r in self._all(
@@ -756,18 +775,18 @@ class PostgresTx(ViewRows):
         if taken is not None and taken[0] == ref:  # sent with the BEGIN
             row = taken[1].fetchone()
         else:
-            self._chain()  # before the row lock, in the same round trip
-            row = self._one(f"{SELECT_TASK} WHERE {where} = %s FOR UPDATE", (key,))
-        return TaskRow(*row) if row else None
+            row = self._one(f"{LOCKED} WHERE {where} = %s FOR UPDATE", (key,))
+        return self._held(row)
 
     def lock_overdue(self, at: str) -> list[TaskRow]:
         ahead = self._read_ahead("overdue")  # the earliest live lease's end, read ahead:
         if ahead is not None and (not ahead or ahead[0][0] is None  # none runs out by
                                   or str(ahead[0][0]) > at):  # ``at`` (RFC 3339 text,
             return []  # compared byte by byte, as COLLATE "C" does)
-        self._chain()  # before the row locks, in the same round trip
-        return [TaskRow(*r) for r in self._all(
-            OVERDUE + " FOR UPDATE", (at,))]
+        held = [self._held(r) for r in self._all(OVERDUE.replace(SELECT_TASK, LOCKED)
+                                                 + " FOR UPDATE SKIP LOCKED", (at,))]
+        return [r for r in held if r is not None]  # (a lease another write holds: its own
+        # sweep, or the next write's, expires it)
 
     def set_meta(self, key: str, value: str) -> None:
         self._store_wide()
@@ -775,8 +794,10 @@ class PostgresTx(ViewRows):
         self.conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", (key, value))
 
     def insert_task(self, task: NewTask, *, actor: str, reason: str | None) -> int:
-        self._chain()  # numbers are given under the chain lock
+        if self.locks is not None:  # numbers are given under the numbers lock
+            self.conn.execute(f"SELECT pg_advisory_xact_lock({self.locks[2]})")
         number = int(self._value("SELECT coalesce(max(number), 0) + 1 FROM tasks"))
+        self.heads[number] = self.meta("store_id") or ""  # a task's first row
         chain = self._link(number, task.at, actor, None, "requested", None, reason, None)
         waits = 0
         if task.depends_on:
@@ -856,8 +877,7 @@ class PostgresTx(ViewRows):
 
     def add_update(self, number: int, *, at: str, actor: str, summary: str,
                    tokens: int | None, usd_micros: int | None) -> None:
-        self._chain()  # numbered (one more than the last) under the chain lock
-        self.conn.execute(
+        self.conn.execute(  # numbered by its rule, under the numbers lock
             "INSERT INTO updates(task, at, actor, summary, tokens, usd_micros)"
             " VALUES (%s, %s, %s, %s, %s, %s)", (number, at, actor, summary, tokens, usd_micros))
 
@@ -919,6 +939,25 @@ class PostgresTx(ViewRows):
                                                          row.verb, row.digest, row.answer,
                                                          row.at), row.answer, row.at))
 
+    def seal(self, seq: int, lock: int) -> None:
+        """Journal a ``seal`` of row ``seq`` (:meth:`PostgresStore.seal`), under ``lock``
+        (seals take turns), with the store's lock shared: the rows about no task are
+        otherwise written by store-wide writes alone, which this lock keeps out."""
+        self.conn.execute(f"SELECT pg_advisory_xact_lock({lock})")
+        found = self._one("SELECT glink, (SELECT max(at) FROM journal) FROM journal"
+                          " WHERE seq = %s", (seq,))
+        if found is None or found[0] is None:
+            return
+        head = self._value("SELECT hash FROM journal WHERE task IS NULL"
+                           " ORDER BY seq DESC LIMIT 1")
+        self.heads[None] = str(head) if head is not None else (self.meta("store_id") or "")
+        text = dump({"seq": seq, "link": str(found[0])})
+        at = str(found[1])
+        chain = self._link(None, at, "guard", None, None, None, SEAL, text)
+        self.conn.execute(
+            "INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail, hash)"
+            " VALUES (NULL, %s, 'guard', NULL, NULL, %s, %s, %s)", (at, SEAL, text, chain))
+
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
         if number is None:  # a store-wide event
@@ -929,6 +968,9 @@ class PostgresTx(ViewRows):
             "INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail, hash)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
             (number, at, actor, state, state, reason, text, chain))
+        if number is not None:  # the task's head moves with it
+            self._tasks_changed()
+            self.conn.execute("UPDATE tasks SET chain = %s WHERE number = %s", (chain, number))
 
     def set_policy(self, key: str, value: str | None, *, at: str, by: str) -> None:
         self._store_wide()
@@ -975,9 +1017,9 @@ class PostgresTx(ViewRows):
             if value is not None:
                 clauses.append(clause)
                 args.append(value)
-        self._chain()  # before the row locks, in the same round trip
-        return [TaskRow(*r) for r in self._all(
-            f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY number FOR UPDATE", args)]
+        held = [self._held(r) for r in self._all(
+            f"{LOCKED} WHERE {' AND '.join(clauses)} ORDER BY number FOR UPDATE", args)]
+        return [r for r in held if r is not None]
 
     def set_enrolment(self, row: EnrolmentRow) -> None:
         self._store_wide()
@@ -1022,6 +1064,7 @@ class PostgresStore:
         self._libpq, self.schema, self._role = split_url(url)
         self._write_lock = write_lock(self.schema)
         self._chain_lock = chain_lock(self.schema)
+        self._seal_lock = _lock_key(f"hivelite-seal:{self.schema}")
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: weakref.WeakSet[_Conn] = weakref.WeakSet()
@@ -1088,8 +1131,9 @@ class PostgresStore:
         with self.read() as tx:
             identity = tx.meta("store_id")
             rows = tx._all(f"SELECT seq, hash, {CONTENT} FROM journal ORDER BY seq")
+            split = tx.tasks_from()
         key = load_key(identity) if identity else None
-        return next(iter(broken_links(identity, rows, key)), None) is None
+        return next(iter(broken_links(identity, rows, key, split)), None) is None
 
     # -- connections -------------------------------------------------------------
 
@@ -1335,15 +1379,14 @@ class PostgresStore:
                     tx = self._begin(conn, wide=True, about=about)
                 named = self._key_named or tx.meta(META_KEY) is not None
                 key = tx.key = self.key if self._key_named and self.key else key_for_writes(
-                    tx.meta("store_id"), tx.meta(META_KEY),
-                    tx._tip()[0] if not named else int(tx._value(  # (named: whether the
-                        "SELECT coalesce(max(seq), 0) FROM journal")),  # journal has rows)
+                    tx.meta("store_id"), tx.meta(META_KEY), tx.last_seq(),
                     lambda fingerprint: tx.set_meta(META_KEY, fingerprint), self._where,
                     self.place)
                 if not named:  # the store takes its key now
                     seal_what_came_before(tx, key)
                 begun = True
                 yield tx
+                ends = tx.journal_end() if tx.linked else None  # (for the seal: no round
                 if tx.routed:  # delivered at the commit, never before (and never on a
                     conn.execute("SELECT pg_notify(%s, %s)",  # rollback); no round trip:
                                  (self.channel, ",".join(map(str, sorted(tx.routed)))))
@@ -1361,6 +1404,23 @@ class PostgresStore:
         finally:
             self._local.writing = False
         self.key, self._key_named = key, True  # named in the store now: every write seals
+        if ends is not None:
+            first, last = ends()
+            if last // SEAL_EVERY > first // SEAL_EVERY:
+                self.seal(last)
+
+    def seal(self, seq: int) -> None:
+        """Journal a ``seal`` of row ``seq`` (:mod:`.chain`): a row about no task naming
+        the row's seq and global link, sealed with the owner's key as every row is. A
+        write whose rows pass a multiple of :data:`SEAL_EVERY` makes one after its commit:
+        with the key, a row changed, added or removed anywhere before it disagrees with
+        it. Seals take turns with each other and with store-wide writes (the rows about
+        no task are one chain); a seal that cannot be written now is left to the next."""
+        try:
+            with self.write() as tx:
+                tx.seal(seq, self._seal_lock)
+        except (StoreBusy, StoreError):
+            return
 
     def _begin(self, conn: psycopg.Connection[Any], *, wide: bool,
                about: str | int | Pick | None = None) -> PostgresTx:
@@ -1370,14 +1430,11 @@ class PostgresStore:
         its last full check, the reads nearly every write makes first, and the chain lock
         and the row of the task the write is ``about`` (when its verb knows it)."""
         conn.execute("BEGIN")
-        chained = about is not None  # the chain lock too: the write takes a row first
         conn.execute(f"SELECT pg_advisory_xact_lock{'' if wide else '_shared'}"
-                     f"({self._write_lock})"
-                     + (f", pg_advisory_xact_lock({self._chain_lock})" if chained else ""))
+                     f"({self._write_lock})")
         tx = PostgresTx(conn, locks=(self.schema, self._write_lock, self._chain_lock),
                         wide=wide)
-        tx.first(conn.execute(first_sql(self.guard.sql, tip=chained), prepare=True),
-                 tip=chained)
+        tx.first(conn.execute(first_sql(self.guard.sql), prepare=True))
         if about is not None:
             tx.take_first(about)
         problem = self.guard.before_write(conn, tx.stamp())

@@ -345,3 +345,5 @@ class LinkRow:
     """As stored: raw SQL may have written anything."""
     before: str | None
     content: tuple[Any, ...]
+    by_task: bool = False
+    """Whether the row is chained per task (``before`` is its task's row before it)."""

@@ -248,7 +248,7 @@ labels that are not JSON match on the assignee alone, never fail the page)."""
 class SqliteTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("conn", "key", "known")
+    __slots__ = ("_start", "conn", "key", "known")
 
     def __init__(self, conn: apsw.Connection, known: Known | None = None,
                  key: ChainKey | None = None) -> None:
@@ -258,6 +258,8 @@ class SqliteTx(ViewRows):
         connection knows it (see :mod:`.known`); filled in as the write reads."""
         self.key = key
         """In a write: the owner's key that seals each journal row it adds."""
+        self._start: int | None = None
+        """In a write: the journal's last seq before its first row (None: none yet)."""
 
     def _tip(self) -> tuple[int, str]:
         """The journal's newest row (seq and hash), or (0, the store's identity)."""
@@ -278,6 +280,8 @@ class SqliteTx(ViewRows):
         nobody else writes the journal until this transaction ends, and each link is one
         row. The seq is named to the store with the row (a move's head: migration 13)."""
         seq, before = self._tip()
+        if self._start is None:
+            self._start = seq
         after = link(before, content)
         if self.key is not None:
             after = self.key.seal(seq + 1, after)
@@ -537,6 +541,11 @@ class SqliteTx(ViewRows):
         if self.known is not None:
             return self._tip()[0]
         return int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM journal").get)
+
+    def journal_end(self) -> Callable[[], tuple[int, int]]:
+        last = self.last_seq()  # (one writer at a time: the write's rows are the last)
+        ends = (last if self._start is None else self._start, last)
+        return lambda: ends
 
     def request(self, caller: str, request_id: str, *, since: str) -> RequestRow | None:
         first = day_of(since)  # the day of ``since`` and the next: a record's whole KEEP

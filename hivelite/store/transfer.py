@@ -32,9 +32,9 @@ from ..core.clock import format_ts, system_clock
 from ..core.errors import InvalidInput, StoreError, StoreFull
 from ..core.jsontext import loads_bounded
 from ..core.progress import STEP, Progress, counted, lines_in
-from .chain import chain_all
-from .doctor import CHAIN_SINCE
-from .keys import load_key, witness
+from .chain import TASKS_FROM, chain_all
+from .doctor import CHAIN_SINCE, links_at, tasks_from
+from .keys import RESTORED, load_key, witness
 from .schema import QUEUE_BACKFILL
 
 FORMAT = "hivelite-export"
@@ -168,7 +168,7 @@ class Tables(Protocol):
         """The table's rows (in the snapshot)."""
         ...
     def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]: ...
-    def bulk(self, check: Callable[[], None] | None = None) -> AbstractContextManager[None]:
+    def bulk(self, check: Callable[[], bool] | None = None) -> AbstractContextManager[None]:
         """One write transaction with the store's triggers set aside, and restored exactly
         before it commits (an import), then ``check`` run on the rows as written, before
         the commit; any error (``check``'s too) rolls all of it back."""
@@ -224,7 +224,7 @@ class SqliteTables:
         return self.conn.execute(f"SELECT {', '.join(names)} FROM {table} ORDER BY {order}")
 
     @contextmanager
-    def bulk(self, check: Callable[[], None] | None = None) -> Iterator[None]:
+    def bulk(self, check: Callable[[], bool] | None = None) -> Iterator[None]:
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -237,8 +237,8 @@ class SqliteTables:
                 conn.execute(LINK_HEADS).fetchall()
             for _, sql in triggers:  # exactly as they were: the schema is unchanged
                 conn.execute(sql)
-            if check is not None:
-                check()
+            sound = check() if check is not None else False
+            chained = one_chain(conn, triggers) if sound else None
         except apsw.Error as exc:
             conn.execute("ROLLBACK")
             raise InvalidInput("invalid_export", f"the export does not fit this store: {exc}",
@@ -247,6 +247,10 @@ class SqliteTables:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        if chained is not None:  # the heads witnessed of the chains per task are history
+            identity, head = self.head()
+            if identity is not None and head is not None:
+                witness(identity, head, format_ts(system_clock()), RESTORED)
 
     def problems(self) -> list[str]:
         from .doctor import diagnose
@@ -263,7 +267,9 @@ class SqliteTables:
         identity = self.conn.execute("SELECT value FROM meta WHERE key = ?", (IDENTITY,)).get
         row = self.conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
                                 ).fetchone()
-        return identity, None if row is None else f"{row[0]}:{row[1]}"
+        if row is None:
+            return identity, None
+        return identity, f"{row[0]}:{links_at(self.conn, (row[0],)).get(row[0], row[1])}"
 
     def insert(self, table: str, row: dict[str, Any]) -> None:
         names = ", ".join(row)
@@ -278,6 +284,28 @@ class SqliteTables:
 
     def derive_queue(self) -> None:
         self.conn.execute(QUEUE_BACKFILL).fetchall()
+
+
+def one_chain(conn: apsw.Connection, triggers: list[tuple[str, str]]) -> int | None:
+    """An import into an SQLite store of a journal chained per task (a PostgreSQL
+    store's, checked as it was written): chained again as one chain, sealed with the
+    owner's key as SQLite seals it, since an SQLite store has one writer at a time and
+    links each row to the one before; the rows and their seals rows stay as history. The
+    first row that had been chained per task, or None when the journal was one chain."""
+    split = tasks_from(conn)
+    if split is None:
+        return None
+    kept = [(name, sql) for name, sql in triggers if name in ("journal_no_update", "meta_kept")]
+    for name, _ in kept:
+        conn.execute(f'DROP TRIGGER "{name}"')
+    conn.execute("DELETE FROM meta WHERE key = ?", (TASKS_FROM,))
+    linked = conn.execute("SELECT 1 FROM journal WHERE seq >= ? LIMIT 1", (split,)).get
+    if linked:
+        identity = conn.execute("SELECT value FROM meta WHERE key = ?", (IDENTITY,)).get
+        chain_all(conn, load_key(str(identity)) if identity is not None else None)
+    for _, sql in kept:
+        conn.execute(sql)
+    return split if linked else None
 
 
 def _tables(store: apsw.Connection | Tables) -> Tables:
@@ -378,11 +406,12 @@ def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
                            f" ({schema}); upgrade hivelite", field="schema_version")
     failed: list[str] = []
 
-    def check() -> None:
+    def check() -> bool:
         failed.extend(tables.problems())
         failed.extend(_head_problems(tables, header))
         if failed and not keep_failed:
             raise _unsound(failed)
+        return not failed
 
     with tables.bulk(check if gate else None):
         if not tables.is_empty():

@@ -201,15 +201,14 @@ class HiveBase:
         Never from inside a hook (a hook may read, not write): that is refused here too,
         whatever way a write arrived.
 
-        The journal's last seq is read at most twice: before the body only when a notifier
-        needs to know where this write's rows begin, and once after it (for the receipt
-        and the notifications)."""
+        Where this write's journal rows begin and end is asked after the body (for the
+        receipt and the notifications) and known at the latest with the commit: a kept
+        answer, which holds the receipt, waits for it before."""
         refuse_write_in_hook(verb)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         pending = PENDING.get() if caller is not None else None
         with store_wide(mode is Mode.authority), self.store.write(about=about) as tx:
-            unit = Unit(tx, caller, self.clock(), tx.last_seq() if notifiers else 0,
-                        verb=verb, mode=mode, right=right)
+            unit = Unit(tx, caller, self.clock(), verb=verb, mode=mode, right=right)
             self._sweep(unit)
             self._admit(unit)
             if pending is not None and caller is not None:  # a retry raced its first call
@@ -223,15 +222,20 @@ class HiveBase:
             except HiveliteError as error:  # an error about one task names it (seed 004)
                 error.about(unit.subject)
                 raise
-            last = tx.last_seq() if notifiers or unit.journaled else 0
-            if unit.journaled and isinstance(result, Receipt):
-                result.seq = last  # the task's own rows are the last this write added
+            ends = tx.journal_end() if notifiers or unit.journaled else None
+            receipt = unit.journaled and isinstance(result, Receipt)
             if pending is not None and caller is not None:
+                if receipt and ends is not None:  # the kept answer holds the receipt's seq
+                    result.seq = ends()[1]  # type: ignore[attr-defined]
                 tx.save_request(RequestRow(caller.name, pending.id, pending.verb,
                                            pending.digest, dump_answer(result), unit.at),
                                 prune_before=kept_since(unit.now))
-        if notifiers and last > unit.seq_before:
-            self._notify(unit.seq_before, last)
+        if ends is not None:
+            first, last = ends()
+            if receipt:  # the task's own rows are the last this write added
+                result.seq = last  # type: ignore[attr-defined]
+            if notifiers and last > first:
+                self._notify(first, last)
         return result
 
     def _replay(self, caller: object, pending: Pending) -> object | None:

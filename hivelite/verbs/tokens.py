@@ -270,7 +270,8 @@ def _sealed_facts(rows: builtins.list[LinkRow] | tuple[LinkRow, ...], token_id: 
     for told in rows:
         said = token_facts(told.content, token_id)
         if said is None or told.seq < 1 or row_problem(told.seq, told.hash, told.before,
-                                                       told.content, key) is not None:
+                                                       told.content, key,
+                                                       by_task=told.by_task) is not None:
             continue
         sealed = key is not None and type(told.hash) is str and len(told.hash) > HASH_CHARS
         if said.get("revoked"):

@@ -43,8 +43,6 @@ class Unit:
     caller: Caller | None
     """None only for the library's own sweeps (opening a store)."""
     now: datetime
-    seq_before: int
-    """The journal's last seq before this write, when a notifier needs it (else 0)."""
     at: str = ""
     swept: list[TaskRow] = field(default_factory=list)
     """Tasks whose expired claims this write returned to ``routed`` first."""
