@@ -587,3 +587,52 @@ def test_a_decline_by_an_agent_with_no_counted_rejection_is_found(path: Path) ->
     conn.close()
     found = checks(path)["actors"]
     assert not found.ok and "ana/tester declined with no counted rejection" in found.detail
+
+
+def test_a_postgresql_journal_is_sealed_every_so_often_and_a_dropped_tail_shows() -> None:
+    """Chains per task (docs/postgres.md, "A chain per task"): every task's rows link to
+    its own earlier rows, so one task's newest rows dropped (and its row put back as it
+    was) leave every chain consistent; the seal rows, which name a seq and the global
+    link through every row up to it, sealed with the owner's key, no longer agree."""
+    from hivelite.store.chain import SEAL
+    from hivelite.store.pg_doctor import diagnose_url
+    from hivelite.store.postgres import SEAL_EVERY
+
+    from . import pg
+
+    if not pg.available():
+        pytest.skip("no PostgreSQL server")
+    schema = pg.new_schema()
+    try:
+        with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+            first = own_task(hive)
+            hive.claim(CODER, first)
+            while hive.last_seq() < SEAL_EVERY + 4:
+                own_task(hive)
+            seals = [r for r in hive.journal() if r.reason == SEAL]
+            assert seals and all(r.number is None and r.actor == "guard" for r in seals)
+            assert all(r.detail is not None and r.detail["seq"] < r.seq for r in seals)
+        found = diagnose_url(pg.store_url(schema))
+        assert all(f.ok for f in found), [f for f in found if not f.ok]
+        with pg.connect() as conn:  # the owner of the tables sets the rules aside
+            conn.execute(f"SET search_path = {schema}")
+            conn.execute("ALTER TABLE journal DISABLE TRIGGER USER")
+            conn.execute("ALTER TABLE tasks DISABLE TRIGGER USER")
+            last = conn.execute("SELECT seq, hash FROM journal WHERE task = %s"
+                                " ORDER BY seq DESC LIMIT 2", (first,)).fetchall()
+            conn.execute("DELETE FROM journal WHERE seq = %s", (last[0][0],))  # the claim
+            conn.execute("UPDATE tasks SET state = 'routed', lease_id = NULL, lease_token = 0,"
+                         " lease_holder = NULL, lease_instance = NULL, lease_session = NULL,"
+                         " lease_expires = NULL, chain = %s WHERE number = %s",
+                         (last[1][1], first))
+            after = conn.execute("SELECT seq FROM journal WHERE seq > %s ORDER BY seq",
+                                 (last[0][0],)).fetchall()
+            for (seq,) in after:  # the numbers closed up again, each global link redone
+                conn.execute("UPDATE journal SET seq = seq - 1 WHERE seq = %s", (seq,))
+            conn.execute("ALTER TABLE journal ENABLE TRIGGER USER")
+            conn.execute("ALTER TABLE tasks ENABLE TRIGGER USER")
+        found = {f.check: f for f in diagnose_url(pg.store_url(schema))}
+        chain = found["hash chain"]
+        assert not chain.ok and "seals row" in chain.detail, chain
+    finally:
+        pg.drop(schema)

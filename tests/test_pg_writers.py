@@ -292,6 +292,120 @@ def test_a_writer_on_another_task_never_waits_for_one_held_open(
         assert not waited, "the claim of another task waited on a lock"
 
 
+def hold_start_lease(monkeypatch: pytest.MonkeyPatch, *, after: bool
+                     ) -> tuple[threading.Event, threading.Event]:
+    """Keep the claim made on a thread named ``held`` open at its lease row: ``after``
+    the row reached the server (its journal row numbered: the numbers lock taken), or
+    before it (the task's row taken ``FOR UPDATE``, no journal row yet). The events: the
+    claim is held; let it go."""
+    from hivelite.store.postgres import PostgresTx
+
+    entered, release = threading.Event(), threading.Event()
+    start_lease = PostgresTx.start_lease
+
+    def held_open(self: PostgresTx, *args: Any, **kwargs: Any) -> None:
+        if after:
+            start_lease(self, *args, **kwargs)
+            self._value("SELECT 1")  # the row and its journal row reach the server
+        if threading.current_thread().name == "held":
+            entered.set()
+            release.wait(WAIT_S)
+        if not after:
+            start_lease(self, *args, **kwargs)
+
+    monkeypatch.setattr(PostgresTx, "start_lease", held_open)
+    return entered, release
+
+
+def run_beside(url: str, held: Callable[[Hive], Any], other: Callable[[Hive], Any],
+               entered: threading.Event, release: threading.Event
+               ) -> tuple[bool, list[BaseException]]:
+    """``held`` on a thread named ``held``, kept open; meanwhile ``other`` on a thread of
+    its own, until it has committed or a session of the store is seen waiting on a lock;
+    then both end. Whether one was seen waiting, and what ``other`` raised."""
+    schema = url.rsplit("schema=", 1)[1]
+    with Hive.open(url, clock=ManualClock(START)) as held_side, Hive.open(
+            url, clock=ManualClock(START)) as other_side:
+        def hold() -> None:
+            threading.current_thread().name = "held"
+            held(held_side)
+
+        blocked, blocked_failed = in_thread(hold)
+        assert entered.wait(WAIT_S)
+        waited = False
+        try:
+            running, running_failed = in_thread(lambda: other(other_side))
+            for _ in range(int(WAIT_S * 20)):  # looks, until one of the two is seen
+                running.join(0.05)
+                if not running.is_alive():
+                    break
+                if waits_on_lock(schema):
+                    waited = True
+                    break
+        finally:
+            release.set()
+            blocked.join(WAIT_S)
+        running.join(WAIT_S)
+    assert blocked_failed == []
+    return waited, running_failed
+
+
+def test_a_claim_and_submission_of_another_task_never_wait_for_a_claim_held_open(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claim is held open with its task's row taken (``FOR UPDATE``, from its BEGIN),
+    its moves not yet made; another agent claims another task and submits its result
+    meanwhile: both commit without waiting on a lock, and the journal's chains hold. (With
+    one chain for the whole journal, the held claim held its lock from its BEGIN.)"""
+    entered, release = hold_start_lease(monkeypatch, after=False)
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as hive:
+        first, second = own_task(hive), own_task(hive, assignee=TESTER.name)
+
+    def claim_and_submit(hive: Hive) -> None:
+        lease = hive.claim(TESTER, second)
+        hive.submit(TESTER, second, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+
+    waited, failed = run_beside(url, lambda hive: hive.claim(CODER, first),
+                                claim_and_submit, entered, release)
+    assert not waited, "a write on another task waited for the one held open"
+    assert failed == []
+    with Hive.open(url, clock=ManualClock(START)) as hive:
+        assert hive.get(first).claim is not None
+        assert hive.get(second).task.state.value in ("verifying", "approval", "completed")
+        rows = hive.journal()
+        assert [r.seq for r in rows] == list(range(1, len(rows) + 1))
+        assert hive.store.chain_sound()  # type: ignore[attr-defined]
+    assert all(f.ok for f in diagnose_url(url)), [f for f in diagnose_url(url) if not f.ok]
+
+
+def test_writes_on_one_task_take_turns_and_rows_are_numbered_as_they_commit(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two writes on one task queue on its row: the second waits for the first. And once
+    a write's journal row is numbered (the numbers lock held to its commit), a write on
+    another task waits to number its own: the journal grows only at its end, in commit
+    order. Both end well either way, the chains sound."""
+    entered, release = hold_start_lease(monkeypatch, after=False)
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as hive:
+        first = own_task(hive)
+    waited, failed = run_beside(url, lambda hive: hive.claim(CODER, first),
+                                lambda hive: hive.claim(TESTER, first), entered, release)
+    assert waited, "a second write on the held task did not wait for its row"
+    assert [getattr(f, "reason", f) for f in failed] == ["task_claimed"]  # (after it)
+
+    entered, release = hold_start_lease(monkeypatch, after=True)
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as hive:
+        third, fourth = own_task(hive), own_task(hive, assignee=TESTER.name)
+    waited, failed = run_beside(url, lambda hive: hive.claim(CODER, third),
+                                lambda hive: hive.claim(TESTER, fourth), entered, release)
+    assert waited, "a journal row was numbered while another write's row was in flight"
+    assert failed == []
+    with Hive.open(url, clock=ManualClock(START)) as hive:
+        claims = [r for r in hive.journal() if r.move is not None
+                  and r.to_state is not None and r.to_state.value == "accepted"]
+        assert [r.number for r in claims][-2:] == [third, fourth]  # the held one first
+        assert hive.store.chain_sound()  # type: ignore[attr-defined]
+
+
 def test_a_claim_next_submit_cycle_waits_for_the_server_six_times(url: str) -> None:
     """Round trips, counted as ``python -m bench.engines`` counts them (each wait for the
     server's answers; a count, not a time): ``next`` takes its pick with its BEGIN and
@@ -305,3 +419,37 @@ def test_a_claim_next_submit_cycle_waits_for_the_server_six_times(url: str) -> N
             hive.handoff(lib.OWNER_CALLER, requester="ana/planner", assignee=lib.AGENT,
                          project="bench", packet=lib.PACKET)
     assert round_trips(url, cycles=5) == 6.0
+
+
+def test_a_write_the_server_gives_up_as_a_deadlock_is_tried_again(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes on different tasks take their rows in no common order, so the server may
+    end one as a deadlock (or a serialization failure); nothing of it was written, and
+    the library runs the verb again, so the caller sees it succeed. A third such end is
+    the caller's ``store_busy`` (503), naming the try again."""
+    from psycopg import errors as pg_errors
+
+    from hivelite.core.errors import StoreBusy
+    from hivelite.store.postgres import PostgresTx
+
+    met: list[int] = []
+    start_lease = PostgresTx.start_lease
+    times = {"n": 1}
+
+    def meets_another(self: PostgresTx, *args: Any, **kwargs: Any) -> None:
+        met.append(1)
+        if len(met) <= times["n"]:
+            raise pg_errors.DeadlockDetected("deadlock detected")
+        start_lease(self, *args, **kwargs)
+
+    monkeypatch.setattr(PostgresTx, "start_lease", meets_another)
+    with Hive.open(url, owner="ana", clock=ManualClock(START)) as hive:
+        first, second = own_task(hive), own_task(hive)
+        lease = hive.claim(CODER, first)
+        assert lease.fencing_token == 1 and len(met) == 2
+        met.clear()
+        times["n"] = 3
+        with pytest.raises(StoreBusy) as busy:
+            hive.claim(CODER, second)
+        assert len(met) == 3 and busy.value.extra.get("retry") is True
+        assert hive.get(second).claim is None

@@ -194,8 +194,10 @@ def _failure(exc: psycopg.Error, where: str) -> HiveliteError | None:
     mapped = from_trigger(exc) if isinstance(exc, pg_errors.RaiseException) else None
     if mapped is not None:
         return mapped
-    if isinstance(exc, pg_errors.LockNotAvailable | pg_errors.DeadlockDetected
-                  | pg_errors.SerializationFailure | pg_errors.QueryCanceled):
+    if isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure):
+        return StoreBusy("busy", f"{where} is busy ({str(exc).strip()}); nothing was"
+                         " written. Try again", retry=True)  # (the library tries again)
+    if isinstance(exc, pg_errors.LockNotAvailable | pg_errors.QueryCanceled):
         return StoreBusy("busy", f"{where} is busy ({str(exc).strip()}); nothing was"
                          " written. Try again")
     if isinstance(exc, pg_errors.UndefinedTable | pg_errors.UndefinedColumn

@@ -29,6 +29,7 @@ from ..core.errors import (
     InvalidInput,
     InvalidState,
     PluginError,
+    StoreBusy,
     StoreCorrupt,
     StoreError,
 )
@@ -100,6 +101,10 @@ def unreadable(exc: Exception) -> str:
         where = ".".join(str(p) for p in first["loc"])
         return f"{exc.title}.{where}: {first['msg']}"
     return f"{type(exc).__name__}: {exc}"
+
+
+WRITE_ATTEMPTS = 3
+"""How many times a write that only met other writes (a deadlock) is tried."""
 
 
 class HiveBase:
@@ -195,6 +200,21 @@ class HiveBase:
     def _run(self, caller: Caller | None, body: Callable[[Unit], T], verb: str = "write",
              mode: Mode = Mode.write, right: Right | None = None, *,
              about: str | int | Pick | None = None) -> T:
+        """:meth:`_attempt`, again when the store gave up a write that only met others
+        (PostgreSQL's deadlock or serialization failure: ``StoreBusy`` with ``retry``;
+        nothing was written, and the verb decides afresh), at most
+        :data:`WRITE_ATTEMPTS` times."""
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                return self._attempt(caller, body, verb, mode, right, about=about)
+            except StoreBusy as error:
+                if not error.extra.get("retry") or attempt == WRITE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _attempt(self, caller: Caller | None, body: Callable[[Unit], T], verb: str,
+                 mode: Mode, right: Right | None, *,
+                 about: str | int | Pick | None = None) -> T:
         """One transaction: the time under the lock, the expiry sweep, the admission checks,
         the verb's body; after the commit, the moves it journaled are announced.
 
