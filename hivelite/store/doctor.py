@@ -27,7 +27,7 @@ import apsw
 from ..core.errors import StoreBusy, StoreError, StoreReadonly
 from ..core.progress import Progress
 from ..core.protocol import MOVES_BY_PAIR, Actor, State
-from .chain import CONTENT, HASH_CHARS, TASKS_FROM, Walk
+from .chain import CONTENT, HASH_CHARS, SEAL, TASKS_FROM, Walk
 from .keys import (
     META_KEY,
     RESTORED,
@@ -721,11 +721,22 @@ def _chain(conn: apsw.Connection) -> Finding:
         why = (f"the owner's key is not at {where}" if named is not None
                else "the store has no chain key yet (its next write makes one)")
         return Finding("hash chain", True, f"{rows} journal row(s) chained from the store's"
-                       f" identity, checked for consistency only: {why}; head"
+                       f" identity{_per_task(conn, split)}, checked for consistency only:"
+                       f" {why}; head"
                        f" {head or '(empty)'}", data)
     return Finding("hash chain", True, f"{rows} journal row(s) chained from the store's"
-                   f" identity, sealed with the owner's key from row {key.keyed_from} on;"
-                   f" head {head or '(empty)'}", data)
+                   f" identity{_per_task(conn, split)}, sealed with the owner's key from row"
+                   f" {key.keyed_from} on; head {head or '(empty)'}", data)
+
+
+def _per_task(conn: apsw.Connection, split: int | None) -> str:
+    """How a journal chained per task is chained, for the chain's finding."""
+    if split is None:
+        return ""
+    seals = conn.execute("SELECT count(*) FROM journal WHERE task IS NULL AND reason = ?"
+                         " AND seq >= ?", (SEAL, split)).get
+    return (f" (from row {split} on, each task's rows a chain of their own, and {seals}"
+            " seal(s) over every row before them, each agreeing)")
 
 
 def tasks_from(conn: apsw.Connection) -> int | None:

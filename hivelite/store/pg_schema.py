@@ -485,7 +485,7 @@ claim -> submit cycle, with these, with none and with every rule's)."""
 
 NUMBERS_LOCK = ("('x' || left(encode(sha256(convert_to('hivelite-chain:' || TG_TABLE_SCHEMA,"
                 " 'UTF8')), 'hex'), 16))::bit(64)::bigint")
-"""The numbers lock (``postgres.chain_lock``: the same 64 bits of the same SHA-256): the
+"""The numbers lock (``postgres.numbers_lock``: the same 64 bits of the same SHA-256): the
 rule that numbers a journal or usage row takes it, and holds it to the commit, so rows are
 numbered one more than the last in the order their writes commit; a handoff takes it for
 its task's number. A write takes it at its first numbered row, after every row lock it

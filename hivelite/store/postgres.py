@@ -119,7 +119,7 @@ def write_lock(schema: str) -> int:
     return _lock_key(f"hivelite:{schema}")
 
 
-def chain_lock(schema: str) -> int:
+def numbers_lock(schema: str) -> int:
     """The numbers lock (``pg_schema.NUMBERS_LOCK``, the same key): the rule numbering a
     journal or usage row takes it, and a handoff for its task's number; held to the
     commit, so numbers are one more than the last, in commit order."""
@@ -1065,7 +1065,7 @@ class PostgresStore:
         self._where = shown(url)
         self._libpq, self.schema, self._role = split_url(url)
         self._write_lock = write_lock(self.schema)
-        self._chain_lock = chain_lock(self.schema)
+        self._numbers_lock = numbers_lock(self.schema)
         self._seal_lock = _lock_key(f"hivelite-seal:{self.schema}")
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -1353,13 +1353,12 @@ class PostgresStore:
 
         **Locks.** The write holds the store's own lock shared from its ``BEGIN`` (alone,
         for a write of store-wide rows: :data:`.contract.STORE_WIDE`, and the store's
-        first writes, which name its owner and its key), from its first task row (or
-        journal row) to its commit the chain lock (:meth:`PostgresTx._chain`), then the
-        rows it changes ``FOR UPDATE``. Writes on different tasks run side by side up to
-        their first task row, and then take turns for the rest and the commit
-        (docs/postgres.md, "Concurrency, round trips and the chain"). A write ``about``
-        a task its verb names takes the chain lock and that task's row with its
-        ``BEGIN``, in the same round trip.
+        first writes, which name its owner and its key), the rows it changes ``FOR
+        UPDATE`` (each task's row holds its chain's head), and from its first journal or
+        usage row to its commit the numbers lock, which the rule numbering the row takes.
+        Writes on different tasks never wait for each other (docs/postgres.md,
+        "Concurrency, round trips and the chain"). A write ``about`` a task its verb
+        names takes that task's row with its ``BEGIN``, in the same round trip.
 
         The transaction runs in psycopg's pipeline mode: a statement whose answer the
         write does not need (an ``UPDATE``, an ``INSERT``) is sent with the next one
@@ -1429,12 +1428,12 @@ class PostgresStore:
         """Begin a write: one round trip with the BEGIN, the store's lock (shared, or alone
         when ``wide``; a literal integer, no parameter), the stamp of the store's rules
         (prepared: planning it would cost more than running it), which the guard holds to
-        its last full check, the reads nearly every write makes first, and the chain lock
-        and the row of the task the write is ``about`` (when its verb knows it)."""
+        its last full check, the reads nearly every write makes first, and the row of the
+        task the write is ``about`` (when its verb knows it)."""
         conn.execute("BEGIN")
         conn.execute(f"SELECT pg_advisory_xact_lock{'' if wide else '_shared'}"
                      f"({self._write_lock})")
-        tx = PostgresTx(conn, locks=(self.schema, self._write_lock, self._chain_lock),
+        tx = PostgresTx(conn, locks=(self.schema, self._write_lock, self._numbers_lock),
                         wide=wide)
         tx.first(conn.execute(first_sql(self.guard.sql), prepare=True))
         if about is not None:
