@@ -6,13 +6,13 @@ fills these same types, so the code above it reads ``row.verdict``, never ``c[3]
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..core.ids import number_of
+from .records import fields, record
 
 
-@dataclass(slots=True)
+@record()
 class TaskRow:
     """The narrow, hot row of a task as the store holds it."""
 
@@ -53,7 +53,7 @@ class TaskRow:
         return self.attempts >= self.attempt_limit
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class NewTask:
     """What a handoff inserts: the task row's own facts and its packet."""
 
@@ -72,7 +72,7 @@ class NewTask:
     role: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class EnrolmentRow:
     """An agent's enrolment (seed 004's opt-in) as the store keeps it: the projects (a
     JSON array, ``[]`` for every one) and roles it covers, its write rights (comma
@@ -88,7 +88,7 @@ class EnrolmentRow:
     by: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Dependency:
     """A task another waits on, as it stands."""
 
@@ -97,7 +97,7 @@ class Dependency:
     state: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Bodies:
     """A task's large JSON, kept apart from its hot row: packet, result, checkpoint."""
 
@@ -106,7 +106,7 @@ class Bodies:
     checkpoint: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ResultMeta:
     """Who returned a task's result, from where, and what became of it."""
 
@@ -120,7 +120,7 @@ class ResultMeta:
     merged_by: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ConfirmationRow:
     """One verdict on one version of a task's result."""
 
@@ -135,7 +135,7 @@ class ConfirmationRow:
     """Why a verdict was not counted (None when it was)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class UpdateRow:
     """One line of progress with the usage it reported."""
 
@@ -146,7 +146,7 @@ class UpdateRow:
     usd_micros: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ViewRow:
     """Everything a task view shows, read in one snapshot."""
 
@@ -175,7 +175,7 @@ class ViewRow:
     """Its result's evidence receipts as hivelite checked them (JSON), if any."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class JournalRow:
     """One journal row with its task's id and the number of the move it records."""
 
@@ -194,7 +194,7 @@ class JournalRow:
     def fields(self) -> dict[str, Any]:
         """The row's fields by name, without copying them (``dataclasses.asdict`` deep-copies
         each detail, which cost a bulk handoff a fifth of its time)."""
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in fields(self)}
 
     @property
     def is_move(self) -> bool:
@@ -202,7 +202,7 @@ class JournalRow:
         return self.from_state != self.to_state
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Expiry:
     """When the clock last ended a claim on a task, and that claim's fencing token."""
 
@@ -210,7 +210,7 @@ class Expiry:
     token: int
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class RequestRow:
     """A write's first answer, kept for retries with the same request id."""
 
@@ -226,7 +226,7 @@ class RequestRow:
     replayed."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ListFilter:
     """Which tasks a listing keeps (every field optional; all that are set must hold)."""
 
@@ -251,7 +251,7 @@ class ListFilter:
     ``updated`` (most recently changed first)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ControlRow:
     """One of the owner's controls: a hold, veto or stop, and its lift once lifted."""
 
@@ -267,7 +267,7 @@ class ControlRow:
     lifted_by: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class BudgetRow:
     """An agent's daily limits (None: no limit of that kind)."""
 
@@ -279,7 +279,7 @@ class BudgetRow:
     by: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Spend:
     """What an agent used in one day: claims taken and usage reported."""
 
@@ -288,7 +288,7 @@ class Spend:
     usd_micros: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class RequiredPlugin:
     """A policy plugin the owner requires of every process that writes."""
 
@@ -304,7 +304,7 @@ class RequiredPlugin:
     by: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class TokenRow:
     """An access token as the store keeps it: never its secret, only the secret's hash."""
 
@@ -334,7 +334,7 @@ def task_key(ref: str | int) -> tuple[str | None, str | int]:
     return ("number", number) if 0 < number < 2**63 else (None, ref)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class LinkRow:
     """One journal row as its chain link covers it: its seq and stored hash, the hash of
     the row before it (the store's identity for the first), and its content

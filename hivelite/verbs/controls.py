@@ -10,7 +10,6 @@ refuses a lease to whom it binds (the ``task_lease_controlled`` trigger).
 from __future__ import annotations
 
 import builtins
-from dataclasses import replace
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -19,6 +18,7 @@ from ..core.errors import InvalidInput, NotFound
 from ..core.models import DEFERRED, AgentName, Control, ControlKind, InstanceName
 from ..core.protocol import CONTROL_ENDINGS, State
 from ..store import ControlRow
+from ..store.records import replace
 from . import guard
 from .authority import control_view, scope
 from .base import HiveBase

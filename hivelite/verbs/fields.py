@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from ..core.caller import Caller
 from ..core.errors import ForbiddenRight, InvalidInput, InvalidState
 from ..core.models import Receipt
 from ..core.protocol import PRIORITIES
+from ..store.records import replace
 from . import guard
 from .base import HiveBase
 from .retries import idempotent

@@ -8,7 +8,7 @@ for update), checks, and moves; it never writes its own transaction skeleton.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
@@ -18,11 +18,12 @@ from ..core.clock import format_ts
 from ..core.models import ClaimReceipt, Receipt, StorePolicy, made
 from ..core.protocol import STATE_OF, WAITING_OF, Mode, Right, State, WaitingOn
 from ..store import ControlRow, EnrolmentRow, TaskRow, Writer
+from ..store.records import fields
 from . import guard
 from .authority import refuse_veto, store_policy, vetoed
 from .scope import changed, lacks_role, outside_project, outside_rights
 
-_ROW = attrgetter(*(f.name for f in fields(TaskRow)))
+_ROW = attrgetter(*fields(TaskRow))
 
 
 def updated(row: TaskRow, **changes: Any) -> TaskRow:
