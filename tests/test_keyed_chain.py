@@ -636,3 +636,39 @@ def test_a_postgresql_journal_is_sealed_every_so_often_and_a_dropped_tail_shows(
         assert not chain.ok and "seals row" in chain.detail, chain
     finally:
         pg.drop(schema)
+
+
+@pytest.mark.parametrize(("change", "found"), [
+    ("UPDATE journal SET reason = 'nothing to see' WHERE seq = {mid}",
+     "does not follow from the row before it of its task"),
+    ("DELETE FROM journal WHERE seq = {mid}", "is not in its place"),
+    ("UPDATE journal SET task = {other} WHERE seq = {mid}",
+     "does not follow from the row before it of its task"),
+])
+def test_a_postgresql_journal_chained_per_task_shows_each_change(change: str,
+                                                                 found: str) -> None:
+    """An edited row, a removed one and one moved to another task, each made by the
+    tables' owner with the rules set aside: doctor names the row."""
+    from hivelite.store.pg_doctor import diagnose_url
+
+    from . import pg
+
+    if not pg.available():
+        pytest.skip("no PostgreSQL server")
+    schema = pg.new_schema()
+    try:
+        with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+            first, other = own_task(hive), own_task(hive)
+            lease = hive.claim(CODER, first)
+            hive.submit(CODER, first, lease_id=lease.lease_id, token=lease.fencing_token,
+                        summary="done", evidence=EVIDENCE)
+            rows = [r.seq for r in hive.journal() if r.number == first]
+        with pg.connect() as conn:
+            conn.execute(f"SET search_path = {schema}")
+            conn.execute("ALTER TABLE journal DISABLE TRIGGER USER")
+            conn.execute(change.format(mid=rows[len(rows) // 2], other=other))
+            conn.execute("ALTER TABLE journal ENABLE TRIGGER USER")
+        chain = {f.check: f for f in diagnose_url(pg.store_url(schema))}["hash chain"]
+        assert not chain.ok and found in chain.detail, chain
+    finally:
+        pg.drop(schema)
