@@ -316,8 +316,8 @@ def _pick(assignee: str, project: str | None, label: str | None, skip: Sequence[
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
-    __slots__ = ("_ahead", "_first", "_taken", "conn", "heads", "key", "linked", "locks",
-                 "routed", "wide")
+    __slots__ = ("_ahead", "_ends", "_first", "_taken", "conn", "heads", "key", "linked",
+                 "locks", "routed", "wide")
 
     def __init__(self, conn: psycopg.Connection[Any], key: ChainKey | None = None,
                  locks: tuple[str, int, int] | None = None, *, wide: bool = False) -> None:
@@ -328,6 +328,9 @@ class PostgresTx(ViewRows):
         ``FOR UPDATE``; each link this write adds moves it on."""
         self.linked = 0
         """In a write: how many journal rows it has added (each one link)."""
+        self._ends: tuple[int, Callable[[], tuple[int, int]]] | None = None
+        """In a write: :meth:`journal_end`'s answer, with the rows added when it was asked
+        (the write path and the store's seal both ask; one statement serves both)."""
         self.locks = locks
         """In a write: the store's schema, its own lock and the numbers lock (None: a
         read)."""
@@ -651,6 +654,9 @@ class PostgresTx(ViewRows):
         now and known once the answer comes (at the commit at the latest: no round trip
         of its own). Its rows are numbered one after another under the numbers lock, which
         the first one took, so the last row in the journal is this write's last."""
+        asked = self._ends
+        if asked is not None and asked[0] == self.linked:  # asked already, no row since
+            return asked[1]
         sent = self.conn.execute("SELECT coalesce(max(seq), 0) FROM journal")
         linked = self.linked
         known: list[tuple[int, int]] = []
@@ -661,6 +667,7 @@ class PostgresTx(ViewRows):
                 last = int(row[0]) if row is not None else 0
                 known.append((last - linked, last))
             return known[0]
+        self._ends = (linked, ends)
         return ends
 
     def request(self, caller: str, request_id: str, *, since: str) -> RequestRow | None:
