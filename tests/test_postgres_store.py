@@ -93,6 +93,31 @@ def test_an_export_moves_a_store_between_engines_unchanged(tmp_path: Path,
         assert hive.lease(CODER, 2).fencing_token == 1
 
 
+def test_a_journal_chained_per_task_moves_back_to_a_file_as_one_chain(
+        tmp_path: Path, schema: str) -> None:
+    """PostgreSQL → SQLite, the server's rows chained per task: the import checks them as
+    written, chains them again as one chain (SQLite has one writer), and the file is
+    sound, its head witnessed, and writable: doctor is all ok after another claim."""
+    from hivelite.store import SqliteStore
+    from hivelite.store.doctor import diagnose_file
+
+    with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
+        busy_store(hive)
+        lines = list(export_lines(hive.store.tables()))  # type: ignore[attr-defined]
+    assert any('"tasks_chained_from", "value": "1"' in line for line in lines)
+    back = SqliteStore(tmp_path / "back.db")
+    try:
+        assert import_lines(back.tables(), lines) == len(lines) - 1
+    finally:
+        back.close()
+    found = diagnose_file(tmp_path / "back.db")
+    assert all(f.ok for f in found), [f for f in found if not f.ok]
+    with Hive.open(tmp_path / "back.db", clock=ManualClock(START)) as hive:
+        hive.claim(REVIEWER, own_task(hive, assignee=REVIEWER.name))
+    found = diagnose_file(tmp_path / "back.db")
+    assert all(f.ok for f in found), [f for f in found if not f.ok]
+
+
 def test_an_import_needs_an_empty_store_and_leaves_a_full_one_alone(schema: str) -> None:
     with Hive.open(pg.store_url(schema), owner="ana", clock=ManualClock(START)) as hive:
         own_task(hive)
