@@ -285,6 +285,9 @@ LOCKED = f"SELECT {', '.join(TASK_COLUMNS)}, chain FROM tasks"
 (the hash of its newest journal row), which the row lock keeps as read until the commit.
 A row taken after a wait is the newest, head included: the head must be a column of the
 row, never a subquery (which would read the statement's older snapshot)."""
+OVERDUE_HELD = OVERDUE.replace(SELECT_TASK, LOCKED) + " FOR UPDATE SKIP LOCKED"
+"""The sweep's take of the overdue leases: each row with its head, none another write
+holds (:meth:`PostgresTx.lock_overdue`)."""
 SEAL_EVERY = 256
 """A write whose rows reach a multiple of this many journal rows seals the journal after
 its commit (:meth:`PostgresStore.seal`)."""
@@ -452,14 +455,15 @@ class PostgresTx(ViewRows):
         self.linked += 1
         return after
 
-    def _head(self, task: int | None) -> str:
+    def _head(self, task: int | None, *, alone: bool = True) -> str:
         """The head of ``task``'s chain as this write holds it: from the task's row taken
         ``FOR UPDATE`` (taken now when it was not: a task's rows are added only by the
         write that holds its row), or for the rows about no task, read under the store's
-        lock held alone (every write that adds one holds it)."""
+        lock held alone (every write that adds one holds it; a seal, ``alone`` False,
+        holds the seals' lock instead, which store-wide writes' lock keeps out)."""
         head = self.heads.get(task)
         if head is None:
-            if task is None:
+            if task is None and alone:
                 self._store_wide()
                 head = self._value("SELECT hash FROM journal WHERE task IS NULL"
                                    " ORDER BY seq DESC LIMIT 1")
@@ -792,8 +796,7 @@ class PostgresTx(ViewRows):
         if ahead is not None and (not ahead or ahead[0][0] is None  # none runs out by
                                   or str(ahead[0][0]) > at):  # ``at`` (RFC 3339 text,
             return []  # compared byte by byte, as COLLATE "C" does)
-        held = [self._held(r) for r in self._all(OVERDUE.replace(SELECT_TASK, LOCKED)
-                                                 + " FOR UPDATE SKIP LOCKED", (at,))]
+        held = [self._held(r) for r in self._all(OVERDUE_HELD, (at,))]
         return [r for r in held if r is not None]  # (a lease another write holds: its own
         # sweep, or the next write's, expires it)
 
@@ -957,20 +960,19 @@ class PostgresTx(ViewRows):
                           " WHERE seq = %s", (seq,))
         if found is None or found[0] is None:
             return
-        head = self._value("SELECT hash FROM journal WHERE task IS NULL"
-                           " ORDER BY seq DESC LIMIT 1")
-        self.heads[None] = str(head) if head is not None else (self.meta("store_id") or "")
-        text = dump({"seq": seq, "link": str(found[0])})
-        at = str(found[1])
-        chain = self._link(None, at, "guard", None, None, None, SEAL, text)
-        self.conn.execute(
-            "INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail, hash)"
-            " VALUES (NULL, %s, 'guard', NULL, NULL, %s, %s, %s)", (at, SEAL, text, chain))
+        self._head(None, alone=False)
+        self._event(None, str(found[1]), "guard", None, SEAL, {"seq": seq,
+                                                               "link": str(found[0])})
 
     def record_event(self, number: int | None, *, at: str, actor: str, state: str | None,
                      reason: str, detail: dict[str, Any] | None = None) -> None:
         if number is None:  # a store-wide event
             self._store_wide()
+        self._event(number, at, actor, state, reason, detail)
+
+    def _event(self, number: int | None, at: str, actor: str, state: str | None,
+               reason: str, detail: dict[str, Any] | None) -> None:
+        """Journal an event about a task (or about none), linked to its chain."""
         text = dump(detail)
         chain = self._link(number, at, actor, state, state, None, reason, text)
         self.conn.execute(
