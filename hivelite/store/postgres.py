@@ -463,8 +463,9 @@ class PostgresTx(ViewRows):
         holds the seals' lock instead, which store-wide writes' lock keeps out)."""
         head = self.heads.get(task)
         if head is None:
-            if task is None and alone:
-                self._store_wide()
+            if task is None:
+                if alone:
+                    self._store_wide()
                 head = self._value("SELECT hash FROM journal WHERE task IS NULL"
                                    " ORDER BY seq DESC LIMIT 1")
             else:
