@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         StoreReadonly,
     )
     from .core.models import (
+        Awaited,
         Checkpoint,
         ClaimReceipt,
         DamagedRow,
@@ -78,6 +79,7 @@ _EXPORTS: dict[str, str] = {
     "History": "hivelite.core.models",
     "JournalEntry": "hivelite.core.models",
     "WorkReport": "hivelite.verbs.work",
+    "Awaited": "hivelite.core.models",
     "NextClaim": "hivelite.core.models",
     "Packet": "hivelite.core.models",
     "Page": "hivelite.core.models",
@@ -99,6 +101,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "MOVES",
     "TERMINAL",
+    "Awaited",
     "Caller",
     "Checkpoint",
     "ClaimReceipt",

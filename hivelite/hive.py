@@ -18,6 +18,7 @@ from .store import SqliteStore, Store
 from .store.engines import open_url
 from .store.sqlite import Synchronous
 from .store.urls import is_url
+from .verbs import awaiting as _awaiting
 from .verbs import budgets as _budgets
 from .verbs import claims as _claims
 from .verbs import controls as _controls
@@ -29,6 +30,7 @@ from .verbs import questions as _questions
 from .verbs import results as _results
 from .verbs import signers as _signers
 from .verbs import tokens as _tokens
+from .verbs import watches as _watches
 from .verbs.base import HiveBase
 from .verbs.plugins import call_each, get_plugin_manager
 from .verbs.settings import load_settings
@@ -88,6 +90,7 @@ class Hive(HiveBase):
     update = _claims.update
     pause = _claims.pause
     answer = _questions.answer
+    await_task = _awaiting.await_task
     # results, verdicts, the owner's sign-off
     submit = _results.submit
     verify = _results.verify
@@ -118,6 +121,10 @@ class Hive(HiveBase):
     tokens = _tokens.tokens
     revoke_token = _tokens.revoke_token
     authenticate = _tokens.authenticate
+    # durable waits (the MCP face's tasks)
+    watch = _watches.watch
+    watched = _watches.watched
+    settle_watch = _watches.settle_watch
 
     def work(self, caller: Caller, body: Body, *, minutes: int = 10,
              project: str | None = None, label: str | None = None, limit: int | None = None,

@@ -158,7 +158,7 @@ RAW_SQLITE = frozenset({"hive_raw", "raw", "db_path"})
 
 OVER_HTTP = frozenset({"test_claims", "test_retries", "test_results", "test_handoff",
                        "test_independence", "test_defaults", "test_questions", "test_scope",
-                       "test_seed_rows"})
+                       "test_seed_rows", "test_awaiting"})
 """The contract modules that also run over HTTP: what crosses the transport (leases and
 their fences, idempotent retries, results' receipts and refusals, the handoff's body,
 instances as tokens carry them). The rest run on SQLite and PostgreSQL, and the parity

@@ -261,6 +261,7 @@ def test_the_mcp_tool_waits_at_most_the_served_wait(
     import anyio
     from mcp import Client as McpClient
 
+    from hivelite.faces.server.mcp_calls import Acting
     from hivelite.faces.server.mcp_tools import build_mcp
 
     monkeypatch.setattr("hivelite.verbs.claims.SERVED_WAIT", 0.3)
@@ -271,7 +272,7 @@ def test_the_mcp_tool_waits_at_most_the_served_wait(
     monkeypatch.setattr(hive.store, "wait_for_work", spy)
 
     async def flow() -> tuple[str, str]:
-        async with McpClient(build_mcp(lambda: (hive, coder.caller))) as client:
+        async with McpClient(build_mcp(lambda: Acting(hive, coder.caller, None))) as client:
             empty = await client.call_tool("next_task", {"wait": MAX_WAIT})
             bad = await client.call_tool("next_task", {"wait": MAX_WAIT + 1})
             assert empty.is_error and bad.is_error

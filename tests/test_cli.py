@@ -238,6 +238,12 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
             (None, "requested", "ana"), ("requested", "routed", "gate")]
     else:
         assert "requested -> routed" in journal.out
+    awaited = ok("await", "1", "--until", "outcome", t=1)
+    if as_json:
+        assert (awaited.doc()["settled"], awaited.doc()["status"]) == (
+            False, "routed to ana/coder, not claimed yet")
+    else:
+        assert awaited.out.startswith("task 1 (") and "not settled yet" in awaited.out
 
     # Claim, renew, checkpoint, update, pause, resume, release.
     lease_id, token, expires = lease("claim", "1", *CODER, "--session", "s1", t=2)
@@ -510,6 +516,7 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
     "deny": ("1",),
     "cancel": ("1",),
     "history": ("1",),
+    "await": ("1",),
     "doctor": (),
     "backup": ("elsewhere.db",),
     "export": (),

@@ -17,6 +17,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from hivelite import Hive, ManualClock
+from hivelite.faces.server.mcp_calls import Acting
 from hivelite.faces.server.mcp_tools import TOOLS, build_mcp
 
 from .conftest import CODER, OWNER, START, own_task
@@ -45,7 +46,7 @@ def test_the_tools_in_memory_act_as_the_tokens_agent(tmp_path: Path) -> None:
     n = own_task(hive)
 
     async def flow() -> None:
-        async with Client(build_mcp(lambda: (hive, coder.caller))) as client:
+        async with Client(build_mcp(lambda: Acting(hive, coder.caller, None))) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert set(tools) == set(TOOLS["agent"])
             schema = tools["claim"].input_schema["properties"]["minutes"]
@@ -70,7 +71,7 @@ def test_the_tools_in_memory_act_as_the_tokens_agent(tmp_path: Path) -> None:
                 await client.call_tool("verify", {"number": n}))
             mine = answer(await client.call_tool("list_tasks", {"mine": True}))
             assert [t["number"] for t in mine["items"]] == [n]
-        async with Client(build_mcp(lambda: (hive, reviewer.caller))) as client:
+        async with Client(build_mcp(lambda: Acting(hive, reviewer.caller, None))) as client:
             assert answer(await client.call_tool("verify", {"number": n}))["state"] == (
                 "completed")
             moves = [e["move"] for e in answer(await client.call_tool(
@@ -203,7 +204,7 @@ def test_the_stdio_keeper_renews_its_agents_leases_and_never_crosses_a_token(
     keeper = LeaseKeeper(hive, coder.caller)
 
     async def flow() -> None:
-        async with Client(build_mcp(lambda: (hive, coder.caller),
+        async with Client(build_mcp(lambda: Acting(hive, coder.caller, None),
                                     on_answer=keeper.track)) as client:
             answer(await client.call_tool("claim", {"number": first}))
             answer(await client.call_tool("claim", {"number": second, "minutes": 6}))
@@ -243,7 +244,7 @@ def test_an_agent_finishes_the_flows_with_the_tools_alone(tmp_path: Path) -> Non
     n = own_task(hive)
 
     async def work() -> int:
-        async with Client(build_mcp(lambda: (hive, coder.caller))) as client:
+        async with Client(build_mcp(lambda: Acting(hive, coder.caller, None))) as client:
             claimed = answer(await client.call_tool("next_task", {}))
             assert not list(seed.iter_errors(claimed["task"]["task"]))
             fence = {"number": n, "lease_id": claimed["lease_id"],
@@ -252,7 +253,7 @@ def test_an_agent_finishes_the_flows_with_the_tools_alone(tmp_path: Path) -> Non
             paused = answer(await client.call_tool("pause", {
                 **fence, "on": "human", "reason": "which database should it use?"}))
             assert paused["state"] == "waiting"
-            async with Client(build_mcp(lambda: (hive, owner), "owner")) as ana:
+            async with Client(build_mcp(lambda: Acting(hive, owner, None), "owner")) as ana:
                 asked = answer(await ana.call_tool("list_tasks", {"state": ["waiting"]}))
                 assert asked["items"][0]["question"] == {
                     "text": "which database should it use?", "on": "human", "answers": 0}
@@ -277,7 +278,7 @@ def test_an_agent_finishes_the_flows_with_the_tools_alone(tmp_path: Path) -> Non
             return int(follow["number"])
 
     async def review(follow: int) -> None:
-        async with Client(build_mcp(lambda: (hive, reviewer.caller))) as client:
+        async with Client(build_mcp(lambda: Acting(hive, reviewer.caller, None))) as client:
             waiting = answer(await client.call_tool("list_tasks", {"state": ["approval"]}))
             assert [t["number"] for t in waiting["items"]] == [n]
             full = answer(await client.call_tool("list_tasks", {"compact": False}))
@@ -303,7 +304,7 @@ def test_an_enrolments_refusals_reach_the_agent_over_mcp(tmp_path: Path) -> None
     elsewhere = own_task(hive)
 
     async def flow() -> None:
-        async with Client(build_mcp(lambda: (hive, coder.caller))) as client:
+        async with Client(build_mcp(lambda: Acting(hive, coder.caller, None))) as client:
             role = refusal(await client.call_tool("claim", {"number": needs_role}))
             assert "forbidden_right/not_permitted:" in role and "reviewer" in role
             hive.enrol(OWNER, "ana/coder", projects=["shop"])
@@ -337,7 +338,7 @@ def test_an_agent_over_mcp_cannot_set_verified_but_a_receipt_can(tmp_path: Path)
     output = "14 passed"
 
     async def flow() -> None:
-        async with Client(build_mcp(lambda: (hive, coder.caller))) as client:
+        async with Client(build_mcp(lambda: Acting(hive, coder.caller, None))) as client:
             got = answer(await client.call_tool("claim", {"number": n}))
             fence = {"number": n, "lease_id": got["lease_id"], "token": got["fencing_token"]}
             forged = refusal(await client.call_tool("submit_result", {

@@ -32,6 +32,7 @@ from hivelite.core.models import Receipt
 from hivelite.core.protocol import Mode, Right, Who
 from hivelite.faces.cli.verbs import BESPOKE
 from hivelite.faces.client import Client
+from hivelite.faces.server.mcp_calls import Acting
 from hivelite.faces.server.mcp_tools import TOOLS, build_mcp, offers
 from hivelite.faces.server.openapi import openapi_document
 from hivelite.verbs.inputs import Nothing
@@ -113,8 +114,9 @@ def test_every_input_is_described_with_an_example(verb: Verb) -> None:
     assert verb.summary and verb.description and verb.refusals
 
 
-MCP_EXTRA = {"list": {"compact"}}
-"""What the MCP face adds to an input: a compact listing for a model's context."""
+MCP_EXTRA = {"list": {"compact"}, **{v.name: {"wait"} for v in VERBS if v.tasked}}
+"""What the MCP face adds to an input: a compact listing for a model's context, and a wait
+for each tasked verb (the handoff's is the face's own; the others' are their inputs')."""
 
 
 @pytest.mark.slow
@@ -253,9 +255,14 @@ def who_for(verb: Verb) -> tuple[str, Caller]:
     return ("owner", OWNER) if verb.right is Right.owner else ("coder", CODER)
 
 
+REFUSING = {"await": {"until": "verdict"}}
+"""What a read that answers on a cancelled task is asked for, to be refused there: a
+verdict on a task with no result."""
+
+
 def refusal_on_file(faces: Faces, verb: Verb) -> tuple[str, str, int | None]:
     _, caller = who_for(verb)
-    given = verb.input.model_validate(example(verb))
+    given = verb.input.model_validate({**example(verb), **REFUSING.get(verb.name, {})})
     with pytest.raises(HiveliteError) as raised:
         verb.call(faces.hive, caller, faces.n, given)
     error = raised.value
@@ -369,7 +376,7 @@ def test_adding_a_verb_is_its_row_and_its_run(tmp_path: Any) -> None:
     coder = hive.authenticate(reader.token).caller
 
     async def flow() -> None:
-        async with McpClient(build_mcp(lambda: (hive, coder), verbs=verbs)) as mcp:
+        async with McpClient(build_mcp(lambda: Acting(hive, coder, None), verbs=verbs)) as mcp:
             assert "touch" in {t.name for t in (await mcp.list_tools()).tools}
             result = await mcp.call_tool("touch", {"number": n})
             assert json.loads(result.content[0].text)["number"] == n
@@ -403,7 +410,7 @@ def cli_args(verb: Verb, ref: int | None) -> list[str]:
     from hivelite.faces.cli.verbs import option_name
 
     args = [verb.cli] + ([str(ref)] if verb.on_task and ref is not None else [])
-    for name, value in example(verb).items():
+    for name, value in {**example(verb), **REFUSING.get(verb.name, {})}.items():
         for one in value if isinstance(value, list) else [value]:
             args += [option_name(name), str(one)]
     return args

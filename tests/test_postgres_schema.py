@@ -24,6 +24,7 @@ RELEASED = {
     14: "718e91badbf5360d27ebbffb8d1e3fa1e1524ce9a54fadbaa81a5be86fa86cf8",
     15: "8c548763bed4451420f60cb5c241935cb0e071449ac7ac635ebefe90af7772ec",
     16: "833335bcb8ae9a014914798cf10258d29b8c4dd87c90172b9fd210f6efbd6152",
+    17: "7eba69ca3cd9c2ac176d706d5f6ee0027674ed352a93cbce113f2ab63366c77d",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 

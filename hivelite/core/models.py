@@ -684,6 +684,38 @@ class DamagedRow(_Model):
     """What failed when reading it."""
 
 
+Until = Literal["outcome", "verdict"]
+"""What ``await`` waits for: the task's outcome (it closes: completed, rejected or
+cancelled), or the verdict on its submitted result (accepted, or sent back)."""
+
+
+Outcome = Literal["completed", "rejected", "cancelled", "sent_back"]
+"""How an awaited task settled: closed as completed, rejected or cancelled, or (a verdict)
+its result sent back to its assignee (declined, rejected, or failing its checks)."""
+
+
+class Awaited(_Model):
+    """What ``await`` answers: where a task stands against what its caller waits for."""
+
+    number: int
+    until: Until
+    since: int | None = None
+    """The journal seq of the submission whose verdict is awaited (``verdict``)."""
+    settled: bool
+    """What was awaited has happened: the task closed, or the result was judged."""
+    outcome: Outcome | None = None
+    """How it settled (None until it has)."""
+    reason: str | None = None
+    """The reason the settling move gave, when it gave one."""
+    status: str
+    """Where it stands, in one line for people and models ("claimed by ana/coder on
+    laptop", "1 of 2 confirmations", "held for the owner")."""
+    decision: Literal["approve", "sign_off"] | None = None
+    """A decision the caller, the owner, can make now to move it on: ``approve`` (or deny)
+    a held handoff, ``sign_off`` (or decline) a result."""
+    view: TaskView
+
+
 class Page(_Model):
     """One page of a listing; pass ``next_cursor`` back to get the next."""
 

@@ -37,6 +37,7 @@ from ..core.errors import (
     UnexpectedError,
 )
 from ..core.models import (
+    Awaited,
     ClaimReceipt,
     Control,
     Evidence,
@@ -241,7 +242,9 @@ class Client:
             query = {k: ",".join(v) if isinstance(v, list) else _query(v)
                      for k, v in given.items() if v is not None and v is not False
                      and v != []}
-            document = self._call("GET", path, query=query or None, session=session)
+            waits = given.get("wait") if verb.waits else 0
+            document = self._call("GET", path, query=query or None, session=session,
+                                  waits=float(waits or 0))
         else:
             waits = given.get("wait") if verb.waits else 0
             document = self._call(verb.http.method, path, given, request_id=request_id,
@@ -281,6 +284,15 @@ class Client:
         """The live claim again, for its holder alone: the token's agent on its instance."""
         lease: ClaimReceipt = self.call("lease", caller, ref)
         return lease
+
+    def await_task(self, caller: Caller | None, ref: str | int, *, until: str = "outcome",
+                   since: int | None = None, wait: float = 0) -> Awaited:
+        """Where a task stands against what the caller waits for (its outcome, or the
+        verdict on its result), waiting up to ``wait`` seconds (the server grants at most
+        ``SERVED_WAIT`` a call) for it to settle."""
+        awaited: Awaited = self.call("await", caller, ref, until=until, since=since,
+                                     wait=wait)
+        return awaited
 
     # -- writing -----------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from .rows import (
     TokenRow,
     UpdateRow,
     ViewRow,
+    WatchRow,
 )
 from .schema import move_rows, protocol_triggers, target_sql
 from .sqlite import SqliteStore
@@ -56,6 +57,7 @@ __all__ = [
     "TokenRow",
     "UpdateRow",
     "ViewRow",
+    "WatchRow",
     "Writer",
     "move_rows",
     "protocol_triggers",

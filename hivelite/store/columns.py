@@ -83,7 +83,12 @@ DECISIONS = frozenset({13, 16, 17})
 """The moves that decide on a result: passed by a threshold of 0, completed by a sign-off
 or the confirmations, declined by a person or a verifier's reject."""
 ENROLMENT = "agent, projects, roles, rights, active, seq, at, by"
+PRUNE_BATCH = 64
+"""Expired rows a write drops at most (request records, watches): they leave over the next
+writes that keep one, never in one long write."""
 TOKEN = "id, agent, instance, rights, hash, created_at, expires_at, revoked_at, by"
+WATCH = ("id, caller, token, verb, number, asked, answer, created_at, updated_at, expires_at,"
+         " poll_ms, cancelled_at")
 VIEW_OF = (
     "{columns}, p.body, r.body, c.body, r.worker, r.instance, r.session,"
     " r.outcome, r.version, r.threshold, r.merge_commit, r.merged_by, {creator}, r.draft,"

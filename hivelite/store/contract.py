@@ -46,6 +46,7 @@ from .rows import (
     TaskRow,
     TokenRow,
     ViewRow,
+    WatchRow,
 )
 
 STORE_WIDE: ContextVar[bool] = ContextVar("hivelite_store_wide", default=False)
@@ -171,6 +172,9 @@ class Reader(Protocol):
     def tokens(self) -> list[TokenRow]:
         """Every token, oldest first (revoked ones too)."""
         ...
+    def watch(self, watch_id: str) -> WatchRow | None:
+        """A watch by its id, expired or not (the caller decides what expiry means)."""
+        ...
 
 
 class Writer(Reader, Protocol):
@@ -275,6 +279,14 @@ class Writer(Reader, Protocol):
         ...
     def add_token(self, row: TokenRow) -> None: ...
     def revoke_token(self, token_id: str, at: str) -> None: ...
+    def add_watch(self, row: WatchRow, *, prune_before: str) -> None:
+        """Keep a new watch, deleting first a batch of those expired before
+        ``prune_before``."""
+        ...
+    def settle_watch(self, watch_id: str, *, at: str, answer: str | None = None,
+                     cancelled: bool = False) -> None:
+        """Keep a watch's answer, or mark it cancelled, at ``at``."""
+        ...
 
 
 class Store(Protocol):

@@ -1075,7 +1075,28 @@ def target_sql() -> str:
     The moves are inserted before the triggers exist (the ``moves`` table refuses every
     change once they do)."""
     return (TABLES + HELPERS + TASK_BOARD + insert_moves_sql() + IDENTITY
-            + trigger_sql(rules()))
+            + trigger_sql(rules()) + WATCHES)
+
+
+WATCHES = """
+CREATE TABLE watches(
+    id text PRIMARY KEY CHECK (length(id) >= 26),
+    caller text NOT NULL,
+    token text,
+    verb text NOT NULL,
+    number bigint,
+    asked text NOT NULL,
+    answer text,
+    created_at text NOT NULL,
+    updated_at text NOT NULL,
+    expires_at text NOT NULL,
+    poll_ms bigint NOT NULL CHECK (poll_ms > 0),
+    cancelled_at text
+);
+CREATE INDEX watches_by_expiry ON watches((expires_at COLLATE "C"));
+"""
+"""Watches (migration 17), as SQLite's ``schema.WATCHES``: the MCP face's durable tasks.
+Their expiry is compared in the "C" collation, as every time the store compares."""
 
 
 IDENTITY = ("INSERT INTO meta(key, value)"

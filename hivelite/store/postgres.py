@@ -55,12 +55,14 @@ from .columns import (
     DECISIONS,
     ENROLMENT,
     JOURNAL,
+    PRUNE_BATCH,
     QUESTION,
     SELECT_TASK,
     SUBMITTED,
     TASK_COLUMNS,
     TOKEN,
     VIEW,
+    WATCH,
     ViewRows,
     dump,
     journal_row,
@@ -101,6 +103,7 @@ from .rows import (
     TokenRow,
     UpdateRow,
     ViewRow,
+    WatchRow,
     task_key,
 )
 from .urls import is_url, shown
@@ -779,6 +782,10 @@ class PostgresTx(ViewRows):
         return [TokenRow(*r) for r in self._all(
             f"SELECT {TOKEN} FROM tokens ORDER BY created_at, id COLLATE \"C\"")]
 
+    def watch(self, watch_id: str) -> WatchRow | None:
+        row = self._one(f"SELECT {WATCH} FROM watches WHERE id = %s", (watch_id,))
+        return WatchRow(*row) if row else None
+
     # -- writing: the rows a write changes are taken first ---------------------
 
     def lock_task(self, ref: str | int) -> TaskRow | None:
@@ -1062,6 +1069,24 @@ class PostgresTx(ViewRows):
     def revoke_token(self, token_id: str, at: str) -> None:
         self._store_wide()
         self.conn.execute("UPDATE tokens SET revoked_at = %s WHERE id = %s", (at, token_id))
+
+    def add_watch(self, row: WatchRow, *, prune_before: str) -> None:
+        self.conn.execute(  # a batch of the expired, oldest first, from the expiry index
+            "DELETE FROM watches WHERE id IN (SELECT id FROM watches"
+            ' WHERE expires_at COLLATE "C" < %s ORDER BY expires_at COLLATE "C" LIMIT %s)',
+            (prune_before, PRUNE_BATCH))
+        self.conn.execute(
+            f"INSERT INTO watches({WATCH})"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (row.id, row.caller, row.token, row.verb, row.number, row.asked, row.answer,
+             row.created_at, row.updated_at, row.expires_at, row.poll_ms, row.cancelled_at))
+
+    def settle_watch(self, watch_id: str, *, at: str, answer: str | None = None,
+                     cancelled: bool = False) -> None:
+        self.conn.execute(
+            "UPDATE watches SET answer = coalesce(%s, answer), updated_at = %s,"
+            " cancelled_at = CASE WHEN %s AND cancelled_at IS NULL THEN %s"
+            " ELSE cancelled_at END WHERE id = %s", (answer, at, cancelled, at, watch_id))
 
 
 class PostgresStore:

@@ -322,6 +322,34 @@ class TokenRow:
     by: str
 
 
+@record(frozen=True)
+class WatchRow:
+    """A caller's durable wait (the MCP face's task): what it asked and, once the queue
+    answered, the answer; where it stands is read from its task when asked."""
+
+    id: str
+    """Random (at least 128 bits), never a task number: it is the MCP ``taskId``."""
+    caller: str
+    """Who made it: the owner's slug or the agent's name."""
+    token: str | None
+    """The id of the token that proved the caller (None: a caller no token proved, the
+    local MCP server's); every later ask must come with the same."""
+    verb: str
+    """What it waits on: ``handoff`` (the task's outcome), ``await`` (an outcome or a
+    verdict) or ``next`` (the caller's queue)."""
+    number: int | None
+    """The task it follows (None: ``next``, until it claims one)."""
+    asked: str
+    """What was asked, as JSON (the awaited outcome, the submission, the queue's filter)."""
+    answer: str | None
+    """The answer kept once there is one to keep (``next``'s claim), as JSON."""
+    created_at: str
+    updated_at: str
+    expires_at: str
+    poll_ms: int
+    cancelled_at: str | None
+
+
 def task_key(ref: str | int) -> tuple[str | None, str | int]:
     """How to find a task: by ``number`` (an int, or ASCII digits) or by ``id``;
     (None, ref) when no task can have it (0, or a number beyond 64-bit integers)."""

@@ -713,7 +713,7 @@ def target_sql() -> str:
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
             + REQUESTS + authority_sql() + TOKENS + TASK_BOARD + decisions_sql()
-            + scope_sql() + draft_sql() + lean_sql() + KEPT_BY_DAY)
+            + scope_sql() + draft_sql() + lean_sql() + KEPT_BY_DAY + WATCHES)
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
@@ -1272,3 +1272,29 @@ keyed by caller and id beside an index by age. A record then costs one leaf, and
 records a day old leave from the front of the tree, a batch at a time (a lookup asks
 for the day before and the day itself, so a record answers for its whole ``KEEP``). The
 records kept so far move across unchanged."""
+
+
+WATCHES = """
+CREATE TABLE watches(
+    id TEXT PRIMARY KEY CHECK (length(id) >= 26),
+    caller TEXT NOT NULL,
+    token TEXT,
+    verb TEXT NOT NULL,
+    number INTEGER,
+    asked TEXT NOT NULL,
+    answer TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    poll_ms INTEGER NOT NULL CHECK (poll_ms > 0),
+    cancelled_at TEXT
+) WITHOUT ROWID;
+CREATE INDEX watches_by_expiry ON watches(expires_at);
+"""
+"""Watches (migration 17): a caller's durable wait on a task's outcome, on its result's
+verdict, or on its own queue, which the MCP face serves as an MCP task. Its id is the
+task's ``taskId`` (random, never a task number), bound to the caller and the token that
+made it; what it waits for is read from the task each time it is asked, so a watch keeps
+only what was asked and, for the queue, the claim that answered it. It is face state,
+not the protocol's: no trigger guards it, an export leaves it out, and it is deleted once
+it expires."""

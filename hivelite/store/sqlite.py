@@ -41,12 +41,14 @@ from .columns import (
     DECISIONS,
     ENROLMENT,
     JOURNAL,
+    PRUNE_BATCH,
     QUESTION_OF,
     SELECT_TASK,
     SUBMITTED_OF,
     TASK_COLUMNS,
     TOKEN,
     VIEW_OF,
+    WATCH,
     ViewRows,
     dump,
     journal_row,
@@ -86,6 +88,7 @@ from .rows import (
     TokenRow,
     UpdateRow,
     ViewRow,
+    WatchRow,
     task_key,
 )
 from .schema import RANK, READY, instance_key
@@ -100,9 +103,6 @@ POLL_FIRST, POLL_MOST = 0.05, 1.0
 """How long a worker waiting for work sleeps before it looks again: first, and at most
 (seconds; :meth:`SqliteStore.wait_for_work`)."""
 MAX_ROWID = (1 << 63) - 1
-PRUNE_BATCH = 64
-"""Expired request records a write drops at most: a day's records leave over the next
-writes that keep one, never in one long write."""
 EPOCH_DAY = date(1970, 1, 1).toordinal()
 
 
@@ -678,6 +678,11 @@ class SqliteTx(ViewRows):
         return [TokenRow(*r) for r in self.conn.execute(
             f"SELECT {TOKEN} FROM tokens ORDER BY created_at, id")]
 
+    def watch(self, watch_id: str) -> WatchRow | None:
+        row = self.conn.execute(f"SELECT {WATCH} FROM watches WHERE id = ?",
+                                (watch_id,)).fetchone()
+        return WatchRow(*row) if row else None
+
     # -- writing (BEGIN IMMEDIATE holds the file: a row lock is a plain read) -------
 
     def lock_task(self, ref: str | int) -> TaskRow | None:
@@ -933,6 +938,23 @@ class SqliteTx(ViewRows):
 
     def revoke_token(self, token_id: str, at: str) -> None:
         self.conn.execute("UPDATE tokens SET revoked_at = ? WHERE id = ?", (at, token_id))
+
+    def add_watch(self, row: WatchRow, *, prune_before: str) -> None:
+        self.conn.execute(  # a batch of the expired, oldest first, from the expiry index
+            "DELETE FROM watches WHERE id IN (SELECT id FROM watches"
+            " WHERE expires_at < ? ORDER BY expires_at LIMIT ?)",
+            (prune_before, PRUNE_BATCH))
+        self.conn.execute(
+            f"INSERT INTO watches({WATCH}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row.id, row.caller, row.token, row.verb, row.number, row.asked, row.answer,
+             row.created_at, row.updated_at, row.expires_at, row.poll_ms, row.cancelled_at))
+
+    def settle_watch(self, watch_id: str, *, at: str, answer: str | None = None,
+                     cancelled: bool = False) -> None:
+        self.conn.execute(
+            "UPDATE watches SET answer = coalesce(?, answer), updated_at = ?,"
+            " cancelled_at = CASE WHEN ? AND cancelled_at IS NULL THEN ?"
+            " ELSE cancelled_at END WHERE id = ?", (answer, at, cancelled, at, watch_id))
 
 
 

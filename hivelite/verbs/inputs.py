@@ -184,6 +184,26 @@ class NextInput(ClaimInput):
         " ask again).", 30)] = 0
 
 
+Wait = Annotated[Any, schema(
+    {"type": "number", "minimum": 0, "maximum": MAX_WAIT},
+    f"Seconds to wait for it (0: answer at once). At most {MAX_WAIT}; over HTTP and MCP at"
+    f" most {SERVED_WAIT} a call (a longer wait is cut to it: ask again).", 30)]
+
+
+class AwaitInput(Input):
+    """What to wait for on a task, and how long."""
+
+    until: Annotated[Any, schema(
+        {"type": "string", "enum": ["outcome", "verdict"]},
+        "outcome: until the task closes (completed, rejected or cancelled); verdict: until"
+        " its submitted result is accepted or sent back.", "verdict")] = "outcome"
+    since: Annotated[Any, schema(
+        _maybe({"type": "integer", "minimum": 1}),
+        "For a verdict: the journal seq of the submission awaited (an earlier answer's"
+        " since); default: the task's latest submission.", 12)] = None
+    wait: Wait = 0
+
+
 class Fenced(Input):
     """Every write under a claim carries its lease id and fencing token."""
 

@@ -88,6 +88,10 @@ class Verb:
     waits: bool = False
     """It may wait for work (its input's ``wait``, in seconds): a server cuts that wait to
     ``SERVED_WAIT`` and waits off its writer thread, so no write queues behind it."""
+    tasked: bool = False
+    """What it answers may take long (a handoff's outcome, an ``await``, a ``next`` on an
+    empty queue): asked to wait, a face that can answers it with a durable task that
+    follows it (MCP's Tasks extension; :mod:`hivelite.faces.server.mcp_tasks`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", self.method or self.name)
@@ -199,6 +203,18 @@ VERBS: tuple[Verb, ...] = (
          ("invalid_state/no_claim", "forbidden_right/not_permitted", "not_found/no_such_task"),
          idempotent=False, http=Http("GET", "/{number}/claim", "lease"), tool="my_lease",
          words="see the lease of"),
+    Verb("await", "Wait for a task's outcome, or for the verdict on its result.",
+         "Follow a task you handed off or a result awaiting its verdict, instead of polling"
+         " show: until='outcome' waits until it closes (completed, rejected or cancelled),"
+         " until='verdict' until its submitted result is accepted or sent back. The answer"
+         " says whether it settled, how, where it stands (status) and, for the owner, the"
+         " decision that would move it on (approve or sign_off); ask again to wait longer.",
+         (Who.owner, Who.agent), READ, Mode.read, "AwaitInput", "Awaited",
+         ("not_found/no_such_task", "invalid_state/not_submitted", "invalid_input/invalid_until",
+          "invalid_input/invalid_since", "invalid_input/invalid_wait"),
+         method="await_task", idempotent=False,
+         http=Http("GET", "/{number}/await", "await_task"), tool="await_verdict", waits=True,
+         tasked=True),
     Verb("handoff", "Hand work off (propose a task); the owner's gate decides.",
          "File a task for an agent: requester (yourself, for an agent), assignee, project"
          " and the packet (task, deliverable_type, acceptance_criteria). The owner's gate"
@@ -207,7 +223,7 @@ VERBS: tuple[Verb, ...] = (
          ("forbidden_right/not_permitted", "forbidden_right/not_requester",
           "invalid_input/invalid_handoff", "invalid_input/duplicate_id"),
          on_task=False, run=_handoff, http=Http("POST", "", "propose", seed=True),
-         tool="handoff", words="hand off"),
+         tool="handoff", words="hand off", tasked=True),
     Verb("claim", "Claim a routed task under a lease with a fencing token.",
          "Take one routed task assigned to you. The answer carries lease_id and"
          " fencing_token: keep both, every later write on the task needs them, and renew"
@@ -228,7 +244,7 @@ VERBS: tuple[Verb, ...] = (
          ("not_found/queue_empty", "forbidden_right/held", "rate_limited/daily_budget",
           "invalid_input/invalid_skip", "invalid_input/invalid_wait"),
          on_task=False, method="claim_next", http=Http("POST", "/next", "next_task"),
-         tool="next_task", words="claim next", waits=True),
+         tool="next_task", words="claim next", waits=True, tasked=True),
     Verb("resume", "Claim a paused task again, with a new token.",
          "A task you paused waits in state waiting (on human or agent). Once the answer is"
          " in (history shows it), resume takes it back under a new lease: working again,"
@@ -383,7 +399,8 @@ BY_NAME: dict[str, Verb] = {verb.name: verb for verb in VERBS}
 FILE_VERBS: dict[str, tuple[Mode, Right | None]] = {
     "expire": (Mode.write, WORK), "budget": (Mode.authority, OWNER),
     "enrol": (Mode.authority, OWNER), "signer": (Mode.authority, OWNER),
-    "policy": (Mode.authority, OWNER), "token": (Mode.authority, OWNER)}
+    "policy": (Mode.authority, OWNER), "token": (Mode.authority, OWNER),
+    "watch": (Mode.write, READ)}
 """The verbs on the store itself, which stay on the file: how the write path admits each,
 and the right a token would need."""
 

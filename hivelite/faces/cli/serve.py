@@ -137,11 +137,14 @@ def mcp_stdio(ctx: Context, token: str, session: str | None) -> None:
     hive = Hive.open(ctx.db, plugins_dir=ctx.plugins_dir, clock=clock_from_env(),
                      create=False)
     try:
-        caller = hive.authenticate(token, session=session).caller
+        auth = hive.authenticate(token, session=session)
+        caller = auth.caller
         from ..server.keeper import LeaseKeeper
+        from ..server.mcp_calls import Acting
 
         keeper = LeaseKeeper(hive, caller)  # its agent's leases, while it is connected
-        server = build_mcp(lambda: (hive, caller), caller.kind, on_answer=keeper.track)
+        acting = Acting(hive, caller, auth.token_id)
+        server = build_mcp(lambda: acting, caller.kind, on_answer=keeper.track)
         keeper.start()
         try:
             server.run()

@@ -19,6 +19,7 @@ import click
 from ...core.protocol import Mode, Who
 from ...verbs.table import BY_NAME, Verb
 from ..render import lease_text
+from ..terminal import clip, printable
 from .context import (
     AS_AGENT,
     AS_OWNER,
@@ -108,6 +109,8 @@ def input_options(verb: Verb, *, skip: Iterable[str] = ()
                 options["type"] = click.Choice(schema["enum"])
             elif kind == "integer":
                 options["type"] = int
+            elif kind == "number":
+                options["type"] = float
             default = None if field.is_required() else field.get_default()
             if kind not in ("array", "boolean") and default is not None:
                 options["default"] = default
@@ -188,9 +191,11 @@ EXPORT = click.option("--export", is_flag=True, help="Print the claim as shell a
 def show_answer(ctx: Context, face: Any, answer: Any, export: bool = False) -> None:
     """A person's view of a write's answer: a lease as its id, token and expiry; a receipt
     as the task as it now stands."""
-    from ...core.models import ClaimReceipt, Receipt
+    from ...core.models import Awaited, ClaimReceipt, Receipt
 
-    if isinstance(answer, ClaimReceipt):
+    if isinstance(answer, Awaited):
+        ctx.emit(answer, lambda: awaited_text(answer))
+    elif isinstance(answer, ClaimReceipt):
         if export and not ctx.as_json:
             click.echo(exports(answer))
             return
@@ -199,6 +204,24 @@ def show_answer(ctx: Context, face: Any, answer: Any, export: bool = False) -> N
         ctx.show(face, answer)
     else:  # pragma: no cover - every generated verb answers a receipt or a lease
         ctx.emit(answer, lambda: str(answer))
+
+
+def awaited_text(awaited: Any) -> str:
+    """An ``await``'s answer for a person: the task, where it stands, and how it settled
+    or what the owner could decide."""
+    title = clip(awaited.view.task.packet.task, 60)
+    lines = [f"task {awaited.number} ({title}): {awaited.status}"]
+    if awaited.settled:
+        waited = "its result's verdict" if awaited.until == "verdict" else "its outcome"
+        why = f" ({awaited.reason})" if awaited.reason else ""
+        lines.append(f"settled, {waited}: {awaited.outcome}{why}")
+    else:
+        lines.append("not settled yet: ask again (--wait SECONDS waits for it)")
+        if awaited.decision == "approve":
+            lines.append(f"yours to decide: hivelite approve {awaited.number}, or deny")
+        elif awaited.decision == "sign_off":
+            lines.append(f"yours to decide: hivelite sign-off {awaited.number}, or decline")
+    return "\n".join(printable(line) for line in lines)
 
 
 def verb_command(name: str, more: str = "") -> click.Command:

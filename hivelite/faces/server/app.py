@@ -30,7 +30,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as StarletteRoute
 
-from ...core.caller import Caller
 from ...core.errors import (
     ForbiddenRight,
     HiveliteError,
@@ -50,6 +49,7 @@ from ..terminal import printable
 from .board import Board
 from .bodies import read_body
 from .hosts import LOOPBACK
+from .mcp_calls import Acting
 from .mcp_tools import build_mcp
 from .openapi import openapi_document
 from .routes import Route, query_input, routes_of
@@ -180,7 +180,11 @@ def endpoint(route: Route, vaults: Vaults) -> Any:
                                        request.headers.get(REQUEST_ID_HEADER))
 
             def run() -> Any:
-                return act(allowed(), _input(request, route, body))
+                auth, given = allowed(), _input(request, route, body)
+                if route.verb.waits and route.verb.reads:  # waits in this worker thread,
+                    # which holds no write up: at most SERVED_WAIT a request
+                    given = given.model_copy(update={"wait": served_wait(given.wait)})
+                return act(auth, given)
 
             def wait_then_run() -> Any:
                 """A verb that may wait for work: each look on the writer thread, in
@@ -315,11 +319,12 @@ class AccessLog:
                         (time.monotonic() - started) * 1000)
 
 
-_MCP_CALLER: contextvars.ContextVar[tuple[Hive, Caller]] = contextvars.ContextVar("mcp_caller")
-"""The store and caller of the MCP request being served (set by :class:`TokenGate`)."""
+_MCP_CALLER: contextvars.ContextVar[Acting] = contextvars.ContextVar("mcp_caller")
+"""The store, caller and token of the MCP request being served (set by
+:class:`TokenGate`)."""
 
 
-def _mcp_identity() -> tuple[Hive, Caller]:
+def _mcp_identity() -> Acting:
     return _MCP_CALLER.get()
 
 
@@ -342,7 +347,7 @@ class TokenGate:
             await error_response(error)(scope, receive, send)
             return
         scope.setdefault("state", {})["who"] = auth.caller.name  # for the access log
-        token = _MCP_CALLER.set((self.vaults[vault_id], auth.caller))
+        token = _MCP_CALLER.set(Acting(self.vaults[vault_id], auth.caller, auth.token_id))
         try:
             await self.apps[auth.caller.kind](scope, receive, send)
         finally:

@@ -20,22 +20,22 @@ from typing import Any, Literal
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
-from pydantic import BaseModel, ValidationError
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp_types import SubscriptionsListenRequestParams
+from pydantic import ValidationError
 
 from ... import __version__
-from ...core.caller import Caller
 from ...core.errors import HiveliteError, InvalidInput
 from ...core.ids import number_of
 from ...core.models import Page
 from ...core.protocol import SERVED_WAIT, Who
-from ...hive import Hive
 from ...verbs.base import invalid
 from ...verbs.claims import served_wait
 from ...verbs.table import VERBS, Verb
 from ..terminal import clip
+from .mcp_calls import Acting, Where, plain, refusal_text
+from .mcp_tasks import TaskListen, TasksExtension, follow_plainly, waited
 
-Where = Callable[[], tuple[Hive, Caller]]
-"""Where a tool call runs: the store and the caller the token proved."""
 Kind = Literal["agent", "owner"]
 
 NUMBER = {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}],
@@ -82,25 +82,20 @@ def offers(verb: Verb, kind: Kind) -> bool:
     return any(w is not Who.owner for w in verb.who)
 
 
-def plain(value: Any) -> Any:
-    """An answer as JSON: every key kept (a task object validates against the seed)."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
-
-
 def _refusal(error: HiveliteError) -> ToolError:
-    number = error.extra.get("number")
-    where = f" (task {number})" if number is not None else ""
-    return ToolError(f"{error.code}/{error.reason}: {error.message}{where}")
+    return ToolError(refusal_text(error))
 
 
 COMPACT = {"type": "boolean", "default": True, "description": "One short row a task"
            " (number, title, state, who, priority, labels, the claim's holder and expiry,"
            " the question it waits on)"
            " instead of the whole task: false for every field.", "examples": [True]}
+FOLLOW = {"type": "number", "minimum": 0, "maximum": SERVED_WAIT, "default": 0,
+          "description": "Follow the task once handed off, until it closes: a client with"
+          " MCP's Tasks extension gets a task to poll; another waits up to this many"
+          f" seconds (at most {SERVED_WAIT}), then gets where it stands and a task_id to"
+          " keep waiting with wait_task.", "examples": [30]}
+"""A tasked verb's ``wait`` where its input has none (the handoff's): the MCP face's own."""
 LIST_PAGE = 20
 """A listing's page over MCP, unless asked for more: a model's context is the medium's
 budget."""
@@ -118,6 +113,8 @@ def _schema(verb: Verb) -> dict[str, Any]:
         schema["properties"] = {"number": NUMBER, **schema.get("properties", {})}
         schema["required"] = ["number", *schema.get("required", [])]
     schema.setdefault("properties", {})
+    if verb.tasked and "wait" not in schema["properties"]:
+        schema["properties"]["wait"] = FOLLOW
     if verb.name == "list":
         schema["properties"]["compact"] = COMPACT
         schema["properties"]["limit"] = {**schema["properties"]["limit"],
@@ -150,12 +147,25 @@ def compact(page: Page) -> dict[str, Any]:
 
 def _tool(verb: Verb, who: Where, on_answer: Callable[[object], None] | None) -> Tool:
     """One verb as a tool. Its arguments pass to the verb's input model as sent, so a bad
-    one is refused in the verb's own words, as on every face."""
+    one is refused in the verb's own words, as on every face. A tasked verb asked to wait
+    (but ``next``, whose wait is its own) follows what it started
+    (:func:`.mcp_tasks.follow_plainly`); a client with the Tasks extension never gets
+    here for it (the extension answers it with a task)."""
     fields = (["number"] if verb.on_task else []) + list(verb.input.model_fields)
+    if verb.tasked and "wait" not in fields:
+        fields.append("wait")
 
     def call(**arguments: Any) -> Any:
         given = {k: v for k, v in arguments.items() if v is not None}
-        hive, caller = who()
+        acting = who()
+        hive, caller = acting.hive, acting.caller
+        if verb.tasked and verb.name != "next" and given.get("wait"):
+            try:
+                return follow_plainly(acting, verb, given, on_answer)
+            except HiveliteError as error:
+                raise _refusal(error.about(given.get("number"))) from None
+        if "wait" not in verb.input.model_fields:  # the handoff's: asked for no wait
+            given.pop("wait", None)
         ref = given.pop("number", None)
         short = given.pop("compact", True) is not False
         if verb.name == "list":
@@ -204,9 +214,17 @@ def build_mcp(who: Where, kind: Kind = "agent", *,
     (the stdio server's lease keeper notes the claims)."""
     tools = [_tool(verb, who, on_answer) for verb in verbs
              if verb.tool and offers(verb, kind)]
+    tools += _task_tools(who, on_answer)
+    bus = InMemorySubscriptionBus()
     server = MCPServer(
         "hivelite", version=__version__, tools=tools,
-        instructions=OWNER_INSTRUCTIONS if kind == "owner" else AGENT_INSTRUCTIONS)
+        instructions=OWNER_INSTRUCTIONS if kind == "owner" else AGENT_INSTRUCTIONS,
+        extensions=[TasksExtension(who, verbs, on_answer)], subscriptions=bus)
+    # subscriptions/listen is a spec method, which an extension may not bind: the SDK's
+    # own handler, with notifications.taskIds served first (the SDK's filter drops them)
+    server._lowlevel_server.add_request_handler(
+        "subscriptions/listen", SubscriptionsListenRequestParams,
+        TaskListen(bus, who, on_answer))
 
     @server.prompt(name="work_the_queue", description="Work your ready tasks one by one:"
                    " claim, report, submit with evidence, until the queue is empty.")
@@ -224,7 +242,7 @@ def build_mcp(who: Where, kind: Kind = "agent", *,
                      description="One task: the seed object with its claim, result and"
                      " verdicts.")
     def task(number: str) -> str:
-        hive, _ = who()
+        hive = who().hive
         try:
             found = number_of(number)
             ref: str | int = number if found is None else found
@@ -235,8 +253,55 @@ def build_mcp(who: Where, kind: Kind = "agent", *,
     return server
 
 
+TASK_ID = {"type": "string", "minLength": 1, "description": "The task_id an answer gave"
+           " (a handoff or await_verdict that waited, or the taskId of an MCP task).",
+           "examples": ["hlw_3q2v9TnWc0yZ8xHkP1aLm4RdE6sUoB7f"]}
+
+
+def _task_tools(who: Where, on_answer: Callable[[object], None] | None) -> list[Tool]:
+    """``get_task`` and ``wait_task``: a task of this caller's, as ``tasks/get`` answers it,
+    for a client without the Tasks extension (each checked as ``tasks/get`` is: another
+    caller's or token's id is as unknown as a made-up one)."""
+    def found(task_id: object) -> tuple[Acting, Any]:
+        acting = who()
+        return acting, acting.hive.watched(acting.caller, task_id, token=acting.token)
+
+    def get_task(task_id: Any = None) -> Any:
+        try:
+            acting, row = found(task_id)
+            return waited(acting, row, 0, on_answer)
+        except HiveliteError as error:
+            raise _refusal(error) from None
+
+    def wait_task(task_id: Any = None, wait: Any = SERVED_WAIT) -> Any:
+        try:
+            seconds = served_wait(wait)
+            acting, row = found(task_id)
+            return waited(acting, row, seconds, on_answer)
+        except HiveliteError as error:
+            raise _refusal(error) from None
+
+    waits = {"type": "number", "minimum": 0, "maximum": SERVED_WAIT, "default": SERVED_WAIT,
+             "description": f"Seconds to wait for it to leave working, at most {SERVED_WAIT}"
+             " (ask again for longer).", "examples": [30]}
+    return [
+        Tool.from_function(get_task, name="get_task", description=(
+            "Where a task you started stands (a handoff or await_verdict that waited and"
+            " answered a task_id): status working, input_required (with the decision it"
+            " needs of you, the owner), completed (with the result) or cancelled.")
+        ).model_copy(update={"parameters": {"type": "object", "required": ["task_id"],
+                                            "properties": {"task_id": TASK_ID}}}),
+        Tool.from_function(wait_task, name="wait_task", description=(
+            "Wait for a task you started to move on (leave working), then answer as"
+            " get_task does.")
+        ).model_copy(update={"parameters": {
+            "type": "object", "required": ["task_id"],
+            "properties": {"task_id": TASK_ID, "wait": waits}}})]
+
+
 TOOLS: dict[Kind, tuple[str, ...]] = {
-    kind: tuple(str(v.tool) for v in VERBS if v.tool and offers(v, kind))
+    kind: (*(str(v.tool) for v in VERBS if v.tool and offers(v, kind)), "get_task",
+           "wait_task")
     for kind in ("agent", "owner")}
 """The tools a hivelite MCP server offers each kind of token."""
 

@@ -9,6 +9,7 @@ documented without being served; its right, input, answer and words are its verb
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,20 +82,27 @@ def query_input(model: type[BaseModel], query: Mapping[str, str],
             data[name] = [v for item in lists.get(key, [value]) for v in item.split(",") if v]
         elif value.isascii() and value.isdigit() and len(value) < 20 and _integer(model, name):
             data[name] = int(value)
+        elif _NUMBER.fullmatch(value) and _integer(model, name, "number"):
+            data[name] = float(value)
         else:
             data[name] = value
     return data
 
 
-def _integer(model: type[BaseModel], name: str) -> bool:
-    """Whether the field ``name`` of ``model`` takes a whole number."""
+_NUMBER = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?")
+"""A number of seconds as a query string spells it (a ``wait``)."""
+
+
+def _integer(model: type[BaseModel], name: str, kind: str = "integer") -> bool:
+    """Whether the field ``name`` of ``model`` takes a whole number (or with ``kind=
+    "number"``, any number)."""
     field = model.model_fields.get(name)
     if field is None:
         return False
     schemas = [m.json_schema for m in field.metadata if isinstance(m, WithJsonSchema)]
     kinds = [s.get("type") for schema in schemas if schema
              for s in [schema, *schema.get("anyOf", [])]]
-    return "integer" in kinds or field.annotation in (int, int | None)
+    return kind in kinds or (kind == "integer" and field.annotation in (int, int | None))
 
 
 def routes_of(verbs: Sequence[Verb]) -> tuple[Route, ...]:

@@ -1,0 +1,109 @@
+"""Watches: a caller's durable wait, kept in the store so that it outlives the server
+that took it.
+
+The MCP face answers a long tool call (a handoff to follow, a verdict or the owner's
+decision to await, a queue to wait on) with a watch, served as an MCP task whose
+``taskId`` is the watch's id. The id is random (192 bits) and bound to the caller and the
+token that made it: a watch asked for by anyone else, or after it expired, is not found,
+and the refusal does not say which. A watch keeps what was asked; where it stands is read
+from its task each time (:mod:`.awaiting`), and only the queue's answer, a claim, is kept
+once made, so a retry after a crash answers the same claim.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..core.caller import Caller, require_caller
+from ..core.clock import format_ts
+from ..core.errors import InvalidInput, NotFound
+from ..store import WatchRow
+
+if TYPE_CHECKING:
+    from .base import HiveBase
+    from .unit import Unit
+
+WATCHED = ("handoff", "await", "next")
+"""The verbs a watch follows: a handoff's outcome, an ``await``, a ``next`` with a wait."""
+TTL_MS = 24 * 3600 * 1000
+"""How long a watch is kept after it is made, unless asked otherwise (a day)."""
+MAX_TTL_MS = 30 * 24 * 3600 * 1000
+POLL_MS = 2000
+"""How often a client is asked to look, at most (milliseconds)."""
+PREFIX = "hlw_"
+
+
+def new_watch_id() -> str:
+    """A watch's id: 192 random bits, URL-safe, never a task number or a task's id."""
+    return PREFIX + secrets.token_urlsafe(24)
+
+
+def _milliseconds(value: object, field: str, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= most:
+        raise InvalidInput(f"invalid_{field}", f"{field} is a whole number of milliseconds"
+                           f" from 1 to {most}, not {value!r}", field=field)
+    return value
+
+
+def watch(hive: HiveBase, caller: Caller, verb: str, *, number: int | None = None,
+          asked: Mapping[str, Any] | None = None, token: str | None = None,
+          ttl_ms: int = TTL_MS, poll_ms: int = POLL_MS) -> WatchRow:
+    """Keep a new watch of ``caller`` (proved by ``token``, when a token proved it) on
+    ``verb``: the task ``number`` it follows and what was ``asked``. Committed before it is
+    answered, so it can be asked for at once, from any process."""
+    if verb not in WATCHED:
+        raise InvalidInput("invalid_watch", f"a watch follows one of {', '.join(WATCHED)},"
+                           f" not {verb!r}", field="verb")
+    ttl = _milliseconds(ttl_ms, "ttl_ms", MAX_TTL_MS)
+    poll = _milliseconds(poll_ms, "poll_ms", ttl)
+    text = json.dumps(dict(asked or {}), separators=(",", ":"), sort_keys=True)
+
+    def body(unit: Unit) -> WatchRow:
+        assert unit.caller is not None
+        row = WatchRow(new_watch_id(), unit.caller.name, token, verb, number, text, None,
+                       unit.at, unit.at, format_ts(unit.now + timedelta(milliseconds=ttl)),
+                       poll, None)
+        unit.tx.add_watch(row, prune_before=unit.at)
+        return row
+
+    return hive._write(caller, "watch", body)
+
+
+def watched(hive: HiveBase, caller: Caller, watch_id: object, *,
+            token: str | None = None) -> WatchRow:
+    """The caller's own watch, asked for with the token that made it; ``404 not_found
+    no_such_watch`` for one unknown, expired, or made by another caller or token (which of
+    them is not said)."""
+    checked = require_caller(caller, "watch")
+    now = format_ts(hive.clock())
+    row = None
+    if isinstance(watch_id, str) and watch_id.startswith(PREFIX):
+        with hive.store.read() as reader:
+            row = reader.watch(watch_id)
+    if row is None or row.caller != checked.name or row.token != token or row.expires_at <= now:
+        raise NotFound("no_such_watch", f"no task {str(watch_id)[:80]!r} of yours: unknown,"
+                       " expired, or another caller's")
+    return row
+
+
+def settle_watch(hive: HiveBase, caller: Caller, watch_id: str, *, token: str | None = None,
+                 answer: str | None = None, cancelled: bool = False) -> WatchRow:
+    """Keep the caller's watch's ``answer`` (as JSON), or mark it ``cancelled``: the
+    watch as it is after."""
+    watched(hive, caller, watch_id, token=token)
+
+    def body(unit: Unit) -> WatchRow:
+        unit.tx.settle_watch(watch_id, at=unit.at, answer=answer, cancelled=cancelled)
+        found = unit.tx.watch(watch_id)
+        assert found is not None
+        return found
+
+    return hive._write(caller, "watch", body)
+
+
+__all__ = ["POLL_MS", "TTL_MS", "WATCHED", "new_watch_id", "settle_watch", "watch",
+           "watched"]

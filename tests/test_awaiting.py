@@ -1,0 +1,224 @@
+"""``await``: a task's outcome, or the verdict on its result, waited for instead of polled;
+and watches, the durable waits the MCP face serves as tasks.
+
+On each engine, and over HTTP (the ``Client`` calls the verb's route): where a task stands
+at each step of the flow, a verdict judged on the submission awaited even after the task
+moved on, the owner's decision offered only to the owner, a wait that ends when another
+opener of the store settles the task, and the refusals. A watch is kept before it is
+answered, found again by its caller and token alone, never by another, and not once it
+expired.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from hivelite import Caller, Hive, InvalidInput, InvalidState, ManualClock, NotFound, State
+from hivelite.core.ids import number_of
+from hivelite.verbs.watches import PREFIX
+
+from .conftest import (
+    CODER,
+    GUEST,
+    OWNER,
+    REVIEWER,
+    START,
+    OpenHive,
+    Snap,
+    held_task,
+    own_task,
+    refused,
+)
+from .test_results import EVIDENCE, holder_of
+
+pytestmark = pytest.mark.contract
+
+
+def submitted(hive: Hive, n: int) -> None:
+    lease = hive.claim(CODER, n)
+    hive.submit(holder_of(lease), n, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+
+
+def test_an_outcome_is_awaited_through_every_step_of_the_flow(hive: Hive) -> None:
+    n = own_task(hive)
+    seen = hive.await_task(OWNER, n)
+    assert (seen.number, seen.until, seen.settled, seen.outcome, seen.decision) == (
+        n, "outcome", False, None, None)
+    assert seen.status == "routed to ana/coder, not claimed yet"
+    assert seen.view.task.state is State.routed
+    lease = hive.claim(CODER, n)
+    assert hive.await_task(OWNER, n).status == "claimed: claimed by ana/coder on laptop"
+    hive.checkpoint(holder_of(lease), n, lease_id=lease.lease_id, token=lease.fencing_token,
+                    progress="half way")
+    assert hive.await_task(OWNER, n).status == "working: claimed by ana/coder on laptop"
+    hive.submit(holder_of(lease), n, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+    seen = hive.await_task(OWNER, n)
+    assert (seen.settled, seen.decision) == (False, "sign_off")
+    assert seen.status == "result awaits its verdict: 0 of 1 confirmations"
+    assert hive.await_task(REVIEWER, n).decision is None  # the owner's decision alone
+    hive.verify(REVIEWER, n)
+    seen = hive.await_task(REVIEWER, n)
+    assert (seen.settled, seen.outcome, seen.status) == (True, "completed", "completed")
+    assert seen.view.task.result is not None and seen.view.confirmations
+
+
+def test_a_held_handoff_offers_the_owner_its_decision_and_a_denial_settles_it(
+        hive: Hive) -> None:
+    n = held_task(hive)
+    seen = hive.await_task(OWNER, n)
+    assert (seen.settled, seen.status, seen.decision) == (False, "held for the owner",
+                                                          "approve")
+    assert hive.await_task(GUEST, n).decision is None
+    hive.deny(OWNER, n, reason="not now")
+    seen = hive.await_task(GUEST, n)
+    assert (seen.settled, seen.outcome, seen.reason) == (True, "rejected", "not now")
+
+
+def test_a_verdict_is_the_one_on_the_submission_awaited(hive: Hive) -> None:
+    n = own_task(hive)
+    submitted(hive, n)
+    first = hive.await_task(CODER, n, until="verdict")
+    assert (first.settled, first.since) == (False, hive.history(n)[-2].seq)
+    hive.decline(OWNER, n, reason="tests are missing")
+    submitted(hive, n)  # sent back, then submitted again: the first wait stays answered
+    again = hive.await_task(CODER, n, until="verdict", since=first.since)
+    assert (again.settled, again.outcome, again.reason) == (True, "sent_back",
+                                                            "tests are missing")
+    latest = hive.await_task(CODER, n, until="verdict")
+    assert latest.since is not None and latest.since > first.since and not latest.settled
+    hive.sign_off(OWNER, n)
+    assert hive.await_task(CODER, n, until="verdict").outcome == "completed"
+
+
+def test_a_wait_ends_when_another_opener_settles_the_task(
+        hive: Hive, open_hive: OpenHive, clock: ManualClock) -> None:
+    n = own_task(hive)
+    other = open_hive()
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(hive.await_task, OWNER, n, wait=30)
+        time.sleep(0.3)
+        other.cancel(OWNER, n, reason="no longer needed")
+        seen = waiting.result(timeout=20)
+    other.close()
+    assert (seen.settled, seen.outcome, seen.reason) == (True, "cancelled", "no longer needed")
+
+
+def test_a_wait_that_runs_out_answers_where_the_task_stands(hive: Hive) -> None:
+    n = own_task(hive)
+    seen = hive.await_task(OWNER, n, wait=0.2)
+    assert (seen.settled, seen.view.task.state) == (False, State.routed)
+
+
+@pytest.mark.parametrize(("kwargs", "kind", "reason"), [
+    ({"until": "done"}, InvalidInput, "invalid_until"),
+    ({"wait": -1}, InvalidInput, "invalid_wait"),
+    ({"until": "verdict"}, InvalidState, "not_submitted"),
+    ({"until": "verdict", "since": 1}, InvalidInput, "invalid_since"),
+])
+def test_a_bad_await_is_refused_and_changes_nothing(hive: Hive, snap: Snap, kwargs: Any,
+                                                    kind: type, reason: str) -> None:
+    n = own_task(hive)
+    refused(snap, kind, reason, lambda: hive.await_task(OWNER, n, **kwargs))
+
+
+def test_an_unknown_task_is_not_found(hive: Hive, snap: Snap) -> None:
+    refused(snap, NotFound, "no_such_task", lambda: hive.await_task(OWNER, 999))
+
+
+# -- watches (the MCP face's tasks; on the store itself) ------------------------------
+
+@pytest.mark.file_only
+def test_a_watch_is_kept_found_by_its_maker_alone_and_lost_when_it_expires(
+        hive: Hive, open_hive: OpenHive, clock: ManualClock) -> None:
+    n = own_task(hive)
+    made = hive.watch(CODER, "handoff", number=n, asked={"until": "outcome"}, token="t1",
+                      ttl_ms=60_000, poll_ms=500)
+    assert made.id.startswith(PREFIX) and len(made.id) >= len(PREFIX) + 32
+    assert number_of(made.id) is None and made.number == n  # never a task's number
+    other = open_hive()  # kept: another opener finds it at once
+    assert other.watched(CODER, made.id, token="t1") == made
+    for caller, token in ((CODER, None), (CODER, "t2"), (REVIEWER, "t1"), (OWNER, "t1")):
+        with pytest.raises(NotFound) as found:
+            other.watched(caller, made.id, token=token)
+        assert found.value.reason == "no_such_watch"
+    with pytest.raises(NotFound):
+        other.watched(CODER, made.id[:-1] + ("A" if made.id[-1] != "A" else "B"), token="t1")
+    settled = other.settle_watch(CODER, made.id, token="t1", answer='{"claimed":1}')
+    assert (settled.answer, settled.cancelled_at) == ('{"claimed":1}', None)
+    assert other.settle_watch(CODER, made.id, token="t1", cancelled=True).cancelled_at
+    clock.advance(seconds=61)
+    with pytest.raises(NotFound):
+        other.watched(CODER, made.id, token="t1")
+    other.close()
+
+
+@pytest.mark.file_only
+def test_expired_watches_are_pruned_when_a_watch_is_made(hive: Hive,
+                                                        clock: ManualClock) -> None:
+    old = [hive.watch(OWNER, "await", number=own_task(hive), ttl_ms=1000, poll_ms=500)
+           for _ in range(3)]
+    clock.advance(seconds=2)
+    hive.watch(OWNER, "next")
+    with hive.store.read() as reader:
+        assert all(reader.watch(w.id) is None for w in old)
+
+
+@pytest.mark.file_only
+@pytest.mark.parametrize(("verb", "kwargs", "reason"), [
+    ("claim", {}, "invalid_watch"),
+    ("next", {"ttl_ms": 0}, "invalid_ttl_ms"),
+    ("next", {"poll_ms": True}, "invalid_poll_ms"),
+    ("next", {"ttl_ms": 1000, "poll_ms": 2000}, "invalid_poll_ms"),
+])
+def test_a_bad_watch_is_refused_and_changes_nothing(hive: Hive, snap: Snap, verb: str,
+                                                   kwargs: Any, reason: str) -> None:
+    refused(snap, InvalidInput, reason, lambda: hive.watch(OWNER, verb, **kwargs))
+
+
+@pytest.mark.file_only
+def test_a_stopped_agent_makes_no_watch(hive: Hive, snap: Snap) -> None:
+    from hivelite import ForbiddenRight
+
+    hive.stop(OWNER, agent=CODER.name, reason="paused")
+    caller = Caller.agent(CODER.name, "laptop")
+    with pytest.raises(ForbiddenRight):
+        hive.watch(caller, "next")
+
+
+# -- the command line ------------------------------------------------------------------
+
+@pytest.mark.file_only
+def test_hivelite_await_says_where_a_task_stands_and_refuses_a_bad_until(
+        tmp_path: Any) -> None:
+    from .inproc import run_main
+
+    db = str(tmp_path / "s.db")
+    env = {"HIVELITE_LOAD_PLUGINS": "", "HIVELITE_NOW": START}
+    assert run_main(["--db", db, "init", "--owner", "ana"], env).returncode == 0
+    made = run_main(["--db", db, "--json", "handoff", "--requester", "guest/scout",
+                     "--assignee", "ana/coder", "--project", "demo", "--agent",
+                     "guest/scout", "--instance", "elsewhere", "--task", "Fix the login bug",
+                     "--type", "code", "--accept", "tests pass"], env)
+    assert made.returncode == 0, made.stderr
+    n = str(json.loads(made.stdout)["number"])
+    shown = run_main(["--db", db, "await", n], env)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        f"task {n} (Fix the login bug): held for the owner",
+        "not settled yet: ask again (--wait SECONDS waits for it)",
+        f"yours to decide: hivelite approve {n}, or deny"]
+    run_main(["--db", db, "deny", n, "--reason", "not now"], env)
+    seen = json.loads(run_main(["--db", db, "--json", "await", n, "--wait", "0.5"],
+                               env).stdout)
+    assert (seen["settled"], seen["outcome"], seen["reason"]) == (True, "rejected", "not now")
+    bad = run_main(["--db", db, "await", n, "--until", "done"], env)
+    assert bad.returncode == 2 and "until" in bad.stderr  # a choice click refuses
+    none = run_main(["--db", db, "await", n, "--until", "verdict"], env)
+    assert none.returncode == 3 and "not_submitted" in none.stderr

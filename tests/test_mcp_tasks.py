@@ -1,0 +1,535 @@
+"""MCP Tasks (issue 33): long tool calls answered with durable tasks, through the ``mcp``
+SDK's own client declaring the extension ``io.modelcontextprotocol/tasks``.
+
+In memory (the server built as ``hivelite mcp`` builds it) for each state and refusal,
+and over a real ``hivelite serve`` for the orchestrator's flow: a handoff followed from
+``working`` to ``completed`` while two other agents claim, submit and verify, another
+token refused the task, and the task read again after the server restarted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
+import httpx
+from mcp import Client
+from mcp.client.extension import (
+    ClaimContext,
+    ClientExtension,
+    NotificationBinding,
+    ResultClaim,
+)
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, NotificationParams, Request, RequestParams, Result
+from pydantic import ConfigDict
+
+from hivelite import Hive, ManualClock
+from hivelite.faces.server.mcp_calls import Acting
+from hivelite.faces.server.mcp_tasks import TASKS
+from hivelite.faces.server.mcp_tools import TOOLS, build_mcp
+
+from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, START, held_task, own_task
+from .test_serve import TASK, serving
+
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+NOT_FOUND = -32602
+MISSING = -32021
+
+
+class Handle(Result):
+    """A ``CreateTaskResult``, every field kept."""
+
+    model_config = ConfigDict(extra="allow")
+    result_type: Literal["task"]
+    task_id: str
+    status: str
+
+
+class Detailed(Result):
+    """A ``tasks/get`` answer, every field kept."""
+
+    model_config = ConfigDict(extra="allow")
+    result_type: str
+    task_id: str
+    status: str
+
+
+class Ack(Result):
+    model_config = ConfigDict(extra="allow")
+
+
+class TaskParams(RequestParams):
+    task_id: str
+
+
+class UpdateParams(TaskParams):
+    input_responses: dict[str, Any]
+
+
+class GetTask(Request[TaskParams, Literal["tasks/get"]]):
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class UpdateTask(Request[UpdateParams, Literal["tasks/update"]]):
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class CancelTask(Request[TaskParams, Literal["tasks/cancel"]]):
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class ListenParams(RequestParams):
+    notifications: dict[str, Any]
+
+
+class Listen(Request[ListenParams, Literal["subscriptions/listen"]]):
+    pass
+
+
+class Seen(NotificationParams):
+    """A ``notifications/tasks`` frame, every field kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+async def _unresolved(handle: Handle, ctx: ClaimContext) -> CallToolResult:
+    raise AssertionError("the tests read each task handle themselves")
+
+
+class Tasks(ClientExtension):
+    """A client that declares the Tasks extension and takes task handles as they come."""
+
+    identifier = TASKS
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=Handle, resolve=_unresolved)]
+
+    def notifications(self) -> list[NotificationBinding[Any]]:
+        async def note(params: Seen) -> None:
+            self.seen.append(params.model_dump(by_alias=True, mode="json"))
+        return [NotificationBinding(method="notifications/tasks", params_type=Seen,
+                                    handler=note)]
+
+
+class Orchestrator:
+    """One MCP client with the Tasks extension: calls tools, reads and answers tasks."""
+
+    def __init__(self, client: Client, extension: Tasks | None = None) -> None:
+        self.client = client
+        self.extension = extension
+
+    async def listen(self, task_ids: list[str]) -> None:
+        """``subscriptions/listen`` for these tasks, until the server ends the stream."""
+        await self.client.session.send_request(
+            Listen(method="subscriptions/listen",
+                   params=ListenParams(notifications={"taskIds": task_ids})), Ack)
+
+    async def start(self, tool: str, arguments: dict[str, Any]) -> Handle | CallToolResult:
+        found: Handle | CallToolResult = await self.client.session.call_tool(
+            tool, arguments, allow_claimed=True)
+        return found
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        got = await self.client.session.send_request(
+            GetTask(method="tasks/get", params=TaskParams(task_id=task_id)), Detailed)
+        return got.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def update(self, task_id: str, responses: dict[str, Any]) -> None:
+        await self.client.session.send_request(UpdateTask(
+            method="tasks/update",
+            params=UpdateParams(task_id=task_id, input_responses=responses)), Ack)
+
+    async def cancel(self, task_id: str) -> None:
+        await self.client.session.send_request(
+            CancelTask(method="tasks/cancel", params=TaskParams(task_id=task_id)), Ack)
+
+
+def answer(result: Any) -> Any:
+    assert isinstance(result, CallToolResult) and not result.is_error, result
+    return json.loads(result.content[0].text)
+
+
+def result_of(task: dict[str, Any]) -> tuple[Any, bool]:
+    """A completed task's tool result: its JSON answer, and whether it is an error."""
+    result = task["result"]
+    return json.loads(result["content"][0]["text"]), result["isError"]
+
+
+# -- in memory: the server ``hivelite mcp`` builds, acting as a token's caller ------------
+
+@pytest.fixture
+def hive(tmp_path: Path) -> Any:
+    with Hive.open(tmp_path / "s.db", owner="ana", clock=ManualClock(START)) as opened:
+        yield opened
+
+
+def acting(hive: Hive, who: Any) -> Acting:
+    """The caller a fresh token of ``who`` proves, as the MCP face sees it."""
+    token = (hive.add_token(OWNER) if who.is_owner else
+             hive.add_token(OWNER, who.name, instance=who.instance))
+    auth = hive.authenticate(token.token)
+    return Acting(hive, auth.caller, auth.token_id)
+
+
+@asynccontextmanager
+async def connected(found: Acting, *, tasks: bool = True) -> AsyncIterator[Orchestrator]:
+    server = build_mcp(lambda: found, found.caller.kind)
+    extension = Tasks()
+    async with Client(server, extensions=[extension] if tasks else None) as client:
+        yield Orchestrator(client, extension)
+
+
+def run(flow: Callable[[], Any]) -> None:
+    async def bounded() -> None:
+        with anyio.fail_after(60):
+            await flow()
+    anyio.run(bounded)
+
+
+def test_a_handoff_followed_as_a_task_moves_from_working_to_completed(hive: Hive) -> None:
+    planner = acting(hive, PLANNER)
+
+    async def flow() -> None:
+        async with connected(planner) as orchestrator:
+            handle = await orchestrator.start("handoff", {**TASK, "wait": 30})
+            assert isinstance(handle, Handle) and handle.status == "working"
+            created = handle.model_dump(by_alias=True, mode="json")
+            assert created["resultType"] == "task" and created["pollIntervalMs"] > 0
+            assert created["ttlMs"] == 24 * 3600 * 1000
+            n = hive.list().items[-1].number
+            assert str(n) != handle.task_id and len(handle.task_id) >= 36
+            got = await orchestrator.get(handle.task_id)
+            assert (got["status"], got["statusMessage"]) == (
+                "working", "routed to ana/coder, not claimed yet")
+            lease = hive.claim(CODER, n)
+            got = await orchestrator.get(handle.task_id)
+            assert got["statusMessage"] == "claimed: claimed by ana/coder on laptop"
+            hive.submit(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                        summary="done", evidence=EVIDENCE)
+            got = await orchestrator.get(handle.task_id)
+            assert got["statusMessage"] == "result awaits its verdict: 0 of 1 confirmations"
+            hive.verify(REVIEWER, n)
+            got = await orchestrator.get(handle.task_id)
+            assert got["status"] == "completed" and got["resultType"] == "complete"
+            done, is_error = result_of(got)
+            assert not is_error and (done["settled"], done["outcome"]) == (True, "completed")
+            assert done["view"]["task"]["result"]["summary"] == "done"
+            assert [c["reviewer"] for c in done["view"]["confirmations"]] == ["ana/reviewer"]
+
+    run(flow)
+
+
+def test_a_held_handoff_asks_the_owner_who_approves_it_by_tasks_update(hive: Hive) -> None:
+    owner, guest = acting(hive, OWNER), acting(hive, GUEST)
+    n = held_task(hive)
+
+    async def flow() -> None:
+        async with connected(guest) as asker:  # the agent's own task: held, working
+            handle = await asker.start("await_verdict", {"number": n, "until": "outcome",
+                                                          "wait": 30})
+            assert isinstance(handle, Handle)
+            got = await asker.get(handle.task_id)
+            assert (got["status"], got["statusMessage"]) == ("working", "held for the owner")
+        async with connected(owner) as ana:
+            handle = await ana.start("await_verdict", {"number": n, "until": "outcome",
+                                                        "wait": 30})
+            assert isinstance(handle, Handle)
+            got = await ana.get(handle.task_id)
+            assert got["status"] == "input_required"
+            (key, request), = got["inputRequests"].items()
+            assert request["method"] == "elicitation/create"
+            schema = request["params"]["requestedSchema"]
+            assert schema["properties"]["decision"]["enum"] == ["approve", "deny"]
+            await ana.update(handle.task_id, {"unknown-1": {"action": "accept", "content": {
+                "decision": "deny"}}})  # an answer to no request: ignored
+            assert (await ana.get(handle.task_id))["status"] == "input_required"
+            await ana.update(handle.task_id, {key: {"action": "accept", "content": {
+                "decision": "approve", "reason": "go ahead"}}})
+            got = await ana.get(handle.task_id)
+            assert (got["status"], got["statusMessage"]) == (
+                "working", "routed to ana/coder, not claimed yet")
+            assert "inputRequests" not in got
+
+    run(flow)
+    approved = [e for e in hive.history(n) if e.move == 4]
+    assert [(e.actor, e.reason) for e in approved] == [("ana", "go ahead")]
+
+
+def test_a_sign_off_is_asked_of_the_owner_and_a_decline_completes_with_is_error(
+        hive: Hive) -> None:
+    owner = acting(hive, OWNER)
+    n = own_task(hive)
+    lease = hive.claim(CODER, n)
+    hive.submit(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+
+    async def flow() -> None:
+        async with connected(owner) as ana:
+            handle = await ana.start("await_verdict", {"number": n, "until": "verdict",
+                                                        "wait": 30})
+            assert isinstance(handle, Handle)
+            got = await ana.get(handle.task_id)
+            (key, _), = got["inputRequests"].items()
+            assert key.startswith("sign_off-")
+            with pytest.raises(MCPError) as refused:  # a decline needs its reason
+                await ana.update(handle.task_id, {key: {"action": "accept", "content": {
+                    "decision": "decline"}}})
+            assert refused.value.code == NOT_FOUND and "reason" in refused.value.message
+            await ana.update(handle.task_id, {key: {"action": "accept", "content": {
+                "decision": "decline", "reason": "tests are missing"}}})
+            got = await ana.get(handle.task_id)
+            assert got["status"] == "completed"
+            sent, is_error = result_of(got)
+            assert is_error and (sent["outcome"], sent["reason"]) == (
+                "sent_back", "tests are missing")
+
+    run(flow)
+
+
+def test_next_with_a_wait_is_a_task_that_claims_once_work_is_ready(hive: Hive) -> None:
+    coder = acting(hive, CODER)
+
+    async def flow() -> None:
+        async with connected(coder) as worker:
+            handle = await worker.start("next_task", {"wait": 30})
+            assert isinstance(handle, Handle)
+            assert (await worker.get(handle.task_id))["statusMessage"] == (
+                "waiting for a ready task")
+            n = own_task(hive)
+            got = await worker.get(handle.task_id)
+            claim, is_error = result_of(got)
+            assert got["status"] == "completed" and not is_error
+            assert (claim["number"], claim["holder"]) == (n, "ana/coder")
+            again = await worker.get(handle.task_id)  # the claim is kept, never made twice
+            assert result_of(again)[0]["lease_id"] == claim["lease_id"]
+            assert len([e for e in hive.history(n) if e.move == 6]) == 1
+            ready = await worker.start("next_task", {"wait": 30})  # nothing left: a task
+            assert isinstance(ready, Handle)
+            await worker.cancel(ready.task_id)
+            own_task(hive)
+            assert (await worker.get(ready.task_id))["status"] == "cancelled"
+
+    run(flow)
+
+
+def test_a_listen_stream_notifies_each_change_of_a_task_until_it_ends(hive: Hive) -> None:
+    planner = acting(hive, PLANNER)
+
+    async def flow() -> None:
+        async with connected(planner) as orchestrator:
+            handle = await orchestrator.start("handoff", {**TASK, "wait": 30})
+            assert isinstance(handle, Handle) and orchestrator.extension is not None
+            seen = orchestrator.extension.seen
+            n = hive.list().items[-1].number
+
+            async def work() -> None:
+                while not seen:
+                    await anyio.sleep(0.05)
+                lease = await anyio.to_thread.run_sync(hive.claim, CODER, n)
+                await anyio.sleep(1.5)
+                await anyio.to_thread.run_sync(lambda: hive.submit(
+                    CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE))
+                await anyio.sleep(1.5)
+                await anyio.to_thread.run_sync(hive.verify, REVIEWER, n)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(work)
+                await orchestrator.listen([handle.task_id, "hlw_" + "B" * 32])
+            assert {frame["taskId"] for frame in seen} == {handle.task_id}
+            states = [(f["status"], f.get("statusMessage")) for f in seen]
+            assert states[0] == ("working", "routed to ana/coder, not claimed yet")
+            assert ("working", "claimed: claimed by ana/coder on laptop") in states
+            assert states[-1][0] == "completed" and "result" in seen[-1]
+            assert len(states) == len(set(map(str, seen)))  # each change once
+            got = await orchestrator.get(handle.task_id)
+            assert got["result"] == seen[-1]["result"]
+
+    run(flow)
+
+
+def test_a_task_is_its_callers_alone(hive: Hive) -> None:
+    planner, reviewer = acting(hive, PLANNER), acting(hive, REVIEWER)
+    second = acting(hive, PLANNER)  # the same agent, another token
+
+    async def flow() -> None:
+        async with connected(planner) as mine:
+            handle = await mine.start("handoff", {**TASK, "wait": 30})
+            assert isinstance(handle, Handle)
+        for other in (reviewer, second):
+            async with connected(other) as them:
+                for call in (them.get, them.cancel):
+                    with pytest.raises(MCPError) as refused:
+                        await call(handle.task_id)
+                    assert refused.value.code == NOT_FOUND
+        async with connected(planner) as mine:
+            with pytest.raises(MCPError) as refused:
+                await mine.get("hlw_" + "A" * 32)
+            assert refused.value.code == NOT_FOUND
+            assert (await mine.get(handle.task_id))["status"] == "working"
+
+    run(flow)
+
+
+def test_a_client_without_the_extension_gets_plain_results_and_the_fallback_tools(
+        hive: Hive) -> None:
+    planner = acting(hive, PLANNER)
+
+    async def flow() -> None:
+        async with connected(planner, tasks=False) as plain:
+            tools = {t.name for t in (await plain.client.list_tools()).tools}
+            assert {"get_task", "wait_task"} <= tools == set(TOOLS["agent"])
+            got = answer(await plain.client.call_tool("handoff", {**TASK, "wait": 0.2}))
+            assert (got["settled"], got["status"]) == (
+                False, "routed to ana/coder, not claimed yet")
+            assert got["task_id"].startswith("hlw_")
+            n = got["number"]
+            shown = answer(await plain.client.call_tool("get_task", {"task_id": got["task_id"]}))
+            assert shown["status"] == "working"
+            hive.cancel(OWNER, n, reason="not needed")
+            shown = answer(await plain.client.call_tool("wait_task", {
+                "task_id": got["task_id"], "wait": 5}))
+            assert (shown["status"], shown["statusMessage"]) == (
+                "cancelled", "cancelled: not needed")
+            receipt = answer(await plain.client.call_tool("handoff", TASK))  # no wait: as ever
+            assert receipt["state"] == "routed" and "task_id" not in receipt
+            with pytest.raises(MCPError) as refused:  # tasks/* need the extension
+                await plain.get(got["task_id"])
+            assert refused.value.code == MISSING
+            with pytest.raises(MCPError) as refused:  # and so do its notifications
+                await plain.listen([got["task_id"]])
+            assert refused.value.code == MISSING
+            assert refused.value.data == {"requiredCapabilities": {"extensions": {TASKS: {}}}}
+
+    run(flow)
+
+
+# -- over a real ``hivelite serve``: the orchestrator, the restart --------------------
+
+def test_an_orchestrator_follows_a_handoff_over_http_and_its_task_survives_a_restart(
+        tmp_path: Path) -> None:
+    from .test_serve import hivelite
+
+    db = tmp_path / "store.db"
+    hivelite(db, "init", "--owner", "ana")
+    tokens = {who: hivelite(db, "token", "add", name, "--instance", instance)["token"]
+              for who, name, instance in (("planner", "ana/planner", "desktop"),
+                                          ("coder", "ana/coder", "laptop"),
+                                          ("reviewer", "ana/reviewer", "desktop"))}
+
+    def connect(url: str, who: str, *, tasks: bool = True,
+                extension: Tasks | None = None) -> Client:
+        from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {tokens[who]}"})
+        return Client(streamable_http_client(url + "/mcp", http_client=http),
+                      extensions=[extension or Tasks()] if tasks else None)
+
+    async def first(url: str) -> tuple[str, int]:
+        async with connect(url, "planner") as client:
+            orchestrator = Orchestrator(client)
+            handle = await orchestrator.start("handoff", {**TASK, "wait": 30})
+            assert isinstance(handle, Handle)
+            got = await orchestrator.get(handle.task_id)
+            assert got["status"] == "working"
+        async with connect(url, "coder", tasks=False) as coder:
+            lease = answer(await coder.call_tool("next_task", {}))
+            n = lease["number"]
+            answer(await coder.call_tool("submit_result", {
+                "number": n, "lease_id": lease["lease_id"], "token": lease["fencing_token"],
+                "summary": "done", "evidence": EVIDENCE}))
+        async with connect(url, "reviewer") as reviewer:
+            with pytest.raises(MCPError) as refused:  # another token: not found
+                await Orchestrator(reviewer).get(handle.task_id)
+            assert refused.value.code == NOT_FOUND
+        wrong = httpx.post(url + "/mcp", headers={
+            "Authorization": f"Bearer {tokens['planner']}", "Mcp-Method": "tasks/get",
+            "Mcp-Name": "another", "MCP-Protocol-Version": "2026-07-28",
+            "Accept": "application/json, text/event-stream"}, json={
+            "jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {
+                "taskId": handle.task_id, "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {
+                        "extensions": {TASKS: {}}}}}}, timeout=30).json()
+        assert wrong["error"]["code"] == -32020  # Mcp-Name must name the task
+        return handle.task_id, n
+
+    async def second(url: str, task_id: str, n: int) -> None:
+        async with connect(url, "planner") as client:
+            orchestrator = Orchestrator(client)
+            got = await orchestrator.get(task_id)
+            assert got["status"] == "working"
+            assert got["statusMessage"] == "result awaits its verdict: 0 of 1 confirmations"
+        async with connect(url, "reviewer", tasks=False) as reviewer:
+            assert answer(await reviewer.call_tool("verify", {"number": n}))["state"] == (
+                "completed")
+        extension = Tasks()
+        async with connect(url, "planner", extension=extension) as client:
+            got = await Orchestrator(client).get(task_id)
+            assert got["status"] == "completed"
+            assert result_of(got)[0]["view"]["task"]["state"] == "completed"
+            await Orchestrator(client).listen([task_id])  # over SSE: its state, then the end
+            assert [(f["taskId"], f["status"]) for f in extension.seen] == [
+                (task_id, "completed")]
+
+    with serving(tmp_path, [str(db)]) as (url, _, _):
+        found: dict[str, Any] = {}
+
+        async def one() -> None:
+            with anyio.fail_after(120):
+                found["task"] = await first(url)
+        anyio.run(one)
+    with serving(tmp_path, [str(db)]) as (url, _, _):  # a new server on the same store
+
+        async def two() -> None:
+            with anyio.fail_after(120):
+                await second(url, *found["task"])
+        anyio.run(two)
+
+
+def test_hivelite_mcp_over_stdio_answers_a_long_call_with_a_task(tmp_path: Path) -> None:
+    """A real ``hivelite mcp`` process, started by the SDK's stdio client: the extension is
+    advertised, ``next_task`` on an empty queue is a task, and it claims once work is
+    handed off by another process."""
+    import os
+
+    from mcp import StdioServerParameters
+
+    from .test_cli_e2e import hivelite_command
+
+    db = tmp_path / "s.db"
+    with Hive.open(db, owner="ana") as opened:
+        token = opened.add_token(OWNER, "ana/coder", instance="laptop").token
+    command = hivelite_command()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    params = StdioServerParameters(
+        command=command[0], args=[*command[1:], "--db", str(db), "mcp"],
+        env={**clean, "HIVELITE_TOKEN": token, "HIVELITE_LOAD_PLUGINS": ""})
+
+    async def flow() -> None:
+        with anyio.fail_after(60):
+            async with Client(params, extensions=[Tasks()]) as client:
+                assert TASKS in (client.server_capabilities.extensions or {})
+                worker = Orchestrator(client)
+                handle = await worker.start("next_task", {"wait": 30})
+                assert isinstance(handle, Handle)
+                assert (await worker.get(handle.task_id))["status"] == "working"
+                with Hive.open(db) as other:
+                    n = own_task(other)
+                got = await worker.get(handle.task_id)
+                assert got["status"] == "completed"
+                assert result_of(got)[0]["number"] == n
+
+    anyio.run(flow)
