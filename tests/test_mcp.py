@@ -91,11 +91,7 @@ def test_hivelite_mcp_over_stdio_with_a_token(tmp_path: Path) -> None:
     with Hive.open(db, owner="ana") as hive:
         token = hive.add_token(OWNER, "ana/coder", instance="laptop").token
         n = own_task(hive)
-    command = hivelite_command()
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
-    params = StdioServerParameters(
-        command=command[0], args=[*command[1:], "--db", str(db), "mcp"],
-        env={**clean, "HIVELITE_TOKEN": token, "HIVELITE_LOAD_PLUGINS": ""})
+    params = stdio_server(db, token)
 
     async def flow() -> None:
         with anyio.fail_after(60):
@@ -104,6 +100,16 @@ def test_hivelite_mcp_over_stdio_with_a_token(tmp_path: Path) -> None:
     anyio.run(flow)
     with Hive.open(db) as hive:
         assert hive.get(n).claim is not None
+
+
+def stdio_server(db: Path, token: str) -> StdioServerParameters:
+    """``hivelite --db DB mcp`` with ``token``, as an agent's MCP client starts it: in a
+    clean environment, no plugin loaded."""
+    command = hivelite_command()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    return StdioServerParameters(
+        command=command[0], args=[*command[1:], "--db", str(db), "mcp"],
+        env={**clean, "HIVELITE_TOKEN": token, "HIVELITE_LOAD_PLUGINS": ""})
 
 
 async def stdio(params: StdioServerParameters, n: int) -> None:

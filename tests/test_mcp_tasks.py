@@ -503,20 +503,12 @@ def test_hivelite_mcp_over_stdio_answers_a_long_call_with_a_task(tmp_path: Path)
     """A real ``hivelite mcp`` process, started by the SDK's stdio client: the extension is
     advertised, ``next_task`` on an empty queue is a task, and it claims once work is
     handed off by another process."""
-    import os
-
-    from mcp import StdioServerParameters
-
-    from .test_cli_e2e import hivelite_command
+    from .test_mcp import stdio_server
 
     db = tmp_path / "s.db"
     with Hive.open(db, owner="ana") as opened:
         token = opened.add_token(OWNER, "ana/coder", instance="laptop").token
-    command = hivelite_command()
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
-    params = StdioServerParameters(
-        command=command[0], args=[*command[1:], "--db", str(db), "mcp"],
-        env={**clean, "HIVELITE_TOKEN": token, "HIVELITE_LOAD_PLUGINS": ""})
+    params = stdio_server(db, token)
 
     async def flow() -> None:
         with anyio.fail_after(60):
