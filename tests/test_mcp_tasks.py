@@ -360,6 +360,33 @@ def test_a_listen_stream_notifies_each_change_of_a_task_until_it_ends(hive: Hive
     run(flow)
 
 
+def test_cancelling_a_handoffs_task_cancels_the_handoff_only_where_its_caller_may(
+        hive: Hive) -> None:
+    owner, planner = acting(hive, OWNER), acting(hive, PLANNER)
+
+    async def flow() -> None:
+        async with connected(owner) as ana:
+            handle = await ana.start("handoff", {**TASK, "wait": 30})
+            assert isinstance(handle, Handle)
+            n = hive.list().items[-1].number
+            await ana.cancel(handle.task_id)
+            got = await ana.get(handle.task_id)
+            assert (got["status"], got["statusMessage"]) == (
+                "cancelled", "cancelled: cancelled by its MCP task")
+            assert hive.get(n).task.state.value == "cancelled"
+        async with connected(planner) as agent:  # not its to cancel: it stops following
+            handle = await agent.start("handoff", {**TASK, "wait": 30})
+            assert isinstance(handle, Handle)
+            n = hive.list().items[-1].number
+            await agent.cancel(handle.task_id)
+            got = await agent.get(handle.task_id)
+            assert got["status"] == "cancelled"
+            assert got["statusMessage"].startswith("stopped following: routed to ana/coder")
+            assert hive.get(n).task.state.value == "routed"
+
+    run(flow)
+
+
 def test_a_task_is_its_callers_alone(hive: Hive) -> None:
     planner, reviewer = acting(hive, PLANNER), acting(hive, REVIEWER)
     second = acting(hive, PLANNER)  # the same agent, another token
