@@ -24,7 +24,7 @@ _pool: list[str] = []
 """Stores the contract tests gave back, emptied again before the next test takes one."""
 KEPT_TABLES = ("meta", "tasks", "packets", "checkpoints", "results", "confirmations",
                "updates", "journal", "deps", "requests", "policy", "required_plugins",
-               "controls", "budgets", "tokens", "enrolments")
+               "controls", "budgets", "tokens", "enrolments", "watches")
 """Every table a store fills (``moves`` and ``schema_versions`` are the schema's own)."""
 
 

@@ -138,24 +138,36 @@ def test_an_unknown_task_is_not_found(hive: Hive, snap: Snap) -> None:
 def test_a_watch_is_kept_found_by_its_maker_alone_and_lost_when_it_expires(
         hive: Hive, open_hive: OpenHive, clock: ManualClock) -> None:
     n = own_task(hive)
-    made = hive.watch(CODER, "handoff", number=n, asked={"until": "outcome"}, token="t1",
+    t1, t2 = (hive.add_token(OWNER, CODER.name, instance="laptop").id for _ in range(2))
+    made = hive.watch(CODER, "handoff", number=n, asked={"until": "outcome"}, token=t1,
                       ttl_ms=60_000, poll_ms=500)
     assert made.id.startswith(PREFIX) and len(made.id) >= len(PREFIX) + 32
     assert number_of(made.id) is None and made.number == n  # never a task's number
     other = open_hive()  # kept: another opener finds it at once
-    assert other.watched(CODER, made.id, token="t1") == made
-    for caller, token in ((CODER, None), (CODER, "t2"), (REVIEWER, "t1"), (OWNER, "t1")):
+    assert other.watched(CODER, made.id, token=t1) == made
+    for caller, token in ((CODER, None), (CODER, t2), (REVIEWER, t1), (OWNER, t1)):
         with pytest.raises(NotFound) as found:
             other.watched(caller, made.id, token=token)
         assert found.value.reason == "no_such_watch"
     with pytest.raises(NotFound):
-        other.watched(CODER, made.id[:-1] + ("A" if made.id[-1] != "A" else "B"), token="t1")
-    settled = other.settle_watch(CODER, made.id, token="t1", answer='{"claimed":1}')
+        other.watched(CODER, made.id[:-1] + ("A" if made.id[-1] != "A" else "B"), token=t1)
+    settled = other.settle_watch(CODER, made.id, token=t1, answer='{"claimed":1}')
     assert (settled.answer, settled.cancelled_at) == ('{"claimed":1}', None)
-    assert other.settle_watch(CODER, made.id, token="t1", cancelled=True).cancelled_at
-    clock.advance(seconds=61)
-    with pytest.raises(NotFound):
-        other.watched(CODER, made.id, token="t1")
+    cancelled = other.settle_watch(CODER, made.id, token=t1, cancelled=True)
+    assert cancelled.cancelled_at is not None
+    late = other.settle_watch(CODER, made.id, token=t1, answer='{"claimed":2}')
+    assert late.answer == '{"claimed":1}'  # an answer after the cancel is not kept
+    other.revoke_token(OWNER, t2)
+    other.watched(CODER, made.id, token=t1)  # another token's end is not this one's
+    other.revoke_token(OWNER, t1)
+    with pytest.raises(NotFound):  # a token revoked proves nothing any more
+        other.watched(CODER, made.id, token=t1)
+    local = other.watch(CODER, "await", number=n, ttl_ms=60_000, poll_ms=500)  # no token
+    clock.advance(seconds=59)
+    assert other.watched(CODER, local.id) == local
+    clock.advance(seconds=2)
+    with pytest.raises(NotFound):  # expired
+        other.watched(CODER, local.id)
     other.close()
 
 

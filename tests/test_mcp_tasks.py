@@ -175,10 +175,10 @@ def hive(tmp_path: Path) -> Any:
         yield opened
 
 
-def acting(hive: Hive, who: Any) -> Acting:
+def acting(hive: Hive, who: Any, rights: list[str] | None = None) -> Acting:
     """The caller a fresh token of ``who`` proves, as the MCP face sees it."""
     token = (hive.add_token(OWNER) if who.is_owner else
-             hive.add_token(OWNER, who.name, instance=who.instance))
+             hive.add_token(OWNER, who.name, instance=who.instance, rights=rights))
     auth = hive.authenticate(token.token)
     return Acting(hive, auth.caller, auth.token_id)
 
@@ -189,6 +189,15 @@ async def connected(found: Acting, *, tasks: bool = True) -> AsyncIterator[Orche
     extension = Tasks()
     async with Client(server, extensions=[extension] if tasks else None) as client:
         yield Orchestrator(client, extension)
+
+
+def in_approval(hive: Hive) -> int:
+    """A task whose result, submitted by ana/coder, awaits its verdict."""
+    n = own_task(hive)
+    lease = hive.claim(CODER, n)
+    hive.submit(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+    return n
 
 
 def run(flow: Callable[[], Any]) -> None:
@@ -269,11 +278,7 @@ def test_a_held_handoff_asks_the_owner_who_approves_it_by_tasks_update(hive: Hiv
 
 def test_a_sign_off_is_asked_of_the_owner_and_a_decline_completes_with_is_error(
         hive: Hive) -> None:
-    owner = acting(hive, OWNER)
-    n = own_task(hive)
-    lease = hive.claim(CODER, n)
-    hive.submit(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
-                summary="done", evidence=EVIDENCE)
+    owner, n = acting(hive, OWNER), in_approval(hive)
 
     async def flow() -> None:
         async with connected(owner) as ana:
@@ -315,6 +320,13 @@ def test_next_with_a_wait_is_a_task_that_claims_once_work_is_ready(hive: Hive) -
             again = await worker.get(handle.task_id)  # the claim is kept, never made twice
             assert result_of(again)[0]["lease_id"] == claim["lease_id"]
             assert len([e for e in hive.history(n) if e.move == 6]) == 1
+            now = await worker.start("next_task", {"wait": 30, "skip": [n]})  # ready: at once
+            own_task(hive)
+            at_once = await worker.start("next_task", {"wait": 30})
+            assert isinstance(at_once, CallToolResult) and not at_once.is_error
+            assert answer(at_once)["holder"] == "ana/coder"
+            assert isinstance(now, Handle)  # (the first: none was ready for it)
+            await worker.cancel(now.task_id)
             ready = await worker.start("next_task", {"wait": 30})  # nothing left: a task
             assert isinstance(ready, Handle)
             await worker.cancel(ready.task_id)
@@ -372,7 +384,7 @@ def test_cancelling_a_handoffs_task_cancels_the_handoff_only_where_its_caller_ma
             await ana.cancel(handle.task_id)
             got = await ana.get(handle.task_id)
             assert (got["status"], got["statusMessage"]) == (
-                "cancelled", "cancelled: cancelled by its MCP task")
+                "cancelled", "stopped following: cancelled: cancelled by its MCP task")
             assert hive.get(n).task.state.value == "cancelled"
         async with connected(planner) as agent:  # not its to cancel: it stops following
             handle = await agent.start("handoff", {**TASK, "wait": 30})
@@ -385,6 +397,102 @@ def test_cancelling_a_handoffs_task_cancels_the_handoff_only_where_its_caller_ma
             assert hive.get(n).task.state.value == "routed"
 
     run(flow)
+
+
+def test_what_a_task_ends_with_it_keeps_and_a_declined_form_is_not_asked_again(
+        hive: Hive) -> None:
+    owner, n = acting(hive, OWNER), in_approval(hive)
+
+    async def flow() -> None:
+        async with connected(owner) as ana:
+            asked = await ana.start("await_verdict", {"number": n, "until": "verdict",
+                                                       "wait": 30})
+            ended = await ana.start("await_verdict", {"number": n, "until": "verdict",
+                                                       "wait": 30})
+            assert isinstance(asked, Handle) and isinstance(ended, Handle)
+            (key, _), = (await ana.get(asked.task_id))["inputRequests"].items()
+            await ana.update(asked.task_id, {key: {"action": "decline"}})
+            got = await ana.get(asked.task_id)  # not asked again under its key
+            assert got["status"] == "working" and "inputRequests" not in got
+            assert got["statusMessage"].endswith("you declined to decide for now")
+            await ana.cancel(ended.task_id)
+            hive.sign_off(OWNER, n)
+            got = await ana.get(ended.task_id)  # cancelled it stays
+            assert (got["status"], got["statusMessage"]) == (
+                "cancelled", "stopped following: completed")
+            assert (await ana.get(asked.task_id))["status"] == "completed"
+            await ana.cancel(asked.task_id)  # ended: a cancel changes nothing
+            assert (await ana.get(asked.task_id))["status"] == "completed"
+
+    run(flow)
+
+
+def test_a_next_task_of_a_stopped_agent_waits_saying_why(hive: Hive) -> None:
+    coder = acting(hive, CODER)
+
+    async def flow() -> None:
+        async with connected(coder) as worker:
+            handle = await worker.start("next_task", {"wait": 30})
+            assert isinstance(handle, Handle)
+            hive.stop(OWNER, agent=CODER.name, reason="lunch")
+            own_task(hive)
+            got = await worker.get(handle.task_id)
+            assert got["status"] == "working"
+            assert got["statusMessage"].startswith("cannot claim now: forbidden_right/")
+            hive.lift(OWNER, agent=CODER.name)
+            assert (await worker.get(handle.task_id))["status"] == "completed"
+
+    run(flow)
+
+
+def test_a_handoff_that_cannot_be_followed_is_refused_before_it_is_made(hive: Hive) -> None:
+    proposer = acting(hive, PLANNER, rights=["tasks.propose"])
+
+    async def flow() -> None:
+        async with connected(proposer) as planner:
+            refused = await planner.start("handoff", {**TASK, "wait": 30})
+            assert isinstance(refused, CallToolResult) and refused.is_error
+            assert "forbidden_right/not_permitted" in refused.content[0].text
+
+    run(flow)
+    assert hive.list().items == []
+
+
+def test_a_stream_ends_with_its_token_and_a_task_ends_with_its_ttl(hive: Hive,
+                                                                  tmp_path: Path) -> None:
+    planner = acting(hive, PLANNER)
+
+    async def flow() -> None:
+        async with connected(planner) as orchestrator:
+            handle = await orchestrator.start("handoff", {**TASK, "wait": 30})
+            assert isinstance(handle, Handle) and orchestrator.extension is not None
+
+            async def revoke() -> None:
+                while not orchestrator.extension.seen:  # type: ignore[union-attr]
+                    await anyio.sleep(0.05)
+                await anyio.to_thread.run_sync(hive.revoke_token, OWNER, planner.token)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(revoke)
+                await orchestrator.listen([handle.task_id])  # ends: the token is gone
+            assert [f["status"] for f in orchestrator.extension.seen] == ["working"]
+            with pytest.raises(MCPError) as refused:
+                await orchestrator.get(handle.task_id)
+            assert refused.value.code == NOT_FOUND
+
+    run(flow)
+    again = acting(hive, PLANNER)
+
+    async def expired() -> None:
+        async with connected(again) as orchestrator:
+            handle = await orchestrator.start("handoff", {**TASK, "wait": 30})
+            assert isinstance(handle, Handle)
+            hive.clock.advance(hours=24, seconds=1)  # type: ignore[attr-defined]
+            with pytest.raises(MCPError) as refused:
+                await orchestrator.get(handle.task_id)
+            assert refused.value.code == NOT_FOUND
+
+    run(expired)
 
 
 def test_a_task_is_its_callers_alone(hive: Hive) -> None:
@@ -401,6 +509,12 @@ def test_a_task_is_its_callers_alone(hive: Hive) -> None:
                     with pytest.raises(MCPError) as refused:
                         await call(handle.task_id)
                     assert refused.value.code == NOT_FOUND
+                with pytest.raises(MCPError) as refused:
+                    await them.update(handle.task_id, {})
+                assert refused.value.code == NOT_FOUND
+                assert them.extension is not None
+                await them.listen([handle.task_id])  # acknowledged with none: it ends
+                assert them.extension.seen == []
         async with connected(planner) as mine:
             with pytest.raises(MCPError) as refused:
                 await mine.get("hlw_" + "A" * 32)

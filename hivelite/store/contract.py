@@ -285,7 +285,8 @@ class Writer(Reader, Protocol):
         ...
     def settle_watch(self, watch_id: str, *, at: str, answer: str | None = None,
                      cancelled: bool = False) -> None:
-        """Keep a watch's answer, or mark it cancelled, at ``at``."""
+        """Keep a watch's answer (unless it was cancelled), or mark it cancelled, at
+        ``at``."""
         ...
 
 

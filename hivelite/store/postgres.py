@@ -1084,7 +1084,8 @@ class PostgresTx(ViewRows):
     def settle_watch(self, watch_id: str, *, at: str, answer: str | None = None,
                      cancelled: bool = False) -> None:
         self.conn.execute(
-            "UPDATE watches SET answer = coalesce(%s, answer), updated_at = %s,"
+            "UPDATE watches SET answer = CASE WHEN cancelled_at IS NULL"
+            " THEN coalesce(%s, answer) ELSE answer END, updated_at = %s,"
             " cancelled_at = CASE WHEN %s AND cancelled_at IS NULL THEN %s"
             " ELSE cancelled_at END WHERE id = %s", (answer, at, cancelled, at, watch_id))
 

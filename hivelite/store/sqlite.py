@@ -952,7 +952,8 @@ class SqliteTx(ViewRows):
     def settle_watch(self, watch_id: str, *, at: str, answer: str | None = None,
                      cancelled: bool = False) -> None:
         self.conn.execute(
-            "UPDATE watches SET answer = coalesce(?, answer), updated_at = ?,"
+            "UPDATE watches SET answer = CASE WHEN cancelled_at IS NULL"
+            " THEN coalesce(?, answer) ELSE answer END, updated_at = ?,"
             " cancelled_at = CASE WHEN ? AND cancelled_at IS NULL THEN ?"
             " ELSE cancelled_at END WHERE id = ?", (answer, at, cancelled, at, watch_id))
 

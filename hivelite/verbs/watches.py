@@ -80,11 +80,16 @@ def watched(hive: HiveBase, caller: Caller, watch_id: object, *,
     them is not said)."""
     checked = require_caller(caller, "watch")
     now = format_ts(hive.clock())
-    row = None
+    row, live = None, token is None
     if isinstance(watch_id, str) and watch_id.startswith(PREFIX):
         with hive.store.read() as reader:
             row = reader.watch(watch_id)
-    if row is None or row.caller != checked.name or row.token != token or row.expires_at <= now:
+            if token is not None:  # a token revoked or run out since proves nothing now
+                proof = reader.token(token)
+                live = proof is not None and proof.revoked_at is None and (
+                    proof.expires_at is None or proof.expires_at > now)
+    if (row is None or not live or row.caller != checked.name or row.token != token
+            or row.expires_at <= now):
         raise NotFound("no_such_watch", f"no task {str(watch_id)[:80]!r} of yours: unknown,"
                        " expired, or another caller's")
     return row
@@ -93,13 +98,15 @@ def watched(hive: HiveBase, caller: Caller, watch_id: object, *,
 def settle_watch(hive: HiveBase, caller: Caller, watch_id: str, *, token: str | None = None,
                  answer: str | None = None, cancelled: bool = False) -> WatchRow:
     """Keep the caller's watch's ``answer`` (as JSON), or mark it ``cancelled``: the
-    watch as it is after."""
+    watch as it is after. A cancelled watch keeps the answer it had: one that comes after
+    the cancel is not kept (the caller learns it from the watch it gets back)."""
     watched(hive, caller, watch_id, token=token)
 
     def body(unit: Unit) -> WatchRow:
         unit.tx.settle_watch(watch_id, at=unit.at, answer=answer, cancelled=cancelled)
         found = unit.tx.watch(watch_id)
-        assert found is not None
+        if found is None:  # pruned since it was found: it expired meanwhile
+            raise NotFound("no_such_watch", f"no task {watch_id[:80]!r} of yours: expired")
         return found
 
     return hive._write(caller, "watch", body)

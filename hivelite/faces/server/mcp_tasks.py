@@ -51,6 +51,7 @@ from mcp_types.jsonrpc import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
+from ...core.caller import require_right
 from ...core.clock import parse_ts
 from ...core.errors import HiveliteError, NotFound
 from ...core.models import Awaited
@@ -59,6 +60,7 @@ from ...verbs.awaiting import LOOK_EVERY
 from ...verbs.base import invalid
 from ...verbs.claims import served_wait, wait_seconds
 from ...verbs.table import BY_NAME, VERBS, Verb
+from ..terminal import clip
 from .mcp_calls import Acting, Where, plain, refusal_text
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -72,6 +74,8 @@ FORMS: dict[str, tuple[str, str]] = {"approve": ("approve", "deny"),
 """The owner's decisions a task asks for (``input_required``), each with its refusal: the
 verbs an answer runs."""
 OnAnswer = Callable[[object], None]
+TITLE = 200
+"""How much of a task's text a form quotes (the requester's words, shown to the owner)."""
 
 
 class TaskParams(RequestParams):
@@ -138,6 +142,8 @@ def begin(acting: Acting, verb: Verb, arguments: Mapping[str, Any],
     wait_seconds(given.pop("wait", 0))  # refused in the verbs' own words
     await_verb = BY_NAME["await"]
     if verb.name == "handoff":
+        # following it needs the await's right: refused before anything is handed off
+        require_right(caller, await_verb.name, await_verb.right)
         receipt = verb.call(hive, caller, None, _parsed(verb, given))
         return _awaited(await_verb.call(hive, caller, receipt.number,
                                         _parsed(await_verb, {"until": "outcome"})))
@@ -189,12 +195,13 @@ def _form(acting: Acting, awaited: Awaited) -> dict[str, Any]:
                   if e.from_state != e.to_state), 0)
     choices = FORMS[decision]
     view = awaited.view
+    title = json.dumps(clip(view.task.packet.task, TITLE), ensure_ascii=False)
     if decision == "approve":
         message = (f"Task {awaited.number}, handed off by {view.task.requester} to"
-                   f" {view.task.assignee}, is held for you: {view.task.packet.task}")
+                   f" {view.task.assignee}, is held for you. Its task reads: {title}")
     else:
-        message = (f"The result of task {awaited.number} awaits your decision:"
-                   f" {view.task.packet.task}")
+        message = (f"The result of task {awaited.number} awaits your decision. Its task"
+                   f" reads: {title}")
     return {f"{decision}-{moved}": {"method": "elicitation/create", "params": {
         "mode": "form", "message": message, "requestedSchema": {
             "type": "object", "required": ["decision"], "properties": {
@@ -204,64 +211,91 @@ def _form(acting: Acting, awaited: Awaited) -> dict[str, Any]:
                            "description": "Why (needed to " + choices[1] + ")"}}}}}}
 
 
-def _claim(acting: Acting, row: WatchRow, on_answer: OnAnswer | None) -> WatchRow:
-    """A ``next`` task's claim: looked for once more, kept once made. Its request id is
-    the task's, so a claim made by a server that died before keeping it is answered again
-    rather than made twice."""
+def _claim(acting: Acting, row: WatchRow, on_answer: OnAnswer | None
+           ) -> tuple[WatchRow, str | None]:
+    """A ``next`` task's claim: looked for once more, kept once made; and why none could
+    be taken now, when the store refused (held, stopped, over budget: the task waits on).
+    Its request id is the task's, so a claim made by a server that died before keeping it
+    is answered again rather than made twice; one made as the task was cancelled is
+    given back."""
     verb = BY_NAME["next"]
     parsed = _parsed(verb, {**json.loads(row.asked), "wait": 0})
     try:
         claim = verb.call(acting.hive, acting.caller, None, parsed, f"watch:{row.id}")
-    except NotFound as error:
-        if error.reason != "queue_empty":
-            raise
-        return row
-    if on_answer is not None:
-        on_answer(claim)
-    return acting.hive.settle_watch(acting.caller, row.id, token=acting.token,
+    except HiveliteError as error:
+        if isinstance(error, NotFound) and error.reason == "queue_empty":
+            return row, None
+        return row, f"cannot claim now: {refusal_text(error)}"
+    kept = acting.hive.settle_watch(acting.caller, row.id, token=acting.token,
                                     answer=json.dumps(plain(claim), ensure_ascii=False))
+    if kept.answer is None:  # cancelled meanwhile: nobody waits for this claim
+        release = BY_NAME["release"]
+        with contextlib.suppress(HiveliteError):
+            release.call(acting.hive, acting.caller, claim.number, _parsed(release, {
+                "lease_id": claim.lease_id, "token": claim.fencing_token,
+                "reason": "its MCP task was cancelled"}))
+    elif on_answer is not None:
+        on_answer(claim)
+    return kept, None
 
 
 def standing(acting: Acting, row: WatchRow, on_answer: OnAnswer | None = None
              ) -> dict[str, Any]:
     """The task as ``tasks/get`` answers it, read from the store now."""
     if row.verb == "next":
+        refused = None
         if row.answer is None and row.cancelled_at is None:
-            row = _claim(acting, row, on_answer)
+            row, refused = _claim(acting, row, on_answer)
         if row.answer is not None:
             return {**_task(row, "completed", "claimed", row.updated_at),
                     "result": tool_result(json.loads(row.answer))}
         if row.cancelled_at is not None:
             return _task(row, "cancelled", "stopped waiting for a ready task", row.updated_at)
-        return _task(row, "working", "waiting for a ready task", row.updated_at)
+        return _task(row, "working", refused or "waiting for a ready task", row.updated_at)
     asked = json.loads(row.asked)
     verb = BY_NAME["await"]
     awaited: Awaited = verb.call(acting.hive, acting.caller, row.number, _parsed(
         verb, {"until": asked.get("until", "outcome"), "since": asked.get("since")}))
     updated = awaited.view.task.updated_at
+    if row.cancelled_at is not None:  # ended: what happens to the work since is not its
+        return _task(row, "cancelled", f"stopped following: {awaited.status}",
+                     row.updated_at)
     if awaited.settled and awaited.outcome == "cancelled":
         return _task(row, "cancelled", awaited.status, updated)
     if awaited.settled:
         return {**_task(row, "completed", awaited.status, updated),
                 "result": tool_result(plain(awaited),
                                       awaited.outcome in ("rejected", "sent_back"))}
-    if row.cancelled_at is not None:
-        return _task(row, "cancelled", f"stopped following: {awaited.status}", updated)
     if awaited.decision is not None:
-        return {**_task(row, "input_required", awaited.status, updated),
-                "inputRequests": _form(acting, awaited)}
+        form = _form(acting, awaited)
+        if not set(form) & _declined(row):
+            return {**_task(row, "input_required", awaited.status, updated),
+                    "inputRequests": form}
+        return _task(row, "working", f"{awaited.status}; you declined to decide for now",
+                     updated)
     return _task(row, "working", awaited.status, updated)
 
 
-def decide(acting: Acting, row: WatchRow, responses: Mapping[str, Any]) -> None:
+def _declined(row: WatchRow) -> set[str]:
+    """The keys of the forms the caller declined (or cancelled): never asked again."""
+    kept = json.loads(row.answer) if row.answer else {}
+    return set(kept.get("declined", ())) if isinstance(kept, dict) else set()
+
+
+def decide(acting: Acting, row: WatchRow, responses: Mapping[str, Any],
+           on_answer: OnAnswer | None = None) -> None:
     """The owner's answers to a task's forms, each its decision made as the verb it names
-    (journaled as the owner's, as on every face). An answer to no outstanding request, or
-    one declined, is ignored (the spec's rule)."""
-    outstanding = standing(acting, row).get("inputRequests", {})
+    (journaled as the owner's, as on every face). An answer to no outstanding request is
+    ignored (the spec's rule); a form declined or cancelled is kept as such, and not asked
+    again (the task is ``working`` until it moves on)."""
+    outstanding = standing(acting, row, on_answer).get("inputRequests", {})
     for key, response in responses.items():
         if key not in outstanding or not isinstance(response, Mapping):
             continue
         if response.get("action") != "accept":
+            declined = sorted(_declined(row) | {key})
+            row = acting.hive.settle_watch(acting.caller, row.id, token=acting.token,
+                                           answer=json.dumps({"declined": declined}))
             continue
         content = response.get("content")
         content = content if isinstance(content, Mapping) else {}
@@ -282,7 +316,15 @@ def decide(acting: Acting, row: WatchRow, responses: Mapping[str, Any]) -> None:
 def cancel(acting: Acting, row: WatchRow) -> None:
     """Stop a task: a handoff it followed is cancelled when its caller may cancel it (the
     cancel verb's own rule); whatever else, the task stops following (the spec's
-    cooperative cancel: an ``await`` never cancels the work it waited on)."""
+    cooperative cancel: an ``await`` never cancels the work it waited on). A task that
+    has ended already is left as it ended."""
+    if row.verb == "next":  # looked at, it would claim: it ended if it has its claim
+        if row.answer is None:
+            acting.hive.settle_watch(acting.caller, row.id, token=acting.token,
+                                     cancelled=True)
+        return
+    if standing(acting, row)["status"] not in OPEN:
+        return
     if row.verb == "handoff" and row.number is not None:
         verb = BY_NAME["cancel"]
         # not the caller's to cancel, or closed already: it only stops following
@@ -318,12 +360,16 @@ def follow_plainly(acting: Acting, verb: Verb, arguments: Mapping[str, Any],
     begun = begin(acting, verb, arguments, on_answer)
     if begun.settled or begun.number is None:
         return begun.answer
-    seen = acting.hive.await_task(acting.caller, begun.number, until=begun.asked["until"],
-                                  since=begun.asked["since"], wait=wait)
-    if seen.settled:
-        return plain(seen)
-    row = acting.hive.watch(acting.caller, verb.name, number=begun.number,
-                            asked=begun.asked, token=acting.token)
+    try:  # what was begun stays done: from here the answer is never a refusal
+        seen = acting.hive.await_task(acting.caller, begun.number,
+                                      until=begun.asked["until"],
+                                      since=begun.asked["since"], wait=wait)
+        if seen.settled:
+            return plain(seen)
+        row = acting.hive.watch(acting.caller, verb.name, number=begun.number,
+                                asked=begun.asked, token=acting.token)
+    except HiveliteError:
+        return begun.answer
     return {**plain(seen), "task_id": row.id, "poll_interval_ms": row.poll_ms,
             "to_wait": "not settled yet: call wait_task with this task_id to keep waiting"}
 
@@ -397,8 +443,8 @@ class TaskListen(ListenHandler):
         sent: dict[str, dict[str, Any]] = {}
         seq = -1
         while rows:
-            now = await anyio.to_thread.run_sync(_last_seq, acting)
-            if now != seq:
+            now, rows = await anyio.to_thread.run_sync(_looked, acting, rows)
+            if rows and now != seq:
                 seq = now
                 states = await anyio.to_thread.run_sync(_states, acting, rows,
                                                         self.on_answer)
@@ -418,9 +464,16 @@ OPEN = frozenset({"working", "input_required"})
 """An MCP task's states before it ends."""
 
 
-def _last_seq(acting: Acting) -> int:
+def _looked(acting: Acting, rows: Sequence[WatchRow]) -> tuple[int, list[WatchRow]]:
+    """The journal's last seq, and the watches still the caller's (its token not revoked
+    or run out, the watch not expired): a stream ends with the token that opened it."""
     with acting.hive.store.read() as reader:
-        return reader.last_seq()
+        seq = reader.last_seq()
+    alive = []
+    for row in rows:
+        with contextlib.suppress(NotFound):
+            alive.append(acting.hive.watched(acting.caller, row.id, token=acting.token))
+    return seq, alive
 
 
 # -- the extension ------------------------------------------------------------------
@@ -455,14 +508,17 @@ class TasksExtension(Extension):
         try:
             begun = await anyio.to_thread.run_sync(begin, acting, verb, arguments,
                                                    self.on_answer)
-            if begun.settled:
-                return tool_result(begun.answer, begun.is_error)
+        except HiveliteError as error:
+            return {"resultType": "complete", "isError": True,
+                    "content": [{"type": "text", "text": refusal_text(error)}]}
+        if begun.settled:
+            return {"resultType": "complete", **tool_result(begun.answer, begun.is_error)}
+        try:
             row = await anyio.to_thread.run_sync(lambda: acting.hive.watch(
                 acting.caller, verb.name, number=begun.number, asked=begun.asked,
                 token=acting.token))
-        except HiveliteError as error:
-            return {"content": [{"type": "text", "text": refusal_text(error)}],
-                    "isError": True}
+        except HiveliteError:  # what was begun stays done: answered as it stands
+            return {"resultType": "complete", **tool_result(begun.answer)}
         message = (begun.answer or {}).get("status") if begun.number is not None else (
             "waiting for a ready task")
         return {"resultType": "task", **_task(row, "working", message, row.updated_at)}
@@ -497,7 +553,7 @@ class TasksExtension(Extension):
     async def update(self, ctx: ServerRequestContext[Any, Any],
                      params: UpdateParams) -> HandlerResult:
         acting, row = await self._found(ctx, params)
-        await _answer(lambda: decide(acting, row, params.input_responses))
+        await _answer(lambda: decide(acting, row, params.input_responses, self.on_answer))
         return {}
 
     async def cancel(self, ctx: ServerRequestContext[Any, Any],
