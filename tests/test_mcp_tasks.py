@@ -458,6 +458,35 @@ def test_a_handoff_that_cannot_be_followed_is_refused_before_it_is_made(hive: Hi
     assert hive.list().items == []
 
 
+def test_a_handoff_made_is_never_answered_as_an_error(hive: Hive,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once handed off, a failure to follow it answers the receipt: a model that saw an
+    error would hand the work off again."""
+    from hivelite import StoreBusy
+    from hivelite.verbs.table import BY_NAME, Verb
+
+    planner = acting(hive, PLANNER)
+
+    def busy(self: Verb, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "await":
+            raise StoreBusy("busy", "the store is busy")
+        return calls(self, *args, **kwargs)
+
+    calls = Verb.call
+    monkeypatch.setattr(Verb, "call", busy)
+
+    async def flow() -> None:
+        async with connected(planner) as orchestrator:
+            got = await orchestrator.start("handoff", {**TASK, "wait": 30})
+            assert isinstance(got, CallToolResult) and not got.is_error
+            assert answer(got)["state"] == "routed"
+            plainly = await orchestrator.client.call_tool("handoff", {**TASK, "wait": 1})
+            assert not plainly.is_error and answer(plainly)["state"] == "routed"
+
+    run(flow)
+    assert len(hive.list().items) == 2 and BY_NAME["await"].name == "await"
+
+
 def test_a_stream_ends_with_its_token_and_a_task_ends_with_its_ttl(hive: Hive,
                                                                   tmp_path: Path) -> None:
     planner = acting(hive, PLANNER)

@@ -145,8 +145,11 @@ def begin(acting: Acting, verb: Verb, arguments: Mapping[str, Any],
         # following it needs the await's right: refused before anything is handed off
         require_right(caller, await_verb.name, await_verb.right)
         receipt = verb.call(hive, caller, None, _parsed(verb, given))
-        return _awaited(await_verb.call(hive, caller, receipt.number,
-                                        _parsed(await_verb, {"until": "outcome"})))
+        try:
+            return _awaited(await_verb.call(hive, caller, receipt.number,
+                                            _parsed(await_verb, {"until": "outcome"})))
+        except HiveliteError:  # handed off all the same: answered with its receipt
+            return Begun(plain(receipt), True, receipt.number, {"until": "outcome"})
     if verb.name == "await":
         ref = given.pop("number", None)
         return _awaited(verb.call(hive, caller, ref, _parsed(verb, given)))
