@@ -559,8 +559,15 @@ def test_a_client_without_the_extension_gets_plain_results_and_the_fallback_tool
 
     async def flow() -> None:
         async with connected(planner, tasks=False) as plain:
-            tools = {t.name for t in (await plain.client.list_tools()).tools}
+            listed = {t.name: t for t in (await plain.client.list_tools()).tools}
+            tools = set(listed)
             assert {"get_task", "wait_task"} <= tools == set(TOOLS["agent"])
+            for name, field in (("get_task", "task_id"), ("wait_task", "task_id"),
+                                ("wait_task", "wait"), ("handoff", "wait"),
+                                ("await_verdict", "until"), ("await_verdict", "wait")):
+                shown = listed[name].input_schema["properties"][field]  # the list alone
+                assert shown.get("description") and listed[name].description, (name, field)
+            assert listed["get_task"].input_schema["required"] == ["task_id"]
             got = answer(await plain.client.call_tool("handoff", {**TASK, "wait": 0.2}))
             assert (got["settled"], got["status"]) == (
                 False, "routed to ana/coder, not claimed yet")

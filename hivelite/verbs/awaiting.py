@@ -12,19 +12,21 @@ announce is seen all the same.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from ..core.caller import Caller, require_caller
 from ..core.errors import ForbiddenRight, InvalidInput, InvalidState
 from ..core.models import Awaited, Outcome, TaskView, Until
 from ..core.protocol import TERMINAL, State, WaitingOn
-from ..store import JournalRow
+from ..store import JournalRow, Store
 from . import guard
 from .claims import wait_seconds
 
 if TYPE_CHECKING:
     from .base import HiveBase
 
+T = TypeVar("T")
 LOOK_EVERY = 1.0
 """The longest a waiting ``await`` goes without looking again (seconds)."""
 UNTIL: tuple[Until, ...] = ("outcome", "verdict")
@@ -147,22 +149,32 @@ def await_task(hive: HiveBase, caller: Caller, ref: str | int, *, until: Until =
                              f" {checked.name!r} is not its owner")
     until = until_of(until)
     seconds = wait_seconds(wait)
-    found = look(hive, checked, ref, until, since)
-    if found.settled or seconds <= 0:
-        return found
-    deadline = time.monotonic() + seconds
-    hive.store.listen()
+    first = look(hive, checked, ref, until, since)
+    return looked_until(hive.store, seconds, first,
+                        lambda: look(hive, checked, first.number, until, first.since),
+                        lambda found: found.settled)
+
+
+def looked_until(store: Store, seconds: float, first: T, again: Callable[[], T],
+                 done: Callable[[T], bool]) -> T:
+    """``first``, or, while it is not ``done`` and ``seconds`` have not passed, what
+    ``again()`` finds after each change the store announces (and at least every
+    :data:`LOOK_EVERY` seconds): what a wait ends with. The store listens only once a wait
+    begins, and stops with it."""
+    if done(first) or seconds <= 0:
+        return first
+    found, deadline = first, time.monotonic() + seconds
+    store.listen()
     try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return found
-            hive.store.wait_for_work(min(left, LOOK_EVERY))
-            found = look(hive, checked, found.number, until, found.since)
-            if found.settled:
-                return found
+        while (left := deadline - time.monotonic()) > 0:
+            store.wait_for_work(min(left, LOOK_EVERY))
+            found = again()
+            if done(found):
+                break
     finally:
-        hive.store.unlisten()
+        store.unlisten()
+    return found
 
 
-__all__ = ["LOOK_EVERY", "UNTIL", "await_task", "look", "standing", "until_of"]
+__all__ = ["LOOK_EVERY", "UNTIL", "await_task", "look", "looked_until", "standing",
+           "until_of"]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -56,7 +55,7 @@ from ...core.clock import parse_ts
 from ...core.errors import HiveliteError, NotFound
 from ...core.models import Awaited
 from ...store import WatchRow
-from ...verbs.awaiting import LOOK_EVERY
+from ...verbs.awaiting import LOOK_EVERY, looked_until
 from ...verbs.base import invalid
 from ...verbs.claims import served_wait, wait_seconds
 from ...verbs.table import BY_NAME, VERBS, Verb
@@ -341,17 +340,9 @@ def waited(acting: Acting, row: WatchRow, wait: float,
            on_answer: OnAnswer | None = None) -> dict[str, Any]:
     """:func:`standing`, waiting up to ``wait`` seconds for the task to leave ``working``
     (the ``wait_task`` tool of a client without the extension)."""
-    deadline = time.monotonic() + wait
-    found = standing(acting, row, on_answer)
-    store = acting.hive.store
-    store.listen()
-    try:
-        while found["status"] == "working" and (left := deadline - time.monotonic()) > 0:
-            store.wait_for_work(min(left, LOOK_EVERY))
-            found = standing(acting, row, on_answer)
-    finally:
-        store.unlisten()
-    return found
+    return looked_until(acting.hive.store, wait, standing(acting, row, on_answer),
+                        lambda: standing(acting, row, on_answer),
+                        lambda found: found["status"] != "working")
 
 
 def follow_plainly(acting: Acting, verb: Verb, arguments: Mapping[str, Any],
@@ -389,16 +380,9 @@ class _Frame(BaseModel):
 
 def _states(acting: Acting, rows: Sequence[WatchRow], on_answer: OnAnswer | None
             ) -> dict[str, dict[str, Any]]:
-    """Each watch's task as ``tasks/get`` would answer it now (a row read again first: a
-    ``next`` task's claim is kept in it); one expired since is left out."""
-    found = {}
-    for row in rows:
-        try:
-            again = acting.hive.watched(acting.caller, row.id, token=acting.token)
-        except NotFound:
-            continue
-        found[row.id] = standing(acting, again, on_answer)
-    return found
+    """Each watch's task as ``tasks/get`` would answer it now (``rows`` as just read:
+    a ``next`` task's claim is kept in its row)."""
+    return {row.id: standing(acting, row, on_answer) for row in rows}
 
 
 class TaskListen(ListenHandler):

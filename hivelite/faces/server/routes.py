@@ -80,9 +80,10 @@ def query_input(model: type[BaseModel], query: Mapping[str, str],
         name = QUERY_ALIASES.get(key, key)
         if name in QUERY_LISTS:
             data[name] = [v for item in lists.get(key, [value]) for v in item.split(",") if v]
-        elif value.isascii() and value.isdigit() and len(value) < 20 and _integer(model, name):
+        elif (value.isascii() and value.isdigit() and len(value) < 20
+              and _takes(model, name, "integer")):
             data[name] = int(value)
-        elif _NUMBER.fullmatch(value) and _integer(model, name, "number"):
+        elif _NUMBER.fullmatch(value) and _takes(model, name, "number"):
             data[name] = float(value)
         else:
             data[name] = value
@@ -93,9 +94,9 @@ _NUMBER = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?")
 """A number of seconds as a query string spells it (a ``wait``)."""
 
 
-def _integer(model: type[BaseModel], name: str, kind: str = "integer") -> bool:
-    """Whether the field ``name`` of ``model`` takes a whole number (or with ``kind=
-    "number"``, any number)."""
+def _takes(model: type[BaseModel], name: str, kind: str) -> bool:
+    """Whether the field ``name`` of ``model`` takes a JSON ``kind``: ``integer`` (a whole
+    number), or ``number`` (any)."""
     field = model.model_fields.get(name)
     if field is None:
         return False
