@@ -137,7 +137,7 @@ def test_queue_counts_that_lie_are_found(path: Path) -> None:
     ok, detail = findings(path)["queue"]
     assert not ok
     assert f"task {blocked} counts 0 open dependencies; it has 1" in detail
-    assert "task 2 counts 0 failed attempts; its journal has 1" in detail
+    assert "task 2 counts 0 attempts; its journal has 1 results sent back" in detail
 
 
 def test_a_lease_against_a_control_and_an_unjournaled_control_are_found(

@@ -12,6 +12,7 @@ from typing import Any
 import apsw
 import pytest
 
+import hivelite
 from hivelite import Caller, Hive, HiveliteError, InvalidState, ManualClock, NotFound, State
 from hivelite.core.clock import system_clock
 from hivelite.core.errors import ForbiddenRight, InvalidInput
@@ -358,6 +359,44 @@ def test_failed_attempts_run_out_and_the_owner_reopens(hive: Hive, snap: Snap) -
     assert hive.claim_next(CODER).number == number
 
 
+class SendsBack:
+    """A policy that refuses every result's evidence: each submission comes straight back."""
+
+    @hivelite.hookimpl
+    def hivelite_check_evidence(self, task: Any, result: Any, hive: Any) -> list[str]:
+        return ["no commit named"]
+
+
+def test_every_result_that_comes_back_counts_an_attempt(open_hive: Any, snap: Snap) -> None:
+    """Evidence refused, a verifier's reject and the owner's decline each count one attempt,
+    as a failed outcome does: a result that comes back can never hand the same task out
+    for ever (issue 46)."""
+    hive = open_hive(plugins=[SendsBack()])
+    bounced = own_task(hive)
+    lease = hive.claim(CODER, bounced)
+    receipt = hive.submit(CODER, bounced, **fence(lease), summary="done", evidence=EVIDENCE)
+    assert receipt.state is S.routed and hive.get(bounced).attempts == 1
+    hive.close()
+    hive = open_hive()
+    rejected = own_task(hive)
+    lease = hive.claim(CODER, rejected)
+    hive.submit(CODER, rejected, **fence(lease), summary="done", evidence=EVIDENCE)
+    assert hive.verify(REVIEWER, rejected, verdict="reject", reason="wrong file").state \
+        is S.routed
+    assert hive.get(rejected).attempts == 1
+    lease = hive.claim(CODER, rejected)
+    hive.submit(CODER, rejected, **fence(lease), summary="done", evidence=EVIDENCE)
+    assert hive.decline(OWNER, rejected, reason="not what I asked").state is S.routed
+    assert hive.get(rejected).attempts == 2
+    fail(hive, rejected)
+    view = hive.get(rejected)
+    assert (view.attempts, view.lifecycle) == (3, "failed")
+    err = refused(snap, InvalidState, "attempts_exhausted",
+                  lambda: hive.claim(CODER, rejected))
+    assert "came back 3 time(s)" in err.message
+    hive.close()
+
+
 def test_the_attempt_limit_comes_from_the_settings(open_hive: Any, db_path: Path) -> None:
     (db_path.parent / "hivelite.toml").write_text("[queue]\nmax_attempts = 1\n")
     hive = open_hive()
@@ -424,6 +463,34 @@ def test_an_export_from_before_the_queue_gets_them_on_import(tmp_path: Path) -> 
     assert all(f.ok for f in diagnose_file(tmp_path / "new.db"))
     with Hive.open(tmp_path / "new.db", clock=ManualClock(START)) as hive:
         assert (hive.get(dependent).blocked_by, hive.get(first).attempts) == ([first], 1)
+
+
+def test_an_upgraded_store_counts_the_results_that_came_back(tmp_path: Path) -> None:
+    """A store from before migration 18 counts every result its journal shows sent back; an
+    open task the recount alone would retire gets one more attempt, and doctor agrees."""
+    from hivelite.store.doctor import diagnose_file
+
+    path = tmp_path / "old.db"
+    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
+        number = own_task(hive)
+        for _ in range(3):
+            lease = hive.claim(CODER, number)
+            hive.submit(CODER, number, **fence(lease), summary="done", evidence=EVIDENCE)
+            hive.verify(REVIEWER, number, verdict="reject", reason="not yet")
+        assert hive.get(number).attempts == 3
+    conn = apsw.Connection(str(path))
+    with conn:
+        to_version(conn, 17)
+        rule = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'task_fields'").get
+        conn.execute("DROP TRIGGER task_fields")  # the count as migration 17's rule kept it
+        conn.execute("UPDATE tasks SET attempts = 0")
+        conn.execute(rule)
+    conn.close()
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        view = hive.get(number)
+        assert (view.attempts, view.max_attempts, view.lifecycle) == (3, 4, "queued")
+        assert hive.claim_next(CODER).number == number
+    assert all(f.ok for f in diagnose_file(path))
 
 
 # -- the CLI ----------------------------------------------------------------------------

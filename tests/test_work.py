@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import hivelite
 from hivelite import Caller, Hive, InvalidInput, ManualClock, State, TaskView, WorkReport
 
 from .conftest import CODER, OWNER, OpenHive, own_task
@@ -207,3 +208,98 @@ def test_next_passes_over_the_tasks_it_is_told_to_skip(open_hive: OpenHive) -> N
             hive.claim_next(CODER, skip=bad)  # type: ignore[arg-type]
         assert refused.value.reason == "invalid_skip"
     assert hive.get(first).task.state is State.routed
+
+
+# -- issue 46: nothing spins, an interrupt anywhere gives the task back --------------------
+
+
+class SendsBack:
+    """The evidence plugin's rule for code, in miniature: a code result with only a note
+    is sent straight back."""
+
+    @hivelite.hookimpl
+    def hivelite_check_evidence(self, task: Any, result: Any, hive: Any) -> list[str]:
+        kinds = {e.kind for e in result.evidence}
+        return [] if kinds & {"test_output", "commit"} else ["code needs a test run or commit"]
+
+
+NOTE_ONLY = {"summary": "done", "evidence": [{"kind": "note", "summary": "looked at it"}]}
+
+
+def test_a_result_sent_back_counts_an_attempt_and_the_run_leaves_the_task(
+        open_hive: OpenHive) -> None:
+    """The loop that spun for ever: a body whose result a policy always sends back. Each
+    run takes each task once (an attempt counted, the task skipped for the rest of the
+    run); after max_attempts runs the tasks are retired and a run takes nothing.
+    (Mutations caught: the run not skipping a returned task; the trigger not counting.)"""
+    hive = open_hive(plugins=[SendsBack()])
+    numbers = [own_task(hive) for _ in range(2)]
+    calls: list[int] = []
+
+    def body(task: TaskView) -> dict[str, Any]:
+        calls.append(task.number)
+        return NOTE_ONLY
+
+    for run in (1, 2, 3):
+        report = hive.work(CODER, body)
+        assert [r.number for r in report.returned] == numbers, run
+        assert all("code needs a test run or commit" in r.reason for r in report.returned)
+        assert report.submitted == [] and report.skipped == numbers
+        assert [hive.get(n).attempts for n in numbers] == [run, run]
+        assert repr(report) == ("WorkReport(submitted 0, failed 0, returned 2, released 0,"
+                                " lost 0)")
+    assert calls == numbers * 3
+    assert [hive.get(n).lifecycle for n in numbers] == ["failed", "failed"]
+    assert hive.work(CODER, body).returned == [] and calls == numbers * 3
+
+
+class CutOff:
+    """A face whose answer to one call is lost to a Ctrl-C: the call is made (and
+    committed), then KeyboardInterrupt is raised before the loop hears the answer."""
+
+    def __init__(self, hive: Hive, verb: str, *, before: bool = False) -> None:
+        self.hive, self.verb, self.before = hive, verb, before
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self.hive, name)
+        if name != self.verb:
+            return real
+
+        def cut(*args: Any, **kwargs: Any) -> Any:
+            if self.before:
+                raise KeyboardInterrupt
+            real(*args, **kwargs)
+            raise KeyboardInterrupt
+        return cut
+
+
+def test_an_interrupt_that_cuts_off_the_claims_answer_gives_the_task_back(
+        open_hive: OpenHive) -> None:
+    """Ctrl-C after the claim committed but before the loop heard it: the run finds the
+    claim this agent holds from this instance and gives it back. (Mutation caught: the
+    interrupt handled only once a task is in hand.)"""
+    hive = open_hive()
+    number = own_task(hive)
+    other = own_task(hive)
+    elsewhere = Caller.agent("ana/coder", "desktop")
+    held = hive.claim(elsewhere, other)  # another instance's claim is not this run's
+    from hivelite.verbs.work import work
+    report = work(CutOff(hive, "claim_next"), CODER, done)  # type: ignore[arg-type]
+    assert report.interrupted and [r.number for r in report.released] == [number]
+    assert hive.get(number).task.state is State.routed and hive.get(number).claim is None
+    assert hive.get(number).attempts == 0
+    assert hive.get(number).attempts == 0
+    assert hive.get(other).claim is not None and held.number == other
+
+
+def test_an_interrupt_while_submitting_gives_the_task_back(open_hive: OpenHive) -> None:
+    """Ctrl-C as the result is about to go: the task is released (no attempt counted), the
+    run ends with its report, no traceback."""
+    hive = open_hive()
+    number = own_task(hive)
+    from hivelite.verbs.work import work
+    face = CutOff(hive, "submit", before=True)
+    report = work(face, CODER, done)  # type: ignore[arg-type]
+    assert report.interrupted and [r.number for r in report.released] == [number]
+    assert hive.get(number).task.state is State.routed and hive.get(number).claim is None
+    assert hive.get(number).attempts == 0

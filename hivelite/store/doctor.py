@@ -316,8 +316,9 @@ def _leases_and_results(conn: apsw.Connection) -> Finding:
 
 def _queue(conn: apsw.Connection) -> Finding:
     """What ``next`` reads agrees with what it stands for: each open task's count of open
-    dependencies and of failed attempts, as its dependencies and its journal say (a task
-    closed before the queue existed keeps the counts it had then: none)."""
+    dependencies and of attempts (results that came back), as its dependencies and its
+    journal say (a task closed before the queue existed keeps the counts it had then:
+    none)."""
     if conn.execute("PRAGMA user_version").get < 5:
         return Finding("queue", True, "the store predates the queue (schema 5)")
     problems = [f"task {n} counts {w} open dependencies; it has {o}" for n, w, o in
@@ -326,15 +327,14 @@ def _queue(conn: apsw.Connection) -> Finding:
         " ON o.number = d.on_task WHERE d.task = t.number AND o.state IS NOT 'completed')"
         " AS open FROM tasks t WHERE t.state NOT IN ('cancelled', 'completed', 'rejected')"
         " AND t.waits IS NOT open")]
-    problems += [f"task {n} counts {a} failed attempts; its journal has {f}" for n, a, f in
-                 conn.execute(
+    problems += [f"task {n} counts {a} attempts; its journal has {f} results sent back"
+                 for n, a, f in conn.execute(
         "SELECT t.number, t.attempts, coalesce(f.n, 0) AS failed FROM tasks t LEFT JOIN"
-        " (SELECT task, count(*) AS n FROM journal WHERE from_state = 'verifying'"
-        " AND to_state = 'routed' AND json_extract(CASE WHEN json_valid(detail) THEN detail"
-        " END, '$.outcome') = 'failed' GROUP BY task) f ON f.task = t.number"
+        " (SELECT task, count(*) AS n FROM journal WHERE from_state IN ('verifying',"
+        " 'approval') AND to_state = 'routed' GROUP BY task) f ON f.task = t.number"
         " WHERE t.state NOT IN ('cancelled', 'completed', 'rejected')"
         " AND t.attempts IS NOT failed")]
-    return Finding("queue", not problems, "open dependencies and failed attempts are counted"
+    return Finding("queue", not problems, "open dependencies and attempts are counted"
                    " right" if not problems else _examples(problems))
 
 
@@ -420,8 +420,9 @@ def _policy(conn: apsw.Connection) -> Finding:
                 problems.append(f"{what} {key}: the store has {kept.get(key)!r}, the owner's"
                                 f" journaled changes {journaled.get(key)!r}")
 
-    compare("policy", {str(k): v for k, v in conn.execute("SELECT key, value FROM policy")},
-            dict(policy))
+    compare("policy", {str(k): v for k, v in conn.execute(  # but migration 18's mark
+        "SELECT key, value FROM policy WHERE key <> 'plugins_notice'")},
+        {k: v for k, v in policy.items() if k != "plugins_notice"})
     compare("required plugin", {str(n): (k, d, _canonical(json.loads(st))) for n, k, d, st in
                                 conn.execute("SELECT name, kind, digest, settings"
                                              " FROM required_plugins")}, dict(required))

@@ -693,8 +693,8 @@ def rules() -> list[Rule]:
         WHERE number IN (SELECT task FROM deps WHERE on_task = NEW.number)
           AND state NOT IN {TERMINAL_SQL};
     END IF;""", guard(completed)))
-    failed = """OLD.state = 'verifying'
-        AND NEW.state = 'routed' AND hl_json(NEW.detail) ->> 'outcome' = 'failed'"""
+    failed = "OLD.state IN ('verifying', 'approval') AND NEW.state = 'routed'"
+    # every result that comes back counts an attempt (migration 18: schema.ATTEMPT_COUNTED)
     add("task_attempt_failed", "AFTER", "UPDATE OF state", "tasks", _checked(f"""IF {failed} THEN
         UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
     END IF;""", guard(failed)))
@@ -783,7 +783,9 @@ def rules() -> list[Rule]:
         f" OR (NEW.key = 'proposals' AND NEW.value IN {_in_list(PROPOSALS)})"
         " OR (NEW.key = 'timezone' AND length(NEW.value) BETWEEN 1 AND 64)"
         " OR ((NEW.key = 'threshold' OR (NEW.key ~ '^threshold:.' AND length(NEW.key) <= 80))"
-        " AND NEW.value ~ '^[0-9]{1,4}$' AND NEW.value::integer <= 1000))"))
+        " AND NEW.value ~ '^[0-9]{1,4}$' AND NEW.value::integer <= 1000)"
+        " OR (NEW.key ~ '^plugin:[A-Za-z0-9_.-]{1,64}$' AND NEW.value = 'enabled')"
+        " OR (NEW.key = 'plugins_notice' AND NEW.value = 'due'))"))
     add("policy_no_update", "BEFORE", "UPDATE", "policy", _refuse("forbidden_right:append_only"))
     add("required_plugins_no_update", "BEFORE", "UPDATE", "required_plugins",
         _refuse("forbidden_right:append_only"))
@@ -1103,3 +1105,27 @@ IDENTITY = ("INSERT INTO meta(key, value)"
             " VALUES ('store_id', replace(gen_random_uuid()::text, '-', ''));\n")
 """The store's identity: 32 random hex digits, as on SQLite (the journal chain starts
 from it)."""
+
+
+RETURNS_BACKFILL = """
+UPDATE tasks SET attempts = greatest(attempts, (
+    SELECT count(*) FROM journal j WHERE j.task = tasks.number
+      AND j.from_state IN ('verifying', 'approval') AND j.to_state = 'routed'))
+WHERE state NOT IN ('cancelled', 'completed', 'rejected');
+UPDATE tasks SET attempt_limit = attempts + 1, fields_version = fields_version + 1
+WHERE state NOT IN ('cancelled', 'completed', 'rejected') AND attempts >= attempt_limit
+  AND attempts > (SELECT count(*) FROM journal j WHERE j.task = tasks.number
+      AND j.from_state = 'verifying' AND j.to_state = 'routed'
+      AND hl_json(j.detail) ->> 'outcome' = 'failed');
+"""
+"""SQLite's ``schema.RETURNS_BACKFILL`` on PostgreSQL: migration 18's own text holds these
+statements verbatim, and an import of an export from before it runs them."""
+
+
+PLUGINS_NOTICE = """
+INSERT INTO policy(key, value, at, by)
+SELECT 'plugins_notice', 'due',
+       to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), value
+FROM meta WHERE key = 'owner';
+"""
+"""SQLite's ``schema.PLUGINS_NOTICE`` on PostgreSQL (migration 18)."""

@@ -19,7 +19,7 @@ from .chain import CONTENT, TASKS_FROM, global_link, link
 from .doctor import Finding, diagnose
 from .pg_guard import problems
 from .pg_migrations import SCHEMA_VERSION
-from .pg_schema import PG_ONLY_COLUMNS
+from .pg_schema import PG_ONLY_COLUMNS, RETURNS_BACKFILL
 from .sqlite import SqliteStore
 from .transfer import TABLES, Tables, export_lines, import_lines
 
@@ -202,6 +202,9 @@ class PostgresTables:
         raise InvalidInput("old_export", "this export comes from before the work queue"
                            " (schema 5): import it into an SQLite store first, then export"
                            " that and import it here", field="schema_version")
+
+    def derive_returns(self) -> None:
+        self.conn.execute(RETURNS_BACKFILL)
 
 
 

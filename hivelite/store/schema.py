@@ -434,6 +434,35 @@ READY = "state = 'routed' AND waits = 0 AND attempts < attempt_limit"
 index holds exactly these; a query that names this text can read it."""
 
 
+ATTEMPT_COUNTED = """CREATE TRIGGER task_attempt_failed AFTER UPDATE OF state ON tasks
+WHEN OLD.state IN ('verifying', 'approval') AND NEW.state = 'routed'
+BEGIN
+    UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
+END;
+"""
+"""Every result that comes back counts an attempt (migration 18): a failed outcome, evidence
+refused, a verifier's reject, the owner's decline (moves 15 and 17). Before migration 18
+only a failed outcome counted, and a worker whose result was sent back at once could be
+handed the same task again and again."""
+
+RETURNS_BACKFILL = """
+UPDATE tasks SET attempts = max(attempts, (
+    SELECT count(*) FROM journal j WHERE j.task = tasks.number
+      AND j.from_state IN ('verifying', 'approval') AND j.to_state = 'routed'))
+WHERE state NOT IN ('cancelled', 'completed', 'rejected');
+UPDATE tasks SET attempt_limit = attempts + 1, fields_version = fields_version + 1
+WHERE state NOT IN ('cancelled', 'completed', 'rejected') AND attempts >= attempt_limit
+  AND attempts > (SELECT count(*) FROM journal j WHERE j.task = tasks.number
+      AND j.from_state = 'verifying' AND j.to_state = 'routed'
+      AND json_extract(CASE WHEN json_valid(j.detail) THEN j.detail END, '$.outcome')
+          = 'failed');
+"""
+"""What migration 18 derives for tasks made before it (its own text holds these statements
+verbatim): every result that came back counted as an attempt, and one more attempt for an
+open task the recount alone would retire (an upgrade stops no task mid-flight). An import
+of an export from before migration 18 runs them too."""
+
+
 def queue_sql() -> str:
     """The work queue (migration 5): dependencies as rows, the ready index, and the rules
     that keep claims to ready tasks, attempts growing, and fields versioned."""
@@ -471,13 +500,7 @@ BEGIN
       AND state NOT IN {terminal};
 END;
 
-CREATE TRIGGER task_attempt_failed AFTER UPDATE OF state ON tasks
-WHEN OLD.state = 'verifying' AND NEW.state = 'routed'
-    AND json_extract(NEW.detail, '$.outcome') = 'failed'
-BEGIN
-    UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
-END;
-
+{ATTEMPT_COUNTED}
 CREATE TRIGGER task_claim_ready BEFORE UPDATE OF state ON tasks
 WHEN OLD.state = 'routed' AND NEW.state = 'accepted'
 BEGIN
@@ -728,6 +751,38 @@ def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
             " VALUES\n" + values + ";\n")
 
 
+def policy_values_sql() -> str:
+    """The values a policy row may hold (migration 18 added the plugins a store's owner
+    enabled, ``plugin:NAME`` = ``enabled``, and the notice owed to a store made before
+    installing stopped enabling, ``plugins_notice`` = ``due``)."""
+    return f"""CREATE TRIGGER policy_values BEFORE INSERT ON policy
+WHEN NOT (
+    (NEW.key = 'mode' AND NEW.value IN {_in_list(MODES)})
+    OR (NEW.key = 'proposals' AND NEW.value IN {_in_list(PROPOSALS)})
+    OR (NEW.key = 'timezone' AND length(NEW.value) BETWEEN 1 AND 64)
+    OR ((NEW.key = 'threshold' OR (NEW.key GLOB 'threshold:?*'
+                                   AND length(NEW.key) <= 80))
+        AND NEW.value GLOB '[0-9]*' AND NEW.value NOT GLOB '*[^0-9]*'
+        AND length(NEW.value) <= 4 AND CAST(NEW.value AS INTEGER) <= 1000)
+    OR (NEW.key GLOB 'plugin:?*' AND NEW.key NOT GLOB 'plugin:*[^A-Za-z0-9_.-]*'
+        AND length(NEW.key) <= {len(ENABLED_PREFIX) + 64} AND NEW.value = 'enabled')
+    OR (NEW.key = 'plugins_notice' AND NEW.value = 'due'))
+BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_policy'); END;
+"""
+
+
+ENABLED_PREFIX = "plugin:"
+"""A policy row ``plugin:NAME`` = ``enabled``: the owner enabled that installed plugin on
+this store (installing one enables it nowhere)."""
+PLUGINS_NOTICE = """
+INSERT INTO policy(key, value, at, by)
+SELECT 'plugins_notice', 'due', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), value
+FROM meta WHERE key = 'owner';
+"""
+"""Migration 18's mark on a store made before installing stopped enabling: its first open
+tells the owner which installed plugins no longer act on it until enabled."""
+
+
 MODES = ("personal", "team")
 """Whose confirmations count (seed 004): ``personal``, the owner's own agents, one per
 instance; ``team``, people and agents of other owners than the worker's, one per owner."""
@@ -802,17 +857,7 @@ CREATE TABLE budgets(
 CREATE INDEX updates_usage ON updates(actor, at)
 WHERE tokens IS NOT NULL OR usd_micros IS NOT NULL;
 
-CREATE TRIGGER policy_values BEFORE INSERT ON policy
-WHEN NOT (
-    (NEW.key = 'mode' AND NEW.value IN {_in_list(MODES)})
-    OR (NEW.key = 'proposals' AND NEW.value IN {_in_list(PROPOSALS)})
-    OR (NEW.key = 'timezone' AND length(NEW.value) BETWEEN 1 AND 64)
-    OR ((NEW.key = 'threshold' OR (NEW.key GLOB 'threshold:?*'
-                                   AND length(NEW.key) <= 80))
-        AND NEW.value GLOB '[0-9]*' AND NEW.value NOT GLOB '*[^0-9]*'
-        AND length(NEW.value) <= 4 AND CAST(NEW.value AS INTEGER) <= 1000))
-BEGIN SELECT RAISE(ABORT, 'invalid_input:invalid_policy'); END;
-
+{policy_values_sql()}
 CREATE TRIGGER policy_no_update BEFORE UPDATE ON policy
 BEGIN SELECT RAISE(ABORT, 'forbidden_right:append_only'); END;
 

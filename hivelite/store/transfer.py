@@ -35,7 +35,7 @@ from ..core.progress import STEP, Progress, counted, lines_in
 from .chain import TASKS_FROM, chain_all
 from .doctor import CHAIN_SINCE, links_at, tasks_from
 from .keys import RESTORED, load_key, witness
-from .schema import QUEUE_BACKFILL
+from .schema import QUEUE_BACKFILL, RETURNS_BACKFILL
 
 FORMAT = "hivelite-export"
 FORMAT_VERSION = 1
@@ -49,6 +49,8 @@ its lease was taken under (``lease_scope``) travel with its row."""
 TABLES = tuple(KEYS)
 QUEUE_SINCE = 5
 """The schema version that keeps dependencies as rows (and counts attempts)."""
+RETURNS_SINCE = 18
+"""The schema version that counts every result that came back as an attempt."""
 IDENTITY = "store_id"
 """The meta row naming the store (its journal's chain starts from it): an import keeps the
 exported store's, so the copy's chain verifies; an export from before the chain gets the
@@ -191,6 +193,9 @@ class Tables(Protocol):
     def derive_queue(self) -> None:
         """Migration 5's rows for tasks made before the queue (:data:`QUEUE_BACKFILL`)."""
         ...
+    def derive_returns(self) -> None:
+        """Migration 18's attempts for tasks made before it (:data:`RETURNS_BACKFILL`)."""
+        ...
 
 
 class SqliteTables:
@@ -284,6 +289,9 @@ class SqliteTables:
 
     def derive_queue(self) -> None:
         self.conn.execute(QUEUE_BACKFILL).fetchall()
+
+    def derive_returns(self) -> None:
+        self.conn.execute(RETURNS_BACKFILL).fetchall()
 
 
 def one_chain(conn: apsw.Connection, triggers: list[tuple[str, str]]) -> int | None:
@@ -433,6 +441,8 @@ def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
             tables.chain_all()
         if header["schema_version"] < QUEUE_SINCE:  # before the queue: derive its rows
             tables.derive_queue()
+        if header["schema_version"] < RETURNS_SINCE:  # before every return counted
+            tables.derive_returns()
     if failed:  # kept, as asked, for a look: still no store to trust
         raise _unsound(failed, kept=True)
     return count

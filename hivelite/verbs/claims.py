@@ -193,8 +193,9 @@ def _check_ready(hive: HiveBase, unit: Unit, row: TaskRow) -> None:
                                f" completed: {named}{hint}",
                                blocked_by=[d.number for d in waiting])
     if row.exhausted:
-        raise InvalidState("attempts_exhausted", f"task {row.number} failed"
-                           f" {row.attempts} time(s), its limit of {row.attempt_limit};"
+        raise InvalidState("attempts_exhausted", f"task {row.number}'s result came back"
+                           f" {row.attempts} time(s) (failed, or sent back), its limit of"
+                           f" {row.attempt_limit};"
                            f" the owner re-opens it (hivelite fields {row.number}"
                            " --max-attempts N --base-version V) or cancels it")
 

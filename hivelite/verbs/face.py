@@ -19,6 +19,7 @@ from ..core.models import (
     HandoffRequest,
     History,
     NextClaim,
+    Page,
     Receipt,
     TaskView,
 )
@@ -84,6 +85,8 @@ class TaskFace(Protocol):
     def amend(self, caller: Caller, ref: str | int, *, summary: str | None = None,
               evidence: Sequence[Evidence | Mapping[str, Any]] | None = None,
               merge_commit: str | None = None, request_id: str | None = None) -> Receipt: ...
+    def list(self, *, state: str | Sequence[str] | None = None, assignee: str | None = None,
+             limit: int = 50) -> Page: ...  # last: the name would hide ``list`` above
 
 
 __all__ = ["TaskFace"]

@@ -2,25 +2,30 @@
 
 Claim the next ready task (``claim_next``), keep its lease alive from a background
 thread while the body runs, submit what the body returns, or return a failed outcome
-(the error as the reason) when the body raises and pass over that task for the rest of
-the run; stop cleanly on ``KeyboardInterrupt``. It
-uses only the verbs every store face has, so it runs the same on a ``Hive`` (the file)
-and a ``Client`` (``hivelite serve``).
+(the error as the reason) when the body raises. A task the run failed on, or whose
+result the store sent straight back (its evidence refused), is passed over for the rest
+of the run: the body would only do the same again, and each return counts an attempt, so
+no run and no queue can spin on one task. ``KeyboardInterrupt`` at any point gives back
+the task in hand and ends the run with its report. It uses only the verbs every store
+face has, so it runs the same on a ``Hive`` (the file) and a ``Client`` (``hivelite
+serve``).
 """
 
 from __future__ import annotations
 
 import math
+import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.caller import Caller
 from ..core.errors import HiveliteError, InvalidInput, NotFound
-from ..core.models import NextClaim, Receipt, TaskView
-from ..core.protocol import MAX_WAIT
+from ..core.models import ClaimReceipt, NextClaim, Receipt, TaskView, normal_instance
+from ..core.protocol import MAX_WAIT, State
 from .face import TaskFace
 
 SUBMITTED = frozenset({"summary", "evidence", "provenance", "outcome", "tokens",
@@ -45,6 +50,10 @@ class WorkReport:
     failed: list[Released] = field(default_factory=list)
     """Tasks the body failed on: each was returned as a failed outcome, which counts an
     attempt (its ``max_attempts`` retire it), and skipped for the rest of the run."""
+    returned: list[Released] = field(default_factory=list)
+    """Tasks whose result the store sent straight back (a policy refused its evidence),
+    with the reason it gave: each counts an attempt, and is skipped for the rest of the
+    run (the body would only return the same result again)."""
     released: list[Released] = field(default_factory=list)
     """Tasks given back without an attempt counted: the run was interrupted, or a failed
     outcome could not be returned either."""
@@ -56,13 +65,14 @@ class WorkReport:
 
     @property
     def skipped(self) -> list[int]:
-        """The tasks the run passed over after failing on them, in the order it failed."""
-        return [f.number for f in self.failed]
+        """The tasks the run passed over: those it failed on, then those sent back."""
+        return [f.number for f in self.failed] + [r.number for r in self.returned]
 
     def __repr__(self) -> str:
+        back = f", returned {len(self.returned)}" if self.returned else ""
         ended = ", interrupted" if self.interrupted else ""
-        return (f"WorkReport(submitted {len(self.submitted)}, failed {len(self.failed)},"
-                f" released {len(self.released)}, lost {len(self.lost)}{ended})")
+        return (f"WorkReport(submitted {len(self.submitted)}, failed {len(self.failed)}"
+                f"{back}, released {len(self.released)}, lost {len(self.lost)}{ended})")
 
 
 class _Keeper(threading.Thread):
@@ -112,10 +122,13 @@ def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
     returns something else), the task is returned as a failed outcome with the error as
     its reason, which counts an attempt (``max_attempts`` then retires it), and the run
     skips it and goes on with the next ready task: one failing task never starves the
-    tasks behind it. A result the store refuses to take (bad evidence, usage over budget)
-    is handled like a failure of the body. On ``KeyboardInterrupt`` the task is released
-    (no attempt counted) and the run ends. Several workers may run this at once, in
-    threads or processes, each with its own caller instance.
+    tasks behind it. A result the store refuses to take (usage over budget) is handled
+    like a failure of the body; a result it takes and sends straight back (a policy
+    refused its evidence) counts an attempt too, and the run skips that task
+    (``report.returned``). On ``KeyboardInterrupt``, at any point of the run, the task in
+    hand is released (no attempt counted) and the run ends with its report. Several
+    workers may run this at once, in threads or processes, each with its own caller
+    instance.
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or limit < 1):
@@ -129,40 +142,105 @@ def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
     report = WorkReport()
     taken = 0
     while limit is None or taken < limit:
+        got: NextClaim | None = None
+        keeper: _Keeper | None = None
         try:
-            got = _next(face, caller, minutes, project, label, report.skipped, wait)
-        except KeyboardInterrupt:  # while idle: no task is held
+            try:
+                got = _next(face, caller, minutes, project, label, report.skipped, wait)
+            except NotFound as error:
+                if error.reason == "queue_empty":
+                    return report
+                raise
+            taken += 1
+            keeper = _Keeper(face, caller, got, minutes, every)
+            keeper.start()
+            _one(face, caller, got, body, keeper, report)
+        except KeyboardInterrupt:  # at any point: give back what is held, then report
+            with _shielded():
+                if keeper is not None:
+                    keeper.stop()
+                if got is not None:
+                    _give_back(face, caller, got, "interrupted", report)
+                else:  # the claim may have been made and its answer not heard
+                    _give_back_strays(face, caller, report)
             report.interrupted = True
             return report
-        except NotFound as error:
-            if error.reason == "queue_empty":
-                return report
-            raise
-        taken += 1
-        keeper = _Keeper(face, caller, got, minutes, every)
-        keeper.start()
-        try:
-            answer = _submitted(body(got.task))
-        except KeyboardInterrupt:
-            keeper.stop()
-            _give_back(face, caller, got, "interrupted", report)
-            report.interrupted = True
-            return report
-        except Exception as error:  # the body's failure is the task's, not the loop's
-            keeper.stop()
-            _failed(face, caller, got, f"the body failed: {type(error).__name__}: {error}",
-                    report)
-            continue
-        keeper.stop()
-        if keeper.failure is not None:
-            report.lost.append(got.number)
-            continue
-        try:
-            report.submitted.append(face.submit(caller, got.number, lease_id=got.lease_id,
-                                                token=got.fencing_token, **answer))
-        except HiveliteError as error:  # refused (its evidence, its usage): a failure
-            _failed(face, caller, got, f"submit refused: {error.reason}: {error}", report)
     return report
+
+
+def _one(face: TaskFace, caller: Caller, got: NextClaim, body: Body, keeper: _Keeper,
+         report: WorkReport) -> None:
+    """Run the body on one claimed task and hand back what it returned."""
+    try:
+        answer = _submitted(body(got.task))
+    except Exception as error:  # the body's failure is the task's, not the loop's
+        keeper.stop()
+        _failed(face, caller, got, f"the body failed: {type(error).__name__}: {error}",
+                report)
+        return
+    keeper.stop()
+    if keeper.failure is not None:
+        report.lost.append(got.number)
+        return
+    try:
+        receipt = face.submit(caller, got.number, lease_id=got.lease_id,
+                              token=got.fencing_token, **answer)
+    except HiveliteError as error:  # refused (its evidence, its usage): a failure
+        _failed(face, caller, got, f"submit refused: {error.reason}: {error}", report)
+        return
+    if receipt.state is State.routed:  # sent straight back: an attempt, and skipped
+        report.returned.append(Released(got.number, _why_back(face, got.number)))
+    else:
+        report.submitted.append(receipt)
+
+
+def _why_back(face: TaskFace, number: int) -> str:
+    """Why the store sent a result back: the reason its journal gave for the move."""
+    with suppress(HiveliteError):
+        for entry in reversed(face.history(number)):
+            if entry.to_state is State.routed:
+                return entry.reason or "sent back"
+    return "sent back"
+
+
+@contextmanager
+def _shielded() -> Iterator[None]:
+    """Run the block to its end through a second Ctrl-C (in the main thread, where Python
+    delivers it): the task in hand is given back even when the user presses it twice."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    try:
+        before = signal.signal(signal.SIGINT, lambda number, frame: pressed.append(number))
+    except ValueError:  # not the main interpreter
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _give_back_strays(face: TaskFace, caller: Caller, report: WorkReport) -> None:
+    """After an interrupt during ``claim_next``: give back any claim this agent holds from
+    this instance and session (the run holds none between tasks, so such a claim is the one
+    whose answer the interrupt cut off, or one left by a process of the same name)."""
+    mine = normal_instance(caller.instance) if caller.instance else None
+    try:
+        held = face.list(state="accepted", assignee=caller.name, limit=100).items
+    except HiveliteError:
+        return
+    for view in held:
+        claim = view.claim
+        if claim is None or claim.holder != caller.name or mine is None or (
+                normal_instance(claim.instance) != mine or claim.session != caller.session):
+            continue
+        try:
+            lease = face.lease(caller, view.number)
+        except HiveliteError:
+            continue
+        _give_back(face, caller, lease, "interrupted", report)
 
 
 def _next(face: TaskFace, caller: Caller, minutes: int, project: str | None,
@@ -218,7 +296,7 @@ def _failed(face: TaskFace, caller: Caller, got: NextClaim, why: str,
     report.failed.append(Released(got.number, reason))
 
 
-def _give_back(face: TaskFace, caller: Caller, got: NextClaim, why: str,
+def _give_back(face: TaskFace, caller: Caller, got: ClaimReceipt, why: str,
                report: WorkReport) -> None:
     reason = _cut(why)
     try:
