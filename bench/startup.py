@@ -15,6 +15,15 @@ call compiles every hivelite module it imports). The standard library and the ot
 packages are as installed (compiled) in both. It also prints how many modules each call
 imports (``-X importtime``), which moves less with the machine's load than the time does.
 
+Then what ``hivelite mcp`` costs an MCP client, which starts it once a session (issue 46:
+at most 0.5 s of CPU), in CPU seconds (user + system of the process, best of ``--runs``):
+importing what it imports, the ``mcp`` SDK alone beside it (its own floor), and the whole
+start (open the store, prove the token, build the tools) until it answers ``initialize``.
+**cached** is as installed (every package compiled); **uncached** compiles everything,
+the standard library and the SDK included (``PYTHONDONTWRITEBYTECODE=1`` and a fresh,
+empty ``PYTHONPYCACHEPREFIX`` each run): a first start after an install that compiled
+nothing.
+
 Figures only: nothing here asserts a timing.
 """
 
@@ -22,7 +31,9 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -41,6 +52,83 @@ COMMANDS: dict[str, float | None] = {
     "--version": 2.5, "--help": 3.0, "list": 4.0, "--json show 1": 4.0, "history 1": 4.0,
     "show 1 --lease --agent ana/coder --instance laptop": None}
 """Each command with its target (x ``python -c pass``; None: none)."""
+
+
+MCP_TARGET = 0.5
+"""``hivelite mcp``'s imports, in CPU seconds (issue 46, item 6)."""
+MCP_IMPORTS: dict[str, str] = {
+    "python -c pass": "pass",
+    "the mcp SDK alone": "import mcp.server.mcpserver, mcp.server.stdio",
+    "hivelite mcp's imports": "import hivelite.faces.cli.main, hivelite.faces.cli.serve,"
+                              " hivelite.faces.server.mcp_tools, hivelite.faces.server.keeper",
+}
+"""What is imported, each in a fresh interpreter: the SDK's own share, and ``hivelite
+mcp``'s (the CLI, the command, the tools and the lease keeper)."""
+INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "bench.startup", "version": "1"}}}) + "\n"
+
+
+def cpu(command: list[str], env: dict[str, str], *, fresh_cache: bool = False,
+        stdin: str | None = None) -> float:
+    """The CPU seconds (user + system) one run of ``command`` takes; with
+    ``fresh_cache``, in a new empty ``PYTHONPYCACHEPREFIX`` (nothing compiled). With
+    ``stdin``, it is sent, one line of answer read, then stdin closed (an MCP server that
+    answered and ends)."""
+    with tempfile.TemporaryDirectory(prefix="hivelite-bench-pycache-") as cache:
+        if fresh_cache:
+            env = {**env, "PYTHONPYCACHEPREFIX": cache, "PYTHONDONTWRITEBYTECODE": "1"}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if stdin is None:
+            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env=env, check=True)
+        else:
+            process = subprocess.Popen(command, stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                       env=env, text=True)
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write(stdin)
+            process.stdin.flush()
+            answer = process.stdout.readline()
+            process.stdin.close()
+            process.wait()
+            if '"result"' not in answer:
+                raise RuntimeError(f"{' '.join(command)} answered {answer!r}")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def mcp_figures(hl: list[str], db: Path, envs: dict[str, dict[str, str]],
+                runs: int) -> dict[str, Any]:
+    """``hivelite mcp``'s CPU seconds, cached and uncached (best of ``runs``): each of
+    :data:`MCP_IMPORTS`, and the whole start until it answers ``initialize``."""
+    from hivelite import Hive
+
+    with Hive.open(db) as hive:
+        token = hive.add_token(hive.as_owner(), "ana/coder", instance="laptop").token
+    commands = {name: [sys.executable, "-c", code] for name, code in MCP_IMPORTS.items()}
+    commands["hivelite mcp, until it answers"] = [*hl, "mcp"]
+    figures: dict[str, Any] = {"target_cpu_s": MCP_TARGET}
+    print(f"\nhivelite mcp: CPU seconds, best of {runs} (target: its imports at most"
+          f" {MCP_TARGET} s)")
+    print(f"{'':<32} {'cached':>7} {'uncached':>8}")
+    for name, command in commands.items():
+        stdin = INITIALIZE if command[-1] == "mcp" else None
+        took = {mode: min(cpu(command, {**env, "HIVELITE_TOKEN": token},
+                              fresh_cache=mode == "uncached", stdin=stdin)
+                          for _ in range(runs))
+                for mode, env in envs.items()}
+        figures[name] = {"cpu_s": took["cached"], "uncached_cpu_s": took["uncached"]}
+        print(f"{name:<32} {took['cached']:7.3f} {took['uncached']:8.3f}")
+    ours = figures["hivelite mcp's imports"]
+    sdk = figures["the mcp SDK alone"]
+    verdict = ("met" if ours["cpu_s"] <= MCP_TARGET else
+               f"missed by {ours['cpu_s'] - MCP_TARGET:.3f} s"
+               f" (the SDK alone: {sdk['cpu_s']:.3f} s)")
+    print(f"its imports against {MCP_TARGET} s, cached: {verdict};"
+          f" hivelite's own share: {ours['cpu_s'] - sdk['cpu_s']:.3f} s cached,"
+          f" {ours['uncached_cpu_s'] - sdk['uncached_cpu_s']:.3f} s uncached")
+    return figures
 
 
 def hivelite_command() -> list[str]:
@@ -109,6 +197,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tasks", type=int, default=1000, help="tasks in the listed store")
     parser.add_argument("--figures", type=Path, default=None, metavar="FILE",
                         help="also write the figures to FILE as JSON (for bench.report)")
+    parser.add_argument("--mcp-only", action="store_true",
+                        help="only hivelite mcp's CPU figures (not the CLI calls)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hivelite-bench-startup-") as folder:
         db = Path(folder) / "store.db"
@@ -123,6 +213,9 @@ def main(argv: list[str] | None = None) -> None:
                                                                compiled=False))},
         }
         hl = hivelite_command()
+        if args.mcp_only:
+            save(args.figures, {"mcp": mcp_figures(hl, db, envs, args.runs)})
+            return
         base = {mode: best([sys.executable, "-c", "pass"], args.runs, e)
                 for mode, e in envs.items()}
         load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
@@ -146,6 +239,7 @@ def main(argv: list[str] | None = None) -> None:
                   f" {ratio['cached']:6.1f} {took['uncached'] * 1000:8.1f}"
                   f" {ratio['uncached']:6.1f} {target or 0:6.1f}"
                   f" {modules(command, envs['cached']):7d}  {verdict}")
+        figures["mcp"] = mcp_figures(hl, db, envs, args.runs)
         save(args.figures, figures)
 
 

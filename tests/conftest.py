@@ -12,9 +12,11 @@ import atexit
 import inspect
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Generator, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -59,6 +61,36 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     import hivelite
 
     compileall.compile_dir(Path(hivelite.__file__).parent, quiet=1)
+
+HANG_S = float(os.environ.get("HIVELITE_TEST_HANG_S") or 600)
+"""The longest any one wait of a test may last before the test fails as hung: 10 minutes,
+or ``$HIVELITE_TEST_HANG_S``. A guard against a hang, never a deadline to start in: a test
+waits until its process or server is ready or has ended (``ready``), and a machine busy
+with other work only makes the wait longer. Every wait names it (``timeout=HANG_S``), so
+that no test hangs for ever."""
+
+
+def ready(check: Callable[[], Any], what: str,
+          process: subprocess.Popen[Any] | None = None,
+          output: Callable[[], str] | None = None, every: float = 0.02) -> Any:
+    """Wait until ``check()`` answers something true, and return it. If ``process`` ends
+    first, fail at once with what it printed (``output()``); if nothing happens for
+    ``HANG_S`` seconds, fail as hung. ``what`` names what is waited for."""
+    start = time.monotonic()
+    while True:
+        got = check()
+        if got:
+            return got
+        if process is not None and process.poll() is not None:
+            said = output() if output is not None else ""
+            raise AssertionError(f"{what}: the process ended (exit {process.returncode})"
+                                 f" before it was ready\n{said}")
+        if time.monotonic() - start > HANG_S:
+            said = output() if output is not None else ""
+            raise AssertionError(f"{what}: not ready after {HANG_S:.0f} s (hung?; the"
+                                 f" guard is $HIVELITE_TEST_HANG_S)\n{said}")
+        time.sleep(every)
+
 
 START = "2026-12-02T09:00:00.000Z"
 BACKENDS = ("sqlite", "postgres") if pg.available() else ("sqlite",)
@@ -289,28 +321,102 @@ def held_task(hive: Hive, **overrides: Any) -> int:
     return hive.handoff(GUEST, **fields).number
 
 
+ALL_OF_IT = ('eval "$(.ci/postgres start)" && HIVELITE_NEED_POSTGRES=1 HIVELITE_NEED_BROWSER=1'
+             ' HIVELITE_NEED_SQLITE3=1 python -m pytest -q; .ci/postgres stop')
+"""The one line that runs the whole suite (in the venv of the README's test command, with
+Debian's postgresql, chromium, chromium-driver and sqlite3 installed): a missing server or
+tool then fails its tests instead of skipping them (what .ci/run does)."""
+
 LEFT_OUT = (
-    ("PostgreSQL", lambda: pg.available(),
-     "the contract suite's second engine and the PostgreSQL tests were not collected;"
-     ' include them with eval "$(.ci/postgres start)" (a throwaway server; .ci/postgres'
-     " stop removes it)"),
-    ("Chromium", lambda: None not in (shutil.which("chromium"), shutil.which("chromedriver")),
-     "the board's browser tests were skipped; include them with apt-get install chromium"
-     " chromium-driver"),
-    ("sqlite3", lambda: shutil.which("sqlite3") is not None,
-     "the task_board view's shell tests were skipped; include them with apt-get install"
-     " sqlite3"),
+    ("PostgreSQL", "PostgreSQL", lambda: bool(pg.SERVER),
+     "no server ($HIVELITE_TEST_POSTGRES is not set)",
+     'eval "$(.ci/postgres start)" (a throwaway server; .ci/postgres stop removes it)'),
+    ("Chromium", "chromium", lambda: None not in (shutil.which("chromium"),
+                                                  shutil.which("chromedriver")),
+     "no chromium or chromedriver on the PATH", "apt-get install chromium chromium-driver"),
+    ("sqlite3", "sqlite3 shell", lambda: shutil.which("sqlite3") is not None,
+     "no sqlite3 shell on the PATH", "apt-get install sqlite3"),
 )
-"""What a run on this machine may leave out, and how to include it (.ci/run includes all,
-and fails instead of leaving any out)."""
+"""What a run on this machine may leave out: its name, the words its skips give, whether
+it is here, why not, and how to include it."""
+
+_NOT_COLLECTED = "hivelite_not_collected"
+"""How many PostgreSQL twins of contract tests a worker did not collect (xdist's
+``workeroutput`` key)."""
+_not_collected: list[int] = []
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
-    """At the end of a run: what it left out for want of a server or a tool, and how to
-    include it, so a green run on a contributor's machine never passes for a whole one."""
-    missing = [(name, how) for name, present, how in LEFT_OUT if not present()]
-    if not missing:
+def _pg_twins(items: list[pytest.Item]) -> int:
+    """How many of ``items`` would have a PostgreSQL twin if a server were named: the
+    contract tests generated for SQLite on the file (not the ``sqlite_only`` ones)."""
+    def twin(item: pytest.Item) -> bool:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        function = getattr(item, "function", None)
+        return (params.get("backend") == "sqlite" and params.get("transport", "file") == "file"
+                and function is not None
+                and item.get_closest_marker("contract") is not None
+                and item.get_closest_marker("sqlite_only") is None
+                and not RAW_SQLITE & set(inspect.signature(function).parameters))
+    return sum(1 for item in items if twin(item))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if pg.SERVER:
         return
-    terminalreporter.section("left out of this run")
-    for name, how in missing:
-        terminalreporter.write_line(f"{name}: {how}")
+    count = _pg_twins(session.items)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: tell the controller
+        workeroutput[_NOT_COLLECTED] = count
+    else:
+        _not_collected.append(count)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """An xdist worker ended: keep the count it collected (each collects the whole run)."""
+    count = getattr(node, "workeroutput", {}).get(_NOT_COLLECTED)
+    if count is not None and not _not_collected:
+        _not_collected.append(int(count))
+
+
+def _reason(report: Any) -> str:
+    longrepr = report.longrepr
+    return str(longrepr[2] if isinstance(longrepr, tuple) else longrepr)
+
+
+def left_out(stats: dict[str, list[Any]]) -> list[str]:
+    """One line for each thing this run left out, with how many tests and how to include
+    it (none when nothing was)."""
+    said = []
+    skips = [_reason(r) for r in stats.get("skipped", [])]
+    for name, words, present, why, how in LEFT_OUT:
+        if present():
+            continue
+        skipped = sum(1 for reason in skips if words.lower() in reason.lower())
+        twins = sum(_not_collected[:1]) if name == "PostgreSQL" else 0
+        if not skipped and not twins:
+            continue
+        counted = " and ".join(
+            part for part in (f"{twins} not collected (the contract tests' second engine)"
+                              if twins else "", f"{skipped} skipped" if skipped else "")
+            if part)
+        total = skipped + twins
+        said.append(f"{total} {name} test{'s' * (total != 1)} left out: {why}: {counted}."
+                    f" Include them with {how}.")
+    return said
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: Any) -> Generator[None, Any, Any]:
+    """At the very end of a run (after the short summary, before the counts): what it left
+    out for want of a server or a tool, how many tests, and how to include them, so that a
+    green run on a contributor's machine never passes for a whole one."""
+    result = yield
+    said = left_out(terminalreporter.stats)
+    if said:
+        terminalreporter.section("left out of this run", yellow=True, bold=True)
+        for line in said:
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"The whole suite: {ALL_OF_IT}")
+    return result

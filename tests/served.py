@@ -13,7 +13,6 @@ shares the test's :class:`~hivelite.ManualClock`: moving the clock moves the ser
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,6 +27,7 @@ from hivelite.faces.server.vaults import Vaults
 from hivelite.verbs.inputs import ListInput
 from hivelite.verbs.table import VERBS
 
+from .conftest import HANG_S, ready
 from .test_serve import free_port
 
 THROUGH_CLIENT = frozenset(v.method for v in VERBS
@@ -61,15 +61,16 @@ class LoopbackServer:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="uvicorn", daemon=True)
         self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the loopback server did not start")
-            time.sleep(0.01)
+        def started() -> bool:
+            if not self.thread.is_alive() and not self.server.started:
+                raise AssertionError("the loopback server ended before it started")
+            return bool(self.server.started)
+
+        ready(started, "the loopback server")
 
     def stop(self) -> None:
         self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.thread.join(timeout=HANG_S)
 
 
 class ServedHive:

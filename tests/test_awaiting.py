@@ -12,8 +12,9 @@ expired.
 from __future__ import annotations
 
 import json
-import time
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import pytest
@@ -25,13 +26,16 @@ from hivelite.verbs.watches import PREFIX
 from .conftest import (
     CODER,
     GUEST,
+    HANG_S,
     OWNER,
+    PLANNER,
     REVIEWER,
     START,
     OpenHive,
     Snap,
     held_task,
     own_task,
+    ready,
     refused,
 )
 from .test_results import EVIDENCE, holder_of
@@ -97,15 +101,37 @@ def test_a_verdict_is_the_one_on_the_submission_awaited(hive: Hive) -> None:
     assert hive.await_task(CODER, n, until="verdict").outcome == "completed"
 
 
+def waiting_begins(hive: Hive, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once a wait of ``hive`` has looked once and listens for the store's changes
+    (its store's ``listen``: over HTTP, the served store's, in this process)."""
+    began = threading.Event()
+    listen = hive.store.listen
+
+    def listening() -> None:
+        listen()
+        began.set()
+
+    monkeypatch.setattr(hive.store, "listen", listening)
+    return began
+
+
+def when_waiting(began: threading.Event, waiting: Future[Any]) -> None:
+    """Until the wait has begun (``began``); an await that answered or failed first ends
+    the test at once with its answer or its error."""
+    ready(lambda: began.is_set() or waiting.done(), "the wait to begin")
+    assert began.is_set(), f"the await ended before it waited: {waiting.result()!r}"
+
+
 def test_a_wait_ends_when_another_opener_settles_the_task(
-        hive: Hive, open_hive: OpenHive, clock: ManualClock) -> None:
+        hive: Hive, open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
     n = own_task(hive)
     other = open_hive()
+    began = waiting_begins(hive, monkeypatch)
     with ThreadPoolExecutor(1) as pool:
-        waiting = pool.submit(hive.await_task, OWNER, n, wait=30)
-        time.sleep(0.3)
+        waiting = pool.submit(hive.await_task, OWNER, n, wait=60)
+        when_waiting(began, waiting)
         other.cancel(OWNER, n, reason="no longer needed")
-        seen = waiting.result(timeout=20)
+        seen = waiting.result(timeout=HANG_S)
     other.close()
     assert (seen.settled, seen.outcome, seen.reason) == (True, "cancelled", "no longer needed")
 
@@ -119,13 +145,64 @@ def test_a_wait_that_runs_out_answers_where_the_task_stands(hive: Hive) -> None:
 @pytest.mark.parametrize(("kwargs", "kind", "reason"), [
     ({"until": "done"}, InvalidInput, "invalid_until"),
     ({"wait": -1}, InvalidInput, "invalid_wait"),
-    ({"until": "verdict"}, InvalidState, "not_submitted"),
     ({"until": "verdict", "since": 1}, InvalidInput, "invalid_since"),
 ])
 def test_a_bad_await_is_refused_and_changes_nothing(hive: Hive, snap: Snap, kwargs: Any,
                                                     kind: type, reason: str) -> None:
     n = own_task(hive)
     refused(snap, kind, reason, lambda: hive.await_task(OWNER, n, **kwargs))
+
+
+def test_a_verdict_on_a_closed_task_with_no_result_is_refused(hive: Hive, snap: Snap) -> None:
+    """No verdict will come: ``not_submitted``, saying so."""
+    n = own_task(hive)
+    hive.cancel(OWNER, n, reason="not needed")
+    error = refused(snap, InvalidState, "not_submitted",
+                    lambda: hive.await_task(CODER, n, until="verdict"))
+    assert error.message == (f"task {n} is cancelled with no submitted result: no verdict"
+                             " will come")
+
+
+def test_a_verdict_awaited_before_any_submission_waits_for_it(
+        hive: Hive, open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not refused: not settled yet (asked once), and a wait waits for the first result
+    to come, then for its verdict; a result sent back and submitted again before it looks
+    still answers with the first one's verdict. On every face (the file, HTTP through the
+    ``Client``, each engine): the same answer."""
+    n = own_task(hive)
+    seen = hive.await_task(PLANNER, n, until="verdict")
+    assert (seen.settled, seen.since, seen.outcome) == (False, None, None)
+    assert seen.status == "routed to ana/coder, not claimed yet; no result submitted yet"
+    began = waiting_begins(hive, monkeypatch)  # looked once (no result), now listens
+    other = open_hive()
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(hive.await_task, PLANNER, n, until="verdict", wait=60)
+        when_waiting(began, waiting)
+        submitted(other, n)
+        other.verify(REVIEWER, n, verdict="reject", reason="no tests")
+        submitted(other, n)
+        seen = waiting.result(timeout=HANG_S)
+    other.close()
+    first = next(e.seq for e in hive.history(n) if e.move == 12)
+    assert (seen.settled, seen.outcome, seen.reason, seen.since) == (
+        True, "sent_back", "no tests", first)
+    latest = hive.await_task(PLANNER, n, until="verdict")  # asked afresh: the latest
+    assert latest.since is not None and latest.since > first and not latest.settled
+
+
+def test_a_wait_for_a_verdict_ends_when_the_task_closes_without_a_result(
+        hive: Hive, open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
+    n = own_task(hive)
+    began = waiting_begins(hive, monkeypatch)
+    other = open_hive()
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(hive.await_task, PLANNER, n, until="verdict", wait=60)
+        when_waiting(began, waiting)
+        other.cancel(OWNER, n, reason="not needed")
+        seen = waiting.result(timeout=HANG_S)
+    other.close()
+    assert (seen.settled, seen.outcome, seen.reason, seen.since) == (
+        True, "cancelled", "not needed", None)
 
 
 def test_an_unknown_task_is_not_found(hive: Hive, snap: Snap) -> None:
@@ -168,6 +245,37 @@ def test_a_watch_is_kept_found_by_its_maker_alone_and_lost_when_it_expires(
     clock.advance(seconds=2)
     with pytest.raises(NotFound):  # expired
         other.watched(CODER, local.id)
+    other.close()
+
+
+@pytest.mark.file_only
+def test_a_foreign_watch_is_neither_read_nor_settled_through_the_library(
+        hive: Hive, snap: Snap, open_hive: OpenHive) -> None:
+    """M03: a watch is its maker's, with the token that made it or with none, in the
+    library as on MCP: another caller, with or without that token, is told it does not
+    exist, and settling it changes nothing (another opener of the store alike)."""
+    n = own_task(hive)
+    token = hive.add_token(OWNER, CODER.name, instance="laptop").id
+    made = [(CODER, None, hive.watch(CODER, "await", number=n)),  # a library caller's
+            (CODER, token, hive.watch(CODER, "await", number=n, token=token)),
+            (OWNER, None, hive.watch(OWNER, "handoff", number=n)),
+            (REVIEWER, None, hive.watch(REVIEWER, "next"))]
+    other = open_hive()
+    for maker, proof, watch in made:
+        assert other.watched(maker, watch.id, token=proof) == watch
+        for caller in (CODER, REVIEWER, OWNER, GUEST):
+            for given in (None, token):
+                if caller.name == maker.name and given == proof:
+                    continue
+                for face in (hive, other):
+                    asks = (partial(face.watched, caller, watch.id, token=given),
+                            partial(face.settle_watch, caller, watch.id, token=given,
+                                    cancelled=True),
+                            partial(face.settle_watch, caller, watch.id, token=given,
+                                    answer='{"claimed":1}'))
+                    for ask in asks:
+                        refused(snap, NotFound, "no_such_watch", ask)
+        assert other.watched(maker, watch.id, token=proof) == watch  # untouched
     other.close()
 
 
@@ -220,6 +328,11 @@ def test_hivelite_await_says_where_a_task_stands_and_refuses_a_bad_until(
                      "--type", "code", "--accept", "tests pass"], env)
     assert made.returncode == 0, made.stderr
     n = str(json.loads(made.stdout)["number"])
+    early = run_main(["--db", db, "await", n, "--until", "verdict"], env)  # none yet: waits
+    assert early.returncode == 0, early.stderr
+    assert early.stdout.splitlines()[:2] == [
+        f"task {n} (Fix the login bug): held for the owner; no result submitted yet",
+        "not settled yet: ask again (--wait SECONDS waits for it)"]
     shown = run_main(["--db", db, "await", n], env)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines() == [

@@ -49,11 +49,11 @@ from hivelite.faces.render import printable
 from hivelite.store import SqliteStore
 
 from . import rawsql
-from .conftest import CODER, START, own_task
+from .conftest import CODER, HANG_S, START, own_task
 
 pytestmark = pytest.mark.slow
 
-TIMEOUT = 60
+TIMEOUT = HANG_S
 OWN = ("--requester", "ana/planner", "--assignee", "ana/coder", "--project", "site")
 TASK = ("--task", "Fix the login bug", "--type", "code", "--accept", "tests pass")
 AGENT = ("--agent", "ana/coder", "--instance", "laptop")

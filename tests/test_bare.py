@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import HANG_S
 from .test_cli_e2e import hivelite_command
 
 LOWEST_CLICK = "8.1.8"
@@ -27,7 +28,7 @@ def readable(out: str) -> None:
 
 def test_bare_hivelite_prints_its_help(tmp_path: Path) -> None:
     done = subprocess.run(hivelite_command(), capture_output=True, text=True, cwd=tmp_path,
-                          timeout=60)
+                          timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     readable(done.stdout)
     assert done.stderr == ""
@@ -52,7 +53,7 @@ def test_bare_hivelite_on_the_lowest_click_allowed(tmp_path: Path) -> None:
     got = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                           "--disable-pip-version-check", "--target", str(target),
                           f"click=={LOWEST_CLICK}"], capture_output=True, text=True,
-                         timeout=300)
+                         timeout=HANG_S)
     if got.returncode != 0 and os.environ.get("HIVELITE_NEED_OLD_CLICK") != "1":
         pytest.skip(f"click {LOWEST_CLICK} could not be installed: {got.stderr[-300:]}")
     assert got.returncode == 0, got.stderr
@@ -61,7 +62,7 @@ def test_bare_hivelite_on_the_lowest_click_allowed(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", "import click, sys; from hivelite.faces.cli.main import main;"
          " print(click.__version__, file=sys.stderr); main()"],
-        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=HANG_S)
     assert done.stderr.strip() == LOWEST_CLICK
     assert done.returncode == 0
     readable(done.stdout)

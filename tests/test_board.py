@@ -25,7 +25,7 @@ import pytest
 from hivelite import Hive, ManualClock
 from hivelite.core.receipts import digest_of
 
-from .conftest import CODER, GUEST, OWNER, REVIEWER, START, at, packet
+from .conftest import CODER, GUEST, HANG_S, OWNER, REVIEWER, START, at, packet
 from .test_cli_e2e import hivelite_command
 from .test_serve import ROOT, hivelite, serving
 
@@ -58,7 +58,7 @@ def browse(profile: Path, url: str, *flags: str) -> subprocess.CompletedProcess[
             "--disable-sync", "--hide-scrollbars", f"--user-data-dir={profile}", *flags, url]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.insert(1, "--no-sandbox")  # Chromium's sandbox refuses to run as root
-    return subprocess.run(args, capture_output=True, text=True, timeout=90, check=True)
+    return subprocess.run(args, capture_output=True, text=True, timeout=HANG_S, check=True)
 
 
 class Board(HTMLParser):
@@ -425,7 +425,7 @@ def test_the_board_on_loopback_refuses_a_host_beyond_it(tmp_path: Path) -> None:
                   ["--socket", str(tmp_path / "s.sock")]):
         ran = subprocess.run([*hivelite_command(), "--db", str(db), "serve",
                               "--board-on-loopback", *extra], capture_output=True,
-                             text=True, timeout=60)
+                             text=True, timeout=HANG_S)
         assert ran.returncode == 2, ran.stderr
         assert "--board-on-loopback needs a loopback --host" in ran.stderr
 

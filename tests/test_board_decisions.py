@@ -10,6 +10,7 @@ clicks each decision; the store is then read to see what the click did.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,9 +98,9 @@ def seed(db: Path) -> dict[str, int]:
     return tasks
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    folder = tmp_path_factory.mktemp("decisions")
+@contextmanager
+def seeded_board(folder: Path) -> Iterator[Store]:
+    """A store seeded with the tasks the tests decide on, served in ``folder``."""
     db = folder / "store.db"
     tasks = seed(db)
     owner = hivelite(db, "token", "add", "--owner")["token"]
@@ -108,16 +109,29 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
         yield Store(db, url.replace("127.0.0.1", "localhost"), vault, owner, tasks)
 
 
-@pytest.fixture(scope="module")
-def browser(store: Store, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+@contextmanager
+def signed_in(store: Store, profile: Path) -> Iterator[Any]:
     """Chromium, signed in as the owner by typing the token and clicking."""
     from .webdriver import chromium
 
-    with chromium(tmp_path_factory.mktemp("chromium") / "profile") as driven:
+    with chromium(profile) as driven:
         driven.go(store.url + "/login")
         driven.type('input[name="token"]', store.owner_token)
         driven.click('button[type="submit"]')
         driven.wait_for(lambda: driven.url == store.board)
+        yield driven
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """The module's store: its tests decide on its tasks, each on tasks of its own."""
+    with seeded_board(tmp_path_factory.mktemp("decisions")) as seeded:
+        yield seeded
+
+
+@pytest.fixture(scope="module")
+def browser(store: Store, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with signed_in(store, tmp_path_factory.mktemp("chromium") / "profile") as driven:
         yield driven
 
 
@@ -148,7 +162,16 @@ def decide(browser: Any, verb: str, *, reason: str = "", text: str = "") -> None
     browser.wait_for(lambda: browser.url != before or "notice" in browser.source)
 
 
-def test_needs_you_comes_first_with_counts_and_links(store: Store, browser: Any) -> None:
+def test_needs_you_comes_first_with_counts_and_links(tmp_path: Path) -> None:
+    """On a store of its own, as seeded: the module's store is the other tests' to decide
+    on, in whatever order they run."""
+    (tmp_path / "seeded").mkdir()
+    with seeded_board(tmp_path / "seeded") as store, \
+            signed_in(store, tmp_path / "profile") as browser:
+        needs_you_first(store, browser)
+
+
+def needs_you_first(store: Store, browser: Any) -> None:
     browser.go(store.board)
     order = browser.run(
         "return [...document.querySelectorAll('section.needs, main.board')]"

@@ -100,6 +100,22 @@ def test_a_task_may_depend_on_an_earlier_one_of_the_batch(hive: Hive) -> None:
     assert later.blocked_by == [receipts[0].number]
 
 
+def test_a_batch_task_may_name_its_dependencies_beside_its_packet(hive: Hive) -> None:
+    """A task's ``depends_on`` as numbers or ids, beside its packet or in it (issue 46);
+    a refusal names it where it was given, and the task's place."""
+    receipts = hive.handoff_many(OWNER, [
+        request(0, id="first"), request(1, depends_on=[1]),
+        request(2, depends_on=["first", 2]), request(3, packet=packet(depends_on=[2]))])
+    assert [hive.get(r.number).blocked_by for r in receipts] == [[], [1], [1, 2], [2]]
+    assert hive.get(3).task.packet.depends_on == ["first", receipts[1].id]
+    with pytest.raises(InvalidInput) as err:
+        hive.handoff_many(OWNER, [request(0), request(1, depends_on=[0])])
+    assert err.value.message == (
+        "task 2 of the batch: invalid handoff: the tasks it depends on (depends_on), item 1:"
+        " task numbers start at 1; not 0")
+    assert len(hive.list().items) == 4
+
+
 def test_a_batch_is_read_once_and_may_stream(hive: Hive) -> None:
     read: list[int] = []
 

@@ -26,7 +26,7 @@ from hivelite import (
 )
 
 from . import rawsql
-from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
+from .conftest import CODER, HANG_S, OWNER, REVIEWER, START, held_task, own_task
 from .inproc import run_main
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
@@ -208,12 +208,12 @@ def test_the_cli_as_a_process_acts_as_the_file_owner(store: Path) -> None:
     clean.update({"HIVELITE_NOW": START, "HIVELITE_LOAD_PLUGINS": ""})
     done = subprocess.run([sys.executable, "-m", "hivelite", "--db", str(store), "--json",
                            "sign-off", "1"], capture_output=True, text=True, env=clean,
-                          timeout=60)
+                          timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["task"]["state"] == "completed"
     agent = {**clean, "HIVELITE_AGENT": "ana/coder", "HIVELITE_INSTANCE": "laptop"}
     done = subprocess.run([sys.executable, "-m", "hivelite", "--db", str(store), "approve",
-                           "2"], capture_output=True, text=True, env=agent, timeout=60)
+                           "2"], capture_output=True, text=True, env=agent, timeout=HANG_S)
     assert done.returncode == 4 and "ana/coder" in done.stderr, done.stderr
 
 

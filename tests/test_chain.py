@@ -21,7 +21,7 @@ from hivelite.store.doctor import Finding, diagnose, diagnose_file
 from hivelite.store.keys import load_key
 from hivelite.store.transfer import export_lines, import_lines
 
-from .conftest import CODER, START, own_task
+from .conftest import CODER, HANG_S, START, own_task
 from .test_doctor import busy_store
 
 DATA = Path(__file__).parent / "data"
@@ -302,7 +302,7 @@ def test_concurrent_writers_keep_one_chain(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     workers = [subprocess.Popen([sys.executable, "-c", script, str(store), name], env=env)
                for name in ("laptop", "desktop")]
-    assert [w.wait(timeout=120) for w in workers] == [0, 0]
+    assert [w.wait(timeout=HANG_S) for w in workers] == [0, 0]
     conn = apsw.Connection(str(store))
     found = {f.check: f for f in diagnose(conn)}
     assert conn.execute("SELECT count(*) FROM journal").get == 2 * 40 * 3
@@ -312,18 +312,18 @@ def test_concurrent_writers_keep_one_chain(tmp_path: Path) -> None:
 def test_the_cli_prints_the_head_and_checks_one(path: Path) -> None:
     def doctor(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "hivelite", "--db", str(path), *args,
-                               "doctor"], capture_output=True, text=True, timeout=60)
+                               "doctor"], capture_output=True, text=True, timeout=HANG_S)
     shown = doctor("--json")
     assert shown.returncode == 0, shown.stderr
     chain = {c["check"]: c for c in json.loads(shown.stdout)["checks"]}["hash chain"]
     noted = chain["head"]
     assert noted == head_of(path) and noted in doctor().stdout
     assert subprocess.run([sys.executable, "-m", "hivelite", "--db", str(path), "doctor",
-                           "--head", noted], timeout=60).returncode == 0
+                           "--head", noted], timeout=HANG_S).returncode == 0
     rewrite(path, "UPDATE journal SET reason = 'approved' WHERE seq = 5")
     rechain(path, keyed=True)
     failed = subprocess.run([sys.executable, "-m", "hivelite", "--db", str(path), "doctor",
-                             "--head", noted], capture_output=True, text=True, timeout=60)
+                             "--head", noted], capture_output=True, text=True, timeout=HANG_S)
     assert failed.returncode == 6
     assert "failed: witnesses, head" in failed.stderr and "rewritten" in failed.stdout
 
@@ -415,7 +415,7 @@ def test_the_cli_import_of_a_tampered_export_exits_6_and_leaves_no_store(
     def imported(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "hivelite", "--db", str(db), "import",
                                str(tampered), *args], capture_output=True, text=True,
-                              timeout=60)
+                              timeout=HANG_S)
 
     refused = imported(tmp_path / "copy.db")
     assert refused.returncode == 6, refused.stderr

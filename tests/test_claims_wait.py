@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import select
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -27,15 +28,27 @@ from hivelite.core.protocol import MAX_WAIT, SERVED_WAIT
 from hivelite.verbs.claims import served_wait
 
 from . import pg
-from .conftest import CODER, OWNER, PLANNER, START, OpenHive, Snap, own_task, refused
+from .conftest import (
+    CODER,
+    HANG_S,
+    OWNER,
+    PLANNER,
+    START,
+    OpenHive,
+    Snap,
+    own_task,
+    ready,
+    refused,
+)
 from .served import LoopbackServer, ServedHive
 from .test_cli_e2e import Shell
 
 T = TypeVar("T")
 LATER = 0.3
 """How long after the waiter starts the task is handed off (seconds)."""
-LONG = 30.0
-"""A wait long enough never to run out in these tests: a waiter answers with the claim."""
+LONG = min(HANG_S, MAX_WAIT)
+"""A wait long enough never to run out in these tests however slow the machine: a waiter
+answers with the claim."""
 BAD_WAITS = [-1, -0.001, MAX_WAIT + 1, math.inf, math.nan, "5", True, None, [5]]
 
 
@@ -65,7 +78,7 @@ def test_a_waiting_next_claims_the_task_handed_off_while_it_waits(
     other = open_hive()  # another opener of the store: its own connection
     got = waiting(pool, lambda: hive.claim_next(CODER, wait=LONG))
     later(lambda: own_task(other))
-    claim = got.result(timeout=120)
+    claim = got.result(timeout=HANG_S)
     assert isinstance(claim, NextClaim)
     assert claim.holder == CODER.name and claim.task.task.state.value == "accepted"
     assert [v.number for v in hive.list(ready=True).items] == []
@@ -80,7 +93,7 @@ def test_a_waiting_next_passes_over_work_not_its_own_and_waits_on(
     got = waiting(pool, lambda: hive.claim_next(CODER, wait=LONG))
     later(lambda: own_task(other, assignee="ana/reviewer"))
     later(lambda: own_task(other, project="later"))
-    claim = got.result(timeout=120)
+    claim = got.result(timeout=HANG_S)
     assert claim.task.task.project == "later"
 
 
@@ -108,7 +121,7 @@ def test_a_retry_of_a_waiting_next_answers_its_claim(
     other = open_hive()
     got = waiting(pool, lambda: hive.claim_next(CODER, wait=LONG, request_id="idle-1"))
     later(lambda: own_task(other))
-    first = got.result(timeout=120)
+    first = got.result(timeout=HANG_S)
     own_task(other)  # another ready task: a retry must not take it
     again = hive.claim_next(CODER, request_id="idle-1")  # its answer was lost, say
     assert (again.number, again.lease_id, again.fencing_token) == (
@@ -127,7 +140,7 @@ def test_a_waiting_worker_holds_no_lock(
     for _ in range(3):  # each would wait on a lock a waiter held (SQLite: 10 s busy wait)
         own_task(other, assignee="ana/reviewer")
     own_task(other)
-    assert got.result(timeout=120).task.task.assignee == CODER.name
+    assert got.result(timeout=HANG_S).task.task.assignee == CODER.name
 
 
 @pytest.mark.contract
@@ -186,7 +199,9 @@ def test_listening_again_drops_what_was_heard_before() -> None:
         store: Any = hive.store
         store.listen()
         own_task(hive)  # heard (a notification waits on the listening connection)
-        time.sleep(LATER)
+        listener = store._local.listener.conn
+        ready(lambda: select.select([listener.fileno()], [], [], 0)[0],
+              "the notification reaching the listening connection")
         store.listen()
         assert store.wait_for_work(0.5) is False
 
@@ -206,7 +221,7 @@ def test_a_work_loop_that_waits_takes_the_task_routed_while_it_idles(
     run = waiting(pool, lambda: hive.work(CODER, done, wait=LONG, limit=2))
     time.sleep(LATER)
     second = own_task(other)
-    report = run.result(timeout=120)
+    report = run.result(timeout=HANG_S)
     assert [r.number for r in report.submitted] == [first, second]
 
 
@@ -312,7 +327,7 @@ def test_a_served_next_waits_off_the_writer_thread(
         coder = served.client(CODER)
         got = waiting(pool, lambda: coder.claim_next(CODER, wait=LONG))
         later(lambda: own_task(cast(Hive, served)))  # over HTTP, as the owner
-        claim = got.result(timeout=120)
+        claim = got.result(timeout=HANG_S)
         assert claim.holder == CODER.name
         with pytest.raises(NotFound) as empty:
             coder.claim_next(CODER, wait=0.3)
@@ -334,7 +349,7 @@ def test_a_client_asks_again_until_its_own_wait_is_up(
     try:
         got = waiting(pool, lambda: served.client(CODER).claim_next(CODER, wait=LONG))
         later(lambda: own_task(cast(Hive, served)))
-        assert got.result(timeout=120).holder == CODER.name
+        assert got.result(timeout=HANG_S).holder == CODER.name
     finally:
         served.close()
 
@@ -354,7 +369,7 @@ def test_hivelite_next_wait_claims_the_task_handed_off_while_it_waits(tmp_path: 
         time.sleep(LATER * 3)  # the process starts, finds nothing, waits
         with Hive.open(sh.db) as hive:
             number = own_task(hive)
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=HANG_S)
     finally:
         proc.kill()
     assert proc.returncode == 0, err

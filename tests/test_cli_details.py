@@ -11,7 +11,7 @@ import pytest
 from hivelite import Hive
 from hivelite.faces.cli.main import main
 
-from .conftest import CODER, OWNER, REVIEWER, own_task
+from .conftest import CODER, HANG_S, OWNER, REVIEWER, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 
@@ -146,7 +146,7 @@ echo "exit $? task $first"
                  "HIVELITE_FENCING_TOKEN"):
         env.pop(name, None)
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                          cwd=tmp_path, env=env, timeout=120)
+                          cwd=tmp_path, env=env, timeout=HANG_S)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "exit 3 task 1"
     assert "stale_claim" in (tmp_path / "err.txt").read_text()

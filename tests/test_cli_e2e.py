@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from . import rawsql
-from .conftest import at
+from .conftest import HANG_S, at
 
 pytestmark = pytest.mark.slow
 
-TIMEOUT = 30
+TIMEOUT = HANG_S
 CODER = ("--agent", "ana/coder", "--instance", "laptop")
 PLANNER = ("--agent", "ana/planner", "--instance", "desktop")
 

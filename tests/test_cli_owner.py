@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from . import rawsql
-from .conftest import at
+from .conftest import HANG_S, at
 from .inproc import run_main
 from .test_cli_e2e import hivelite_command
 
-TIMEOUT = 60
+TIMEOUT = HANG_S
 OWN = ("--requester", "ana/planner", "--assignee", "ana/coder", "--project", "site")
 TASK = ("--task", "Fix the login bug", "--type", "code", "--accept", "tests pass")
 CODER = ("--agent", "ana/coder", "--instance", "laptop")

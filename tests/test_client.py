@@ -23,6 +23,7 @@ from hivelite.core.errors import Unauthenticated
 from hivelite.core.models import ClaimReceipt, NextClaim, Page, Receipt, TaskView
 from hivelite.faces.client import Client
 
+from .conftest import HANG_S
 from .test_serve import EVIDENCE, TASK, Server, hivelite, server  # noqa: F401
 
 pytest.importorskip("uvicorn")
@@ -139,6 +140,9 @@ def test_a_budget_refusal_arrives_as_rate_limited(server: Server) -> None:  # no
 
 
 def test_threads_share_one_client(server: Server) -> None:  # noqa: F811
+    """Four threads read through one client at once (the task they read is this test's
+    own: it passes alone, whatever ran before it on the module's server)."""
+    client(server, "planner").handoff(None, **{**TASK, "project": "threads"})
     reader = client(server, "reader")
     seen: list[int] = []
 
@@ -150,7 +154,7 @@ def test_threads_share_one_client(server: Server) -> None:  # noqa: F811
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join()
+        worker.join(timeout=HANG_S)
     assert len(seen) == 20 and all(n >= 1 for n in seen)
 
 

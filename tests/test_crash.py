@@ -19,6 +19,8 @@ import pytest
 from bench.crashvfs import PowerCut, PowerLost
 from bench.killnine import run_kills
 
+from .conftest import HANG_S
+
 ROOT = Path(__file__).resolve().parent.parent
 CRASHES = 50
 
@@ -85,7 +87,7 @@ def test_power_loss_full_loses_nothing_normal_only_its_window(tmp_path: Path) ->
     done = subprocess.run(
         [sys.executable, "-m", "bench.powerloss", "--crashes", str(CRASHES), "--sync", "both",
          "--seed", "3", "--generation", "20", "--dir", str(tmp_path), "--json"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=HANG_S)
     assert done.returncode in (0, 1), done.stderr
     modes = {m["sync"]: m for m in json.loads(done.stdout)["modes"]}
     for sync, m in modes.items():

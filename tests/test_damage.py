@@ -38,7 +38,7 @@ from hivelite.store.sqlite import SqliteStore
 from hivelite.store.transfer import backup
 
 from . import rawsql
-from .conftest import CODER, OWNER, START, own_task
+from .conftest import CODER, HANG_S, OWNER, START, own_task
 from .test_bad_day import (
     AGENT,
     OWN,
@@ -138,7 +138,7 @@ def test_an_export_into_a_full_disk_is_disk_full_and_leaves_no_part(store: Path,
             env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
             done = subprocess.run([sys.executable, "-m", "hivelite", "--db", str(store),
                                    "export"], stdout=piped, stderr=subprocess.PIPE,
-                                  timeout=60, env={**env, "HIVELITE_NOW": START,
+                                  timeout=HANG_S, env={**env, "HIVELITE_NOW": START,
                                                    "HIVELITE_LOAD_PLUGINS": ""})
         err = done.stderr.decode()
         assert done.returncode == 1 and "Traceback" not in err, err
@@ -558,7 +558,7 @@ def test_a_renamed_table_on_the_command_line(store: Path, tmp_path: Path) -> Non
 def fed(db: Path, stdin: bytes, *args: str) -> Ran:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
     done = subprocess.run([sys.executable, "-m", "hivelite", "--db", str(db), "--json", *args],
-                          input=stdin, capture_output=True, timeout=60,
+                          input=stdin, capture_output=True, timeout=HANG_S,
                           env={**env, "HIVELITE_NOW": START, "HIVELITE_LOAD_PLUGINS": ""})
     return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
 

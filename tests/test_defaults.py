@@ -19,7 +19,7 @@ from hivelite import (
     StoreError,
 )
 
-from .conftest import CODER, own_task
+from .conftest import CODER, HANG_S, own_task
 from .test_discovery import clean_env, hivelite_script
 
 
@@ -56,7 +56,7 @@ def test_a_missing_folder_is_an_error_unless_asked(tmp_path: Path) -> None:
 
 def cli(*args: str, cwd: Path, **env: str | None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(hivelite_script()), *args], cwd=cwd,
-                          env=clean_env(**env), capture_output=True, text=True, timeout=30)
+                          env=clean_env(**env), capture_output=True, text=True, timeout=HANG_S)
 
 
 def test_the_cli_asks_for_the_owner_and_the_demo_says_whose_store_it_makes(

@@ -19,7 +19,7 @@ from hivelite.core.receipts import digest_of
 from hivelite.store.doctor import diagnose, schema_problem
 
 from . import pg, rawsql
-from .conftest import CODER, OWNER, REVIEWER, START, held_task, own_task
+from .conftest import CODER, HANG_S, OWNER, REVIEWER, START, held_task, own_task
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 CHECKS = ["integrity_check", "schema", "hash chain", "replay", "actors", "fencing tokens",
@@ -471,7 +471,7 @@ def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
     env.update(HIVELITE_LOAD_PLUGINS="", HIVELITE_NOW=START)
     return subprocess.run([sys.executable, "-m", "hivelite", "--db", str(db), *args],
-                          capture_output=True, text=True, env=env, timeout=60)
+                          capture_output=True, text=True, env=env, timeout=HANG_S)
 
 
 @pytest.mark.slow

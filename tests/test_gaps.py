@@ -48,7 +48,7 @@ from hivelite.faces.terminal import printable
 from hivelite.store import sqlite as store_module
 
 from . import rawsql
-from .conftest import CODER, OWNER, START, at, own_task, packet
+from .conftest import CODER, HANG_S, OWNER, START, at, own_task, packet
 from .test_cli_e2e import hivelite_command
 
 NOTE = [{"kind": "note", "summary": "checked by hand"}]
@@ -169,7 +169,7 @@ def lock_holder(db_path: Path) -> Iterator[Callable[[], None]]:
     for proc in procs:
         assert proc.stdin is not None
         proc.stdin.close()
-        proc.wait(timeout=30)
+        proc.wait(timeout=HANG_S)
 
 
 def test_the_promised_busy_timeout_is_ten_seconds_on_every_connection(hive: Hive) -> None:
@@ -181,7 +181,7 @@ def test_the_promised_busy_timeout_is_ten_seconds_on_every_connection(hive: Hive
     thread = threading.Thread(target=lambda: seen.append(
         hive.store.conn.execute("PRAGMA busy_timeout").get))  # type: ignore[attr-defined]
     thread.start()
-    thread.join()
+    thread.join(timeout=HANG_S)
     assert seen == [10_000]
 
 
@@ -485,7 +485,7 @@ def cli(db: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
     env.update(HIVELITE_LOAD_PLUGINS="", HIVELITE_NOW=at(1))
     done = subprocess.run([*hivelite_command(), "--db", str(db), *args], capture_output=True,
-                          text=True, timeout=30, env=env)
+                          text=True, timeout=HANG_S, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     return done.stdout

@@ -25,7 +25,7 @@ from hivelite.store.keys import heads_path, key_path, load_key, witness, witness
 from hivelite.store.transfer import backup, export_lines, import_lines
 from hivelite.verbs.tokens import _hash
 
-from .conftest import CODER, OWNER, REVIEWER, START, own_task
+from .conftest import CODER, HANG_S, OWNER, REVIEWER, START, own_task
 from .test_chain import rechain, rewrite
 from .test_doctor import EVIDENCE, busy_store
 
@@ -323,7 +323,7 @@ def test_hivelite_serve_refuses_a_forged_owner_token_and_witnesses_its_start(
     with serving(tmp_path, [str(path)]) as (url, _, log):
         def whoami(token: str) -> Any:
             return httpx.get(f"{url}/v1/whoami", headers={"Authorization": f"Bearer {token}"},
-                             timeout=30)
+                             timeout=HANG_S)
         forged = whoami(f"hl_f0f0f0f0f0f0_{SECRET}")
         assert forged.status_code == 401, forged.text
         assert forged.json()["error"]["reason"] == "unissued_token"
@@ -339,7 +339,7 @@ def test_hivelite_serve_does_not_start_without_the_key(path: Path, tmp_path: Pat
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
     done = subprocess.run([*hivelite_command(), "serve", str(path), "--port", "0"],
-                          capture_output=True, text=True, timeout=60,
+                          capture_output=True, text=True, timeout=HANG_S,
                           env={**env, "HIVELITE_KEYS": str(tmp_path / "none")})
     assert done.returncode == 6, done.stderr
     assert "invalid_input/key_missing" in done.stderr

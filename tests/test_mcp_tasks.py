@@ -13,6 +13,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar, Literal
 
 import pytest
@@ -27,17 +28,30 @@ from mcp.client.extension import (
     ClientExtension,
     NotificationBinding,
     ResultClaim,
+    advertise,
 )
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types import CallToolResult, NotificationParams, Request, RequestParams, Result
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict
 
 from hivelite import Hive, ManualClock
 from hivelite.faces.server.mcp_calls import Acting
-from hivelite.faces.server.mcp_tasks import TASKS
+from hivelite.faces.server.mcp_tasks import CAPABILITIES, NAMED, SPEC, TASKS, declared
 from hivelite.faces.server.mcp_tools import TOOLS, build_mcp
 
-from .conftest import CODER, GUEST, OWNER, PLANNER, REVIEWER, START, held_task, own_task
+from .conftest import (
+    CODER,
+    GUEST,
+    HANG_S,
+    OWNER,
+    PLANNER,
+    REVIEWER,
+    START,
+    held_task,
+    own_task,
+)
 from .test_serve import TASK, serving
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
@@ -202,7 +216,7 @@ def in_approval(hive: Hive) -> int:
 
 def run(flow: Callable[[], Any]) -> None:
     async def bounded() -> None:
-        with anyio.fail_after(60):
+        with anyio.fail_after(HANG_S):  # a guard against a hang, never a deadline
             await flow()
     anyio.run(bounded)
 
@@ -219,19 +233,25 @@ def test_a_handoff_followed_as_a_task_moves_from_working_to_completed(hive: Hive
             assert created["ttlMs"] == 24 * 3600 * 1000
             n = hive.list().items[-1].number
             assert str(n) != handle.task_id and len(handle.task_id) >= 36
+            named = {"number": n, "id": hive.get(n).task.id}
+            assert created["_meta"][NAMED] == named  # the handle names the task it follows
+            assert created["statusMessage"] == f"task {n}: routed to ana/coder, not claimed yet"
             got = await orchestrator.get(handle.task_id)
             assert (got["status"], got["statusMessage"]) == (
-                "working", "routed to ana/coder, not claimed yet")
+                "working", f"task {n}: routed to ana/coder, not claimed yet")
+            assert got["_meta"][NAMED] == named
             lease = hive.claim(CODER, n)
             got = await orchestrator.get(handle.task_id)
-            assert got["statusMessage"] == "claimed: claimed by ana/coder on laptop"
+            assert got["statusMessage"] == f"task {n}: claimed: claimed by ana/coder on laptop"
             hive.submit(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
                         summary="done", evidence=EVIDENCE)
             got = await orchestrator.get(handle.task_id)
-            assert got["statusMessage"] == "result awaits its verdict: 0 of 1 confirmations"
+            assert got["statusMessage"] == (
+                f"task {n}: result awaits its verdict: 0 of 1 confirmations")
             hive.verify(REVIEWER, n)
             got = await orchestrator.get(handle.task_id)
             assert got["status"] == "completed" and got["resultType"] == "complete"
+            assert got["_meta"][NAMED] == named
             done, is_error = result_of(got)
             assert not is_error and (done["settled"], done["outcome"]) == (True, "completed")
             assert done["view"]["task"]["result"]["summary"] == "done"
@@ -250,7 +270,8 @@ def test_a_held_handoff_asks_the_owner_who_approves_it_by_tasks_update(hive: Hiv
                                                           "wait": 30})
             assert isinstance(handle, Handle)
             got = await asker.get(handle.task_id)
-            assert (got["status"], got["statusMessage"]) == ("working", "held for the owner")
+            assert (got["status"], got["statusMessage"]) == (
+                "working", f"task {n}: held for the owner")
         async with connected(owner) as ana:
             handle = await ana.start("await_verdict", {"number": n, "until": "outcome",
                                                         "wait": 30})
@@ -268,7 +289,7 @@ def test_a_held_handoff_asks_the_owner_who_approves_it_by_tasks_update(hive: Hiv
                 "decision": "approve", "reason": "go ahead"}}})
             got = await ana.get(handle.task_id)
             assert (got["status"], got["statusMessage"]) == (
-                "working", "routed to ana/coder, not claimed yet")
+                "working", f"task {n}: routed to ana/coder, not claimed yet")
             assert "inputRequests" not in got
 
     run(flow)
@@ -310,13 +331,16 @@ def test_next_with_a_wait_is_a_task_that_claims_once_work_is_ready(hive: Hive) -
         async with connected(coder) as worker:
             handle = await worker.start("next_task", {"wait": 30})
             assert isinstance(handle, Handle)
-            assert (await worker.get(handle.task_id))["statusMessage"] == (
-                "waiting for a ready task")
+            waiting = await worker.get(handle.task_id)
+            assert waiting["statusMessage"] == "waiting for a ready task"
+            assert NAMED not in waiting["_meta"]  # no task yet to name
             n = own_task(hive)
             got = await worker.get(handle.task_id)
             claim, is_error = result_of(got)
             assert got["status"] == "completed" and not is_error
             assert (claim["number"], claim["holder"]) == (n, "ana/coder")
+            assert got["statusMessage"] == f"task {n}: claimed"
+            assert got["_meta"][NAMED] == {"number": n, "id": claim["id"]}
             again = await worker.get(handle.task_id)  # the claim is kept, never made twice
             assert result_of(again)[0]["lease_id"] == claim["lease_id"]
             assert len([e for e in hive.history(n) if e.move == 6]) == 1
@@ -346,15 +370,19 @@ def test_a_listen_stream_notifies_each_change_of_a_task_until_it_ends(hive: Hive
             seen = orchestrator.extension.seen
             n = hive.list().items[-1].number
 
-            async def work() -> None:
-                while not seen:
+            async def shown(words: str) -> None:
+                """Until the stream has notified a state saying ``words``."""
+                while not any(words in f.get("statusMessage", "") for f in seen):
                     await anyio.sleep(0.05)
+
+            async def work() -> None:
+                await shown("not claimed yet")
                 lease = await anyio.to_thread.run_sync(hive.claim, CODER, n)
-                await anyio.sleep(1.5)
+                await shown("claimed by")
                 await anyio.to_thread.run_sync(lambda: hive.submit(
                     CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
                     summary="done", evidence=EVIDENCE))
-                await anyio.sleep(1.5)
+                await shown("awaits its verdict")
                 await anyio.to_thread.run_sync(hive.verify, REVIEWER, n)
 
             async with anyio.create_task_group() as group:
@@ -362,8 +390,10 @@ def test_a_listen_stream_notifies_each_change_of_a_task_until_it_ends(hive: Hive
                 await orchestrator.listen([handle.task_id, "hlw_" + "B" * 32])
             assert {frame["taskId"] for frame in seen} == {handle.task_id}
             states = [(f["status"], f.get("statusMessage")) for f in seen]
-            assert states[0] == ("working", "routed to ana/coder, not claimed yet")
-            assert ("working", "claimed: claimed by ana/coder on laptop") in states
+            assert states[0] == ("working", f"task {n}: routed to ana/coder, not claimed yet")
+            assert ("working", f"task {n}: claimed: claimed by ana/coder on laptop") in states
+            assert all(f["_meta"][NAMED]["number"] == n for f in seen)  # and the stream's id
+            assert all(SUBSCRIPTION_ID_META_KEY in f["_meta"] for f in seen)
             assert states[-1][0] == "completed" and "result" in seen[-1]
             assert len(states) == len(set(map(str, seen)))  # each change once
             got = await orchestrator.get(handle.task_id)
@@ -384,7 +414,8 @@ def test_cancelling_a_handoffs_task_cancels_the_handoff_only_where_its_caller_ma
             await ana.cancel(handle.task_id)
             got = await ana.get(handle.task_id)
             assert (got["status"], got["statusMessage"]) == (
-                "cancelled", "stopped following: cancelled: cancelled by its MCP task")
+                "cancelled", f"task {n} cancelled by this tasks/cancel, and no longer"
+                " followed (cancelled: cancelled by its MCP task)")
             assert hive.get(n).task.state.value == "cancelled"
         async with connected(planner) as agent:  # not its to cancel: it stops following
             handle = await agent.start("handoff", {**TASK, "wait": 30})
@@ -393,8 +424,26 @@ def test_cancelling_a_handoffs_task_cancels_the_handoff_only_where_its_caller_ma
             await agent.cancel(handle.task_id)
             got = await agent.get(handle.task_id)
             assert got["status"] == "cancelled"
-            assert got["statusMessage"].startswith("stopped following: routed to ana/coder")
+            assert got["statusMessage"] == (  # it says the task goes on, and why
+                f"stopped following task {n}; the task itself is still open (routed to"
+                " ana/coder, not claimed yet): only the owner 'ana' (or, in team mode, an"
+                " agent of the owner who requested it) may cancel it, and ana/planner may"
+                " not")
+            assert got["_meta"][NAMED] == {"number": n, "id": hive.get(n).task.id}
             assert hive.get(n).task.state.value == "routed"
+            followed = await agent.start("await_verdict", {"number": n, "wait": 30})
+            assert isinstance(followed, Handle)
+            await agent.cancel(followed.task_id)  # an await never cancels its task
+            got = await agent.get(followed.task_id)
+            assert got["statusMessage"] == (
+                f"stopped following task {n}; the task itself is still open (routed to"
+                " ana/coder, not claimed yet): a tasks/cancel of an await stops following,"
+                " never cancels the task")
+            hive.cancel(OWNER, n, reason="done elsewhere")
+            got = await agent.get(handle.task_id)  # closed since: it says so
+            assert (got["status"], got["statusMessage"]) == (
+                "cancelled", f"stopped following task {n}; it has closed since (cancelled:"
+                " done elsewhere)")
 
     run(flow)
 
@@ -414,12 +463,13 @@ def test_what_a_task_ends_with_it_keeps_and_a_declined_form_is_not_asked_again(
             await ana.update(asked.task_id, {key: {"action": "decline"}})
             got = await ana.get(asked.task_id)  # not asked again under its key
             assert got["status"] == "working" and "inputRequests" not in got
+            assert got["statusMessage"].startswith(f"task {n}: result awaits")
             assert got["statusMessage"].endswith("you declined to decide for now")
             await ana.cancel(ended.task_id)
             hive.sign_off(OWNER, n)
             got = await ana.get(ended.task_id)  # cancelled it stays
             assert (got["status"], got["statusMessage"]) == (
-                "cancelled", "stopped following: completed")
+                "cancelled", f"stopped following task {n}; it has closed since (completed)")
             assert (await ana.get(asked.task_id))["status"] == "completed"
             await ana.cancel(asked.task_id)  # ended: a cancel changes nothing
             assert (await ana.get(asked.task_id))["status"] == "completed"
@@ -579,7 +629,8 @@ def test_a_client_without_the_extension_gets_plain_results_and_the_fallback_tool
             shown = answer(await plain.client.call_tool("wait_task", {
                 "task_id": got["task_id"], "wait": 5}))
             assert (shown["status"], shown["statusMessage"]) == (
-                "cancelled", "cancelled: not needed")
+                "cancelled", f"task {n}: cancelled: not needed")
+            assert shown["_meta"][NAMED] == {"number": n, "id": hive.get(n).task.id}
             receipt = answer(await plain.client.call_tool("handoff", TASK))  # no wait: as ever
             assert receipt["state"] == "routed" and "task_id" not in receipt
             with pytest.raises(MCPError) as refused:  # tasks/* need the extension
@@ -589,6 +640,119 @@ def test_a_client_without_the_extension_gets_plain_results_and_the_fallback_tool
                 await plain.listen([got["task_id"]])
             assert refused.value.code == MISSING
             assert refused.value.data == {"requiredCapabilities": {"extensions": {TASKS: {}}}}
+
+    run(flow)
+
+
+def submit_as_coder(hive: Hive, n: int) -> None:
+    lease = hive.claim(CODER, n)
+    hive.submit(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=EVIDENCE)
+
+
+def test_a_verdict_awaited_before_any_submission_waits_for_the_first_to_come(
+        hive: Hive) -> None:
+    """Not refused (``not_submitted``): a task, ``working`` until a result comes, then
+    completed with that result's verdict, even once another result followed it."""
+    planner = acting(hive, PLANNER)
+    n, m = own_task(hive), own_task(hive)
+
+    async def flow() -> None:
+        async with connected(planner) as orchestrator:
+            handle = await orchestrator.start("await_verdict", {
+                "number": n, "until": "verdict", "wait": 30})
+            assert isinstance(handle, Handle), handle
+            shown = handle.model_dump(by_alias=True, mode="json")
+            assert shown["statusMessage"] == (
+                f"task {n}: routed to ana/coder, not claimed yet; no result submitted yet")
+            submit_as_coder(hive, n)
+            got = await orchestrator.get(handle.task_id)
+            assert (got["status"], got["statusMessage"]) == (
+                "working", f"task {n}: result awaits its verdict: 0 of 1 confirmations")
+            hive.verify(REVIEWER, n, verdict="reject", reason="no tests")
+            submit_as_coder(hive, n)  # sent back and submitted again before it looked
+            got = await orchestrator.get(handle.task_id)
+            sent, is_error = result_of(got)
+            assert (got["status"], is_error) == ("completed", True)
+            assert (sent["outcome"], sent["reason"]) == ("sent_back", "no tests")
+            first = next(e.seq for e in hive.history(n) if e.move == 12)
+            assert sent["since"] == first
+        async with connected(planner, tasks=False) as plain:  # the tools, the same rule
+            got = answer(await plain.client.call_tool("await_verdict", {
+                "number": m, "until": "verdict", "wait": 0.1}))
+            assert (got["settled"], got["since"]) == (False, None)
+            hive.cancel(OWNER, m, reason="not needed")  # no result will come: it ends
+            kept = answer(await plain.client.call_tool("wait_task", {
+                "task_id": got["task_id"], "wait": 30}))
+            assert (kept["status"], kept["statusMessage"]) == (
+                "cancelled", f"task {m}: cancelled: not needed")
+            refused = await plain.client.call_tool("await_verdict", {  # asked afresh
+                "number": m, "until": "verdict"})
+            assert refused.is_error
+            assert "invalid_state/not_submitted" in refused.content[0].text
+
+    run(flow)
+
+
+# -- what declares the extension (M04, M05): the request's own _meta alone -------------
+
+def ctx_of(meta: Any, version: str = SPEC) -> Any:
+    """What :func:`declared` reads of a request: its protocol version and ``_meta``."""
+    return SimpleNamespace(protocol_version=version, meta=meta)
+
+
+def capabilities(extensions: Any) -> dict[str, Any]:
+    return {CAPABILITIES: {"extensions": extensions}}
+
+
+@pytest.mark.parametrize(("meta", "version", "expected"), [
+    (capabilities({TASKS: {}}), SPEC, True),
+    (capabilities({TASKS: {"x": 1}, "io.example/other": {}}), SPEC, True),
+    (None, SPEC, False),  # nothing declared on this request
+    ({}, SPEC, False),
+    (capabilities({}), SPEC, False),
+    (capabilities({"io.example/other": {}}), SPEC, False),  # another extension only
+    (capabilities({TASKS + "-v2": {}}), SPEC, False),  # another name, however close
+    (capabilities({"io.modelcontextprotocol/Tasks": {}}), SPEC, False),
+    (capabilities({"io.modelcontextprotocol": {"tasks": {}}}), SPEC, False),
+    (capabilities([TASKS]), SPEC, False),  # not the spec's shape: a list
+    (capabilities(TASKS), SPEC, False),
+    ({CAPABILITIES: [TASKS]}, SPEC, False),
+    ({TASKS: {}}, SPEC, False),  # beside the capabilities, not in them
+    ({"extensions": {TASKS: {}}}, SPEC, False),
+    ({CAPABILITIES: {"experimental": {TASKS: {}}}}, SPEC, False),
+    (capabilities({TASKS: {}}), "2025-11-25", False),  # an older protocol: no extension
+    (capabilities({TASKS: {}}), "2025-06-18", False),
+    (capabilities({TASKS: {}}), "2099-01-01", False),  # a version this server does not speak
+])
+def test_only_a_request_that_declares_the_extension_itself_declares_it(
+        meta: Any, version: str, expected: bool) -> None:
+    assert declared(ctx_of(meta, version)) is expected
+
+
+def test_a_request_that_does_not_declare_the_extension_gets_no_task(hive: Hive) -> None:
+    """Declared for the session only (in the capabilities of an older protocol's
+    handshake), not on the request; or declared by another client: a plain result. The
+    request that declares it gets its task."""
+    planner = acting(hive, PLANNER)
+    server = build_mcp(lambda: planner, "agent")
+    n = own_task(hive)
+
+    async def flow() -> None:
+        async with Client(server, mode="legacy", extensions=[advertise(TASKS)]) as legacy:
+            assert legacy.protocol_version not in MODERN_PROTOCOL_VERSIONS
+            got = await legacy.session.call_tool("await_verdict", {"number": n, "wait": 0.1},
+                                                 allow_claimed=True)
+            assert isinstance(got, CallToolResult) and not got.is_error
+            assert answer(got)["settled"] is False and "task_id" in answer(got)
+        async with connected(planner, tasks=False) as plain, connected(planner) as declaring:
+            got = await plain.start("await_verdict", {"number": n, "wait": 0.1})
+            assert isinstance(got, CallToolResult) and not got.is_error
+            handle = await declaring.start("await_verdict", {"number": n, "wait": 30})
+            assert isinstance(handle, Handle)  # the same call, declared: a task
+            again = await plain.start("await_verdict", {"number": n, "wait": 0.1})
+            assert isinstance(again, CallToolResult)  # the other client's declaration is
+            # not this one's
 
     run(flow)
 
@@ -639,7 +803,7 @@ def test_an_orchestrator_follows_a_handoff_over_http_and_its_task_survives_a_res
                 "taskId": handle.task_id, "_meta": {
                     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                     "io.modelcontextprotocol/clientCapabilities": {
-                        "extensions": {TASKS: {}}}}}}, timeout=30).json()
+                        "extensions": {TASKS: {}}}}}}, timeout=HANG_S).json()
         assert wrong["error"]["code"] == -32020  # Mcp-Name must name the task
         return handle.task_id, n
 
@@ -648,7 +812,9 @@ def test_an_orchestrator_follows_a_handoff_over_http_and_its_task_survives_a_res
             orchestrator = Orchestrator(client)
             got = await orchestrator.get(task_id)
             assert got["status"] == "working"
-            assert got["statusMessage"] == "result awaits its verdict: 0 of 1 confirmations"
+            assert got["statusMessage"] == (
+                f"task {n}: result awaits its verdict: 0 of 1 confirmations")
+            assert got["_meta"][NAMED]["number"] == n
         async with connect(url, "reviewer", tasks=False) as reviewer:
             assert answer(await reviewer.call_tool("verify", {"number": n}))["state"] == (
                 "completed")
@@ -665,13 +831,13 @@ def test_an_orchestrator_follows_a_handoff_over_http_and_its_task_survives_a_res
         found: dict[str, Any] = {}
 
         async def one() -> None:
-            with anyio.fail_after(120):
+            with anyio.fail_after(HANG_S):
                 found["task"] = await first(url)
         anyio.run(one)
     with serving(tmp_path, [str(db)]) as (url, _, _):  # a new server on the same store
 
         async def two() -> None:
-            with anyio.fail_after(120):
+            with anyio.fail_after(HANG_S):
                 await second(url, *found["task"])
         anyio.run(two)
 
@@ -688,7 +854,7 @@ def test_hivelite_mcp_over_stdio_answers_a_long_call_with_a_task(tmp_path: Path)
     params = stdio_server(db, token)
 
     async def flow() -> None:
-        with anyio.fail_after(60):
+        with anyio.fail_after(HANG_S):
             async with Client(params, extensions=[Tasks()]) as client:
                 assert TASKS in (client.server_capabilities.extensions or {})
                 worker = Orchestrator(client)
@@ -702,3 +868,71 @@ def test_hivelite_mcp_over_stdio_answers_a_long_call_with_a_task(tmp_path: Path)
                 assert result_of(got)[0]["number"] == n
 
     anyio.run(flow)
+
+
+# -- docs/serve.md's Python client, run as a reader would run it ------------------------
+
+SERVE_MD = Path(__file__).resolve().parents[1] / "docs" / "serve.md"
+
+
+def serve_md_client() -> str:
+    """The Python client docs/serve.md shows (the one block that listens)."""
+    from .docblocks import blocks
+
+    found = [b for b in blocks(SERVE_MD.read_text(encoding="utf-8"))
+             if b.lang == "python" and "subscriptions/listen" in b.body]
+    assert len(found) == 1, "docs/serve.md shows one Python Tasks client"
+    assert found[0].not_run is not None and "tests/test_mcp_tasks.py" in found[0].not_run
+    return found[0].body
+
+
+def test_the_python_client_of_docs_serve_md_follows_a_handoff_on_a_real_server(
+        tmp_path: Path) -> None:
+    """The page's client, unchanged, in its own interpreter with the owner's token, against
+    a real ``hivelite serve``; an agent (hivelite's ``Client``, with its own token) claims
+    and submits once the handoff is there. The client sees the handle name the task,
+    the owner's form, signs off, and is notified that the task completed."""
+    import os
+    import subprocess
+    import sys
+
+    from hivelite.faces.client import Client as Agent
+
+    from .conftest import ready
+    from .test_serve import hivelite, serving
+
+    script = tmp_path / "client.py"
+    script.write_text(serve_md_client(), encoding="utf-8")
+    db = tmp_path / "store.db"
+    hivelite(db, "init", "--owner", "ana")
+    owner = hivelite(db, "token", "add", "--owner")["token"]
+    coder = hivelite(db, "token", "add", "ana/coder", "--instance", "laptop")["token"]
+    out, err = tmp_path / "client.out", tmp_path / "client.err"
+    with serving(tmp_path, [str(db)]) as (url, _, _), out.open("w") as stdout, \
+            err.open("w") as stderr:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+        client = subprocess.Popen([sys.executable, str(script)], stdout=stdout,
+                                  stderr=stderr, text=True,
+                                  env={**env, "HIVELITE_URL": url, "HIVELITE_TOKEN": owner})
+        try:
+            with Agent(url, coder) as agent:
+                ready(lambda: agent.list().items, "the client's handoff", client,
+                      err.read_text)
+                lease = agent.claim_next(None)
+                agent.submit(None, lease.number, lease_id=lease.lease_id,
+                             token=lease.fencing_token, summary="Fixed", evidence=EVIDENCE)
+            assert client.wait(timeout=HANG_S) == 0, err.read_text()
+        finally:
+            if client.poll() is None:
+                client.kill()
+                client.wait()
+    with Hive.open(db) as opened:
+        n = lease.number
+        task_id = opened.get(n).task.id
+        assert opened.get(n).task.state.value == "completed"
+        signed = [e for e in opened.history(n) if e.to_state == "completed"]
+        assert [e.actor for e in signed] == ["ana"]  # the owner's tasks/update
+    assert out.read_text().splitlines() == [
+        f"task {n}: routed to ana/coder, not claimed yet {{'number': {n}, 'id': '{task_id}'}}",
+        f'The result of task {n} awaits your decision. Its task reads: "Fix the login bug"',
+        f"notified: completed task {n}: completed"]

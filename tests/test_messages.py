@@ -13,7 +13,7 @@ import pytest
 
 from hivelite import Caller, Hive, InvalidInput, StoreError
 
-from .conftest import packet
+from .conftest import HANG_S, packet
 from .test_discovery import clean_env, hivelite_script
 
 GOOD: dict[str, Any] = {"requester": "ana/planner", "assignee": "ana/coder", "project": "shop",
@@ -52,9 +52,11 @@ def test_handoff_refusals_in_words(tmp_path: Path) -> None:
             "invalid handoff: the assignee: agent names look like owner/name (lowercase"
             " letters, digits and hyphens), e.g. ana/coder; not 'Coder'")
         assert refusal(hive, packet={"acceptance_criteria": []}) == (
-            "invalid handoff: the acceptance criteria (--accept): at least 1 item; not []")
+            "invalid handoff: the acceptance criteria (packet[\"acceptance_criteria\"]): at"
+            " least 1 item; not []")
         assert refusal(hive, packet={"task": "Fix"}) == (
-            "invalid handoff: the task's text (--task): at least 5 characters; not 'Fix'")
+            "invalid handoff: the task's text (packet[\"task\"]): at least 5 characters;"
+            " not 'Fix'")
         assert refusal(hive, project=None) == "invalid handoff: the project is required"
         assert refusal(hive, priority="asap") == (
             "invalid handoff: the priority: one of 'low', 'normal', 'high' or 'urgent';"
@@ -65,12 +67,12 @@ def test_handoff_refusals_in_words(tmp_path: Path) -> None:
             "invalid handoff: the labels, item 1: labels are 1 to 32 lowercase letters,"
             " digits or hyphens, e.g. auth; not 'Big Bug'")
         assert refusal(hive, packet={"files": ["a.py", 3]}) == (
-            "invalid handoff: the files (--file), item 2: text; not 3")
+            "invalid handoff: the files (packet[\"files\"]), item 2: text; not 3")
         assert refusal(hive, project="Shop!", packet={"deliverable_type": "cod"}) == (
             "invalid handoff: the project: names are lowercase letters, digits and single"
-            " hyphens, e.g. shop or web-app; not 'Shop!'; the deliverable type (--type): one"
-            " of 'code', 'doc', 'answer', 'screenshots', 'reviewed_pr', 'design', 'data' or"
-            " 'other'; not 'cod'")
+            " hyphens, e.g. shop or web-app; not 'Shop!'; the deliverable type"
+            " (packet[\"deliverable_type\"]): one of 'code', 'doc', 'answer', 'screenshots',"
+            " 'reviewed_pr', 'design', 'data' or 'other'; not 'cod'")
 
 
 def test_the_error_still_names_the_field_for_programs(tmp_path: Path) -> None:
@@ -93,7 +95,7 @@ def test_common_slips_name_the_next_step(tmp_path: Path) -> None:
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(hivelite_script()), *args], cwd=cwd, env=clean_env(),
-                          capture_output=True, text=True, timeout=30)
+                          capture_output=True, text=True, timeout=HANG_S)
 
 
 def test_the_cli_says_it_in_words_and_marks_what_is_required(tmp_path: Path) -> None:

@@ -579,7 +579,7 @@ WRONG_TYPES: dict[str, list[Any]] = {
     "acceptance_criteria": ["tests pass", None, 7, {"a": "b"}, [1], [None]],
     "context": [None, 4, ["x"], {"c": 1}],
     "files": ["a.py", None, 3, [1], [["a.py"]]],
-    "depends_on": ["t1", None, 3, [1], [None]],
+    "depends_on": ["t1", None, 3, [True], [0], [None]],
 }
 
 

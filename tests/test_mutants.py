@@ -10,6 +10,8 @@ fails with its rule broken as named, where the suite before it passed.
   refuses only one two versions newer).
 - Two stores behind one server (broken: ``Vaults.authenticate`` answers every token from
   the first store).
+- A read verb's right (B01, broken: ``Verb.call`` does not check it): refused through
+  ``Hive.call``, and over HTTP and ``/mcp`` with the route's own check removed.
 
 The raw-SQL mutants (PostgreSQL's lease and attempt rules, a cancelled dependant, the
 token hash's length) are cases of ``tests/test_attacks.py``; ``docs/decisions.md``
@@ -22,12 +24,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from hivelite import Hive, InvalidInput, ManualClock, StoreError
+from hivelite import ForbiddenRight, Hive, InvalidInput, ManualClock, StoreError
+from hivelite.core.models import IssuedToken
+from hivelite.core.protocol import Right
+from hivelite.verbs.table import VERBS, Verb
 
 from . import pg, rawsql
-from .conftest import START, own_task
+from .conftest import CODER, HANG_S, OWNER, START, own_task
 from .test_doctor import findings
 
 ENGINES = ("sqlite", "postgres")
@@ -153,3 +159,86 @@ def test_each_served_store_answers_for_its_own_tokens(server: Server) -> None:  
     listed = httpx.get(server.tasks(vault=other), timeout=30,
                        headers={"Authorization": f"Bearer {server.tokens['stranger']}"})
     assert listed.status_code == 200, listed.text
+
+
+# -- a read verb's right, with the route's own check removed (B01) ---------------------
+
+READS = [v for v in VERBS if v.reads]
+"""The read verbs: a token without a read verb's right is refused by the verb itself,
+through every face, not only by the HTTP route's check in front of it."""
+
+
+def lacking_right(hive: Hive, verb: Verb) -> IssuedToken:
+    """A token of ana/coder on laptop without ``verb``'s right (with the other rights)."""
+    others = sorted({r.value for r in (Right.read, Right.propose, Right.work)}
+                    - {verb.right.value})
+    return hive.add_token(OWNER, CODER.name, instance="laptop", rights=others)
+
+
+def test_a_read_without_its_right_is_refused_through_hive_call(tmp_path: Path) -> None:
+    """``Hive.call`` with the caller a token proves: the verb's own check, whatever face
+    called it (the library has no route in front of it)."""
+    from .test_parity import example
+
+    assert {v.name for v in READS} >= {"list", "show", "history", "await", "lease"}
+    with Hive.open(tmp_path / "s.db", owner="ana", clock=ManualClock(START)) as hive:
+        n = own_task(hive)
+        hive.claim(CODER, n)
+        for verb in READS:
+            caller = hive.authenticate(lacking_right(hive, verb).token).caller
+            with pytest.raises(ForbiddenRight) as refused:
+                hive.call(verb, caller, n if verb.on_task else None, **example(verb))
+            assert refused.value.reason == "not_permitted", verb.name
+            assert verb.right.value in refused.value.message, verb.name
+            allowed = hive.authenticate(hive.add_token(
+                OWNER, CODER.name, instance="laptop").token).caller
+            hive.call(verb, allowed, n if verb.on_task else None, **example(verb))
+
+
+def test_a_read_without_its_right_is_refused_over_http_and_mcp_with_the_routes_check_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The route's own check removed (``Authenticated.may`` allows every right): each read
+    route still answers ``403 not_permitted``, and each read tool over ``/mcp`` the same
+    refusal, from the verb's own check."""
+    from mcp import Client as McpClient
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    from hivelite.faces.server.mcp_tools import TOOLS
+    from hivelite.verbs.tokens import Authenticated
+
+    from .served import LoopbackServer
+    from .test_parity import example
+
+    monkeypatch.setattr(Authenticated, "may", lambda self, right: True)
+    hive = Hive.open(tmp_path / "s.db", owner="ana", clock=ManualClock(START))
+    n = own_task(hive)
+    hive.claim(CODER, n)
+    served = LoopbackServer()
+    try:
+        vault = served.vaults.add(hive)
+        for verb in READS:
+            token = lacking_right(hive, verb).token
+            if verb.http is not None:
+                path = verb.http.path.replace("{number}", str(n))
+                got = httpx.get(f"{served.url}/v1/vaults/{vault}/tasks{path}",
+                                params=example(verb), timeout=HANG_S,
+                                headers={"Authorization": f"Bearer {token}"})
+                assert got.status_code == 403, (verb.name, got.text)
+                assert got.json()["error"]["reason"] == "not_permitted", verb.name
+            if verb.tool not in TOOLS["agent"]:
+                continue
+
+            async def call(verb: Verb = verb, token: str = token) -> Any:
+                http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+                async with McpClient(streamable_http_client(served.url + "/mcp",
+                                                            http_client=http)) as mcp:
+                    return await mcp.call_tool(str(verb.tool), {
+                        **({"number": n} if verb.on_task else {}), **example(verb)})
+
+            result = anyio.run(call)
+            assert result.is_error, verb.name
+            assert "forbidden_right/not_permitted:" in result.content[0].text, verb.name
+    finally:
+        served.vaults.discard(vault)
+        served.stop()
+        hive.close()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from .conftest import HANG_S
 from .test_notebook import Tables
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "docs" / "notebook.ipynb"
@@ -21,7 +22,8 @@ def ran() -> list[Any]:
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     assert not any(cell.get("outputs") for cell in notebook.cells), (
         "docs/notebook.ipynb is committed without outputs: clear them")
-    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    nbclient.NotebookClient(notebook, timeout=HANG_S, startup_timeout=HANG_S,
+                            kernel_name="python3").execute()
     return [cell for cell in notebook.cells if cell.cell_type == "code"]
 
 

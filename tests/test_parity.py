@@ -38,7 +38,7 @@ from hivelite.faces.server.openapi import openapi_document
 from hivelite.verbs.inputs import Nothing
 from hivelite.verbs.table import VERBS, Http, Verb
 
-from .conftest import CODER, OWNER, START, own_task
+from .conftest import CODER, HANG_S, OWNER, START, own_task
 from .served import LoopbackServer
 
 SCHEMA = json.loads(resources.files("hivelite").joinpath("data/task.schema.json")
@@ -176,9 +176,9 @@ class Faces:
         path = verb.http.path.replace("{number}", str(ref))
         headers = {"Authorization": f"Bearer {self.tokens[who]}"}
         if verb.http.method == "GET":
-            return httpx.get(self.url(path), params=body, headers=headers, timeout=30)
+            return httpx.get(self.url(path), params=body, headers=headers, timeout=HANG_S)
         return httpx.request(verb.http.method, self.url(path), json=body, headers=headers,
-                             timeout=30)
+                             timeout=HANG_S)
 
     def mcp(self, who: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
         """Each call's result, through the SDK's client over ``/mcp``."""

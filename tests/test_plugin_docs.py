@@ -24,12 +24,13 @@ from hivelite import Hive
 from hivelite.verbs import hookspecs
 from hivelite.verbs.plugins import get_plugin_manager
 
+from .conftest import HANG_S
 from .docblocks import blocks, normal
 from .test_discovery import clean_env, hivelite_script, write_distribution
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "plugins.md"
-TIMEOUT = 30
+TIMEOUT = HANG_S
 
 HOOKS = sorted(name for name, value in vars(hookspecs).items()
                if name.startswith("hivelite_") and callable(value))

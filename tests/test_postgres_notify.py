@@ -18,7 +18,7 @@ from hivelite import Hive, ManualClock
 from hivelite.core.errors import HiveliteError
 
 from . import pg
-from .conftest import CODER, OWNER, START, own_task
+from .conftest import CODER, HANG_S, OWNER, START, own_task
 
 pytestmark = pytest.mark.skipif(not pg.available(), reason="no PostgreSQL server")
 
@@ -46,7 +46,7 @@ def waiter(url: str, timeout: float) -> subprocess.Popen[str]:
 
 
 def answer(proc: subprocess.Popen[str]) -> str:
-    out, _ = proc.communicate(timeout=120)
+    out, _ = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 0
     return out.strip()
 
@@ -83,7 +83,7 @@ def test_the_notification_names_the_store_and_its_ready_tasks() -> None:
         try:
             raw.execute(f'LISTEN "{hive.store.channel}"')  # type: ignore[attr-defined]
             number = own_task(hive)
-            got = next(raw.notifies(timeout=30.0, stop_after=1))
+            got = next(raw.notifies(timeout=HANG_S, stop_after=1))
         finally:
             raw.close()
         assert got.payload == str(number)

@@ -23,7 +23,7 @@ from hivelite.store.doctor import CHECKS, diagnose_file
 from hivelite.store.sqlite import SqliteStore
 from hivelite.store.transfer import backup, export, import_lines
 
-from .conftest import OWNER, own_task
+from .conftest import HANG_S, OWNER, own_task
 from .test_discovery import clean_env, hivelite_script
 from .test_terminal import drained
 
@@ -146,7 +146,7 @@ def run(args: list[str], *, cwd: Path, terminal: bool, stdin: int | None = None
     proc = subprocess.run([str(hivelite_script()), *args], cwd=cwd, stdin=stdin,
                           stdout=subprocess.PIPE,
                           stderr=follower if terminal else subprocess.PIPE,
-                          env=clean_env(COLUMNS="100", TERM="xterm"), timeout=60)
+                          env=clean_env(COLUMNS="100", TERM="xterm"), timeout=HANG_S)
     if not terminal:
         return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
     os.close(follower)

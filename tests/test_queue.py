@@ -22,6 +22,7 @@ from hivelite.store.schema import RANK, READY
 from .conftest import (
     CODER,
     GUEST,
+    HANG_S,
     OWNER,
     PLANNER,
     REVIEWER,
@@ -170,7 +171,7 @@ def test_threads_draining_one_queue_are_never_refused(open_hive: Any) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=60)
+        thread.join(timeout=HANG_S)
     assert errors == []
     assert sorted(taken) == sorted(numbers)
 

@@ -30,6 +30,7 @@ from hivelite.core.protocol import PRIORITIES
 from hivelite.store.doctor import diagnose
 
 from . import pg, rawsql
+from .conftest import HANG_S, ready
 
 OWNER = Caller.owner("ana")
 AGENT = "ana/coder"
@@ -42,8 +43,9 @@ PRIORITY_WEIGHTS = (1, 2, 4, 2)
 DEPENDENT_WEIGHTS = (4, 3, 2, 1)
 """A task with dependencies is more often pressing: when its last dependency completes it
 goes ahead of the tasks already waiting, the moment a stale pick would get wrong."""
-WORKER_TIMEOUT_S = 45.0
-"""A worker gives up draining after this long (the test's own wait is a little longer)."""
+WORKER_TIMEOUT_S = HANG_S
+"""A worker gives up draining after this long, a guard against a hang (the test's own wait
+is a little longer): a worker ends when the queue is empty, however slow the machine."""
 
 
 class ZeroThreshold:
@@ -292,18 +294,18 @@ def test_worker_processes_drain_the_queue_each_task_once_in_order(tmp_path: Path
         [sys.executable, "-c", WORKER, str(store), name, str(tmp_path / f"{name}.jsonl"),
          str(go), str(WORKER_TIMEOUT_S)], env=clean_env()) for name in names]
     try:
-        deadline = time.monotonic() + 30
-        while not all((tmp_path / f"{name}.jsonl.ready").exists() for name in names):
-            assert time.monotonic() < deadline, "the workers did not open the store"
+        def opened() -> bool:
             assert all(w.poll() is None for w in workers), "a worker died while opening"
-            time.sleep(0.01)
+            return all((tmp_path / f"{name}.jsonl.ready").exists() for name in names)
+
+        ready(opened, "the workers opening the store")
         go.touch()
         codes = [w.wait(timeout=WORKER_TIMEOUT_S + 15) for w in workers]
     finally:
         for w in workers:
             if w.poll() is None:
                 w.kill()
-                w.wait(timeout=10)
+                w.wait(timeout=HANG_S)
     assert codes == [0] * len(names)
 
     claims: dict[int, int] = {}
@@ -348,7 +350,7 @@ def test_threads_sharing_one_hive_drain_the_queue_without_a_failed_claim(
     failures: list[str] = []
     claims: dict[int, int] = {}
     lock = threading.Lock()
-    start = threading.Barrier(3, timeout=30)
+    start = threading.Barrier(3, timeout=HANG_S)
 
     with Hive.open(store, owner="ana", plugins=[ZeroThreshold()]) as hive:
         hand_off(hive, tasks)
@@ -427,5 +429,5 @@ def test_next_picks_under_the_write_lock(tmp_path: Path) -> None:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             conn.close()
-        worker.join(timeout=30)
+        worker.join(timeout=HANG_S)
         assert got == [2]

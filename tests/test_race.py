@@ -25,13 +25,11 @@ import pytest
 from hivelite import Hive
 
 from . import rawsql
-from .conftest import own_task
+from .conftest import HANG_S, own_task
 
 WORKERS = 8
 ROUNDS = 50
-BARRIER_TIMEOUT_S = 60.0
-RESULT_TIMEOUT_S = 60.0
-JOIN_TIMEOUT_S = 20.0
+BARRIER_TIMEOUT_S = RESULT_TIMEOUT_S = JOIN_TIMEOUT_S = HANG_S  # hang guards, not deadlines
 GO_DELAY_S = 0.02  # after the barrier, so that all eight are awake when the instant comes
 ASSIGNEE = "ana/coder"
 

@@ -15,7 +15,7 @@ import pytest
 from hivelite import Caller, Hive, InvalidState, ManualClock, NotFound
 from hivelite.core.errors import InvalidInput
 
-from .conftest import CODER, OWNER, REVIEWER, Snap, own_task, refused
+from .conftest import CODER, HANG_S, OWNER, REVIEWER, Snap, own_task, refused
 from .test_claims import EVIDENCE, fence
 
 pytestmark = pytest.mark.contract
@@ -151,7 +151,7 @@ def test_a_retry_racing_its_first_call_gets_its_answer(hive: Hive) -> None:
     is made, and both get its lease."""
     number = own_task(hive)
     answers: list[object] = []
-    start = threading.Barrier(2)
+    start = threading.Barrier(2, timeout=HANG_S)
 
     def send(instance: str) -> None:
         start.wait()
@@ -162,7 +162,7 @@ def test_a_retry_racing_its_first_call_gets_its_answer(hive: Hive) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=HANG_S)
     assert len(answers) == 2 and answers[0] == answers[1]
     assert [e.move for e in hive.history(number)].count(6) == 1
 

@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 
+from .conftest import HANG_S, ready  # noqa: E402
 from .inproc import run_main  # noqa: E402
 from .test_cli_e2e import hivelite_command  # noqa: E402
 
@@ -66,23 +66,24 @@ def serving(folder: Path, args: list[str], now: str | None = "2026-12-02T10:00:0
                                stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(url + "/openapi.json", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(path.read_text())
-            time.sleep(0.1)
+        ready(lambda: answers(url + "/openapi.json"), f"hivelite serve {' '.join(args)}",
+              process, path.read_text)
         yield url, process, path
     finally:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=HANG_S)
         finally:
             log.close()
+
+
+def answers(url: str) -> bool:
+    """Whether a server answers ``GET url`` with 200 (not yet: no answer, or not within
+    a few seconds, when it is asked again)."""
+    try:
+        return bool(httpx.get(url, timeout=5).status_code == 200)
+    except httpx.TransportError:
+        return False
 
 
 @dataclass
@@ -104,7 +105,7 @@ class Server:
         if who is not None:
             sent["Authorization"] = f"Bearer {self.tokens.get(who, who)}"
         return httpx.request(method, self.tasks() + path, json=body, headers=sent,
-                             timeout=30)
+                             timeout=HANG_S)
 
 
 @pytest.fixture(scope="module")
@@ -262,11 +263,11 @@ def test_a_body_not_sent_as_json_is_415_and_changes_nothing(server: Server) -> N
     text = json.dumps(TASK).encode()
     for kind in ("text/plain", "application/x-www-form-urlencoded", None):
         headers = {**auth, **({"Content-Type": kind} if kind else {})}
-        refused = httpx.post(server.tasks(), content=text, headers=headers, timeout=30)
+        refused = httpx.post(server.tasks(), content=text, headers=headers, timeout=HANG_S)
         error = error_of(refused, 415, "not_json")
         assert error["code"] == "invalid_input" and "application/json" in error["message"]
     assert len(server.call("GET", who="reader").json()["items"]) == before
-    made = httpx.post(server.tasks(), content=text, timeout=30, headers={
+    made = httpx.post(server.tasks(), content=text, timeout=HANG_S, headers={
         **auth, "Content-Type": "application/json; charset=utf-8"})
     assert made.status_code == 200, made.text
 
@@ -317,7 +318,7 @@ def test_serve_without_the_extra_says_how_to_get_it(tmp_path: Path) -> None:
             " from hivelite.faces.cli.main import main; main()")
     hivelite(tmp_path / "s.db", "init", "--owner", "ana")
     ran = subprocess.run([sys.executable, "-c", code, "--db", str(tmp_path / "s.db"),
-                          "serve"], capture_output=True, text=True, timeout=60)
+                          "serve"], capture_output=True, text=True, timeout=HANG_S)
     assert ran.returncode == 6
     assert "pip install 'hivelite[server]'" in ran.stderr
 
@@ -326,7 +327,7 @@ def cli_over(server: Server, who: str, *args: str, code: int = 0) -> Any:
     """``hivelite --url --token …`` in a new process: the task verbs against the server."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
     ran = subprocess.run([*hivelite_command(), "--json", *args], capture_output=True,
-                         text=True, timeout=60,
+                         text=True, timeout=HANG_S,
                          env={**clean, "HIVELITE_URL": server.url,
                               "HIVELITE_TOKEN": server.tokens[who],
                               "HIVELITE_DB": str(server.db.parent / "not-here.db")})
@@ -389,15 +390,16 @@ def test_the_access_log_names_each_call_and_its_caller_never_a_token(server: Ser
     module's teardown checks that no token's secret is anywhere in the output)."""
     server.call("GET", "", who="reader")
     server.call("GET", "", who="nobody-at-all")
-    httpx.get(server.url + "/login")
-    deadline = time.monotonic() + 10
-    while True:
+    httpx.get(server.url + "/login", timeout=HANG_S)
+
+    def written() -> tuple[list[str], list[str]] | None:
         lines = server.log.read_text().splitlines()
         mine = [line for line in lines if f'"GET /v1/vaults/{server.vault}/tasks"' in line]
         login = any('"GET /login"' in line for line in lines)  # its line may come last
-        if (len(mine) >= 2 and login) or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+        return (lines, mine) if len(mine) >= 2 and login else None
+
+    lines, mine = ready(written, "the access log's lines", server.process,
+                        server.log.read_text)
     assert any(line.endswith(" ms") and " 200 ana/coder " in line for line in mine), mine
     assert any(" 401 - " in line for line in mine), mine
     assert any('"GET /login" 200 -' in line for line in lines), lines[-5:]

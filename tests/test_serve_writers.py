@@ -21,6 +21,7 @@ from hivelite.faces.client import Client
 from hivelite.faces.server.app import create_app
 from hivelite.faces.server.vaults import WRITERS, Vaults
 
+from .conftest import HANG_S, ready
 from .inproc import run_main
 from .served import LoopbackServer
 
@@ -69,7 +70,7 @@ def claim_at_once(tmp_path: Path, writers: int) -> Overlap:
             clients.append(Client(server.url, token))
         seen.threads.clear()  # the set-up's own moves, made here
         seen.most = 0
-        start = threading.Barrier(AGENTS)
+        start = threading.Barrier(AGENTS, timeout=HANG_S)
         claimed: list[int] = []
 
         def agent(client: Client) -> None:
@@ -80,7 +81,7 @@ def claim_at_once(tmp_path: Path, writers: int) -> Overlap:
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join()
+            thread.join(timeout=HANG_S)
         assert sorted(claimed) == list(range(1, AGENTS + 1))  # each its own, none lost
     finally:
         for client in clients:
@@ -129,15 +130,13 @@ def test_a_read_does_not_wait_for_the_writers(tmp_path: Path) -> None:
         writing = threading.Thread(target=lambda: coder.claim(None, number))
         writing.start()
         try:
-            deadline = time.monotonic() + 30
-            while hive.get(number).task.state != "accepted":  # committed; its plugin holds on
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
+            ready(lambda: hive.get(number).task.state == "accepted",  # committed; its
+                  "the claim committed")                           # plugin holds on
             assert owner.get(number).task.state == "accepted"  # answered while the write waits
             assert writing.is_alive()
         finally:
             release.set()
-            writing.join()
+            writing.join(timeout=HANG_S)
         coder.close()
         owner.close()
     finally:
@@ -195,7 +194,6 @@ def test_the_default_is_one_writer_and_fewer_than_one_is_refused(tmp_path: Path)
 def _quiet_threads() -> Iterator[None]:
     """No writer thread outlives its server."""
     yield
-    deadline = time.monotonic() + 10
-    while any(t.name.startswith("hivelite-writer-") for t in threading.enumerate()):
-        assert time.monotonic() < deadline, [t.name for t in threading.enumerate()]
-        time.sleep(0.01)
+    ready(lambda: not any(t.name.startswith("hivelite-writer-")
+                          for t in threading.enumerate()),
+          "the writer threads ending", output=lambda: str(threading.enumerate()))

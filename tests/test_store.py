@@ -25,9 +25,9 @@ from hivelite import ForbiddenRight, Hive, InvalidInput, ManualClock, StoreError
 from hivelite.store import APPLICATION_ID, SCHEMA_VERSION, NewTask, SqliteStore
 from hivelite.store import sqlite as sqlite_store
 
-from .conftest import START, own_task
+from .conftest import HANG_S, START, own_task
 
-PROCESS_TIMEOUT_S = 60
+PROCESS_TIMEOUT_S = HANG_S
 
 # The code a second process runs: the same store, its own Hive, one handoff.
 HANDOFF_SCRIPT = textwrap.dedent(

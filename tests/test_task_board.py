@@ -17,7 +17,7 @@ import pytest
 from hivelite import Hive, ManualClock
 
 from . import rawsql
-from .conftest import CODER, START, own_task, packet
+from .conftest import CODER, HANG_S, START, own_task, packet
 
 COLUMNS = ["number", "title", "state", "waiting_on", "assignee", "requester",
            "project", "priority", "labels", "holder", "instance", "claim_expires",
@@ -81,7 +81,7 @@ def test_the_sqlite3_shell_reads_it(board_store: tuple[Path, str]) -> None:
     path, _ = board_store
     ran = subprocess.run([shell, "-readonly", str(path),
                           "SELECT number, title, state, holder FROM task_board"],
-                         capture_output=True, text=True, timeout=30, check=True)
+                         capture_output=True, text=True, timeout=HANG_S, check=True)
     assert ran.stdout.splitlines() == ["1|Write the parser|routed|",
                                        "2|Fix the login bug|accepted|ana/coder",
                                        "3|Document the API|routed|"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import HANG_S
 from .test_discovery import clean_env, hivelite_script
 
 LONG = "Fix the login bug on the settings page when two factor authentication is on"
@@ -19,7 +20,7 @@ LONG = "Fix the login bug on the settings page when two factor authentication is
 
 def cli(*args: str, cwd: Path, **env: str | None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(hivelite_script()), *args], cwd=cwd, env=clean_env(**env),
-                          capture_output=True, text=True, timeout=30)
+                          capture_output=True, text=True, timeout=HANG_S)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +82,7 @@ def on_a_terminal(store: Path, *args: str, columns: int = 100, **env: str | None
     try:
         proc = subprocess.run([str(hivelite_script()), "--db", str(store), *(args or ["list"])],
                               stdout=follower, stderr=subprocess.PIPE, cwd=store.parent,
-                              env=clean_env(COLUMNS=str(columns), **env), timeout=30)
+                              env=clean_env(COLUMNS=str(columns), **env), timeout=HANG_S)
         assert proc.returncode == 0, proc.stderr
         os.close(follower)
         follower = -1
@@ -179,5 +180,5 @@ def test_history_fits_the_terminal_with_relative_times(tmp_path: Path, columns: 
     assert "ago" in lines[1] and "T0" not in lines[1]  # "3s ago", not a timestamp
     assert ("…" in lines[-1]) == (columns == 80)
     piped = subprocess.run([str(hivelite_script()), "--db", str(db), "history", str(n)],
-                           capture_output=True, text=True, env=clean_env(), timeout=30)
+                           capture_output=True, text=True, env=clean_env(), timeout=HANG_S)
     assert LONG_REASON.strip() in piped.stdout

@@ -27,7 +27,7 @@ from hivelite.verbs import tokens as token_module
 from hivelite.verbs.tokens import VERDICTS_KEPT, Verdicts, _hash
 
 from . import pg
-from .conftest import OWNER, START, packet
+from .conftest import HANG_S, OWNER, START, packet
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
@@ -86,13 +86,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 def whoami(url: str, token: str) -> Any:
     return httpx.get(f"{url}/v1/whoami", headers={"Authorization": f"Bearer {token}"},
-                     timeout=30)
+                     timeout=HANG_S)
 
 
 def tasks(url: str, vault: str, token: str, method: str = "GET",
           body: dict[str, Any] | None = None) -> Any:
     return httpx.request(method, f"{url}/v1/vaults/{vault}/tasks", json=body,
-                         headers={"Authorization": f"Bearer {token}"}, timeout=30)
+                         headers={"Authorization": f"Bearer {token}"}, timeout=HANG_S)
 
 
 def refused(response: Any, status: int, reason: str) -> None:

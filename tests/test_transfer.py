@@ -20,7 +20,7 @@ from hivelite.store import SCHEMA_VERSION, SqliteStore, transfer
 from hivelite.store.doctor import diagnose
 from hivelite.store.transfer import FORMAT_VERSION, backup, export_lines, import_lines
 
-from .conftest import START, own_task, packet
+from .conftest import HANG_S, START, own_task, packet
 from .test_doctor import busy_store
 
 
@@ -172,7 +172,7 @@ def test_a_backup_while_another_process_writes_is_consistent(
         conn.close()
     finally:
         writer.kill()
-        writer.wait(timeout=30)
+        writer.wait(timeout=HANG_S)
     sound(source)
 
 

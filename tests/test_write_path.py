@@ -30,7 +30,7 @@ from hivelite.core.clock import format_ts
 from hivelite.store.doctor import diagnose_file
 from hivelite.store.sqlite import SqliteTx
 
-from .conftest import CODER, OWNER, REVIEWER, OpenHive, held_task, own_task, packet
+from .conftest import CODER, HANG_S, OWNER, REVIEWER, OpenHive, held_task, own_task, packet
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 LIBRARY = Path(hivelite.__file__).parent
@@ -200,7 +200,7 @@ def test_one_hive_serves_many_threads(hive: Hive) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=HANG_S)
     assert errors == []
     assert {v.task.state for v in hive.list(limit=500).items} == {State.approval}
     seqs = [e.seq for e in hive.journal()]
@@ -217,16 +217,16 @@ def test_a_read_never_joins_another_threads_write(hive: Hive) -> None:
             tx.record_event(number, at="2026-12-02T09:00:00.000Z", actor="ana",
                             state="routed", reason="uncommitted")
             opened.set()
-            done.wait(timeout=30)
+            done.wait(timeout=HANG_S)
 
     thread = threading.Thread(target=writer)
     thread.start()
-    assert opened.wait(timeout=30)
+    assert opened.wait(timeout=HANG_S)
     try:
         assert [e.reason for e in hive.history(number)][-1] != "uncommitted"
     finally:
         done.set()
-        thread.join(timeout=30)
+        thread.join(timeout=HANG_S)
     assert hive.history(number)[-1].reason == "uncommitted"
 
 
@@ -244,7 +244,7 @@ def test_a_closed_hive_says_so_in_every_thread(open_hive: OpenHive) -> None:
 
     thread = threading.Thread(target=read)
     thread.start()
-    thread.join(timeout=30)
+    thread.join(timeout=HANG_S)
     with pytest.raises(StoreError) as here:
         hive.get(number)
     assert len(caught) == 1
@@ -280,7 +280,7 @@ def test_a_threads_connection_ends_with_the_thread(hive: Hive) -> None:
     threads = [threading.Thread(target=hive.get, args=(number,)) for _ in range(50)]
     for thread in threads:
         thread.start()
-        thread.join(timeout=30)
+        thread.join(timeout=HANG_S)
     gc.collect()
     assert len(store._slots) == 1  # this thread's
     assert hive.get(number).number == number
@@ -296,7 +296,7 @@ def test_closing_while_other_threads_read_is_clean(open_hive: OpenHive) -> None:
     seen: list[BaseException] = []
 
     def reader() -> None:
-        started.wait(timeout=30)
+        started.wait(timeout=HANG_S)
         try:
             while True:
                 hive.list()
@@ -307,11 +307,11 @@ def test_closing_while_other_threads_read_is_clean(open_hive: OpenHive) -> None:
     threads = [threading.Thread(target=reader) for _ in range(3)]
     for thread in threads:
         thread.start()
-    started.wait(timeout=30)
+    started.wait(timeout=HANG_S)
     time.sleep(0.2)  # let them get going: most closes meet a reader inside SQLite
     hive.close()
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=HANG_S)
     assert len(seen) == 3
     assert all(isinstance(e, StoreError) and e.reason == "store_closed" for e in seen), seen
 

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from .conftest import HANG_S, ready
+
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 """The key a WebDriver element reference is sent under."""
 
@@ -39,7 +41,7 @@ class Browser:
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         answer = httpx.request(method, f"{self.driver}/session/{self.session}{path}",
-                               json=body, timeout=60)
+                               json=body, timeout=HANG_S)
         value = answer.json()["value"]
         if answer.status_code >= 400:
             raise AssertionError(f"webdriver {method} {path}: {value}")
@@ -84,12 +86,13 @@ class Browser:
     def cookies(self) -> dict[str, str]:
         return {c["name"]: c["value"] for c in self._call("GET", "/cookie")}
 
-    def wait_for(self, check: Any, seconds: float = 20) -> None:
-        deadline = time.monotonic() + seconds
+    def wait_for(self, check: Any) -> None:
+        """Until ``check()`` holds on the page (``HANG_S`` at most: a hang guard)."""
+        start = time.monotonic()
         while not check():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"waited {seconds} s; the page is at {self.url}")
-            time.sleep(0.1)
+            if time.monotonic() - start > HANG_S:
+                raise AssertionError(f"waited {HANG_S:.0f} s; the page is at {self.url}")
+            time.sleep(0.05)
 
 
 @contextmanager
@@ -101,7 +104,8 @@ def chromium(profile: Path) -> Iterator[Browser]:
     from .test_serve import free_port
 
     port = free_port()
-    log = (profile.parent / f"chromedriver-{port}.log").open("w")
+    log_path = profile.parent / f"chromedriver-{port}.log"
+    log = log_path.open("w")
     driver = subprocess.Popen([driver_bin, f"--port={port}"], stdout=log,
                               stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -111,27 +115,24 @@ def chromium(profile: Path) -> Iterator[Browser]:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--no-sandbox")  # Chromium's sandbox refuses to run as root
     try:
-        deadline = time.monotonic() + 30
-        while True:
+        def driver_ready() -> bool:
             try:
-                if httpx.get(url + "/status", timeout=2).json()["value"]["ready"]:
-                    break
+                return bool(httpx.get(url + "/status", timeout=5).json()["value"]["ready"])
             except (httpx.TransportError, ValueError, KeyError):
-                pass
-            if driver.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("chromedriver did not start")
-            time.sleep(0.1)
-        made = httpx.post(url + "/session", timeout=60, json={"capabilities": {
+                return False
+
+        ready(driver_ready, "chromedriver", driver, log_path.read_text)
+        made = httpx.post(url + "/session", timeout=HANG_S, json={"capabilities": {
             "alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
                 "binary": binary, "args": args}}}}).json()["value"]
         browser = Browser(url, made["sessionId"])
         try:
             yield browser
         finally:
-            httpx.delete(f"{url}/session/{browser.session}", timeout=30)
+            httpx.delete(f"{url}/session/{browser.session}", timeout=HANG_S)
     finally:
         driver.terminate()
-        driver.wait(timeout=10)
+        driver.wait(timeout=HANG_S)
         log.close()
 
 

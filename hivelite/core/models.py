@@ -134,6 +134,36 @@ Count = Annotated[int, Field(ge=0)]
 
 TaskText = Annotated[str, StringConstraints(min_length=5, max_length=500)]
 Line300 = Annotated[str, StringConstraints(min_length=1, max_length=300)]
+
+
+_TASK_ID = re.compile(TASK_ID_PATTERN.removesuffix("$") + r"\Z")
+TASK_REF_WORDS = "a task number like 2 or a task id like fix-login-42"
+"""What a dependency may be, in words."""
+
+
+def task_ref(value: object) -> object:
+    """A dependency as the packet stores it before it is resolved: a task number (an int,
+    never a bool) as its digits, a task id as it is; anything else is refused in words."""
+    if isinstance(value, bool):
+        raise ValueError(f"a bool is not a task number: {TASK_REF_WORDS}")
+    if isinstance(value, int):
+        if value < 1:
+            raise ValueError(f"task numbers start at 1; not {value}")
+        return str(value)
+    if not isinstance(value, str) or not _TASK_ID.match(value):
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise ValueError(f"{TASK_REF_WORDS}; not {shown}")
+    if len(value) > 64:
+        raise ValueError(f"task ids are at most 64 characters; not {len(value)}")
+    return value
+
+
+TaskRef = Annotated[Line300, BeforeValidator(task_ref)]
+"""One ``depends_on`` entry: a task number (``2`` or ``"2"``) or a task id; stored as the
+task's id once resolved (the seed's ``depends_on`` is a list of strings)."""
+DependsOn = Annotated[list[TaskRef], Field(max_length=20)]
+"""The tasks a task depends on: at most 20 (a task named twice is one dependency)."""
 Line500 = Annotated[str, StringConstraints(min_length=1, max_length=500)]
 Text2000 = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
 Text4000 = Annotated[str, StringConstraints(min_length=1, max_length=4000)]
@@ -195,7 +225,7 @@ class Packet(_Strict):
     acceptance_criteria: Annotated[list[Line500], Field(min_length=1, max_length=20)]
     context: Annotated[str, Field(max_length=4000)] = ""
     files: Annotated[list[Line300], Field(max_length=50)] = []
-    depends_on: Annotated[list[Line300], Field(max_length=20)] = []
+    depends_on: DependsOn = []
 
 
 class Evidence(_Strict):

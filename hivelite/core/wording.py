@@ -8,18 +8,19 @@ turns one into the other. The machine-readable location stays in the error's ``f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 FIELDS: Mapping[str, str] = {
     "requester": "the requester", "assignee": "the assignee", "project": "the project",
     "id": "the task id", "priority": "the priority", "labels": "the labels",
-    "packet.task": "the task's text (--task)",
-    "packet.deliverable_type": "the deliverable type (--type)",
-    "packet.acceptance_criteria": "the acceptance criteria (--accept)",
-    "packet.context": "the context (--context)", "packet.files": "the files (--file)",
-    "packet.depends_on": "the tasks it depends on (--depends-on)",
+    "packet.task": "the task's text", "packet.deliverable_type": "the deliverable type",
+    "packet.acceptance_criteria": "the acceptance criteria", "packet.context": "the context",
+    "packet.files": "the files", "packet.depends_on": "the tasks it depends on",
+    "depends_on": "the tasks it depends on",
     "packet.constraints": "the constraints", "packet": "the packet",
     "summary": "the summary", "evidence": "the evidence", "provenance": "the provenance",
     "kind": "the kind", "url": "the url", "returned_by": "who returned it",
@@ -29,7 +30,43 @@ FIELDS: Mapping[str, str] = {
     "files_touched": "the files touched", "next_steps": "the next steps",
     "open_questions": "the open questions",
 }
-"""Fields as a person names them (the CLI option in brackets where there is one)."""
+"""Fields as a person names them."""
+
+FLAGS: Mapping[str, str] = {
+    "packet.task": "--task", "packet.deliverable_type": "--type",
+    "packet.acceptance_criteria": "--accept", "packet.context": "--context",
+    "packet.files": "--file", "packet.depends_on": "--depends-on",
+    "depends_on": "--depends-on",
+}
+"""The fields a person may name as they typed them, with the CLI's option for each: the
+CLI's caller reads the option in brackets (``the acceptance criteria (--accept)``), a
+Python caller the argument (``the acceptance criteria (packet["acceptance_criteria"])``,
+``the tasks it depends on (depends_on)``)."""
+
+SPELLING: ContextVar[Literal["python", "cli"]] = ContextVar("spelling", default="python")
+"""How the face in front names a field in brackets: the CLI sets ``cli`` while it runs
+(:func:`spelled`); every other face speaks Python (a JSON body reads the same)."""
+
+
+@contextmanager
+def spelled(face: Literal["python", "cli"]) -> Iterator[None]:
+    """Name fields in brackets as ``face`` does while the block runs."""
+    token = SPELLING.set(face)
+    try:
+        yield
+    finally:
+        SPELLING.reset(token)
+
+
+def spelling(path: str) -> str | None:
+    """How the caller typed the field at ``path`` (dotted), in the face's words: the CLI's
+    option, or the Python argument; None for a field with no option."""
+    if path not in FLAGS:
+        return None
+    if SPELLING.get() == "cli":
+        return FLAGS[path]
+    head, *rest = path.split(".")
+    return head + "".join(f'["{part}"]' for part in rest)
 
 
 def _pattern(kind: Any) -> str:
@@ -69,8 +106,10 @@ def rule_of(kind: Any) -> str | None:
 
 
 def field_words(location: Sequence[Any], what: str) -> str:
-    """A location as a person names it: ``('packet', 'files', 2)`` is ``the files
-    (--file), item 3``; ``('evidence', 1, 'url')`` is ``the url of the evidence, item 2``."""
+    """A location as a person names it, the way the face in front spells it:
+    ``('packet', 'files', 2)`` is ``the files (--file), item 3`` to the CLI's caller and
+    ``the files (packet["files"]), item 3`` to a Python caller; ``('evidence', 1, 'url')``
+    is ``the url of the evidence, item 2``."""
     parts = list(location)
     if not parts:
         return f"the {what}"
@@ -79,7 +118,8 @@ def field_words(location: Sequence[Any], what: str) -> str:
         return f"{field_words(parts[:-1], what)}, item {last + 1}"
     path = ".".join(str(p) for p in parts if not isinstance(p, int))
     if path in FIELDS and not any(isinstance(p, int) for p in parts):
-        return FIELDS[path]
+        typed = spelling(path)
+        return f"{FIELDS[path]} ({typed})" if typed else FIELDS[path]
     name = FIELDS.get(str(last)) or "the " + str(last).replace("_", " ")
     return f"{name} of {field_words(parts[:-1], what)}" if len(parts) > 1 else name
 

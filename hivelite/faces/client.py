@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..core.caller import Caller, require_caller
 from ..core.clock import Clock, system_clock
@@ -50,7 +50,6 @@ from ..core.models import (
     TaskView,
 )
 from ..core.protocol import SERVED_WAIT
-from ..verbs.base import invalid
 from ..verbs.claims import wait_seconds
 from ..verbs.retries import request_id as checked_request_id
 from ..verbs.table import BY_NAME, Verb
@@ -297,13 +296,19 @@ class Client:
     # -- writing -----------------------------------------------------------------
 
     def handoff(self, caller: Caller | None, request: HandoffRequest | None = None, *,
-                request_id: str | None = None, **fields: Any) -> Receipt:
-        try:  # refused as the library refuses it: 422 invalid_handoff, naming the field
-            body = (request if request is not None else HandoffRequest.model_validate(fields))
-        except ValidationError as exc:
-            raise invalid(exc, "handoff") from None
-        receipt: Receipt = self.call("handoff", caller, None, request_id,
-                                      **body.model_dump(mode="json", exclude_none=True))
+                depends_on: Sequence[int | str] | None = None, request_id: str | None = None,
+                **fields: Any) -> Receipt:
+        """As :meth:`Hive.handoff`: ``depends_on`` (task numbers or ids) beside the packet
+        or in it, sent in the packet as the seed has it."""
+        from ..verbs.handoff import requested, said_where
+
+        # refused as the library refuses it: 422 invalid_handoff, naming the field
+        body, where = requested(request if request is not None else fields, depends_on)
+        try:
+            receipt: Receipt = self.call("handoff", caller, None, request_id,
+                                          **body.model_dump(mode="json", exclude_none=True))
+        except HiveliteError as error:
+            raise said_where(error, where) from None
         return receipt
 
     def claim(self, caller: Caller | None, ref: str | int, *, minutes: int = 10,

@@ -1090,6 +1090,72 @@ class PostgresTx(ViewRows):
             " ELSE cancelled_at END WHERE id = %s", (answer, at, cancelled, at, watch_id))
 
 
+def one_line(text: str) -> str:
+    """libpq's text on one line: its lines (a hint is a line of its own, after a tab) joined
+    by ``;``, runs of blanks as one, psycopg's ``connection failed:`` dropped."""
+    said = "; ".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+    for prefix in ("connection failed: ", "connection is bad: "):
+        said = said.removeprefix(prefix)
+    return said
+
+
+_NAMED = re.compile(r'(role|database|user) "([^"]*)"')
+UNREACHABLE_WORDS = ("Connection refused", "No such file or directory", "timeout expired",
+                     "could not translate host name", "failed to resolve host",
+                     "Name or service not known", "Network is unreachable",
+                     "No route to host", "could not connect to server")
+"""libpq's words for a server that did not answer at all (its socket file is missing, its
+port refuses, its host has no address, or it did not answer in time)."""
+ACCESS_WORDS = ("no pg_hba.conf entry", "pg_hba.conf rejects", "is not permitted to log in",
+                "permission denied for database", "does not have CONNECT privilege")
+PASSWORD_WORDS = ("password authentication failed", "no password supplied",
+                  "SCRAM authentication failed")
+
+
+def connect_failure(exc: psycopg.Error, where: str) -> HiveliteError:
+    """What a connection to ``where`` that failed means, in words, with a reason of its own:
+    ``unreachable`` (no server answered: try again once it runs; ``503``), and for what
+    only a change of the URL, the credentials or the server fixes (``422``):
+    ``unknown_role``, ``unknown_database``, ``password_refused``, ``access_refused``. By
+    the SQLSTATE when psycopg has one, else by libpq's text (a refused connection carries
+    none: the server says why in words only); the text folded onto one line."""
+    said = one_line(str(exc))
+    state = getattr(exc, "sqlstate", None) or ""
+    named = {kind: name for kind, name in _NAMED.findall(said)}
+    role = named.get("role") or named.get("user")
+    who = f"role {role!r}" if role else "the role the URL names"
+    if state == "3D000" or ("database" in named and "does not exist" in said):
+        database = named.get("database")
+        what = f"database {database!r}" if database else "the database the URL names"
+        return StoreError("unknown_database", f"the PostgreSQL server of {where} has no"
+                          f" {what}: check the database in the URL, or create it"
+                          f" (createdb NAME); nothing was written (server: {said})")
+    if state == "28P01" or any(w in said for w in PASSWORD_WORDS):
+        if "no password supplied" in said:
+            words = f"asks a password of {who} and none was given"
+        else:  # (a server that asks a password says so of a role it does not have, too)
+            words = f"refused the password given for {who} (or has no such role)"
+        return StoreError("password_refused", f"the PostgreSQL server of {where} {words}:"
+                          " check the password in ~/.pgpass, $PGPASSWORD or the URL; nothing"
+                          f" was written (server: {said})")
+    if "role" in named and "does not exist" in said:
+        return StoreError("unknown_role", f"the PostgreSQL server of {where} has no {who}:"
+                          " check the user in the URL (postgresql://USER@HOST/DBNAME), or"
+                          f" create the role (CREATE ROLE NAME LOGIN); nothing was written"
+                          f" (server: {said})")
+    if state in ("28000", "42501") or any(w in said for w in ACCESS_WORDS):
+        return StoreError("access_refused", f"the PostgreSQL server of {where} does not let"
+                          f" {who} connect (its pg_hba.conf, the role's LOGIN or the"
+                          " database's CONNECT privilege): ask its administrator; nothing"
+                          f" was written (server: {said})")
+    if any(w in said for w in UNREACHABLE_WORDS):
+        return StoreBusy("unreachable", f"no PostgreSQL server answers for {where}: is it"
+                         " running, and do the URL's host and port (or ?host= for a unix"
+                         f" socket's folder) name it? Nothing was written (libpq: {said})")
+    return StoreBusy("unreachable", f"cannot connect to {where} ({said}); nothing was"
+                     " written")
+
+
 class PostgresStore:
     """One hivelite store in a PostgreSQL database; a connection per thread."""
 
@@ -1180,15 +1246,14 @@ class PostgresStore:
             conn = psycopg.connect(self._libpq, autocommit=True,
                                    connect_timeout=CONNECT_TIMEOUT_S, application_name="hivelite")
         except psycopg.Error as exc:
-            raise StoreBusy("unreachable", f"cannot connect to {self._where}"
-                            f" ({str(exc).strip()}); nothing was written") from None
+            raise connect_failure(exc, self._where) from None
         if self._role is not None:  # the tables' owner, for installing and upgrading
             try:
                 conn.execute(f'SET ROLE "{self._role}"')
             except psycopg.Error as exc:
                 conn.close()
                 raise StoreError("role_refused", f"{self._where}: cannot act as role"
-                                 f" {self._role} ({str(exc).strip()})") from None
+                                 f" {self._role} ({one_line(str(exc))})") from None
         conn.execute(f'SET search_path = "{self.schema}", pg_temp')
         return conn
 

@@ -3,7 +3,9 @@
 What a caller waits for is read from the task each time it looks: its state for an
 outcome, its journal for a verdict (the first move out of ``verifying`` or ``approval``
 after the submission awaited, so a result sent back and submitted again still answers
-the wait on the first one). Nothing is written. The wait itself is the store's (its
+the wait on the first one). A verdict awaited on an open task that has no result yet
+waits for the task's first submission, then for its verdict (and, should the task close
+without one, ends with that close). Nothing is written. The wait itself is the store's (its
 notification or its short sleeps, as ``next`` waits), outside every transaction, and it
 looks again at least every :data:`LOOK_EVERY` seconds, so a change the store does not
 announce is seen all the same.
@@ -79,15 +81,16 @@ def standing(view: TaskView) -> str:
     return f"{state.value}: {view.last_reason}" if view.last_reason else state.value
 
 
-def _submission(rows: list[JournalRow], since: object, number: int) -> int:
+def _submission(rows: list[JournalRow], since: object, number: int,
+                first: bool = False) -> int | None:
     """The seq of the submission a verdict is awaited on: ``since``, which must be one of
-    the task's submissions, or its latest; ``409 not_submitted`` when it has none."""
+    the task's submissions, else its latest (its first, for a wait that began before any:
+    ``first``); None while it has none."""
     submitted = [r.seq for r in rows if r.move == SUBMIT]
     if since is None:
         if not submitted:
-            raise InvalidState("not_submitted", f"task {number} has no submitted result to"
-                               " await a verdict on", number=number)
-        return submitted[-1]
+            return None
+        return submitted[0] if first else submitted[-1]
     if isinstance(since, bool) or not isinstance(since, int) or since not in submitted:
         raise InvalidInput("invalid_since", f"since names a submission of task {number}"
                            f" (the journal seq of its submit), not {since!r}", field="since")
@@ -104,19 +107,34 @@ def _verdict(rows: list[JournalRow], since: int) -> JournalRow | None:
 
 
 def look(hive: HiveBase, caller: Caller, ref: str | int, until: Until,
-         since: object = None) -> Awaited:
-    """Where the task stands against what ``caller`` waits for, now."""
+         since: object = None, *, first: bool = False) -> Awaited:
+    """Where the task stands against what ``caller`` waits for, now. A verdict awaited
+    with no submission to await: not settled while the task is open (``since`` None); on
+    a closed task ``409 not_submitted`` (no verdict will come), unless the wait began
+    while it was open (``first``: the wait awaits the task's first submission, and ends
+    with the close)."""
     verdict, since_seq = None, None
     if until == "verdict":  # the journal before the view: a verdict seen stays settled
         with hive.store.read() as reader:
             row = guard.found(reader.task(ref), ref)
             rows = reader.journal(row.number)
-        since_seq = _submission(rows, since, row.number)
-        verdict = _verdict(rows, since_seq)
+        since_seq = _submission(rows, since, row.number, first)
+        verdict = _verdict(rows, since_seq) if since_seq is not None else None
     view = hive.get(ref)
     state = view.task.state
     outcome: Outcome | None = None
-    if until == "verdict":
+    status = standing(view)
+    if until == "verdict" and since_seq is None:  # no result yet: one may come
+        settled = state in TERMINAL
+        if settled and not first:
+            raise InvalidState("not_submitted", f"task {view.number} is {state.value} with"
+                               " no submitted result: no verdict will come",
+                               number=view.number)
+        outcome = CLOSED[state] if settled else None
+        reason = view.last_reason if settled else None
+        if not settled:
+            status = f"{status}; no result submitted yet"
+    elif until == "verdict":
         settled = verdict is not None
         if verdict is not None:
             outcome = "completed" if verdict.to_state == State.completed.value else "sent_back"
@@ -134,25 +152,36 @@ def look(hive: HiveBase, caller: Caller, ref: str | int, until: Until,
             decision = "sign_off"
     return Awaited.model_construct(
         number=view.number, until=until, since=since_seq, settled=settled, outcome=outcome,
-        reason=reason, status=standing(view), decision=decision, view=view)
+        reason=reason, status=status, decision=decision, view=view)
 
 
 def await_task(hive: HiveBase, caller: Caller, ref: str | int, *, until: Until = "outcome",
                since: int | None = None, wait: float = 0) -> Awaited:
     """Where a task stands against what the caller waits for: its ``outcome`` (it closes)
     or the ``verdict`` on its submitted result (``since``: that submission's journal seq;
-    default the latest). With ``wait`` (seconds), waits that long at most for it to
-    settle. A read: nothing is written, and any caller may wait on any task it may read."""
+    default the latest, or, while it has none, the first to come). With ``wait``
+    (seconds), waits that long at most for it to settle. A read: nothing is written, and
+    any caller may wait on any task it may read."""
+    return follow(hive, caller, ref, until=until, since=since, wait=wait)
+
+
+def follow(hive: HiveBase, caller: Caller, ref: str | int, *, until: object = "outcome",
+           since: object = None, wait: object = 0, first: bool = False) -> Awaited:
+    """:func:`await_task`, for a wait that may have begun before (``first``: a verdict
+    awaited since before the task's first submission, as a watch keeps it)."""
     checked = require_caller(caller, "await")
     if checked.is_owner and checked.name != hive.owner:
         raise ForbiddenRight("not_owner", f"this store belongs to {hive.owner!r};"
                              f" {checked.name!r} is not its owner")
-    until = until_of(until)
+    what = until_of(until)
     seconds = wait_seconds(wait)
-    first = look(hive, checked, ref, until, since)
-    return looked_until(hive.store, seconds, first,
-                        lambda: look(hive, checked, first.number, until, first.since),
-                        lambda found: found.settled)
+    found = look(hive, checked, ref, what, since, first=first)
+    # a verdict awaited before any submission: the first to come, whatever comes after
+    before = first or (what == "verdict" and found.since is None)
+    return looked_until(hive.store, seconds, found,
+                        lambda: look(hive, checked, found.number, what, found.since,
+                                     first=before),
+                        lambda seen: seen.settled)
 
 
 def looked_until(store: Store, seconds: float, first: T, again: Callable[[], T],
@@ -176,5 +205,5 @@ def looked_until(store: Store, seconds: float, first: T, again: Callable[[], T],
     return found
 
 
-__all__ = ["LOOK_EVERY", "UNTIL", "await_task", "look", "looked_until", "standing",
-           "until_of"]
+__all__ = ["LOOK_EVERY", "UNTIL", "await_task", "follow", "look", "looked_until",
+           "standing", "until_of"]

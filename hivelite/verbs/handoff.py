@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.caller import Caller, require_owner
 from ..core.clock import format_ts
 from ..core.errors import ForbiddenRight, HiveliteError, InvalidInput, PluginError
 from ..core.ids import new_task_id
-from ..core.models import GateDecision, HandoffRequest, Packet, Receipt, Task
+from ..core.models import DependsOn, GateDecision, HandoffRequest, Packet, Receipt, Task
 from ..core.protocol import State, WaitingOn
 from ..store import NewTask, Reader, TaskRow
 from . import guard
@@ -73,7 +73,8 @@ def in_batch(error: HiveliteError, index: int) -> HiveliteError:
 
 @idempotent
 def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = None, *,
-            request_id: str | None = None, **fields: Any) -> Receipt:
+            depends_on: Sequence[int | str] | None = None, request_id: str | None = None,
+            **fields: Any) -> Receipt:
     """Create a task: the owner's permission gate is asked first, before the write lock,
     then the task is inserted and moved in one transaction.
 
@@ -82,6 +83,23 @@ def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = Non
     names its task ``id`` is a retry when that task exists with the same parties,
     project and packet: it answers with that task (another task of that id is
     ``duplicate_id``).
+
+    ``depends_on`` names the tasks that must be completed before this one can be
+    claimed, each by number (``2`` or ``"2"``) or by id, beside the other arguments or
+    as the packet's ``"depends_on"`` (one place or the other, not both). The stored
+    packet names them by id, each once. An unknown task, a number below 1, a bool, a text
+    that is neither a number nor an id, or more than 20 tasks is ``InvalidInput``,
+    naming the argument as it was given:
+
+    ```python
+    first = hive.handoff(ana, requester="ana/planner", assignee="ana/coder",
+                         project="site", packet={"task": "Fix the login bug",
+                         "deliverable_type": "code", "acceptance_criteria": ["tests pass"]})
+    hive.handoff(ana, requester="ana/planner", assignee="ana/coder", project="site",
+                 packet={"task": "Release the login fix", "deliverable_type": "other",
+                         "acceptance_criteria": ["released"]},
+                 depends_on=[first.number])     # or packet={..., "depends_on": [1]}
+    ```
     """
     # The gate is asked first, before the write lock, about the task as it will be
     # created (its id, packet and parties are fixed by then), so a slow gate never holds
@@ -89,14 +107,15 @@ def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = Non
     # lock, where the task is inserted and moved by the gate's decision in one
     # transaction.
     caller = hive._caller(caller, "handoff")
-    req = _request(hive, caller, request if request is not None else fields)
+    req, where = _request(hive, caller, request if request is not None else fields,
+                          depends_on)
     limit = max_attempts(hive)
     asked = hive.clock()  # the gate's; the stored times are read under the lock
     if req.id is not None or req.packet.depends_on:
         with hive.store.read() as reader:  # a gate is not asked about a doomed handoff
-            handed = _checked(hive, reader, req, asked)
+            handed = _checked(hive, reader, req, where, asked)
     else:
-        handed = _checked(hive, None, req, asked)
+        handed = _checked(hive, None, req, where, asked)
     if isinstance(handed, Receipt):
         return handed
     gated = _gate(hive, handed.task(format_ts(asked)))
@@ -116,7 +135,8 @@ def handoff_many(hive: HiveBase, caller: Caller,
     :meth:`handoff` does: all of them, or (at the first refusal) none.
 
     ``requests`` is read once, inside the transaction, so it may stream (the CLI's
-    ``--from-jsonl``). A task may depend on one handed off before it in the same batch.
+    ``--from-jsonl``). A task may depend on one handed off before it in the same batch
+    (``depends_on`` beside the packet or in it, as :meth:`handoff` takes it).
     An error names the failing task's place (``index``, from 0). The gate is asked under
     the write lock here, so a long batch holds other writers for its length. A retry of
     a batch whose tasks name their ``id`` answers with the tasks the first one made.
@@ -128,8 +148,8 @@ def handoff_many(hive: HiveBase, caller: Caller,
         receipts: list[Receipt] = []
         for index, item in _numbered(requests):
             try:
-                req = _request(hive, caller, item)
-                handed = _checked(hive, unit.tx, req, unit.now)
+                req, where = _request(hive, caller, item)
+                handed = _checked(hive, unit.tx, req, where, unit.now)
                 receipts.append(handed if isinstance(handed, Receipt) else _insert(hive,
                     unit, caller, handed, _gate(hive, handed.task(unit.at)), limit))
             except HiveliteError as error:
@@ -142,21 +162,58 @@ def handoff_many(hive: HiveBase, caller: Caller,
     return hive._write(caller, "handoff", body)
 
 
-def _request(hive: HiveBase, caller: Caller, given: HandoffRequest | Mapping[str, Any]
-             ) -> HandoffRequest:
-    """The handoff as asked for, validated; an agent hands off only as itself."""
+def _request(hive: HiveBase, caller: Caller, given: HandoffRequest | Mapping[str, Any],
+             depends_on: Sequence[int | str] | None = None) -> tuple[HandoffRequest, str]:
+    """The handoff as asked for, validated, and where it names its dependencies; an agent
+    hands off only as itself."""
+    req, where = requested(given, depends_on)
+    if not caller.is_owner and req.requester != caller.name:
+        raise ForbiddenRight("not_requester", f"{caller} hands off only as itself, not"
+                             f" as {req.requester}")
+    return req, where
+
+
+class _Beside(BaseModel):
+    """``depends_on`` named beside the packet (so a refusal names it as given)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    depends_on: DependsOn
+
+
+def requested(given: HandoffRequest | Mapping[str, Any],
+              depends_on: Sequence[int | str] | None = None) -> tuple[HandoffRequest, str]:
+    """The handoff validated, with the dependencies named beside the packet (the
+    ``depends_on`` argument, or a mapping's ``"depends_on"`` key) moved into it, as the
+    seed's packet holds them; and where the caller named them: ``depends_on`` or
+    ``packet.depends_on`` (its refusals say it as the caller wrote it). Named in both
+    places is refused: which list was meant is the caller's to say."""
+    if not isinstance(given, HandoffRequest) and "depends_on" in given:  # a batch's item
+        given = dict(given)  # (a keyword argument of handoff is its own parameter)
+        depends_on = given.pop("depends_on")
+    beside: list[str] | None = None
     try:
+        if depends_on is not None:
+            beside = _Beside.model_validate({"depends_on": depends_on}).depends_on
         req = (given if isinstance(given, HandoffRequest)
                else HandoffRequest.model_validate(given))
     except ValidationError as exc:
         raise invalid(exc, "handoff") from None
-    if not caller.is_owner and req.requester != caller.name:
-        raise ForbiddenRight("not_requester", f"{caller} hands off only as itself, not"
-                             f" as {req.requester}")
-    return req
+    if not beside:  # none given beside (an empty list names none)
+        return req, "packet.depends_on"
+    if req.packet.depends_on:
+        from ..core.wording import spelling
+
+        raise InvalidInput(
+            "invalid_handoff", "invalid handoff: the tasks it depends on are given twice, as"
+            f" {spelling('depends_on')} and as {spelling('packet.depends_on')}; give them in"
+            " one place", field="depends_on")
+    req = req.model_copy(update={
+        "packet": req.packet.model_copy(update={"depends_on": beside})})
+    return req, "depends_on"
 
 
-def _checked(hive: HiveBase, reader: Reader | None, req: HandoffRequest,
+def _checked(hive: HiveBase, reader: Reader | None, req: HandoffRequest, where: str,
              at: datetime) -> Handed | Receipt:
     """The task this handoff makes (its id, its dependencies as ids and numbers), or the
     task an earlier identical handoff made. ``reader`` is needed only for a handoff
@@ -164,7 +221,7 @@ def _checked(hive: HiveBase, reader: Reader | None, req: HandoffRequest,
     task_id = req.id or new_task_id(at)
     packet, depends_on = req.packet, tuple[int, ...]()
     if reader is not None:
-        packet, depends_on = _dependencies(hive, reader, req.packet)
+        packet, depends_on = _dependencies(hive, reader, req.packet, where)
     packet_json = packet.model_dump_json()
     if reader is not None:
         earlier = _earlier(hive, reader, task_id, req, packet_json)
@@ -224,21 +281,46 @@ def _earlier(hive: HiveBase, reader: Reader, task_id: str, req: HandoffRequest,
         at=row.created_at, seq=None)
 
 
-def _dependencies(hive: HiveBase, reader: Reader, packet: Packet) -> tuple[Packet, tuple[int, ...]]:
+def _dependencies(hive: HiveBase, reader: Reader, packet: Packet,
+                  where: str) -> tuple[Packet, tuple[int, ...]]:
     """The packet with each ``depends_on`` entry as the task's id (an entry may name a
-    task by id or by number), and those tasks' numbers; every one must exist."""
+    task by id or by number; a task named twice is one dependency), and those tasks'
+    numbers; every one must exist. ``where`` is where the caller named them (its refusal
+    says it so)."""
+    from ..core.wording import field_words
+
     if not packet.depends_on:
         return packet, ()
+    named = field_words(where.split("."), "handoff")
     found = reader.numbers_of(packet.depends_on)
     missing = [ref for ref in packet.depends_on if ref not in found]
     if missing:
         raise InvalidInput(
             "unknown_dependency",
-            f"packet.depends_on names tasks this store does not have: {', '.join(missing)}",
-            field="packet.depends_on")
+            f"{named}: this store has no task {', '.join(missing)}",
+            field=where)
     ids = list(dict.fromkeys(found[ref][1] for ref in packet.depends_on))
     numbers = tuple(sorted({found[ref][0] for ref in packet.depends_on}))
     return packet.model_copy(update={"depends_on": ids}), numbers
+
+
+def said_where(error: HiveliteError, where: str) -> HiveliteError:
+    """A served handoff's refusal of its dependencies (the server names them as the body
+    carried them, ``packet["depends_on"]``) naming them as this caller gave them:
+    ``where``, spelled as the face in front spells it (the ``Client``'s own caller, or the
+    CLI over ``--url``)."""
+    from ..core.wording import SPELLING, field_words, spelled
+
+    if error.extra.get("field") != "packet.depends_on":
+        return error
+    with spelled("python"):
+        served = field_words(["packet", "depends_on"], "handoff")
+    if SPELLING.get() == "python" and where == "packet.depends_on":
+        return error
+    error.message = error.message.replace(served, field_words(where.split("."), "handoff"), 1)
+    error.extra["field"] = where
+    error.args = (f"{error.code}/{error.reason}: {error.message}",)
+    return error
 
 
 def max_attempts(hive: HiveBase) -> int:
@@ -342,4 +424,5 @@ def _withdraws(unit: Unit, agent: Caller, row: TaskRow, owner: str) -> None:
             f" requests, and {row.requester} requested this one)")
 
 
-__all__ = ["approve", "cancel", "deny", "handoff", "handoff_many", "max_attempts"]
+__all__ = ["approve", "cancel", "deny", "handoff", "handoff_many", "max_attempts",
+           "requested", "said_where"]

@@ -88,7 +88,8 @@ def init(ctx: Context, owner: str | None, parents: bool) -> None:
               " at least one is required, unless --packet or --from-jsonl).")
 @click.option("--context", "context_text", default="", help="Background for the assignee.")
 @click.option("--file", "files", multiple=True, help="A file the work concerns (repeat).")
-@click.option("--depends-on", multiple=True, help="A task id that must complete first (repeat).")
+@click.option("--depends-on", multiple=True, help="A task (its number or id) that must"
+              " complete first (repeat).")
 @click.option("--packet", "packet_file", type=click.File("rb"),
               help="The whole packet as JSON from a file, or - for stdin.")
 @click.option("--id", "task_id", help="Use this task id instead of a generated one.")
@@ -161,7 +162,11 @@ def handoff(ctx: Context, requester: str | None, assignee: str | None, project: 
             fields["id"] = task_id
         if role is not None:
             fields["role"] = role
-        ctx.show(hive, hive.handoff(acting(hive, caller), **fields, request_id=ctx.request_id))
+        from ...core.wording import spelled  # a refusal names the option the caller typed
+
+        with spelled("python" if packet_file is not None else "cli"):  # or the packet's key
+            receipt = hive.handoff(acting(hive, caller), **fields, request_id=ctx.request_id)
+        ctx.show(hive, receipt)
 
 
 def _handoff_many(ctx: Context, jsonl: Any, requester: str | None, agent: str | None,

@@ -8,6 +8,7 @@ reverse proxy in front (docs/serve.md).
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,6 +16,9 @@ from ...core.clock import clock_from_env, format_ts
 from ...core.errors import InvalidInput
 from ..server.hosts import is_loopback
 from .context import Context, pass_context
+
+if TYPE_CHECKING:
+    from ...hive import Hive
 
 DEFAULT_PORT = 8377
 WRITERS = 1
@@ -61,20 +65,43 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
                                " (--socket, --allowed-host): behind a proxy every visitor"
                                " would look local")
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401
 
-        from ..server.app import create_app
+        from ..server.app import create_app  # noqa: F401
+        from ..server.vaults import writes_refused
     except ImportError as exc:
         raise InvalidInput("server_missing", "hivelite serve needs the server extra:"
                            f" pip install 'hivelite[server]' ({exc.name} is missing)",
                            field="serve") from None
-    hives = [Hive.open(path, plugins_dir=ctx.plugins_dir, clock=clock_from_env(),
-                       create=False) for path in (stores or (ctx.db,))]
-    for hive in hives:  # the server holds each store's key, and witnesses where it starts
-        hive.store.chain_key()  # a key the store names and that is missing: no serving
-        info = hive.info()
-        if info.head is not None:
-            witness(info.vault_id, info.head, format_ts(hive.clock()), "serve")
+    hives: list[Hive] = []
+    try:
+        for path in stores or (ctx.db,):
+            hives.append(Hive.open(path, plugins_dir=ctx.plugins_dir, clock=clock_from_env(),
+                                   create=False))
+        for hive in hives:  # a key the store names and that is missing: no serving
+            hive.store.chain_key()
+        refusal = writes_refused(hives)  # before listening: no server that cannot write
+        if refusal is not None:
+            raise refusal
+        for hive in hives:  # the server holds each store's key, and witnesses where it starts
+            info = hive.info()
+            if info.head is not None:
+                witness(info.vault_id, info.head, format_ts(hive.clock()), "serve")
+        _serve(hives, host=host, port=port, uds=uds, allowed_hosts=allowed_hosts,
+               board_on_loopback=board_on_loopback, quiet=quiet, writers=writers)
+    finally:
+        for hive in hives:
+            hive.close()
+
+
+def _serve(hives: list[Hive], *, host: str, port: int, uds: str | None,
+           allowed_hosts: tuple[str, ...], board_on_loopback: bool, quiet: bool,
+           writers: int) -> None:
+    """Listen, serving ``hives``, until stopped."""
+    import uvicorn
+
+    from ..server.app import create_app
+
     app = create_app(hives, allowed_hosts=allowed_hosts, board_on_loopback=board_on_loopback,
                      writers=writers)
     origin = f"http://{f'[{host}]' if ':' in host else host}:{port}"
@@ -99,12 +126,7 @@ def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
         click.echo(f"warning: listening on {host}, beyond this machine, over plain HTTP:"
                    " tokens would cross the network in the clear. Put a TLS reverse proxy"
                    " in front (docs/serve.md) and keep this on loopback.", err=True)
-    try:
-        uvicorn.run(app, host=host, port=port, uds=uds, log_level="warning",
-                    access_log=False)
-    finally:
-        for hive in hives:
-            hive.close()
+    uvicorn.run(app, host=host, port=port, uds=uds, log_level="warning", access_log=False)
 
 
 @click.command(name="mcp")

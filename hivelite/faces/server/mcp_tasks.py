@@ -14,12 +14,15 @@ Such a call that asks to wait (its ``wait``) is answered
 
 Where a task stands is read from the store each time it is asked for (``tasks/get``, the
 ``get_task`` and ``wait_task`` tools): a hivelite task still open is ``working`` (its
-``statusMessage`` says where it stands), one held for a decision that the caller, the
-owner, can make is ``input_required`` with a form; a closed task is ``completed`` with the
+``statusMessage`` names it and says where it stands, ``task 3: routed to ana/coder, not
+claimed yet``), one held for a decision that the caller, the owner, can make is
+``input_required`` with a form; a closed task is ``completed`` with the
 answer (``isError`` when it was rejected or its result sent back), or ``cancelled``. A
 ``next`` task tries to claim each time it is asked, and keeps the claim it got. Every
 task request is checked against the caller and the token that made the task: another's
-id is as unknown as a made-up one (``-32602``). ``docs/decisions.md`` has the mapping.
+id is as unknown as a made-up one (``-32602``). Every answer about a task that follows a
+hivelite task names it in its ``_meta`` too (:data:`NAMED`: its number and id), for a
+client to show or link. ``docs/decisions.md`` has the mapping.
 """
 
 from __future__ import annotations
@@ -54,8 +57,9 @@ from ...core.caller import require_right
 from ...core.clock import parse_ts
 from ...core.errors import HiveliteError, NotFound
 from ...core.models import Awaited
+from ...core.protocol import TERMINAL
 from ...store import WatchRow
-from ...verbs.awaiting import LOOK_EVERY, looked_until
+from ...verbs.awaiting import LOOK_EVERY, follow, looked_until
 from ...verbs.base import invalid
 from ...verbs.claims import served_wait, wait_seconds
 from ...verbs.table import BY_NAME, VERBS, Verb
@@ -72,6 +76,9 @@ FORMS: dict[str, tuple[str, str]] = {"approve": ("approve", "deny"),
                                      "sign_off": ("sign_off", "decline")}
 """The owner's decisions a task asks for (``input_required``), each with its refusal: the
 verbs an answer runs."""
+NAMED = "io.hivelite/task"
+"""The ``_meta`` key that names the hivelite task an MCP task follows: ``{"number": 3,
+"id": "01J…"}`` (a ``next`` task once it has claimed one; none before)."""
 OnAnswer = Callable[[object], None]
 TITLE = 200
 """How much of a task's text a form quotes (the requester's words, shown to the owner)."""
@@ -127,8 +134,10 @@ def _parsed(verb: Verb, given: dict[str, Any]) -> BaseModel:
 
 
 def _awaited(awaited: Awaited) -> Begun:
-    return Begun(plain(awaited), awaited.settled, awaited.number,
-                 {"until": awaited.until, "since": awaited.since},
+    asked: dict[str, Any] = {"until": awaited.until, "since": awaited.since}
+    if awaited.until == "verdict" and awaited.since is None:
+        asked["first"] = True  # before any submission: the verdict on the first to come
+    return Begun(plain(awaited), awaited.settled, awaited.number, asked,
                  awaited.outcome in ("rejected", "sent_back"))
 
 
@@ -177,7 +186,10 @@ def tool_result(answer: Any, is_error: bool = False) -> dict[str, Any]:
             "structuredContent": structured, "isError": is_error}
 
 
-def _task(row: WatchRow, status: str, message: str | None, updated: str) -> dict[str, Any]:
+def _task(row: WatchRow, status: str, message: str | None, updated: str,
+          named: tuple[int, str] | None = None) -> dict[str, Any]:
+    """A task as the extension's ``Task``; ``named``: the hivelite task it follows (its
+    number and id), in ``_meta`` under :data:`NAMED`."""
     ttl = parse_ts(row.expires_at) - parse_ts(row.created_at)
     found: dict[str, Any] = {
         "taskId": row.id, "status": status, "createdAt": row.created_at,
@@ -185,7 +197,13 @@ def _task(row: WatchRow, status: str, message: str | None, updated: str) -> dict
         "pollIntervalMs": row.poll_ms}
     if message:
         found["statusMessage"] = message
+    if named is not None:
+        found["_meta"] = {NAMED: {"number": named[0], "id": named[1]}}
     return found
+
+
+def _named(awaited: Awaited) -> tuple[int, str]:
+    return awaited.number, awaited.view.task.id
 
 
 def _form(acting: Acting, awaited: Awaited) -> dict[str, Any]:
@@ -249,39 +267,70 @@ def standing(acting: Acting, row: WatchRow, on_answer: OnAnswer | None = None
         if row.answer is None and row.cancelled_at is None:
             row, refused = _claim(acting, row, on_answer)
         if row.answer is not None:
-            return {**_task(row, "completed", "claimed", row.updated_at),
-                    "result": tool_result(json.loads(row.answer))}
+            claim = json.loads(row.answer)
+            return {**_task(row, "completed", f"task {claim['number']}: claimed",
+                            row.updated_at, (claim["number"], claim["id"])),
+                    "result": tool_result(claim)}
         if row.cancelled_at is not None:
             return _task(row, "cancelled", "stopped waiting for a ready task", row.updated_at)
         return _task(row, "working", refused or "waiting for a ready task", row.updated_at)
     asked = json.loads(row.asked)
     verb = BY_NAME["await"]
-    awaited: Awaited = verb.call(acting.hive, acting.caller, row.number, _parsed(
-        verb, {"until": asked.get("until", "outcome"), "since": asked.get("since")}))
-    updated = awaited.view.task.updated_at
+    require_right(acting.caller, verb.name, verb.right)
+    assert row.number is not None  # a handoff's and an await's watch name their task
+    awaited = follow(acting.hive, acting.caller, row.number,
+                     until=asked.get("until", "outcome"), since=asked.get("since"),
+                     first=bool(asked.get("first")))
+    updated, named = awaited.view.task.updated_at, _named(awaited)
+    said = f"task {awaited.number}: {awaited.status}"
     if row.cancelled_at is not None:  # ended: what happens to the work since is not its
-        return _task(row, "cancelled", f"stopped following: {awaited.status}",
-                     row.updated_at)
+        return _task(row, "cancelled", _stopped(acting, row, awaited), row.updated_at,
+                     named)
     if awaited.settled and awaited.outcome == "cancelled":
-        return _task(row, "cancelled", awaited.status, updated)
+        return _task(row, "cancelled", said, updated, named)
     if awaited.settled:
-        return {**_task(row, "completed", awaited.status, updated),
+        return {**_task(row, "completed", said, updated, named),
                 "result": tool_result(plain(awaited),
                                       awaited.outcome in ("rejected", "sent_back"))}
     if awaited.decision is not None:
         form = _form(acting, awaited)
         if not set(form) & _declined(row):
-            return {**_task(row, "input_required", awaited.status, updated),
+            return {**_task(row, "input_required", said, updated, named),
                     "inputRequests": form}
-        return _task(row, "working", f"{awaited.status}; you declined to decide for now",
-                     updated)
-    return _task(row, "working", awaited.status, updated)
+        return _task(row, "working", f"{said}; you declined to decide for now", updated,
+                     named)
+    return _task(row, "working", said, updated, named)
+
+
+def _stopped(acting: Acting, row: WatchRow, awaited: Awaited) -> str:
+    """A cancelled task's words: whether its ``tasks/cancel`` cancelled the hivelite task
+    too, or only stopped following it (and then why the task itself goes on)."""
+    n, status = awaited.number, awaited.status
+    kept = _kept(row)
+    if kept.get("cancelled"):
+        return f"task {n} cancelled by this tasks/cancel, and no longer followed ({status})"
+    if awaited.view.task.state in TERMINAL:
+        return f"stopped following task {n}; it has closed since ({status})"
+    if row.verb != "handoff":
+        why = "a tasks/cancel of an await stops following, never cancels the task"
+    elif str(kept.get("not_cancelled", "")).startswith("forbidden_right/"):
+        why = (f"only the owner {acting.hive.owner!r} (or, in team mode, an agent of the"
+               f" owner who requested it) may cancel it, and {acting.caller.name} may not")
+    else:
+        why = f"cancelling it was refused ({kept.get('not_cancelled', 'not tried')})"
+    return f"stopped following task {n}; the task itself is still open ({status}): {why}"
+
+
+def _kept(row: WatchRow) -> dict[str, Any]:
+    """What a handoff's or an ``await``'s watch keeps: the forms declined, and what its
+    cancel did to the hivelite task."""
+    kept = json.loads(row.answer) if row.answer else {}
+    return kept if isinstance(kept, dict) else {}
 
 
 def _declined(row: WatchRow) -> set[str]:
     """The keys of the forms the caller declined (or cancelled): never asked again."""
-    kept = json.loads(row.answer) if row.answer else {}
-    return set(kept.get("declined", ())) if isinstance(kept, dict) else set()
+    return set(_kept(row).get("declined", ()))
 
 
 def decide(acting: Acting, row: WatchRow, responses: Mapping[str, Any],
@@ -297,7 +346,8 @@ def decide(acting: Acting, row: WatchRow, responses: Mapping[str, Any],
         if response.get("action") != "accept":
             declined = sorted(_declined(row) | {key})
             row = acting.hive.settle_watch(acting.caller, row.id, token=acting.token,
-                                           answer=json.dumps({"declined": declined}))
+                                           answer=json.dumps({**_kept(row),
+                                                              "declined": declined}))
             continue
         content = response.get("content")
         content = content if isinstance(content, Mapping) else {}
@@ -318,8 +368,9 @@ def decide(acting: Acting, row: WatchRow, responses: Mapping[str, Any],
 def cancel(acting: Acting, row: WatchRow) -> None:
     """Stop a task: a handoff it followed is cancelled when its caller may cancel it (the
     cancel verb's own rule); whatever else, the task stops following (the spec's
-    cooperative cancel: an ``await`` never cancels the work it waited on). A task that
-    has ended already is left as it ended."""
+    cooperative cancel: an ``await`` never cancels the work it waited on), and its status
+    message says which it did, and why the hivelite task goes on when it does. A task
+    that has ended already is left as it ended."""
     if row.verb == "next":  # looked at, it would claim: it ended if it has its claim
         if row.answer is None:
             acting.hive.settle_watch(acting.caller, row.id, token=acting.token,
@@ -327,13 +378,17 @@ def cancel(acting: Acting, row: WatchRow) -> None:
         return
     if standing(acting, row)["status"] not in OPEN:
         return
+    kept = _kept(row)
     if row.verb == "handoff" and row.number is not None:
         verb = BY_NAME["cancel"]
-        # not the caller's to cancel, or closed already: it only stops following
-        with contextlib.suppress(HiveliteError):
+        try:
             verb.call(acting.hive, acting.caller, row.number,
                       _parsed(verb, {"reason": "cancelled by its MCP task"}))
-    acting.hive.settle_watch(acting.caller, row.id, token=acting.token, cancelled=True)
+            kept["cancelled"] = True
+        except HiveliteError as error:  # not the caller's to cancel: it stops following
+            kept["not_cancelled"] = refusal_text(error)
+    acting.hive.settle_watch(acting.caller, row.id, token=acting.token, cancelled=True,
+                             answer=json.dumps(kept) if kept else None)
 
 
 def waited(acting: Acting, row: WatchRow, wait: float,
@@ -355,9 +410,9 @@ def follow_plainly(acting: Acting, verb: Verb, arguments: Mapping[str, Any],
     if begun.settled or begun.number is None:
         return begun.answer
     try:  # what was begun stays done: from here the answer is never a refusal
-        seen = acting.hive.await_task(acting.caller, begun.number,
-                                      until=begun.asked["until"],
-                                      since=begun.asked["since"], wait=wait)
+        seen = follow(acting.hive, acting.caller, begun.number,
+                      until=begun.asked["until"], since=begun.asked["since"], wait=wait,
+                      first=bool(begun.asked.get("first")))
         if seen.settled:
             return plain(seen)
         row = acting.hive.watch(acting.caller, verb.name, number=begun.number,
@@ -439,7 +494,8 @@ class TaskListen(ListenHandler):
                     if sent.get(task_id) != state:
                         sent[task_id] = state
                         await ctx.session.send_notification(cast(Any, _Frame(
-                            method="notifications/tasks", params={**state, "_meta": meta})),
+                            method="notifications/tasks", params={
+                                **state, "_meta": {**state.get("_meta", {}), **meta}})),
                             related_request_id=ctx.request_id)
                 rows = [r for r in rows if r.id in states and states[r.id]["status"] in OPEN]
             if rows:
@@ -506,9 +562,14 @@ class TasksExtension(Extension):
                 token=acting.token))
         except HiveliteError:  # what was begun stays done: answered as it stands
             return {"resultType": "complete", **tool_result(begun.answer)}
-        message = (begun.answer or {}).get("status") if begun.number is not None else (
-            "waiting for a ready task")
-        return {"resultType": "task", **_task(row, "working", message, row.updated_at)}
+        if begun.number is None:
+            return {"resultType": "task", **_task(row, "working", "waiting for a ready task",
+                                                  row.updated_at)}
+        view = begun.answer.get("view") or {}
+        named = (begun.number, view.get("task", {}).get("id")) if view else None
+        message = f"task {begun.number}: {begun.answer.get('status')}"
+        return {"resultType": "task", **_task(row, "working", message, row.updated_at,
+                                              named)}
 
     async def _found(self, ctx: ServerRequestContext[Any, Any],
                      params: TaskParams) -> tuple[Acting, WatchRow]:
@@ -559,5 +620,5 @@ async def _answer(work: Callable[[], Any]) -> Any:
         raise MCPError(INVALID_PARAMS, refusal_text(error)) from None
 
 
-__all__ = ["SPEC", "TASKS", "TaskListen", "TasksExtension", "begin", "follow_plainly",
+__all__ = ["NAMED", "SPEC", "TASKS", "TaskListen", "TasksExtension", "begin", "follow_plainly",
            "standing", "tasked", "waited"]
