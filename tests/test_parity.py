@@ -313,10 +313,10 @@ def task_objects(answer: Any) -> Iterator[dict[str, Any]]:
 @pytest.mark.slow
 def test_every_task_object_validates_against_the_seed_on_every_face(faces: Faces) -> None:
     """MCP once dropped null keys, so no task object it sent validated."""
-    n = own_task(faces.hive)
+    n = own_task(faces.hive, project="objects")  # next_task claims it, no other test's
     results = faces.mcp("coder", [("show_task", {"number": n}),
                                   ("list_tasks", {"compact": False}),
-                                  ("next_task", {"project": "demo"})])
+                                  ("next_task", {"project": "objects"})])
     answers = [json.loads(r.content[0].text) for r in results]
     assert all(not r.is_error for r in results), answers
     client = Client(faces.server.url, faces.tokens["coder"])
