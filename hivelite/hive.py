@@ -31,8 +31,9 @@ from .verbs import results as _results
 from .verbs import signers as _signers
 from .verbs import tokens as _tokens
 from .verbs import watches as _watches
+from .verbs.authority import enabled_names
 from .verbs.base import HiveBase
-from .verbs.plugins import call_each, get_plugin_manager
+from .verbs.plugins import call_each, get_plugin_manager, load_installed
 from .verbs.settings import load_settings
 from .verbs.work import Body, WorkReport, work
 
@@ -115,6 +116,8 @@ class Hive(HiveBase):
     signers = _signers.signers
     set_policy = _policy.set_policy
     require_plugin = _policy.require_plugin
+    enable_plugin = _policy.enable_plugin
+    disable_plugin = _policy.disable_plugin
     unrequire_plugin = _policy.unrequire_plugin
     plugin_status = _policy.plugin_status
     add_token = _tokens.add_token
@@ -133,6 +136,21 @@ class Hive(HiveBase):
         alive while it runs: see :func:`hivelite.verbs.work.work`."""
         return work(self, caller, body, minutes=minutes, project=project, label=label,
                     limit=limit, renew_every=renew_every, wait=wait)
+
+    def _tell_plugins_notice(self) -> None:
+        """Say once, on a store made before installing stopped enabling, which installed
+        plugins no longer act on it (a warning of the ``hivelite`` logger: the CLI prints
+        it on stderr). A store this process cannot write keeps its mark for the next."""
+        import logging
+
+        from .core.errors import HiveliteError
+
+        try:
+            told = _policy.tell_plugins_notice(self)
+        except HiveliteError:
+            return
+        if told is not None:
+            logging.getLogger("hivelite").warning(told)
 
     @classmethod
     def open(
@@ -186,6 +204,11 @@ class Hive(HiveBase):
                     f" info shows it). Open it as {stored!r} (or without an owner), or make"
                     f" a new store for {owner!r}: hivelite --db NEW.db init --owner {owner}",
                     field="owner")
+            with store.read() as reader:  # installed plugins act where enabled or required
+                values = reader.policy()
+                named = [*enabled_names(values), *(r.name for r in reader.required_plugins()
+                                                   if r.kind == "entry_point")]
+            load_installed(manager, named)
             hive = cls(store, stored, manager, clock, config, file)
             try:
                 call_each(manager, "hivelite_startup", hive=hive)
@@ -193,6 +216,8 @@ class Hive(HiveBase):
                 if store.created and _empty(store):
                     store.discard()  # a store refused at start-up leaves no file behind
                 raise
+            if values.get(_policy.NOTICE) is not None:
+                hive._tell_plugins_notice()
             hive._expire_on_open()
         except BaseException:
             store.close()

@@ -18,6 +18,7 @@ from bench import figures, report
 from bench.report import RUNS, Cpu, Take, Target, page, targets
 
 from . import pg
+from .conftest import ready
 
 
 def cycle(normal: float, full: float, pages: float, with_id: float) -> dict[str, Any]:
@@ -309,9 +310,8 @@ def test_a_postgresql_servers_cpu_counts_its_backends_live_and_ended() -> None:
         live = report.server_cpu(pid)
     half = report._tick() / 2  # both are whole ticks, in floating point
     assert used > 0 and live - before >= used - half  # a backend still running
-    deadline = time.monotonic() + 30
-    while (report.PROC / str(backend)).exists() and time.monotonic() < deadline:
-        time.sleep(0.01)  # the postmaster reaps it
+    ready(lambda: not (report.PROC / str(backend)).exists(), "the postmaster to reap it",
+          every=0.01)
     assert report.server_cpu(pid) >= live - half  # an ended one: the postmaster's cutime
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from hivelite import Caller, ForbiddenRight, Hive, InvalidInput, PluginError, hookimpl
 
-from .conftest import GUEST, OWNER, PLANNER, START, OpenHive, Snap, packet, refused
+from .conftest import GUEST, HANG_S, OWNER, PLANNER, START, OpenHive, Snap, packet, refused
 from .test_cli_e2e import hivelite_command
 
 
@@ -152,7 +152,7 @@ def test_a_stopped_agent_hands_off_nothing_in_bulk(hive: Hive, snap: Snap) -> No
 
 def run(db: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*hivelite_command(), "--db", str(db), *args], input=stdin,
-                          capture_output=True, text=True, timeout=120,
+                          capture_output=True, text=True, timeout=HANG_S,
                           env={"PATH": "/usr/bin:/bin", "HIVELITE_LOAD_PLUGINS": "",
                                "HIVELITE_NOW": START, "HIVELITE_OWNER": "ana"})
 

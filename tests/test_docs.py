@@ -16,12 +16,13 @@ from pathlib import Path
 from hivelite.docs.cli import cli_page
 from hivelite.faces.cli.main import cli
 
+from .conftest import HANG_S
 from .test_cli_e2e import hivelite_command
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_MD = ROOT / "docs" / "cli.md"
 REGENERATE = "docs/cli.md is out of date: run `python -m hivelite.docs.cli > docs/cli.md`"
-TIMEOUT = 30
+TIMEOUT = HANG_S
 
 
 def fresh(argv: list[str], **env: str) -> str:

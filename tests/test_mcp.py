@@ -20,7 +20,7 @@ from hivelite import Hive, ManualClock
 from hivelite.faces.server.mcp_calls import Acting
 from hivelite.faces.server.mcp_tools import TOOLS, build_mcp
 
-from .conftest import CODER, OWNER, START, own_task
+from .conftest import CODER, HANG_S, OWNER, START, own_task
 from .test_cli_e2e import hivelite_command
 from .test_serve import TASK, Server, server  # noqa: F401 - the served store, a fixture
 
@@ -94,7 +94,7 @@ def test_hivelite_mcp_over_stdio_with_a_token(tmp_path: Path) -> None:
     params = stdio_server(db, token)
 
     async def flow() -> None:
-        with anyio.fail_after(60):
+        with anyio.fail_after(HANG_S):
             await stdio(params, n)
 
     anyio.run(flow)
@@ -128,7 +128,7 @@ def test_hivelite_mcp_refuses_a_bad_token(tmp_path: Path) -> None:
     Hive.open(db, owner="ana").close()
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
     ran = subprocess.run([*hivelite_command(), "--db", str(db), "mcp"], capture_output=True,
-                         text=True, timeout=60, stdin=subprocess.DEVNULL,
+                         text=True, timeout=HANG_S, stdin=subprocess.DEVNULL,
                          env={**clean, "HIVELITE_TOKEN": "hl_abc_def"})
     assert ran.returncode == 4
     assert ran.stderr.startswith("error: unauthenticated/invalid_token")

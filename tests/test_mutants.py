@@ -142,7 +142,7 @@ from .test_serve import Server, hivelite, server  # noqa: E402, F401 (server: it
 
 def whoami(on: Server, token: str) -> Any:
     return httpx.get(f"{on.url}/v1/whoami", headers={"Authorization": f"Bearer {token}"},
-                     timeout=30)
+                     timeout=HANG_S)
 
 
 def test_each_served_store_answers_for_its_own_tokens(server: Server) -> None:  # noqa: F811
@@ -156,7 +156,7 @@ def test_each_served_store_answers_for_its_own_tokens(server: Server) -> None:  
     first = whoami(server, server.tokens["coder"])
     assert first.status_code == 200, first.text
     assert (first.json()["vault_id"], first.json()["name"]) == (server.vault, "ana/coder")
-    listed = httpx.get(server.tasks(vault=other), timeout=30,
+    listed = httpx.get(server.tasks(vault=other), timeout=HANG_S,
                        headers={"Authorization": f"Bearer {server.tokens['stranger']}"})
     assert listed.status_code == 200, listed.text
 

@@ -15,7 +15,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from hivelite.core.errors import ForbiddenRight
 from hivelite.faces.server.vaults import writes_refused
 from hivelite.store import RequiredPlugin
 
+from .conftest import HANG_S, ready
 from .inproc import run_main
 from .test_cli_e2e import hivelite_command
 from .test_serve import free_port
@@ -246,7 +246,7 @@ def test_serve_refuses_in_a_real_process_then_serves_with_the_plugin(
     env = {**clean, "HIVELITE_LOAD_PLUGINS": "", "HIVELITE_NOW": START}
     port = free_port()
     ran = subprocess.run([*hivelite_command(), "serve", str(plain), str(bound), "--port",
-                          str(port)], capture_output=True, text=True, env=env, timeout=120)
+                          str(port)], capture_output=True, text=True, env=env, timeout=HANG_S)
     assert ran.returncode == 4, ran.stderr
     line = ran.stderr.strip()
     assert line.startswith("error: forbidden_right/policy_missing: "), line
@@ -268,20 +268,18 @@ def test_serve_refuses_in_a_real_process_then_serves_with_the_plugin(
             assert log.read_text().count("serving ") == 2
         finally:
             server.terminate()
-            server.wait(timeout=60)
+            server.wait(timeout=HANG_S)
 
 
 def until_it_answers(url: str, server: subprocess.Popen[str]) -> bool:
     """Whether the server answers ``url`` (looked at again every 50 ms) before its process
-    ends; a bound of ten minutes only keeps a broken server from hanging the suite."""
+    ends (``ready`` fails the test at once if it ends first; ``HANG_S`` guards a hang)."""
     import httpx
 
-    deadline = time.monotonic() + 600
-    while server.poll() is None and time.monotonic() < deadline:
+    def answers() -> bool:
         try:
-            if httpx.get(url, timeout=5).status_code == 200:
-                return True
+            return httpx.get(url, timeout=5).status_code == 200
         except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    return False
+            return False
+
+    return bool(ready(answers, f"the server to answer {url}", server, every=0.05))

@@ -5,22 +5,19 @@ read of a store file imports click, the store and the renderer, nothing more (is
 Each answer is exactly what ``Hive`` answers, dumped (``model_dump(mode="json")``): a
 test holds the two to the same bytes on every kind of task. Whatever this module cannot
 answer so, it leaves to the library (each function returns None, and the face asks
-``Hive``): a store that is not a plain file of ours (a URL, a plugins folder, no owner
-yet, tampered or damaged), a claim whose lease ran out (opening the store returns it to
+``Hive``): a store that is not a plain file of ours (a URL, no owner yet, tampered or
+damaged), a claim whose lease ran out (opening the store returns it to
 ``routed``, a write), a row unlike what hivelite writes, a task that is not there, an
 input the library refuses: the library then answers, or refuses, in its own words.
 
-A plugin's ``hivelite_startup`` may refuse to open a store (a settings table it cannot
-use), so a store that would start any plugin beyond the built-ins (an installed entry
-point, a plugins folder) is opened by the library too, and a read refused as before.
+A read loads no plugin at all (issue 46): plugins decide writes, never what a read shows,
+so a store is read the same whatever is installed, enabled or in a plugins folder.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -115,7 +112,7 @@ def opened(db: str, clock: Callable[[], datetime],
     module's words); a failure to open is the library's to report, in its words."""
     from ..store.urls import is_url
 
-    if is_url(db) or plugins_to_start(plugins_dir):
+    if is_url(db):
         yield None
         return
     try:
@@ -137,23 +134,6 @@ def opened(db: str, clock: Callable[[], datetime],
         yield None if owner is None or overdue else store
     finally:
         store.close()
-
-
-def plugins_to_start(plugins_dir: str | None) -> bool:
-    """Whether opening the store would start a plugin beyond the built-ins (whose
-    ``hivelite_startup`` may refuse it): a plugins folder, or an installed entry point
-    ``$HIVELITE_LOAD_PLUGINS`` lets load (as ``verbs.plugins.get_plugin_manager``
-    decides). Then the library opens it, and the plugins have their say."""
-    if plugins_dir is not None or os.environ.get("HIVELITE_PLUGINS_DIR"):
-        return True
-    if getattr(sys, "_hivelite_under_test", False):  # the library loads none either
-        return False
-    names = os.environ.get("HIVELITE_LOAD_PLUGINS")
-    if names is not None:  # a name listed is loaded, or refused as unknown
-        return any(n.strip() for n in names.split(","))
-    from ..verbs.installed import entry_points
-
-    return bool(entry_points())
 
 
 # -- the answers -------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from ..store import (
     Spend,
     TaskRow,
 )
-from ..store.schema import MODES, PROPOSALS
+from ..store.schema import ENABLED_PREFIX, MODES, PROPOSALS
 
 _PROJECT = TypeAdapter(Slug, config=DEFERRED)
 MAX_THRESHOLD = 1000
@@ -57,7 +57,14 @@ def store_policy(values: dict[str, str], required: Iterable[RequiredPlugin] = ()
         "mode": values.get("mode", "personal"), "threshold": int(values.get("threshold", 1)),
         "project_thresholds": projects, "timezone": values.get("timezone", DEFAULT_ZONE),
         "proposals": values.get("proposals", "gate"),
-        "required_plugins": [required_view(r) for r in required]})
+        "required_plugins": [required_view(r) for r in required],
+        "enabled_plugins": enabled_names(values)})
+
+
+def enabled_names(values: Mapping[str, str]) -> list[str]:
+    """The installed plugins the owner enabled on the store, from its policy rows."""
+    return sorted(key[len(ENABLED_PREFIX):] for key, value in values.items()
+                  if key.startswith(ENABLED_PREFIX) and value == "enabled")
 
 
 def required_view(row: RequiredPlugin) -> RequiredPluginView:
@@ -310,11 +317,12 @@ class Loaded:
     settings: str
 
 
-def binding_refusal(required: Sequence[RequiredPlugin],
-                    loaded: Mapping[str, Loaded]) -> ForbiddenRight | None:
+def binding_refusal(required: Sequence[RequiredPlugin], loaded: Mapping[str, Loaded],
+                    enabled: Iterable[str] = ()) -> ForbiddenRight | None:
     """Why this process may not write to a store that requires ``required`` policy
     plugins, having loaded ``loaded`` (its policy plugins, built-ins aside); None when it
-    has exactly those, unchanged. A store that requires none binds nothing."""
+    has exactly those, unchanged, besides any the owner ``enabled`` on the store. A store
+    that requires none binds nothing."""
     if not required:
         return None
     fix = "; the owner re-approves it with: hivelite policy require {name}"
@@ -339,7 +347,7 @@ def binding_refusal(required: Sequence[RequiredPlugin],
                 "policy_changed", f"the policy plugin {row.name!r} runs here with settings"
                 f" {have.settings}, not the {row.settings} the owner approved; nothing was"
                 " written" + fix.format(name=row.name), plugin=row.name)
-    extra = sorted(set(loaded) - names)
+    extra = sorted(set(loaded) - names - set(enabled))
     if extra:
         return ForbiddenRight(
             "policy_unapproved", f"this process loaded the policy plugin {extra[0]!r}, which"

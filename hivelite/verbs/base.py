@@ -56,6 +56,7 @@ from .authority import (
     binding_refusal,
     budget_view,
     day_of,
+    enabled_names,
     over_budget,
     refuse_veto,
     store_policy,
@@ -310,7 +311,9 @@ class HiveBase:
                 if refusal is not None:
                     raise refusal
         if unit.mode is not Mode.authority:
-            refusal = binding_refusal(unit.tx.required_plugins(), self._loaded())
+            required = unit.tx.required_plugins()
+            refusal = binding_refusal(required, self._loaded(), enabled_names(
+                unit.tx.policy())) if required else None
             if refusal is not None:
                 raise refusal
         if not caller.is_owner and unit.mode is Mode.claiming:

@@ -196,11 +196,13 @@ class AwaitInput(Input):
     until: Annotated[Any, schema(
         {"type": "string", "enum": ["outcome", "verdict"]},
         "outcome: until the task closes (completed, rejected or cancelled); verdict: until"
-        " its submitted result is accepted or sent back.", "verdict")] = "outcome"
+        " its submitted result is accepted or sent back (before any submission: until the"
+        " first one comes, then its verdict).", "verdict")] = "outcome"
     since: Annotated[Any, schema(
         _maybe({"type": "integer", "minimum": 1}),
         "For a verdict: the journal seq of the submission awaited (an earlier answer's"
-        " since); default: the task's latest submission.", 12)] = None
+        " since); default: the task's latest submission, or while none, the first to"
+        " come.", 12)] = None
     wait: Wait = 0
 
 

@@ -1,4 +1,11 @@
-"""The plugin manager: built-ins first (essential), then entry points, then a plugins folder.
+"""The plugin manager: built-ins first (essential), then a plugins folder and given plugins,
+then the installed plugins a store's owner enabled on it (or requires).
+
+Installing a plugin enables it nowhere: an installed (entry-point) plugin acts on a store
+only once that store's owner enabled it there (``hivelite policy enable NAME``, kept in
+the store's policy and journaled) or requires it (``hivelite policy require NAME``).
+A plugins folder or a plugin object handed to ``Hive.open`` is the opening process's own
+choice, and loads as it is named.
 
 There is no manager made at import time: each ``Hive`` gets its own from
 :func:`get_plugin_manager`, so tests and notebooks never share plugin state.
@@ -157,57 +164,60 @@ def _load_folder(pm: PluginManager, folder: str | os.PathLike[str]) -> None:
         pm.add(module, path.stem, f"file {path}", identity=("file", digest))
 
 
-def _entry_points_enabled() -> bool:
-    # Under the test suite a developer's installed plugins must not change results.
-    return not getattr(sys, "_hivelite_under_test", False)
-
-
-def _load_entry_points(pm: PluginManager, allow: set[str] | None) -> None:
-    found = installed.entry_points()
-    unknown = sorted((allow or set()) - {ep.name for ep in found})
-    if unknown:  # a typo must not silently switch a policy off
-        raise PluginError(", ".join(unknown), "load",
-                          "HIVELITE_LOAD_PLUGINS names plugins that are not installed:"
-                          f" {', '.join(unknown)}")
-    for ep in found:
-        if allow is not None and ep.name not in allow:
+def load_installed(pm: PluginManager, names: Iterable[str]) -> list[str]:
+    """Load the installed plugins called ``names`` (those a store enabled or requires)
+    that are installed and not loaded yet, then check the manager again; the names that
+    are not installed here (a store may name a plugin this machine lacks: the required
+    ones are refused at the first write). ``$HIVELITE_LOAD_PLUGINS`` (comma-separated)
+    limits which of them load, for a process that must leave one out."""
+    wanted = set(names)
+    if not wanted:  # the common case: no look at what is installed at all
+        return []
+    listed = os.environ.get("HIVELITE_LOAD_PLUGINS")
+    if listed is not None:
+        allow = {n.strip() for n in listed.split(",") if n.strip()}
+        unknown = sorted(allow - {ep.name for ep in installed.entry_points()})
+        if unknown:  # a typo must not silently switch a policy off
+            raise PluginError(", ".join(unknown), "load",
+                              "HIVELITE_LOAD_PLUGINS names plugins that are not installed:"
+                              f" {', '.join(unknown)}")
+        wanted &= allow
+    found = {ep.name: ep for ep in installed.entry_points()}
+    for name in sorted(wanted & set(found)):
+        if pm.has_plugin(name):
             continue
-        if pm.has_plugin(ep.name):
-            continue
+        ep = found[name]
         try:
             plugin = ep.load()
         except Exception as exc:
             raise PluginError(ep.name, "load", f"entry point failed: {exc!r}") from exc
         pm.add(plugin, ep.name, f"entry point ({ep.dist})",
                identity=("entry_point", f"{ep.dist} {ep.version}"))
+    check(pm)
+    return sorted(wanted - set(found))
 
 
 def get_plugin_manager(
     plugins_dir: str | os.PathLike[str] | None = None,
     *,
     extra: Iterable[object] = (),
-    entry_points: bool | None = None,
+    installed_names: Iterable[str] = (),
 ) -> PluginManager:
-    """A new manager with the built-ins, installed plugins and a plugins folder's ``.py`` files.
+    """A new manager with the built-ins, a plugins folder's ``.py`` files, the plugins
+    given, and the installed plugins named (:func:`load_installed`: a store's enabled and
+    required ones; none by default, since installing enables nothing).
 
-    ``$HIVELITE_LOAD_PLUGINS`` (comma-separated) limits the entry points loaded;
-    ``$HIVELITE_PLUGINS_DIR`` is used when no folder is given. A plugin that
-    implements a hook hivelite does not have fails here, naming both.
+    ``$HIVELITE_PLUGINS_DIR`` is used when no folder is given. A plugin that implements a
+    hook hivelite does not have fails here, naming both.
     """
     pm = PluginManager()
     for name, module in DEFAULT_PLUGINS.items():
         pm.add(module, name, "built-in", essential=True)
-    if entry_points is None:
-        entry_points = _entry_points_enabled()
-    if entry_points:
-        names = os.environ.get("HIVELITE_LOAD_PLUGINS")
-        allow = {n.strip() for n in names.split(",") if n.strip()} if names is not None else None
-        _load_entry_points(pm, allow)
     folder = plugins_dir or os.environ.get("HIVELITE_PLUGINS_DIR")
     if folder:
         _load_folder(pm, folder)
     for plugin in extra:
-        if pm.is_registered(plugin):  # already loaded from its entry point
+        if pm.is_registered(plugin):
             continue
         base = str(getattr(plugin, "__name__", None) or type(plugin).__name__)
         name, n = base, 1
@@ -215,6 +225,7 @@ def get_plugin_manager(
             n += 1
             name = f"{base}-{n}"
         pm.add(plugin, name, "given", identity=("given", _given_name(plugin)))
+    load_installed(pm, installed_names)
     check(pm)
     return pm
 

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import builtins
 import json
+import re
 
 from ..core.caller import Caller, require_owner
 from ..core.errors import InvalidInput, NotFound
 from ..core.models import PluginState, PluginStatus, RequiredPluginView, StorePolicy
+from ..core.protocol import Mode
 from ..store import RequiredPlugin
-from .authority import policy_value, required_view, store_policy
+from ..store.schema import ENABLED_PREFIX
+from .authority import enabled_names, policy_value, required_view, store_policy
 from .base import HiveBase
+from .installed import entry_points
 from .unit import Unit
 
 
@@ -51,6 +55,9 @@ def require_plugin(hive: HiveBase, caller: Caller, name: str) -> RequiredPluginV
     if name not in loaded:
         known = ", ".join(sorted(loaded)) or "none"
         hint = (" (it answers no policy hook)" if hive.plugins.has_plugin(name)
+                else " (it is installed, not enabled on this store: enable it first with"
+                f" hivelite policy enable {name})" if name in {
+                    ep.name for ep in entry_points()}
                 else " (this process has not loaded it)")
         raise InvalidInput("unknown_plugin", f"{name!r} is not a policy plugin loaded"
                            f" here{hint}; loaded policy plugins: {known}", field="name")
@@ -83,6 +90,83 @@ def unrequire_plugin(hive: HiveBase, caller: Caller, name: str) -> None:
     hive._write(checked, "policy", body)
 
 
+PLUGIN_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+NOTICE = "plugins_notice"
+"""Migration 18's policy row on a store made before installing stopped enabling."""
+
+
+def enable_plugin(hive: HiveBase, caller: Caller, name: str) -> StorePolicy:
+    """Let an installed plugin act on this store (installing one enables it nowhere):
+    journaled; every process that opens the store loads it from then on, where it is
+    installed. ``422 unknown_plugin`` when no plugin of that name is installed here."""
+    checked = hive._caller(caller, "policy")
+    who = require_owner(checked, hive.owner, "enable a plugin")
+    installed = sorted(ep.name for ep in entry_points())
+    if not isinstance(name, str) or not PLUGIN_NAME.fullmatch(name) or name not in installed:
+        raise InvalidInput("unknown_plugin", f"no plugin called {name!r} is installed here;"
+                           f" installed: {', '.join(installed) or 'none'} (a plugins folder"
+                           " or a plugin given to Hive.open acts without enabling)",
+                           field="name")
+    return _set_enabled(hive, checked, who, name, "enabled")
+
+
+def disable_plugin(hive: HiveBase, caller: Caller, name: str) -> StorePolicy:
+    """Stop an installed plugin acting on this store (``404 not_enabled`` when it was not
+    enabled; a required one still acts until the owner unrequires it)."""
+    checked = hive._caller(caller, "policy")
+    who = require_owner(checked, hive.owner, "disable a plugin")
+    if not isinstance(name, str) or not PLUGIN_NAME.fullmatch(name):
+        raise InvalidInput("unknown_plugin", f"a plugin's name is 1-64 letters, digits or"
+                           f" ._-, not {name!r}", field="name")
+    return _set_enabled(hive, checked, who, name, None)
+
+
+def _set_enabled(hive: HiveBase, checked: Caller, who: str, name: str,
+                 value: str | None) -> StorePolicy:
+    key = ENABLED_PREFIX + name
+
+    def body(unit: Unit) -> StorePolicy:
+        was = unit.tx.policy().get(key)
+        if value is None and was is None:
+            raise NotFound("not_enabled", f"{name!r} is not enabled on this store; enabled:"
+                           f" {', '.join(enabled_names(unit.tx.policy())) or 'none'}")
+        if was != value:
+            unit.tx.set_policy(key, value, at=unit.at, by=who)
+            unit.tx.record_event(None, at=unit.at, actor=who, state=None, reason="policy",
+                                 detail={"key": key, "value": value, "was": was})
+        return store_policy(unit.tx.policy(), unit.tx.required_plugins())
+
+    return hive._write(checked, "policy", body)
+
+
+def tell_plugins_notice(hive: HiveBase) -> str | None:
+    """On the first open of a store made before installing stopped enabling (migration
+    18's mark): the installed plugins that no longer act on it, in words for the owner,
+    or None when none is installed; the mark is cleared (journaled), so it is said once."""
+    installed = {ep.name for ep in entry_points()}
+
+    def body(unit: Unit) -> builtins.list[str] | None:
+        values = unit.tx.policy()
+        if values.get(NOTICE) is None:
+            return None  # another process told it first
+        idle = sorted(installed - set(enabled_names(values))
+                      - {r.name for r in unit.tx.required_plugins()})
+        unit.tx.set_policy(NOTICE, None, at=unit.at, by=hive.owner)
+        unit.tx.record_event(None, at=unit.at, actor=hive.owner, state=None, reason="policy",
+                             detail={"key": NOTICE, "value": None, "was": values[NOTICE],
+                                     "not_enabled": idle})
+        return idle
+
+    idle = hive._run(None, body, "policy", Mode.authority)
+    if not idle:
+        return None
+    names = ", ".join(idle)
+    return (f"installed plugins act on a store only once its owner enables them there:"
+            f" {names} acted on this store before and no longer do; enable each one this"
+            f" store should obey with: hivelite policy enable NAME (hivelite plugins lists"
+            f" them; docs/decisions.md, 'Installing is not enabling')")
+
+
 def plugin_status(hive: HiveBase) -> builtins.list[PluginStatus]:
     """Every plugin this process loaded and every plugin the store requires, each with
     whether it passes: ``ok``, ``missing`` (required, not loaded), ``changed`` (other
@@ -91,6 +175,7 @@ def plugin_status(hive: HiveBase) -> builtins.list[PluginStatus]:
     ``not_policy`` (answers no policy hook)."""
     with hive.store.read() as reader:
         required = {r.name: r for r in reader.required_plugins()}
+        enabled = set(enabled_names(reader.policy()))
     loaded = hive._loaded()
     out = []
     for name, _ in hive.plugins.list_name_plugin():
@@ -108,12 +193,29 @@ def plugin_status(hive: HiveBase) -> builtins.list[PluginStatus]:
             elif row.settings != have.settings:
                 status, detail = ("settings_differ",
                                   f"required {row.settings}, loaded {have.settings}")
-        elif required:
+        elif required and name not in enabled:
             status = "not_required"
         out.append(PluginStatus(
             name=name, source=hive.plugins.sources.get(name, "?"), hooks=hooks,
             policy=name in loaded, essential=name in hive.plugins.essential,
-            required=name in required, status=status, detail=detail))
+            required=name in required, enabled=name in enabled, status=status,
+            detail=detail))
+    for ep in entry_points():  # installed, not loaded: the store did not enable it
+        if hive.plugins.has_plugin(ep.name) or ep.name in required:
+            continue
+        on = ep.name in enabled
+        out.append(PluginStatus(
+            name=ep.name, source=f"entry point ({ep.dist})", loaded=False, enabled=on,
+            status="ok" if on else "not_enabled",
+            detail="left out here by $HIVELITE_LOAD_PLUGINS" if on else
+            f"installed, not enabled on this store: it does not act here; the owner enables"
+            f" it with: hivelite policy enable {ep.name}"))
+    installed = {ep.name for ep in entry_points()}
+    for name in sorted(enabled - installed - set(required)):
+        out.append(PluginStatus(name=name, source="enabled on this store", loaded=False,
+                                enabled=True, status="not_installed",
+                                detail="enabled here, not installed in this Python: it does"
+                                " not act in this process"))
     for name, row in required.items():
         if not hive.plugins.has_plugin(name):
             out.append(PluginStatus(name=name, source=f"{row.kind} {row.digest}",
@@ -122,4 +224,5 @@ def plugin_status(hive: HiveBase) -> builtins.list[PluginStatus]:
     return out
 
 
-__all__ = ["plugin_status", "require_plugin", "set_policy", "unrequire_plugin"]
+__all__ = ["disable_plugin", "enable_plugin", "plugin_status", "require_plugin", "set_policy",
+           "tell_plugins_notice", "unrequire_plugin"]

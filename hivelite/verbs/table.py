@@ -206,7 +206,8 @@ VERBS: tuple[Verb, ...] = (
     Verb("await", "Wait for a task's outcome, or for the verdict on its result.",
          "Follow a task you handed off or a result awaiting its verdict, instead of polling"
          " show: until='outcome' waits until it closes (completed, rejected or cancelled),"
-         " until='verdict' until its submitted result is accepted or sent back. The answer"
+         " until='verdict' until its submitted result is accepted or sent back (a result"
+         " not submitted yet is waited for). The answer"
          " says whether it settled, how, where it stands (status) and, for the owner, the"
          " decision that would move it on (approve or sign_off); ask again to wait longer.",
          (Who.owner, Who.agent), READ, Mode.read, "AwaitInput", "Awaited",
