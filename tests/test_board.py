@@ -461,3 +461,14 @@ def test_a_real_browser_signs_in_by_clicking_and_another_site_cannot(
         assert "Write the parser" in browser.source
         assert "hivelite_board" in browser.cookies()
 
+
+
+def test_the_board_says_which_installed_plugins_act_on_the_store(tmp_path: Path) -> None:
+    """Installing is not enabling (issue 46): the header names the plugins the owner
+    enabled here, and those installed beside the server that do not act."""
+    db = tmp_path / "store.db"
+    with Hive.open(db, owner="ana", clock=ManualClock(START)) as hive:
+        hive.enable_plugin(OWNER, "evidence")
+    with serving(tmp_path, [str(db), "--board-on-loopback"], now=NOW) as (url, _, _log):
+        shown = text_of(browse(tmp_path / "profile", url + "/", "--dump-dom").stdout)
+    assert "plugins evidence (installed, not enabled: notify, policy, quorum)" in shown

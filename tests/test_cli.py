@@ -36,6 +36,7 @@ from . import rawsql
 from .conftest import CODER as CODER_AGENT
 from .conftest import PLANNER as PLANNER_AGENT
 from .conftest import START, at, held_task, own_task
+from .test_discovery import write_distribution
 
 ENV = ("HIVELITE_DB", "HIVELITE_NOW", "HIVELITE_OWNER", "HIVELITE_AGENT", "HIVELITE_INSTANCE",
        "HIVELITE_URL", "HIVELITE_TOKEN",
@@ -52,6 +53,15 @@ PR = "pull_request:the PR:https://example.com/pr/7"
 
 
 snapshot = rawsql.snapshot_file
+WALK_MODULE = "hl_walk_plugin"
+
+
+def installed_names() -> list[str]:
+    """The plugins installed in this Python (``hivelite plugins`` lists them, each
+    ``not_enabled`` until a store's owner enables it there)."""
+    from importlib.metadata import entry_points
+
+    return sorted(e.name for e in entry_points(group="hivelite"))
 
 
 @dataclass
@@ -381,6 +391,23 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     if as_json:
         assert policy.doc()["project_thresholds"] == {"web": 2}
     ok("policy", "unset", "threshold", "--project", "web", t=22)
+    # an installed plugin acts on the store once the owner enables it there
+    site = tmp_path / f"site-{as_json}"
+    write_distribution(site, "hl-walk-plugin", WALK_MODULE, {"walk": WALK_MODULE},
+                       "import hivelite\n\n\n@hivelite.hookimpl\n"
+                       "def hivelite_on_transition(task, move):\n    return None\n")
+    run.monkeypatch.syspath_prepend(str(site))
+    enabled = ok("policy", "enable", "walk", t=22)
+    if as_json:
+        assert enabled.doc()["enabled_plugins"] == ["walk"]
+    else:
+        assert "enabled     walk" in enabled.out
+    disabled = ok("policy", "disable", "walk", t=22)  # this open loaded it; the next will not
+    if as_json:
+        assert disabled.doc()["enabled_plugins"] == []
+    else:
+        assert "enabled     no installed plugin" in disabled.out
+    sys.modules.pop(WALK_MODULE, None)
     issued = ok("token", "add", "ana/coder", "--instance", "laptop", t=22)
     ok("token", "list", t=22)
     token_id = issued.doc()["id"] if as_json else re.findall(r"\(token (\w+) for", issued.out)[0]
@@ -416,13 +443,18 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     shipped = resources.files("hivelite").joinpath("data/task.schema.json").read_text()
     assert json.loads(ok("schema", t=24).out) == json.loads(shipped)
     loaded = ok("plugins", t=24)
-    if as_json:
-        assert [(p["name"], p["essential"], p["status"]) for p in loaded.doc()] == [
-            ("hivelite.default_gate", True, "built_in"),
-            ("hivelite.default_threshold", True, "built_in")]
+    if as_json:  # the built-ins, and every plugin installed here, none enabled on the store
+        assert [(p["name"], p["essential"], p["status"]) for p in loaded.doc()
+                if p["loaded"]] == [("hivelite.default_gate", True, "built_in"),
+                                    ("hivelite.default_threshold", True, "built_in")]
+        assert sorted((p["name"], p["enabled"], p["status"]) for p in loaded.doc()
+                      if not p["loaded"]) == [(name, False, "not_enabled")
+                                              for name in installed_names()]
     else:
-        assert re.search(r"^hivelite\.default_gate +built-in +permission_gate +no +built_in$",
-                         loaded.out, re.M), loaded.out
+        assert re.search(r"^hivelite\.default_gate +built-in +permission_gate +- +no"
+                         r" +built_in$", loaded.out, re.M), loaded.out
+        assert re.search(r"^walk +entry point \(hl-walk-plugin\) +no +no +not_enabled \(.*"
+                         r"hivelite policy enable walk\)$", loaded.out, re.M), loaded.out
     story = ok("demo", t=24)
     if as_json:
         assert {s["number"] for s in story.doc()} == {4, 5, 6}
@@ -854,15 +886,22 @@ def test_a_plugin_that_raises_exits_1_naming_it_and_changes_nothing(
 
 def test_a_plugin_that_cannot_be_imported_exits_1(run: Runner, store: Path,
                                                   tmp_path: Path) -> None:
+    """A write starts the plugins, and one that does not import stops it (exit 1, nothing
+    written); a read loads no plugin (issue 46), so the same folder does not stop it."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "broken.py").write_text("def oops(:\n")
-    ran = run("list", as_json=True, group=("--plugins-dir", str(plugins)))
+    before = snapshot(store)
+    ran = run("handoff", *OWN, *TASK, as_json=True, group=("--plugins-dir", str(plugins)))
     assert ran.code == 1
     assert ran.error()["plugin"] == "broken"
-    missing = run("list", group=("--plugins-dir", str(tmp_path / "nowhere")))
+    missing = run("handoff", *OWN, *TASK, group=("--plugins-dir", str(tmp_path / "nowhere")))
     assert missing.code == 1
     assert missing.err.startswith("error: plugin_error/plugin_failed: ")
+    assert snapshot(store) == before
+    for group in (("--plugins-dir", str(plugins)), ("--plugins-dir", str(tmp_path / "no"))):
+        read = run("list", as_json=True, group=group)
+        assert (read.code, read.doc()["items"]) == (0, [])
 
 
 def test_a_failing_notification_plugin_is_a_warning_and_the_move_stands(
@@ -893,11 +932,15 @@ def test_plugins_lists_a_plugins_dir(run: Runner, tmp_path: Path) -> None:
     (plugins / "two.py").write_text("from hivelite import hookimpl\n\n\n@hookimpl\n"
                                     "def hivelite_merge_threshold(task, hive):\n    return 2\n")
     listed = run.ok("plugins", as_json=True, group=("--plugins-dir", str(plugins))).doc()
-    assert {k: listed[-1][k] for k in ("name", "source", "essential", "hooks")} == {
-        "name": "two", "source": f"file {plugins / 'two.py'}", "essential": False,
-        "hooks": ["hivelite_merge_threshold"]}
+    [two] = [r for r in listed if r["name"] == "two"]
+    assert {k: two[k] for k in ("source", "essential", "hooks", "loaded", "status")} == {
+        "source": f"file {plugins / 'two.py'}", "essential": False,
+        "hooks": ["hivelite_merge_threshold"], "loaded": True, "status": "ok"}
+    assert [r["name"] for r in listed if r["loaded"]][-1] == "two"  # after the built-ins
+    assert sorted(r["name"] for r in listed if not r["loaded"]) == installed_names()
     human = run.ok("plugins", group=("--plugins-dir", str(plugins))).out
-    assert re.search(r"^two +file \S+two\.py +merge_threshold +no +ok$", human, re.M), human
+    assert re.search(r"^two +file \S+two\.py +merge_threshold +- +no +ok$", human,
+                     re.M), human
     assert not run.db.exists()
 
 

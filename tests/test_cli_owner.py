@@ -80,6 +80,15 @@ def claim(cli: Cli, number: str, t: float, who: tuple[str, ...] = CODER) -> tupl
     return ("--lease", lease["lease_id"], "--token", str(lease["fencing_token"]), *who)
 
 
+def acting(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``hivelite --json plugins``'s rows but the built-ins and the installed plugins the
+    store did not enable (each listed as ``not_enabled``, never loaded), as (name, status)."""
+    idle = [r for r in rows if r["status"] == "not_enabled"]
+    assert all(not r["loaded"] and not r["enabled"] for r in idle), idle
+    return [(r["name"], r["status"]) for r in rows
+            if not r["essential"] and r["status"] != "not_enabled"]
+
+
 def test_a_process_without_the_required_plugin_is_refused_and_writes_nothing(
         cli: Cli, tmp_path: Path) -> None:
     """The issue's case: a worker that opened the store without the owner's plugin
@@ -103,14 +112,13 @@ def test_a_process_without_the_required_plugin_is_refused_and_writes_nothing(
     one = cli.ok("verify", "1", "--accept", *REVIEWER, t=3, plugins=folder)
     assert one["task"]["state"] == "approval"  # one of two
     listed = cli.ok("plugins", plugins=folder)
-    assert [(r["name"], r["status"]) for r in listed if not r["essential"]] == [("two", "ok")]
+    assert acting(listed) == [("two", "ok")]
     missing = cli.ok("plugins")
-    assert [(r["name"], r["status"]) for r in missing if not r["essential"]] == [
-        ("two", "missing")]
+    assert acting(missing) == [("two", "missing")]
     # a changed plugin file is refused until the owner requires it again
     (folder / "two.py").write_text(THRESHOLD_TWO.replace("return 2", "return 1"))
     cli.fails(4, "policy_changed", "verify", "1", "--accept", *SECOND, t=4, plugins=folder)
-    assert cli.ok("plugins", plugins=folder)[-1]["status"] == "changed"
+    assert acting(cli.ok("plugins", plugins=folder)) == [("two", "changed")]
     cli.ok("policy", "require", "two", plugins=folder, t=4)
     assert cli.ok("verify", "1", "--accept", *SECOND, t=4,
                   plugins=folder)["task"]["state"] == "completed"
@@ -242,13 +250,17 @@ reason = "anything goes"
 def test_the_installed_policy_plugins_rules_are_bound_with_it(cli: Cli,
                                                                tmp_path: Path) -> None:
     """The review's case: hivelite-policy (an installed entry point) reads its rules from
-    the file ``$HIVELITE_POLICY`` names. The owner requires it as it runs with her rules; an
+    the file ``$HIVELITE_POLICY`` names. Installed, it acts on no store until the owner
+    enables it there, so she enables it, then requires it as it runs with her rules; an
     agent that points the variable at a file of its own, or edits hers, is refused
     (``policy_changed``) instead of having its handoff routed."""
     rules = tmp_path / "rules.toml"
     rules.write_text(HOLD_GUESTS)
     (tmp_path / "allow.toml").write_text(ALLOW_ALL)
     policy = {"HIVELITE_LOAD_PLUGINS": "policy", "HIVELITE_POLICY": str(rules)}
+    error = cli.fails(6, "unknown_plugin", "policy", "require", "policy", env=policy)
+    assert "hivelite policy enable policy" in error["message"]  # installing enabled nothing
+    assert cli.ok("policy", "enable", "policy", env=policy)["enabled_plugins"] == ["policy"]
     required = cli.ok("policy", "require", "policy", env=policy)
     assert (required["kind"], required["settings"]["rules"][0]["action"]) == (
         "entry_point", "hold")
@@ -260,6 +272,11 @@ def test_the_installed_policy_plugins_rules_are_bound_with_it(cli: Cli,
     assert error["plugin"] == "policy"
     rules.write_text(HOLD_GUESTS.replace('"hold"', '"allow"'))  # edited in place
     cli.fails(4, "policy_changed", "handoff", *OWN, *TASK, env=agent)
+    # an agent's process that leaves it out ($HIVELITE_LOAD_PLUGINS empty) is refused too
+    rules.write_text(HOLD_GUESTS)
+    left_out = {**agent, "HIVELITE_LOAD_PLUGINS": ""}
+    error = cli.fails(4, "policy_missing", "handoff", *OWN, *TASK, env=left_out)
+    assert error["plugin"] == "policy"
 
 
 def test_stop_and_hold_take_the_agent_as_their_argument(cli: Cli) -> None:

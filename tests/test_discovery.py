@@ -1,11 +1,12 @@
 """How plugins are found (DESIGN §2, §9; docs/plugins.md): each route loads a real plugin.
 
 The routes: a ``--plugins-dir`` folder (CLI and ``Hive.open(plugins_dir=...)``),
-``$HIVELITE_PLUGINS_DIR``, an entry point of the ``hivelite`` group (a
-distribution's metadata on the path, and whatever is really installed), and
-objects given to ``Hive.open(plugins=...)``. Then what start-up refuses, what
-``hivelite plugins`` and ``$HIVELITE_TRACE_PLUGINS`` show, and that a failing
-plugin leaves the store as it was when driven through the real CLI.
+``$HIVELITE_PLUGINS_DIR``, objects given to ``Hive.open(plugins=...)``, and an entry
+point of the ``hivelite`` group (a distribution's metadata on the path, and whatever is
+really installed), which acts on a store only once its owner enabled it there
+(``hivelite policy enable NAME``: installing is not enabling, issue 46). Then what
+start-up refuses, what ``hivelite plugins`` and ``$HIVELITE_TRACE_PLUGINS`` show, and that
+a failing plugin leaves the store as it was when driven through the real CLI.
 
 Stores are made in-process (fast); only the command under test runs as a
 subprocess of the real ``hivelite`` script.
@@ -28,16 +29,24 @@ from typing import Any
 import pytest
 
 import hivelite
-from hivelite import Hive, PluginError, State
+from hivelite import (
+    Caller,
+    ForbiddenRight,
+    Hive,
+    InvalidInput,
+    NotFound,
+    PluginError,
+    State,
+)
+from hivelite.store.doctor import diagnose_file
 from hivelite.verbs import installed
-from hivelite.verbs.plugins import call_each, get_plugin_manager
+from hivelite.verbs.plugins import call_each, get_plugin_manager, load_installed
 
 from . import rawsql
-from .conftest import OWNER, OpenHive
+from .conftest import HANG_S, OWNER, OpenHive
 
-TIMEOUT = 30
 GATE = "hivelite_permission_gate"
-LISTED = {"loaded": True, "required": False, "detail": None}
+LISTED = {"loaded": True, "required": False, "enabled": False, "detail": None}
 """What ``hivelite plugins`` says of every plugin loaded here when no store requires any."""
 BUILT_INS = [
     {"name": "hivelite.default_gate", "source": "built-in", "essential": True,
@@ -173,10 +182,10 @@ def hivelite_script() -> Path:
 
 
 def clean_env(**extra: str | None) -> dict[str, str]:
-    """This environment without any HIVELITE_* setting, installed plugins off, then ``extra``
-    (a None value leaves that variable unset)."""
+    """This environment without any HIVELITE_* setting, then ``extra`` (a None value leaves
+    that variable unset). The plugins installed here act on no store a test made unless
+    the test enables them there: installing is not enabling."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
-    env["HIVELITE_LOAD_PLUGINS"] = ""
     for key, value in extra.items():
         if value is None:
             env.pop(key, None)
@@ -197,7 +206,7 @@ class Ran:
 
 def run(args: list[str], cwd: Path, **env: str | None) -> Ran:
     proc = subprocess.run([str(hivelite_script()), *args], cwd=cwd, env=clean_env(**env),
-                          capture_output=True, text=True, timeout=TIMEOUT)
+                          capture_output=True, text=True, timeout=HANG_S)
     return Ran(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -243,6 +252,43 @@ def names(pm: Any) -> list[str]:
     return [row["name"] for row in pm.describe()]
 
 
+def installed_here() -> dict[str, str]:
+    """The plugins installed in this Python (entry point name: distribution), which
+    ``hivelite plugins`` lists besides those a test puts on the path."""
+    return {e.name: e.dist.name if e.dist else "?"
+            for e in importlib.metadata.entry_points(group=installed.GROUP)}
+
+
+def idle(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The installed plugins a listing shows as not loaded, by name, with their hint
+    checked and taken out: each names its distribution and how to enable it, and is
+    neither loaded, enabled nor required."""
+    out = {}
+    for row in rows:
+        if row["loaded"]:
+            continue
+        row = dict(row)
+        detail = row.pop("detail")
+        if row["status"] == "not_enabled":
+            assert f"hivelite policy enable {row['name']}" in detail, detail
+        out[row["name"]] = row
+    return out
+
+
+def not_enabled(name: str, dist: str) -> dict[str, Any]:
+    """How ``hivelite --json plugins`` shows an installed plugin that does not act (its
+    ``detail`` aside: :func:`idle`)."""
+    return {"name": name, "source": f"entry point ({dist})", "hooks": [], "policy": False,
+            "essential": False, "loaded": False, "required": False, "enabled": False,
+            "status": "not_enabled"}
+
+
+def status_of(hive: Hive, name: str) -> tuple[bool, bool, str]:
+    """(loaded, enabled, status) of one plugin as ``plugin_status`` says."""
+    [row] = [r for r in hive.plugin_status() if r.name == name]
+    return row.loaded, row.enabled, row.status
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     """A store owned by ana with one routed task already in it (made in-process)."""
@@ -271,9 +317,13 @@ def test_plugins_dir_on_the_cli_is_listed_and_decides(tmp_path: Path, store: Pat
     folder = plugin_folder(tmp_path, "no_secrets", NO_SECRETS)
     listed = run(["--plugins-dir", str(folder), "--json", "plugins"], cwd=tmp_path)
     assert listed.code == 0, listed.err
-    assert listed.json() == [*BUILT_INS, {
+    rows = listed.json()
+    assert [r for r in rows if r["loaded"]] == [*BUILT_INS, {
         "name": "no_secrets", "source": f"file {folder / 'no_secrets.py'}",
         "essential": False, "hooks": [GATE], "policy": True, "status": "ok", **LISTED}]
+    # the plugins installed here are listed too, and (no store: none enabled) do not load
+    assert idle(rows) == {name: not_enabled(name, dist)
+                          for name, dist in installed_here().items()}
 
     done = run(["--db", str(store), "--plugins-dir", str(folder), "--json",
                 *handoff_args("secret-plans")], cwd=tmp_path)
@@ -328,80 +378,141 @@ def test_a_missing_plugins_folder_is_an_error(tmp_path: Path) -> None:
 # -- entry points --------------------------------------------------------------------------
 
 
+def on_path(site: Path) -> str:
+    """$PYTHONPATH with ``site`` first: what installing it would put on the path."""
+    return os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def test_entry_point_of_a_distribution_on_the_path(tmp_path: Path, store: Path,
                                                    dist_site: Path) -> None:
-    path = os.pathsep.join([str(dist_site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    """Installed, the plugin is listed but acts nowhere, whatever $HIVELITE_LOAD_PLUGINS
+    names; once the store's owner enables it, every process that opens the store (and has
+    it installed) loads it, and $HIVELITE_LOAD_PLUGINS only limits which of those load."""
+    path = on_path(dist_site)
+    for limit in (None, DIST_ENTRY_POINT):  # naming it in the variable loads nothing
+        listed = run(["--json", "plugins"], cwd=tmp_path, PYTHONPATH=path,
+                     HIVELITE_LOAD_PLUGINS=limit)
+        assert listed.code == 0, listed.err
+        assert [r for r in listed.json() if r["loaded"]] == BUILT_INS
+        assert idle(listed.json())[DIST_ENTRY_POINT] == not_enabled(DIST_ENTRY_POINT,
+                                                                    DIST_NAME)
+        done = run(["--db", str(store), "--json", *handoff_args("secret-plans")],
+                   cwd=tmp_path, PYTHONPATH=path, HIVELITE_LOAD_PLUGINS=limit)
+        assert done.code == 0, done.err
+        assert done.json()["task"]["state"] == "routed"  # its gate was never asked
+        assert gate_decider(store, done.json()["number"]) == "hivelite.default_gate"
 
-    listed = run(["--json", "plugins"], cwd=tmp_path, PYTHONPATH=path,
-                 HIVELITE_LOAD_PLUGINS=DIST_ENTRY_POINT)
+    enabled = run(["--db", str(store), "--json", "policy", "enable", DIST_ENTRY_POINT],
+                  cwd=tmp_path, PYTHONPATH=path)
+    assert enabled.code == 0, enabled.err
+    assert enabled.json()["enabled_plugins"] == [DIST_ENTRY_POINT]
+    listed = run(["--db", str(store), "--json", "plugins"], cwd=tmp_path, PYTHONPATH=path)
     assert listed.code == 0, listed.err
-    assert listed.json() == [*BUILT_INS, {
+    assert [r for r in listed.json() if r["name"] == DIST_ENTRY_POINT] == [{
         "name": DIST_ENTRY_POINT, "source": f"entry point ({DIST_NAME})", "essential": False,
         "hooks": ["hivelite_merge_threshold", GATE], "policy": True, "status": "ok",
-        **LISTED}]
-
-    shown = run(["--json", "plugins"], cwd=tmp_path, PYTHONPATH=path,
-                HIVELITE_LOAD_PLUGINS="")  # empty: none
-    assert shown.code == 0, shown.err
-    assert shown.json() == BUILT_INS
-
-    # a name no installed plugin has is a typo: refused, never a silently missing policy
-    typo = run(["--json", "plugins"], cwd=tmp_path, PYTHONPATH=path,
-               HIVELITE_LOAD_PLUGINS=f"{DIST_ENTRY_POINT},some-other-plugin")
-    assert typo.code == 1
-    assert "some-other-plugin" in typo.err and "not installed" in typo.err
-
+        **LISTED, "enabled": True}]
     done = run(["--db", str(store), "--json", *handoff_args("secret-plans")], cwd=tmp_path,
-               PYTHONPATH=path, HIVELITE_LOAD_PLUGINS=DIST_ENTRY_POINT)
+               PYTHONPATH=path)
     assert done.code == 0, done.err
     assert done.json()["task"]["state"] == "rejected"
     assert gate_decider(store, done.json()["number"]) == DIST_ENTRY_POINT
 
+    # $HIVELITE_LOAD_PLUGINS limits what the store enabled: empty leaves it out here
+    left_out = run(["--db", str(store), "--json", *handoff_args("secret-plans")],
+                   cwd=tmp_path, PYTHONPATH=path, HIVELITE_LOAD_PLUGINS="")
+    assert left_out.code == 0, left_out.err
+    assert left_out.json()["task"]["state"] == "routed"
+    # a name no installed plugin has is a typo: refused, never a silently missing policy
+    before = snapshot(store)
+    typo = run(["--db", str(store), "--json", *handoff_args("secret-plans")], cwd=tmp_path,
+               PYTHONPATH=path, HIVELITE_LOAD_PLUGINS=f"{DIST_ENTRY_POINT},some-other-plugin")
+    assert typo.code == 1
+    assert "some-other-plugin" in typo.err and "not installed" in typo.err
+    assert snapshot(store) == before
 
-def test_installed_entry_point(tmp_path: Path) -> None:
-    """A real installed distribution (the first-party plugins, once installed)."""
-    installed = sorted(importlib.metadata.entry_points(group="hivelite"), key=lambda e: e.name)
-    if not installed:
+
+def test_installed_entry_point(tmp_path: Path, store: Path) -> None:
+    """A real installed distribution (the first-party plugins, once installed): listed
+    everywhere, loaded only on a store that enables it."""
+    found = sorted(importlib.metadata.entry_points(group="hivelite"), key=lambda e: e.name)
+    if not found:
         pytest.skip("no distribution with a `hivelite` entry point is installed "
                     "(pip install -e plugins/hivelite-NAME installs one)")
-    first = installed[0]
+    first = found[0]
     cwd = tmp_path
+    db = ["--db", str(store)]
 
-    listed = run(["--json", "plugins"], cwd=cwd, HIVELITE_LOAD_PLUGINS=first.name)
+    for where in ([], db):  # no store, and a store that enables none
+        listed = run([*where, "--json", "plugins"], cwd=cwd)
+        assert listed.code == 0, listed.err
+        assert [r["name"] for r in listed.json() if r["loaded"]] == [
+            b["name"] for b in BUILT_INS]
+        assert idle(listed.json()) == {name: not_enabled(name, dist)
+                                       for name, dist in installed_here().items()}
+
+    assert run([*db, "policy", "enable", first.name], cwd=cwd).code == 0
+    listed = run([*db, "--json", "plugins"], cwd=cwd)
     assert listed.code == 0, listed.err
     rows = {row["name"]: row for row in listed.json()}
-    assert first.name in rows
     assert rows[first.name]["source"].startswith("entry point (")
+    assert (rows[first.name]["loaded"], rows[first.name]["enabled"]) == (True, True)
     assert rows[first.name]["essential"] is False
     assert rows[first.name]["hooks"], "an installed plugin with no hooks"
+    assert all(not r["loaded"] for r in rows.values() if r["source"].startswith(
+        "entry point") and r["name"] != first.name)  # the others are still not enabled
 
-    none = run(["--json", "plugins"], cwd=cwd, HIVELITE_LOAD_PLUGINS="")
+    none = run([*db, "--json", "plugins"], cwd=cwd, HIVELITE_LOAD_PLUGINS="")
     assert none.code == 0, none.err
-    assert [r for r in none.json() if r["source"].startswith("entry point")] == []
+    assert [r["name"] for r in none.json() if r["loaded"]] == [b["name"] for b in BUILT_INS]
+    [left_out] = [r for r in none.json() if r["name"] == first.name]
+    assert (left_out["enabled"], left_out["status"]) == (True, "ok")
+    assert "HIVELITE_LOAD_PLUGINS" in left_out["detail"]
 
-    other = installed[1].name if len(installed) > 1 else f"not-{first.name}"
-    limited = run(["--json", "plugins"], cwd=cwd, HIVELITE_LOAD_PLUGINS=other)
-    assert limited.code == 0, limited.err
-    assert first.name not in {r["name"] for r in limited.json()}
+    other = found[1].name if len(found) > 1 else None
+    if other is not None:  # another installed one, named but not enabled: neither loads
+        limited = run([*db, "--json", "plugins"], cwd=cwd, HIVELITE_LOAD_PLUGINS=other)
+        assert limited.code == 0, limited.err
+        assert [r["name"] for r in limited.json() if r["loaded"]] == [
+            b["name"] for b in BUILT_INS]
+
+    assert run([*db, "policy", "disable", first.name], cwd=cwd).code == 0
+    listed = run([*db, "--json", "plugins"], cwd=cwd)
+    assert idle(listed.json())[first.name] == not_enabled(first.name, installed_here()[
+        first.name])
 
 
-def test_entry_points_are_skipped_under_the_test_suite(dist_site: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    assert getattr(sys, "_hivelite_under_test", False) is True  # set by tests/conftest.py
+def test_the_manager_loads_an_installed_plugin_only_when_named(
+        dist_site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``get_plugin_manager`` loads no entry point by itself (what replaced the switch
+    that skipped them under the test suite): only the names a store enabled or requires,
+    handed to it (``installed_names``) or to ``load_installed``."""
     monkeypatch.syspath_prepend(str(dist_site))
-    monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", DIST_ENTRY_POINT)
+    monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", DIST_ENTRY_POINT)  # loads nothing by itself
     assert DIST_ENTRY_POINT not in names(get_plugin_manager())
-    opted_in = get_plugin_manager(entry_points=True)
-    assert DIST_ENTRY_POINT in names(opted_in)
-    assert opted_in.sources[DIST_ENTRY_POINT] == f"entry point ({DIST_NAME})"
+    assert DIST_MODULE not in sys.modules  # not even imported
+    named = get_plugin_manager(installed_names=[DIST_ENTRY_POINT])
+    assert names(named)[2:] == [DIST_ENTRY_POINT]
+    assert named.sources[DIST_ENTRY_POINT] == f"entry point ({DIST_NAME})"
+    monkeypatch.delenv("HIVELITE_LOAD_PLUGINS")
+    later = get_plugin_manager()
+    assert load_installed(later, [DIST_ENTRY_POINT, "not-installed-here"]) == [
+        "not-installed-here"]  # a store may name one this machine lacks
+    assert names(later)[2:] == [DIST_ENTRY_POINT]
+
+    monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", "")  # limits the names to none
+    assert names(get_plugin_manager(installed_names=[DIST_ENTRY_POINT]))[2:] == []
+    monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", "discovery-gaet")
+    with pytest.raises(PluginError) as err:
+        get_plugin_manager(installed_names=[DIST_ENTRY_POINT])
+    assert "discovery-gaet" in err.value.message and "not installed" in err.value.message
 
 
-def test_load_order_and_who_is_asked_first(tmp_path: Path, dist_site: Path,
+def test_load_order_and_who_is_asked_first(tmp_path: Path, dist_site: Path, store: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """Built-ins, entry points, the folder, given objects; the last registered is asked
-    first and the built-ins last."""
+    """Built-ins, the folder, given objects, then the installed plugins the store enabled;
+    the last registered is asked first and the built-ins last."""
     monkeypatch.syspath_prepend(str(dist_site))
-    monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", DIST_ENTRY_POINT)
     folder = plugin_folder(tmp_path, "three", '''
         import hivelite
 
@@ -415,14 +526,293 @@ def test_load_order_and_who_is_asked_first(tmp_path: Path, dist_site: Path,
         def hivelite_merge_threshold(self, task: Any, hive: Any) -> int:
             return 4
 
-    pm = get_plugin_manager(folder, extra=[Four()], entry_points=True)
-    assert names(pm) == ["hivelite.default_gate", "hivelite.default_threshold",
-                         DIST_ENTRY_POINT, "three", "Four"]
+    pm = get_plugin_manager(folder, extra=[Four()], installed_names=[DIST_ENTRY_POINT])
+    order = ["hivelite.default_gate", "hivelite.default_threshold", "three", "Four",
+             DIST_ENTRY_POINT]
+    assert names(pm) == order
     assert [pm.sources[n] for n in names(pm)][2:] == [
-        f"entry point ({DIST_NAME})", f"file {folder / 'three.py'}", "given"]
+        f"file {folder / 'three.py'}", "given", f"entry point ({DIST_NAME})"]
     answers = call_each(pm, "hivelite_merge_threshold", task=None, hive=None)
-    assert answers == [("Four", 4), ("three", 3), (DIST_ENTRY_POINT, 2),
+    assert answers == [(DIST_ENTRY_POINT, 2), ("Four", 4), ("three", 3),
                        ("hivelite.default_threshold", 1)]
+
+    with Hive.open(store, owner="ana") as hive:  # the same order when a store enabled it
+        hive.enable_plugin(hive.as_owner(), DIST_ENTRY_POINT)
+    with Hive.open(store, owner="ana", plugins_dir=folder, plugins=[Four()]) as hive:
+        assert names(hive.plugins) == order
+        assert call_each(hive.plugins, "hivelite_merge_threshold", task=None,
+                         hive=None)[0] == (DIST_ENTRY_POINT, 2)
+
+
+# -- installing is not enabling (issue 46): the rule, on a real distribution -------------------
+
+THRESHOLD_DIST = ("hl-discovery-threshold", "hl_discovery_threshold", "discovery-threshold")
+THRESHOLD_SOURCE = '''
+import hivelite
+
+
+@hivelite.hookimpl
+def hivelite_merge_threshold(task, hive):
+    return 3
+'''
+
+
+@pytest.fixture
+def second_dist(dist_site: Path) -> Iterator[str]:
+    """A second installed distribution beside ``dist_site``'s: a threshold plugin."""
+    dist, module, name = THRESHOLD_DIST
+    write_distribution(dist_site, dist, module, {name: module}, THRESHOLD_SOURCE)
+    yield name
+    sys.modules.pop(module, None)
+
+
+def secret_handoff(hive: Hive, caller: Caller = OWNER) -> Any:
+    return hive.handoff(caller, requester="ana/planner", assignee="ana/coder",
+                        project="secret-plans",
+                        packet={"task": "Write the parser", "deliverable_type": "code",
+                                "acceptance_criteria": ["tests pass"]})
+
+
+def policy_events(db: Path) -> list[dict[str, Any]]:
+    with Hive.open(db, owner="ana") as hive:
+        return [dict(r.detail or {}) for r in hive.journal() if r.reason == "policy"]
+
+
+def test_an_installed_plugin_the_store_did_not_enable_does_not_act(
+        store: Path, dist_site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(dist_site))
+    monkeypatch.delenv("HIVELITE_LOAD_PLUGINS", raising=False)
+    with Hive.open(store, owner="ana") as hive:
+        assert not hive.plugins.has_plugin(DIST_ENTRY_POINT)
+        receipt = secret_handoff(hive)
+        assert receipt.state is State.routed  # its gate would have said no
+        assert status_of(hive, DIST_ENTRY_POINT) == (False, False, "not_enabled")
+        about = hive.info()
+        assert about.enabled_plugins == [] and DIST_ENTRY_POINT in about.installed_not_enabled
+        assert hive.policy().enabled_plugins == []
+    assert DIST_MODULE not in sys.modules  # never imported, so no hook of it ran
+    assert gate_decider(store, receipt.number) == "hivelite.default_gate"
+
+
+def test_an_enabled_plugin_acts_in_every_process_until_disabled(
+        tmp_path: Path, store: Path, dist_site: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(dist_site))
+    monkeypatch.delenv("HIVELITE_LOAD_PLUGINS", raising=False)
+    with Hive.open(store, owner="ana") as hive:
+        policy = hive.enable_plugin(hive.as_owner(), DIST_ENTRY_POINT)
+        assert policy.enabled_plugins == [DIST_ENTRY_POINT]
+        assert not hive.plugins.has_plugin(DIST_ENTRY_POINT)  # from the next open on
+    assert policy_events(store) == [{"key": f"plugin:{DIST_ENTRY_POINT}",
+                                     "value": "enabled", "was": None}]
+    with Hive.open(store, owner="ana") as hive:
+        assert hive.plugins.sources[DIST_ENTRY_POINT] == f"entry point ({DIST_NAME})"
+        assert status_of(hive, DIST_ENTRY_POINT) == (True, True, "ok")
+        assert hive.info().enabled_plugins == [DIST_ENTRY_POINT]
+        receipt = secret_handoff(hive)
+        assert receipt.state is State.rejected
+    assert gate_decider(store, receipt.number) == DIST_ENTRY_POINT
+
+    path = on_path(dist_site)  # a second process, which only the store tells to load it
+    done = run(["--db", str(store), "--json", *handoff_args("secret-plans")], cwd=tmp_path,
+               PYTHONPATH=path)
+    assert done.code == 0, done.err
+    assert done.json()["task"]["state"] == "rejected"
+    assert gate_decider(store, done.json()["number"]) == DIST_ENTRY_POINT
+    about = run(["--db", str(store), "--json", "info"], cwd=tmp_path, PYTHONPATH=path)
+    assert about.json()["enabled_plugins"] == [DIST_ENTRY_POINT]
+    assert DIST_ENTRY_POINT not in about.json()["installed_not_enabled"]
+
+    disabled = run(["--db", str(store), "--json", "policy", "disable", DIST_ENTRY_POINT],
+                   cwd=tmp_path, PYTHONPATH=path)
+    assert disabled.code == 0, disabled.err
+    assert disabled.json()["enabled_plugins"] == []
+    assert policy_events(store)[-1] == {"key": f"plugin:{DIST_ENTRY_POINT}", "value": None,
+                                        "was": "enabled"}
+    done = run(["--db", str(store), "--json", *handoff_args("secret-plans")], cwd=tmp_path,
+               PYTHONPATH=path)
+    assert done.json()["task"]["state"] == "routed"
+    assert gate_decider(store, done.json()["number"]) == "hivelite.default_gate"
+    with Hive.open(store, owner="ana") as hive:
+        assert not hive.plugins.has_plugin(DIST_ENTRY_POINT)
+        assert status_of(hive, DIST_ENTRY_POINT) == (False, False, "not_enabled")
+        assert DIST_ENTRY_POINT in hive.info().installed_not_enabled
+
+
+def test_enabling_twice_is_journaled_once(store: Path, dist_site: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(dist_site))
+    with Hive.open(store, owner="ana") as hive:
+        for _ in range(2):
+            assert hive.enable_plugin(OWNER, DIST_ENTRY_POINT).enabled_plugins == [
+                DIST_ENTRY_POINT]
+    assert len(policy_events(store)) == 1
+
+
+def test_what_is_not_installed_cannot_be_enabled(tmp_path: Path, store: Path) -> None:
+    before = snapshot(store)
+    with Hive.open(store, owner="ana") as hive:
+        for name in ("not-installed-here", "../evil", ""):
+            with pytest.raises(InvalidInput) as err:
+                hive.enable_plugin(OWNER, name)
+            assert (err.value.status, err.value.reason) == (422, "unknown_plugin")
+    assert snapshot(store) == before
+    done = run(["--db", str(store), "--json", "policy", "enable", "not-installed-here"],
+               cwd=tmp_path)
+    assert done.code == 6
+    assert (done.json()["error"]["status"], done.json()["error"]["reason"]) == (
+        422, "unknown_plugin")
+    assert "not-installed-here" in done.err
+    assert snapshot(store) == before
+
+
+def test_what_is_not_enabled_cannot_be_disabled(tmp_path: Path, store: Path,
+                                                dist_site: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(dist_site))
+    before = snapshot(store)
+    with Hive.open(store, owner="ana") as hive:  # installed, never enabled
+        with pytest.raises(NotFound) as err:
+            hive.disable_plugin(OWNER, DIST_ENTRY_POINT)
+        assert (err.value.status, err.value.reason) == (404, "not_enabled")
+    assert snapshot(store) == before
+    done = run(["--db", str(store), "--json", "policy", "disable", DIST_ENTRY_POINT],
+               cwd=tmp_path, PYTHONPATH=on_path(dist_site))
+    assert done.code == 5
+    assert done.json()["error"]["reason"] == "not_enabled"
+    assert snapshot(store) == before
+
+
+def test_an_agent_may_not_enable_or_disable(tmp_path: Path, store: Path, dist_site: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(dist_site))
+    coder = Caller.agent("ana/coder", "laptop")
+    with Hive.open(store, owner="ana") as hive:
+        hive.enable_plugin(OWNER, DIST_ENTRY_POINT)
+    before = snapshot(store)
+    with Hive.open(store, owner="ana") as hive:
+        for verb in (hive.enable_plugin, hive.disable_plugin):
+            with pytest.raises(ForbiddenRight) as err:
+                verb(coder, DIST_ENTRY_POINT)
+            assert (err.value.status, err.value.reason) == (403, "not_permitted")
+    assert snapshot(store) == before
+    for verb in ("enable", "disable"):
+        done = run(["--db", str(store), "--json", "policy", verb, DIST_ENTRY_POINT],
+                   cwd=tmp_path, PYTHONPATH=on_path(dist_site),
+                   HIVELITE_AGENT="ana/coder", HIVELITE_INSTANCE="laptop")
+        assert done.code == 4, done.err
+        assert done.json()["error"]["reason"] == "not_permitted"
+    assert snapshot(store) == before
+
+
+def test_a_required_plugin_must_be_enabled_first(store: Path, dist_site: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requiring binds what this process loaded, and an installed plugin loads only once
+    enabled: the refusal says so."""
+    monkeypatch.syspath_prepend(str(dist_site))
+    before = snapshot(store)
+    with Hive.open(store, owner="ana") as hive:
+        with pytest.raises(InvalidInput) as err:
+            hive.require_plugin(OWNER, DIST_ENTRY_POINT)
+        assert err.value.reason == "unknown_plugin"
+        assert f"hivelite policy enable {DIST_ENTRY_POINT}" in err.value.message
+    assert snapshot(store) == before
+
+
+def test_a_store_that_requires_one_and_enables_another(
+        store: Path, dist_site: Path, second_dist: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store requires the gate and enables the threshold: a process with both writes
+    (an enabled plugin is no unapproved one), so does one that leaves the enabled one out;
+    one without the required one, or with a policy plugin the store neither requires nor
+    enables, is refused and writes nothing."""
+    monkeypatch.syspath_prepend(str(dist_site))
+    monkeypatch.delenv("HIVELITE_LOAD_PLUGINS", raising=False)
+    with Hive.open(store, owner="ana") as hive:
+        hive.enable_plugin(OWNER, DIST_ENTRY_POINT)
+    with Hive.open(store, owner="ana") as hive:
+        assert hive.require_plugin(OWNER, DIST_ENTRY_POINT).kind == "entry_point"
+        hive.enable_plugin(OWNER, second_dist)
+    with Hive.open(store, owner="ana") as hive:
+        assert names(hive.plugins)[2:] == [DIST_ENTRY_POINT, second_dist]
+        assert secret_handoff(hive).state is State.rejected
+        assert status_of(hive, second_dist) == (True, True, "ok")
+    monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", DIST_ENTRY_POINT)
+    with Hive.open(store, owner="ana") as hive:  # the enabled one left out: still fine
+        assert names(hive.plugins)[2:] == [DIST_ENTRY_POINT]
+        assert secret_handoff(hive).state is State.rejected
+    monkeypatch.delenv("HIVELITE_LOAD_PLUGINS")
+
+    class Extra:
+        @hivelite.hookimpl
+        def hivelite_merge_threshold(self, task: Any) -> int:
+            return 0
+
+    before = snapshot(store)
+    with Hive.open(store, owner="ana", plugins=[Extra()]) as hive:
+        with pytest.raises(ForbiddenRight) as err:
+            secret_handoff(hive)
+        assert (err.value.reason, err.value.extra.get("plugin")) == ("policy_unapproved",
+                                                                     "Extra")
+    monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", second_dist)
+    with Hive.open(store, owner="ana") as hive:
+        with pytest.raises(ForbiddenRight) as err:
+            secret_handoff(hive)
+        assert err.value.reason == "policy_missing"
+    assert snapshot(store) == before
+
+
+def test_a_file_named_like_an_enabled_plugin_is_no_approved_one(
+        tmp_path: Path, store: Path, dist_site: Path, second_dist: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store requires the gate and enables the threshold plugin: a process whose
+    plugins folder has a file of that name (which takes the installed one's place) runs a
+    policy the owner neither required nor enabled, and is refused."""
+    monkeypatch.syspath_prepend(str(dist_site))
+    monkeypatch.delenv("HIVELITE_LOAD_PLUGINS", raising=False)
+    with Hive.open(store, owner="ana") as hive:
+        hive.enable_plugin(OWNER, DIST_ENTRY_POINT)
+    with Hive.open(store, owner="ana") as hive:
+        hive.require_plugin(OWNER, DIST_ENTRY_POINT)
+        hive.enable_plugin(OWNER, second_dist)
+    folder = plugin_folder(tmp_path, second_dist.replace("-", "_"), '''
+        import hivelite
+
+        @hivelite.hookimpl
+        def hivelite_merge_threshold(task):
+            return 0
+    ''')
+    (folder / f"{second_dist.replace('-', '_')}.py").rename(folder / f"{second_dist}.py")
+    before = snapshot(store)
+    with Hive.open(store, owner="ana", plugins_dir=folder) as hive:
+        assert hive.plugins.sources[second_dist] == f"file {folder / second_dist}.py"
+        with pytest.raises(ForbiddenRight) as err:
+            secret_handoff(hive)
+        assert err.value.reason == "policy_unapproved"
+    assert snapshot(store) == before
+
+
+def test_the_doctor_replays_enabling_from_the_journal(store: Path, dist_site: Path,
+                                                      second_dist: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(dist_site))
+    with Hive.open(store, owner="ana") as hive:
+        hive.enable_plugin(OWNER, DIST_ENTRY_POINT)
+        hive.enable_plugin(OWNER, second_dist)
+        hive.disable_plugin(OWNER, DIST_ENTRY_POINT)
+    assert [f.check for f in diagnose_file(store) if not f.ok] == []
+    with Hive.open(store, owner="ana") as hive:
+        hive.disable_plugin(OWNER, second_dist)
+    assert [f.check for f in diagnose_file(store) if not f.ok] == []
+    # and it can fail: a plugin enabled by raw SQL, with no journal row, is caught
+    conn = rawsql.connect(store)
+    try:
+        conn.execute("INSERT INTO policy VALUES (?, 'enabled', '2026-12-02T09:00:00.000Z',"
+                     " 'ana')", (f"plugin:{DIST_ENTRY_POINT}",))
+    finally:
+        conn.close()
+    failed = {f.check: f.detail for f in diagnose_file(store) if not f.ok}
+    assert list(failed) == ["policy"] and f"plugin:{DIST_ENTRY_POINT}" in failed["policy"]
 
 
 # -- what start-up refuses -------------------------------------------------------------------
@@ -673,13 +1063,25 @@ def test_an_unwritable_cache_folder_is_no_error(cached: Path, tmp_path: Path,
 
 def test_the_cli_finds_an_entry_point_through_the_cache(tmp_path: Path, store: Path,
                                                         dist_site: Path) -> None:
-    """Two real calls: the first writes the cache, the second reads it, and both load the
-    distribution's plugin."""
-    path = os.pathsep.join([str(dist_site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    """Two real calls: the first writes the cache, the second reads it, and both find the
+    distribution's plugin (listed, and loaded on the store that enabled it)."""
+    with Hive.open(store, owner="ana") as hive:  # enabled in a process that had it too
+        original = list(sys.path)
+        sys.path.insert(0, str(dist_site))
+        try:
+            hive.enable_plugin(OWNER, DIST_ENTRY_POINT)
+        finally:
+            sys.path[:] = original
+    path = on_path(dist_site)
     cache = tmp_path / "cli-cache"
     for _ in range(2):
         listed = run(["--json", "plugins"], cwd=tmp_path, PYTHONPATH=path,
-                     HIVELITE_LOAD_PLUGINS=DIST_ENTRY_POINT, HIVELITE_CACHE_DIR=str(cache))
+                     HIVELITE_CACHE_DIR=str(cache))
         assert listed.code == 0, listed.err
-        assert DIST_ENTRY_POINT in {row["name"] for row in listed.json()}
+        assert idle(listed.json())[DIST_ENTRY_POINT] == not_enabled(DIST_ENTRY_POINT,
+                                                                    DIST_NAME)
+        done = run(["--db", str(store), "--json", *handoff_args("secret-plans")],
+                   cwd=tmp_path, PYTHONPATH=path, HIVELITE_CACHE_DIR=str(cache))
+        assert done.code == 0, done.err
+        assert gate_decider(store, done.json()["number"]) == DIST_ENTRY_POINT
     assert DIST_ENTRY_POINT in (cache / installed.CACHE_NAME).read_text()

@@ -14,6 +14,13 @@ Each page plays in a fresh folder, its blocks in order, as a reader would paste 
 - ``text`` (or no language) right after a block that ran: what that block prints,
   compared with placeholders for ids, times and paths.
 
+Each page plays twice (issue 46): as written, with the four first-party plugins installed
+but enabled on no store (installing changes nothing, so every output must match); then
+with the four enabled on each store the page has made (after each block), where outputs
+may differ (the quorum plugin asks two confirmations of code) but no example may be
+refused by a shipped plugin: no result sent back, no handoff held or rejected, that the
+first play did not have too.
+
 A block after ``<!-- not run: REASON -->`` is an illustration (a placeholder host, a
 token printed once, a server that runs until stopped) and is skipped; a block inside an
 HTML comment is setup the page does not show, and runs. The sections another test plays
@@ -31,11 +38,18 @@ from pathlib import Path
 import apsw
 import pytest
 
+from .conftest import HANG_S
 from .docblocks import Block, blocks, normal
 from .test_discovery import clean_env, hivelite_script
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 120
+FIRST_PARTY = ("evidence", "notify", "policy", "quorum")
+"""The plugins README's test command installs, each its own distribution."""
+STORE_ID = 0x48495645
+REFUSED = ("(from_state = 'verifying' AND to_state = 'routed')"
+           " OR (from_state = 'requested' AND to_state IN ('rejected', 'waiting'))")
+"""Moves by which a policy refuses an example: a result sent back, a handoff held for the
+owner or rejected."""
 
 # (page, the start of a section's heading, or "" for the whole page) -> the test that plays it
 ELSEWHERE = {
@@ -125,14 +139,52 @@ class Reader:
 
     def __init__(self, tmp_path: Path) -> None:
         self.cwd = tmp_path / "page"
-        self.cwd.mkdir()
+        self.cwd.mkdir(parents=True)
         self.scratch = tmp_path / "scratch"
-        self.scratch.mkdir()
+        self.scratch.mkdir(parents=True)
         home = tmp_path / "home"
-        home.mkdir()
+        home.mkdir(parents=True)
         bin_dir = str(hivelite_script().parent)
+        # the installed plugins are there, as for a user who ran the README's command 2
         self.env = clean_env(HOME=str(home), PATH=os.pathsep.join([bin_dir, os.environ["PATH"]]),
-                             COLUMNS="200", NO_COLOR="1")
+                             COLUMNS="200", NO_COLOR="1", HIVELITE_LOAD_PLUGINS=None)
+        self.enabled: set[Path] = set()
+
+    def stores(self) -> list[Path]:
+        """The hivelite stores the page has made so far, anywhere in its folder."""
+        found = []
+        for path in sorted(self.cwd.rglob("*")):
+            if path.is_file() and path.stat().st_size >= 100:
+                with path.open("rb") as file:
+                    head = file.read(72)
+                if head.startswith(b"SQLite format 3\0") and int.from_bytes(
+                        head[68:72], "big") == STORE_ID:
+                    found.append(path)
+        return found
+
+    def enable_all(self) -> None:
+        """Enable the four first-party plugins on each store not yet done, as its owner."""
+        for store in self.stores():
+            if store in self.enabled:
+                continue
+            self.enabled.add(store)
+            for name in FIRST_PARTY:
+                env = {k: v for k, v in self.env.items() if not k.startswith("HIVELITE_")}
+                proc = subprocess.run([str(hivelite_script()), "--db", str(store), "policy",
+                                       "enable", name], cwd=self.cwd, env=env,
+                                      capture_output=True, text=True, timeout=HANG_S)
+                assert proc.returncode == 0, (store, name, proc.stderr)
+
+    def refusals(self) -> list[str]:
+        """Each store's moves by which a policy refused an example, in words."""
+        out = []
+        for store in self.stores():
+            with apsw.Connection(str(store), flags=apsw.SQLITE_OPEN_READONLY) as conn:
+                out += [f"{store.relative_to(self.cwd)}: task {task} {before} -> {after}"
+                        f" ({reason})" for task, before, after, reason in conn.execute(
+                            f"SELECT task, from_state, to_state, reason FROM journal WHERE"
+                            f" {REFUSED} ORDER BY seq")]
+        return out
 
     def run(self, block: Block, number: int) -> str:
         """Run one block; its stdout."""
@@ -155,12 +207,12 @@ class Reader:
             script = self.scratch / f"block_{number}.py"
             script.write_text(block.body)
             proc = subprocess.run([sys.executable, str(script)], cwd=self.cwd, env=self.env,
-                                  capture_output=True, text=True, timeout=TIMEOUT)
+                                  capture_output=True, text=True, timeout=HANG_S)
         else:
             state = self.scratch / f"env_{number}"
             script = f"{block.body}\nenv -0 > {state}\n"
             proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=self.cwd,
-                                  env=self.env, capture_output=True, text=True, timeout=TIMEOUT)
+                                  env=self.env, capture_output=True, text=True, timeout=HANG_S)
             if proc.returncode == 0:
                 pairs = state.read_bytes().decode().split("\0")
                 self.env = dict(p.split("=", 1) for p in pairs if "=" in p)
@@ -174,7 +226,7 @@ class Reader:
 @pytest.mark.parametrize("page", [p for p in pages()
                                   if any(f == "run" for _, f in fates(p))])
 def test_the_page_plays_as_written(page: str, tmp_path: Path) -> None:
-    reader = Reader(tmp_path)
+    reader = Reader(tmp_path / "as-written")
     printed = ""
     for number, (block, fate) in enumerate(fates(page)):
         if fate == "run":
@@ -183,3 +235,13 @@ def test_the_page_plays_as_written(page: str, tmp_path: Path) -> None:
             assert normal(printed) == normal(block.body), (
                 f"{page}:{block.line} shows\n{block.body}\nbut the block before printed\n"
                 f"{printed}")
+    expected = [" ".join(r.split(" (")[0].split()) for r in reader.refusals()]
+    with_plugins = Reader(tmp_path / "with-plugins")
+    for number, (block, fate) in enumerate(fates(page)):
+        if fate == "run":
+            with_plugins.run(block, number)
+            with_plugins.enable_all()
+    refused = [r for r in with_plugins.refusals()
+               if " ".join(r.split(" (")[0].split()) not in expected]
+    assert refused == [], (f"{page}: with the first-party plugins enabled, a shipped plugin"
+                           " refuses the page's example:\n" + "\n".join(refused))

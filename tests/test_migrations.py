@@ -130,8 +130,12 @@ def test_a_store_of_the_previous_release_opens_and_upgrades(old_store: Path) -> 
         after = hive.store.conn  # type: ignore[attr-defined]
         upgraded = list(after.execute("SELECT * FROM journal ORDER BY seq"))
         width = len(journal[0])  # the old columns; then the hash, then the link (13)
-        assert [row[:width] for row in upgraded] == journal  # the old rows, now chained
+        journal_reason = [c[1] for c in after.execute("PRAGMA table_info(journal)")].index(
+            "reason")
+        assert [row[:width] for row in upgraded[:len(journal)]] == journal  # now chained
         assert all(row[width] for row in upgraded)
+        told = upgraded[len(journal):]  # the first open's plugins notice, cleared
+        assert [row[journal_reason] for row in told] == ["policy"]
         assert all(f.ok for f in diagnose(after)), diagnose(after)
         assert list(after.execute("SELECT number, id, state, waiting_on FROM tasks")) == tasks
         target = apsw.Connection(":memory:")

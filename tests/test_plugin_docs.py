@@ -5,12 +5,16 @@ info string is ``python title=PATH`` is saved to PATH, each ``sh`` block's
 commands run in order with the real ``hivelite`` script in a fresh folder, and a
 ``text`` block right after an ``sh`` block is the output its last command must
 print. Ids, times, ages and the store's absolute path differ from run to run and
-are compared as placeholders; runs of spaces count as one.
+are compared as placeholders; runs of spaces count as one. What ``hivelite plugins``
+prints of the plugins installed in the Python running the test (the first-party
+plugins, say: each ``not_enabled`` on the tutorial's store) is left out, since a
+reader who follows the page has other plugins installed, or none.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import os
 import re
 import shlex
@@ -30,7 +34,6 @@ from .test_discovery import clean_env, hivelite_script, write_distribution
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "plugins.md"
-TIMEOUT = HANG_S
 
 HOOKS = sorted(name for name, value in vars(hookspecs).items()
                if name.startswith("hivelite_") and callable(value))
@@ -58,11 +61,32 @@ def run_hivelite(argv: list[str], cwd: Path, **env: str | None) -> str:
     """stdout of one documented ``hivelite`` command, which must succeed quietly."""
     proc = subprocess.run([str(hivelite_script()), *argv[1:]], cwd=cwd,
                           env=clean_env(**env), capture_output=True, text=True,
-                          timeout=TIMEOUT)
+                          timeout=HANG_S)
     shown = shlex.join(argv)
     assert proc.returncode == 0, f"`{shown}` exited {proc.returncode}: {proc.stderr}"
     assert proc.stderr == "", f"`{shown}` wrote to stderr: {proc.stderr}"
     return proc.stdout
+
+
+def installed_here() -> set[str]:
+    """The plugins installed in the Python running the test."""
+    return {e.name for e in importlib.metadata.entry_points(group="hivelite")}
+
+
+def without_installed(argv: list[str], output: str) -> str:
+    """``output`` but, when ``argv`` is ``hivelite ... plugins``, the rows of the plugins
+    installed here (none of them enabled on the page's store, each ``not_enabled``)."""
+    if argv[-1] != "plugins":
+        return output
+    here = installed_here()
+    kept = []
+    for line in output.splitlines(keepends=True):
+        name = line.split(" ", 1)[0]
+        if name in here:
+            assert " not_enabled (" in line, line  # installed, so listed; enabled on no store
+            continue
+        kept.append(line)
+    return "".join(kept)
 
 
 def play(text: str, cwd: Path, skip: tuple[str, ...] = (), **env: str | None) -> int:
@@ -85,7 +109,8 @@ def play(text: str, cwd: Path, skip: tuple[str, ...] = (), **env: str | None) ->
                     last = None
                     continue
                 assert argv[0] == "hivelite", f"the docs test cannot run `{shlex.join(argv)}`"
-                last = (shlex.join(argv), run_hivelite(argv, cwd, **env))
+                last = (shlex.join(argv), without_installed(argv, run_hivelite(argv, cwd,
+                                                                               **env)))
         elif block.lang == "text":
             assert last is not None, f"a text block follows no hivelite command:\n{block.body}"
             shown, output = last
@@ -135,7 +160,7 @@ def test_hook_examples_load_as_plugins(tmp_path: Path) -> None:
     assert len(examples) >= len(HOOKS)
     for number, body in enumerate(examples):
         (tmp_path / f"example_{number}.py").write_text(body)
-    rows = get_plugin_manager(tmp_path, entry_points=False).describe()
+    rows = get_plugin_manager(tmp_path).describe()  # loads no installed plugin
     loaded = {row["name"]: row["hooks"] for row in rows if row["source"].startswith("file ")}
     assert len(loaded) == len(examples)
     assert all(loaded.values()), f"an example implements no hook: {loaded}"
@@ -163,11 +188,14 @@ def test_tutorial_works_as_written(tmp_path: Path) -> None:
 
 
 def test_packaged_tutorial_plugin_loads_from_its_entry_point(tmp_path: Path) -> None:
-    """The pyproject in the docs declares the entry point that ``hivelite plugins`` shows.
+    """The pyproject in the docs declares the entry point that ``hivelite plugins`` shows:
+    installed, it is listed and acts nowhere; once the store's owner enables it there,
+    it loads and decides, as the page says.
 
     ``pip install`` is too slow for the suite: the test puts what it would install
     (the module and its .dist-info, entry points taken from the documented
-    pyproject) on PYTHONPATH instead.
+    pyproject) on PYTHONPATH instead. The reader has the tutorial's store, so the test
+    makes one.
     """
     text = section("Packaging a plugin")
     pyproject = next(b for b in blocks(text)
@@ -186,6 +214,19 @@ def test_packaged_tutorial_plugin_loads_from_its_entry_point(tmp_path: Path) -> 
     assert any(argv[:2] == ["pip", "install"] for b in blocks(text) if b.lang == "sh"
                for argv in commands(b.body))
     path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
-    compared = play(text, tmp_path, skip=("pip",), PYTHONPATH=path,
-                    HIVELITE_LOAD_PLUGINS=",".join(entry_points))
-    assert compared == 1
+    run_hivelite(["hivelite", "init", "--owner", "ana"], tmp_path, PYTHONPATH=path)
+    compared = play(text, tmp_path, skip=("pip",), PYTHONPATH=path)
+    assert compared == 2
+
+    # enabled, it decides a handoff in every process that opens the store
+    [name] = entry_points
+    handed = run_hivelite(["hivelite", "--json", "handoff", "--agent", "ana/planner",
+                           "--instance", "desktop", "--assignee", "ana/coder", "--project",
+                           "shop", "--task", "Add an orders table", "--type", "code",
+                           "--accept", "it applies", "--file", "migrations/0007_orders.sql"],
+                          tmp_path, PYTHONPATH=path)
+    assert '"waiting_on": "owner_approval"' in handed
+    with Hive.open(tmp_path / "hivelite.db", owner="ana") as hive:
+        [gate] = [r for r in hive.journal() if r.actor == "gate"]
+        assert hive.policy().enabled_plugins == [name]
+    assert gate.detail is not None and gate.detail["decided_by"] == name

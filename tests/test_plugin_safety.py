@@ -37,6 +37,7 @@ from hivelite.verbs.plugins import get_plugin_manager
 from . import rawsql
 from .conftest import (
     CODER,
+    HANG_S,
     OWNER,
     PLANNER,
     REVIEWER,
@@ -48,7 +49,6 @@ from .conftest import (
 from .test_discovery import clean_env, hivelite_script
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
-TIMEOUT = 60
 
 # -- 1. hooks read, never write ---------------------------------------------------------
 
@@ -427,17 +427,17 @@ def test_threads_do_not_share_the_mark(open_hive: OpenHive) -> None:
         def hivelite_permission_gate(self, task: hivelite.Task) -> None:
             if task.project == "slow":
                 entered.set()
-                done.wait(TIMEOUT)
+                done.wait(HANG_S)
 
     hive = open_hive(plugins=[Waiting()])
     worker = threading.Thread(target=lambda: wrote.append(own_task(hive, project="slow")))
     worker.start()
     try:
-        assert entered.wait(TIMEOUT)
+        assert entered.wait(HANG_S)
         number = own_task(hive)
     finally:
         done.set()
-        worker.join(TIMEOUT)
+        worker.join(HANG_S)
     assert hive.get(number).task.state is State.routed
     assert wrote == [number + 1]
 
@@ -462,7 +462,7 @@ OTHER_WRITER = textwrap.dedent("""
 def other_process_writes(db_path: Path, task_id: str) -> subprocess.CompletedProcess[str]:
     """Another process hands off a task to the same store, and is waited for."""
     return subprocess.run([sys.executable, "-c", OTHER_WRITER, str(db_path), START, task_id],
-                          capture_output=True, text=True, timeout=TIMEOUT,
+                          capture_output=True, text=True, timeout=HANG_S,
                           env=clean_env())
 
 
@@ -510,11 +510,11 @@ def test_a_slow_gate_does_not_block_a_thread_with_its_own_hive(open_hive: OpenHi
     worker = threading.Thread(target=lambda: own_task(slow_hive, project="slow"))
     worker.start()
     try:
-        assert entered.wait(TIMEOUT)
+        assert entered.wait(HANG_S)
         own_task(other_hive, project="quick")
         landed.set()
     finally:
-        worker.join(TIMEOUT)
+        worker.join(HANG_S)
     assert gate_saw_the_write == [True]  # the other write landed before the gate returned
     assert [v.task.project for v in other_hive.list().items] == ["quick", "slow"]
 
@@ -716,7 +716,7 @@ def test_a_folder_reached_through_a_symlink_is_checked_where_it_is(tmp_path: Pat
 def test_the_cli_refuses_and_says_how_to_fix_it(tmp_path: Path) -> None:
     folder = plugin_folder(tmp_path, 0o777)
     run = subprocess.run([str(hivelite_script()), "--plugins-dir", str(folder), "plugins"],
-                         capture_output=True, text=True, timeout=TIMEOUT, env=clean_env(),
+                         capture_output=True, text=True, timeout=HANG_S, env=clean_env(),
                          cwd=tmp_path)
     assert run.returncode == 1
     assert "plugin_error/plugin_failed" in run.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from hivelite.faces import reading, render
 from .attacks import EVIDENCE, made_by_the_library
 from .conftest import CODER, OWNER, PLANNER, REVIEWER, START, own_task
 from .inproc import run_main
+from .test_discovery import write_distribution
 
 LINK = {"kind": "pull_request", "summary": "the PR", "url": "https://example.com/pr/7"}
 
@@ -207,6 +209,16 @@ def test_a_claim_that_ran_out_is_left_to_the_library(tmp_path: Path) -> None:
     assert json.loads(ran.stdout)["task"]["state"] == "routed"
 
 
+REFUSER = """
+import hivelite
+
+
+@hivelite.hookimpl
+def hivelite_startup(hive):
+    raise RuntimeError("this plugin refuses every store")
+"""
+
+
 def test_what_is_no_plain_store_file_is_left_to_the_library(tmp_path: Path) -> None:
     clock = ManualClock(START)
     for db in (tmp_path / "missing.db", "postgresql://nobody@localhost/none"):
@@ -214,8 +226,45 @@ def test_what_is_no_plain_store_file_is_left_to_the_library(tmp_path: Path) -> N
             assert quick is None
     with Hive.open(tmp_path / "s.db", owner="ana", clock=clock):
         pass
-    with reading.opened(str(tmp_path / "s.db"), clock, str(tmp_path)) as quick:
-        assert quick is None  # --plugins-dir: the plugins may read, so the library opens
+    with reading.opened(str(tmp_path / "s.db"), clock) as quick:
+        assert quick is not None  # the check above can fail: a plain file is read here
+
+
+def test_a_read_loads_no_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plugins decide writes, never what a read shows (issue 46): a store file with a
+    plugins folder, and with an installed plugin enabled on it, is still read from its
+    rows; neither plugin is imported, and one whose start-up would refuse the store does
+    not stop a read. A write starts both, and is refused."""
+    clock = ManualClock(START)
+    folder = tmp_path / "plugins"
+    folder.mkdir(mode=0o700)
+    (folder / "refuser.py").write_text(REFUSER)
+    site = tmp_path / "site"
+    write_distribution(site, "hl-reads-plugin", "hl_reads_plugin",
+                       {"reads-plugin": "hl_reads_plugin"}, REFUSER)
+    monkeypatch.syspath_prepend(str(site))
+    db = tmp_path / "s.db"
+    with Hive.open(db, owner="ana", clock=clock) as hive:
+        own_task(hive)
+        hive.enable_plugin(OWNER, "reads-plugin")
+    try:
+        with reading.opened(str(db), clock, str(folder)) as quick:
+            assert quick is not None  # a plugins folder and an enabled plugin: the rows
+        env = {"HIVELITE_DB": str(db), "HIVELITE_NOW": "2026-12-02T09:01:00.000Z"}
+        for read in (["list"], ["show", "1"], ["history", "1"]):
+            ran = run_main(["--plugins-dir", str(folder), "--json", *read], env, tmp_path)
+            assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout)[0]["number"] == 1
+        assert "hl_reads_plugin" not in sys.modules
+        wrote = run_main(["--plugins-dir", str(folder), "--json", "handoff",
+                          "--requester", "ana/planner", "--assignee", "ana/coder",
+                          "--project", "demo", "--task", "Write the parser", "--type",
+                          "code", "--accept", "tests pass"], env, tmp_path)
+        assert wrote.returncode == 1  # a write starts the plugins, and they refuse
+        assert "this plugin refuses every store" in wrote.stderr
+        assert "hl_reads_plugin" in sys.modules  # the enabled one was loaded to write
+    finally:
+        sys.modules.pop("hl_reads_plugin", None)
 
 
 def test_a_control_reads_as_its_model_says_it() -> None:

@@ -2,8 +2,8 @@
 store import neither pydantic nor SQLite nor the library's models; ``import hivelite``
 imports nothing until a name is used. The reads (issue 32: ``list``, ``show``,
 ``history``, ``show --lease``) import the store and the renderer, and neither pydantic,
-pluggy, the models nor the write path. What is checked is which modules a real process
-loaded, not how long it took (bench/startup.py prints the times)."""
+pluggy, the models, the write path nor any plugin (issue 46). What is checked is which
+modules a real process loaded, not how long it took (bench/startup.py prints the times)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 
 import hivelite
+
+from .conftest import HANG_S
+from .test_discovery import write_distribution
 
 HEAVY = ("pydantic", "apsw", "jsonschema", "pluggy", "hivelite.core.models", "hivelite.hive",
          "hivelite.store", "hivelite.core.caller", "importlib.metadata")
@@ -32,7 +35,7 @@ def ran_with_modules(code: str, env: dict[str, str] | None = None
     ran = subprocess.run(
         [sys.executable, "-c", code + "\nimport sys, json\n"
          "print(json.dumps(sorted(sys.modules)), file=sys.__stderr__)"],
-        capture_output=True, text=True, timeout=60, check=True, env=env)
+        capture_output=True, text=True, timeout=HANG_S, check=True, env=env)
     found: list[str] = json.loads(ran.stderr.strip().splitlines()[-1])
     return ran, found
 
@@ -92,7 +95,7 @@ def writers_in(modules: list[str]) -> list[str]:
 @pytest.fixture(scope="module")
 def read_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A store file with a live claim (task 1), and the environment a call reads it in
-    (no plugin loaded: one that starts is the library's to start, and it may refuse)."""
+    (the $HIVELITE_ variables cleared)."""
     from hivelite import Caller, Hive, ManualClock
 
     db = tmp_path_factory.mktemp("reads") / "store.db"
@@ -104,8 +107,7 @@ def read_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                                                  "acceptance_criteria": ["done"]})
         hive.claim(Caller.agent("ana/coder", "laptop"), 1)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
-    return {**env, "HIVELITE_DB": str(db), "HIVELITE_NOW": "2026-12-02T09:01:00Z",
-            "HIVELITE_LOAD_PLUGINS": ""}
+    return {**env, "HIVELITE_DB": str(db), "HIVELITE_NOW": "2026-12-02T09:01:00Z"}
 
 
 @pytest.mark.parametrize(("args", "says"), [pytest.param(a, s, id=" ".join(a)) for a, s in [
@@ -140,15 +142,53 @@ def test_the_read_check_can_fail(read_store: dict[str, str]) -> None:
     assert {"pydantic", "hivelite.hive", "pluggy"} <= set(writers_in(loaded(code, read_store)))
 
 
-def test_a_read_with_a_plugin_to_start_opens_the_library(read_store: dict[str, str],
-                                                        tmp_path: Path) -> None:
-    """A plugin's ``hivelite_startup`` may refuse the store, so a read that would start
-    one (here from a plugins folder) is the library's, as before."""
-    (tmp_path / "quiet.py").write_text("")
-    env = {**read_store, "HIVELITE_PLUGINS_DIR": str(tmp_path)}
+STARTER = """
+import os
+
+import hivelite
+
+open(os.environ["PLUGIN_MARK"], "a").write("imported\\n")
+
+
+@hivelite.hookimpl
+def hivelite_startup(hive):
+    open(os.environ["PLUGIN_MARK"], "a").write("started\\n")
+"""
+
+
+def test_a_read_starts_no_plugin(tmp_path: Path) -> None:
+    """A read loads no plugin (issue 46: plugins decide writes, never what a read shows):
+    not the installed one the store enabled, not the plugins folder's. Neither is imported
+    nor started, and the read still loads nothing of the library; a write starts both."""
+    site = tmp_path / "site"
+    write_distribution(site, "hl-startup-plugin", "hl_startup_plugin",
+                       {"startup-plugin": "hl_startup_plugin"}, STARTER)
+    folder = tmp_path / "plugins"
+    folder.mkdir(mode=0o700)
+    (folder / "folder_plugin.py").write_text(STARTER)
+    mark = tmp_path / "mark"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    env.update(PLUGIN_MARK=str(mark), PYTHONPATH=os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    code = ("from hivelite import Hive\n"
+            f"with Hive.open({str(tmp_path / 's.db')!r}, owner='ana') as hive:\n"
+            "    policy = hive.enable_plugin(hive.as_owner(), 'startup-plugin')\n"
+            "assert policy.enabled_plugins == ['startup-plugin'], policy\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=HANG_S)
+    assert not mark.exists()  # enabling loads nothing in the process that enables
+    env.update(HIVELITE_DB=str(tmp_path / "s.db"), HIVELITE_PLUGINS_DIR=str(folder))
+    for args in (["list"], ["--json", "list"]):
+        code = ("from hivelite.faces.cli.main import main\n"
+                f"try:\n    main({args!r})\nexcept SystemExit as e:\n    assert not e.code\n")
+        assert writers_in(loaded(code, env)) == []
+    assert not mark.exists(), mark.read_text()
     code = ("from hivelite.faces.cli.main import main\n"
-            "try:\n    main(['list'])\nexcept SystemExit:\n    pass")
+            "try:\n    main(['handoff', '--requester', 'ana/planner', '--assignee',"
+            " 'ana/coder', '--project', 'demo', '--task', 'Write the parser', '--type',"
+            " 'code', '--accept', 'tests pass'])\nexcept SystemExit as e:\n"
+            "    assert not e.code\n")
     assert {"hivelite.hive", "pluggy"} <= set(writers_in(loaded(code, env)))
+    assert sorted(mark.read_text().splitlines()) == ["imported"] * 2 + ["started"] * 2
 
 
 def test_the_console_script_is_the_one_tested() -> None:

@@ -5,6 +5,11 @@ several workers at once; the same loop through ``Client`` against a real server.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -14,7 +19,7 @@ import pytest
 import hivelite
 from hivelite import Caller, Hive, InvalidInput, ManualClock, State, TaskView, WorkReport
 
-from .conftest import CODER, OWNER, OpenHive, own_task
+from .conftest import CODER, HANG_S, OWNER, OpenHive, own_task, ready
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 
@@ -136,13 +141,14 @@ def test_the_lease_is_renewed_while_the_body_runs(open_hive: OpenHive,
     def body(task: TaskView) -> dict[str, Any]:
         clock.advance(minutes=4)
         expires = hive.get(task.number).claim
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # until the keeper has renewed from minute 4
+        assert expires is not None
+
+        def later() -> bool:  # until the keeper has renewed from minute 4
             now = hive.get(task.number).claim
-            if now is not None and expires is not None and now.expires_at > expires.expires_at:
-                renewed.set()
-                break
-            time.sleep(0.02)
+            return now is not None and now.expires_at > expires.expires_at
+
+        ready(later, "the keeper to renew the lease")
+        renewed.set()
         clock.advance(minutes=4)
         return done(task)
 
@@ -193,7 +199,7 @@ def test_several_workers_in_threads_take_each_task_once(open_hive: OpenHive) -> 
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=HANG_S)
     taken = sorted(r.number for report in reports for r in report.submitted)
     assert taken == numbers
     assert all(not r.released and not r.lost for r in reports)
@@ -303,3 +309,82 @@ def test_an_interrupt_while_submitting_gives_the_task_back(open_hive: OpenHive) 
     assert report.interrupted and [r.number for r in report.released] == [number]
     assert hive.get(number).task.state is State.routed and hive.get(number).claim is None
     assert hive.get(number).attempts == 0
+
+
+# -- in a real process, with the first-party plugins installed (issue 46's 'done when') ---
+
+WORKER = '''
+import json, sys, time
+from hivelite import Caller, Hive
+
+db, mode = sys.argv[1], sys.argv[2]
+me = Caller.agent("ana/coder", "laptop")
+
+def refused(task):  # docs/workers.md's example for a code task: only a note
+    return {"summary": "done", "evidence": [{"kind": "note", "summary": "checked"}]}
+
+def slow(task):
+    print("working", task.number, flush=True)
+    while True:
+        time.sleep(0.05)
+
+with Hive.open(db) as hive:
+    if mode == "refused":
+        runs = []
+        while True:
+            report = hive.work(me, refused)
+            runs.append([r.number for r in report.returned])
+            if not report.returned and not report.submitted:
+                break
+        print(json.dumps({"runs": runs,
+                          "attempts": [hive.get(n).attempts for n in (1, 2)]}))
+    else:
+        report = hive.work(me, slow)
+        print(json.dumps({"interrupted": report.interrupted,
+                          "released": [r.number for r in report.released]}), flush=True)
+'''
+
+
+def real_store(path: Any) -> None:
+    """A store where the evidence plugin is enabled, with two code tasks."""
+    with Hive.open(path, owner="ana") as hive:
+        hive.enable_plugin(hive.as_owner(), "evidence")
+        for n in (1, 2):
+            own_task(hive, packet={"task": f"Fix bug {n}", "deliverable_type": "code",
+                                   "acceptance_criteria": ["tests pass"]})
+
+
+def worker(path: Any, mode: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    return subprocess.Popen([sys.executable, "-c", WORKER, str(path), mode], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_run_over_results_the_evidence_plugin_refuses_ends_by_itself(tmp_path: Any) -> None:
+    """Each run takes each task once and ends; the runs stop once every task has used its
+    attempts (max_attempts: 3): no loop, however often it is started again."""
+    path = tmp_path / "work.db"
+    real_store(path)
+    process = worker(path, "refused")
+    out, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 0, err
+    assert json.loads(out) == {"runs": [[1, 2], [1, 2], [1, 2], []], "attempts": [3, 3]}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process")
+def test_ctrl_c_in_a_real_worker_gives_the_task_back(tmp_path: Any) -> None:
+    path = tmp_path / "work.db"
+    real_store(path)
+    process = worker(path, "slow")
+    assert process.stdout is not None
+    line = ready(process.stdout.readline, "the worker to start its task", process)
+    assert line.split() == ["working", "1"]
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=HANG_S)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
+    assert json.loads(out) == {"interrupted": True, "released": [1]}
+    with Hive.open(path) as hive:
+        view = hive.get(1)
+        assert (view.task.state, view.claim, view.attempts) == (State.routed, None, 0)
+        assert "interrupted" in reasons(hive, 1)

@@ -904,6 +904,9 @@ class StorePolicy(_Model):
     """``gate``: the permission gate decides an agent's handoff; ``owner``: every task an
     agent proposes waits for the owner (seed 004)."""
     required_plugins: list[RequiredPluginView] = []
+    enabled_plugins: list[str] = []
+    """The installed plugins the owner enabled on this store: installing one enables it
+    nowhere; a required one acts whether enabled or not."""
 
     def threshold_for(self, project: str) -> tuple[int, str]:
         """A project's threshold and where it comes from."""
@@ -913,7 +916,7 @@ class StorePolicy(_Model):
 
 
 PluginState = Literal["ok", "missing", "changed", "settings_differ", "not_required",
-                      "built_in", "not_policy"]
+                      "built_in", "not_policy", "not_enabled", "not_installed"]
 
 
 class PluginStatus(_Model):
@@ -927,6 +930,9 @@ class PluginStatus(_Model):
     essential: bool = False
     loaded: bool = True
     required: bool = False
+    enabled: bool = False
+    """Whether the store's owner enabled it on this store (an installed plugin acts on a
+    store only then, or when the store requires it)."""
     status: PluginState = "ok"
     detail: str | None = None
 
@@ -964,6 +970,10 @@ class StoreInfo(_Model):
     mode: Literal["personal", "team"]
     live_controls: int
     required_plugins: list[str]
+    enabled_plugins: list[str] = []
+    """The installed plugins the owner enabled on this store (installing enables none)."""
+    installed_not_enabled: list[str] = []
+    """Plugins installed in this Python that do not act on this store: not enabled here."""
     live_tokens: int
     head: str | None = None
     """The journal's newest row, ``seq:hash``: note it elsewhere, and ``hivelite doctor

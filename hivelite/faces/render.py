@@ -170,7 +170,8 @@ def task_block(view: TaskView | Json, now: datetime | None = None) -> str:
         lines.append("  depends on " + ", ".join(f"{d['number']} ({d['state']})"
                                                   for d in v["depends_on"]))
     if v["attempts"]:
-        lines.append(f"  attempts   {v['attempts']} failed of {v['max_attempts']} allowed")
+        lines.append(f"  attempts   {v['attempts']} of {v['max_attempts']} used"
+                     " (results sent back)")
     if v["claim"] is not None:
         claim = v["claim"]
         if claim["expired"]:

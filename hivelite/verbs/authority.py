@@ -347,7 +347,9 @@ def binding_refusal(required: Sequence[RequiredPlugin], loaded: Mapping[str, Loa
                 "policy_changed", f"the policy plugin {row.name!r} runs here with settings"
                 f" {have.settings}, not the {row.settings} the owner approved; nothing was"
                 " written" + fix.format(name=row.name), plugin=row.name)
-    extra = sorted(set(loaded) - names - set(enabled))
+    approved = {n for n in set(enabled) if n in loaded and loaded[n].kind == "entry_point"}
+    extra = sorted(set(loaded) - names - approved)  # enabled: the installed one, not a
+    # plugins-folder file or a given plugin that takes its name
     if extra:
         return ForbiddenRight(
             "policy_unapproved", f"this process loaded the policy plugin {extra[0]!r}, which"

@@ -63,6 +63,7 @@ from .authority import (
     vetoed,
 )
 from .inputs import MAX_PAGE, MAX_SEARCH
+from .installed import entry_points
 from .plugins import PluginManager, call_all, inside_hook, refuse_write_in_hook
 from .retries import PENDING, Pending, dump_answer, idempotent, kept_since, load_answer
 from .scope import inactive, outside_rights
@@ -459,6 +460,10 @@ class HiveBase:
                 tasks=reader.state_counts(), mode=policy.mode,
                 live_controls=len(reader.controls()),
                 required_plugins=[r.name for r in policy.required_plugins],
+                enabled_plugins=policy.enabled_plugins,
+                installed_not_enabled=sorted(
+                    {ep.name for ep in entry_points()} - set(policy.enabled_plugins)
+                    - {r.name for r in policy.required_plugins}),
                 live_tokens=sum(1 for t in reader.tokens() if t.revoked_at is None
                                 and (t.expires_at is None or t.expires_at > now)),
                 head=reader.head(), chain_key=None if key is None else str(key.path))

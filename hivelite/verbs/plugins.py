@@ -191,6 +191,8 @@ def load_installed(pm: PluginManager, names: Iterable[str]) -> list[str]:
             plugin = ep.load()
         except Exception as exc:
             raise PluginError(ep.name, "load", f"entry point failed: {exc!r}") from exc
+        if pm.is_registered(plugin):  # given to Hive.open too: it acts once, as given
+            continue
         pm.add(plugin, ep.name, f"entry point ({ep.dist})",
                identity=("entry_point", f"{ep.dist} {ep.version}"))
     check(pm)

@@ -4,10 +4,13 @@ A result that lacks it goes straight back to ``routed`` with the problem named
 (the core journals the problems in the verifying -> routed move), so a reviewer
 never spends time on a code result that shows no test run or commit.
 
-Installing the plugin is opting in: with no settings it applies the defaults
-below. The ``[evidence]`` table of the settings file, or a TOML file named by
-``$HIVELITE_EVIDENCE`` (the same keys at top level), replaces them per
-deliverable type and replaces the url rule. Its keys:
+Installing the plugin enables it on no store: it acts on a store once that store's
+owner runs ``hivelite policy enable evidence`` there (``hive.enable_plugin``), and
+stops after ``hivelite policy disable evidence``. (Given to ``Hive.open(plugins=[...])``
+or found in a plugins folder, it acts without that.) Where it acts, with no settings
+it applies the defaults below. The ``[evidence]`` table of the settings file, or a
+TOML file named by ``$HIVELITE_EVIDENCE`` (the same keys at top level), replaces them
+per deliverable type and replaces the url rule. Its keys:
 
 - ``require``: a table of deliverable type = [evidence kinds]; a result of that type
   must carry at least one of them (defaults: code needs test_output or commit,

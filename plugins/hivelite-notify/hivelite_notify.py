@@ -13,6 +13,11 @@ task object of seed 000 as the store has it after the commit.
 Settings: the ``[notify]`` table of the settings file (``file``, ``command``,
 ``timeout``), overridden by ``$HIVELITE_NOTIFY_FILE`` and
 ``$HIVELITE_NOTIFY_COMMAND``. Nothing set: the plugin does nothing.
+
+Installing the plugin enables it on no store: it acts on a store once that store's
+owner runs ``hivelite policy enable notify`` there (``hive.enable_plugin``), and stops
+after ``hivelite policy disable notify``. (Given to ``Hive.open(plugins=[...])`` or
+found in a plugins folder, it acts without that.)
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ table of the settings file. It holds ordered ``[[rule]]`` tables; the first rule
 whose every given key matches a handoff decides it (allow, hold or deny). With no
 file configured the plugin has no opinion.
 
+Installing the plugin enables it on no store: it acts on a store once that store's
+owner runs ``hivelite policy enable policy`` there (``hive.enable_plugin``), and stops
+after ``hivelite policy disable policy`` (unless the store requires it:
+``hivelite policy require policy``). Given to ``Hive.open(plugins=[...])`` or found in
+a plugins folder, it acts without that.
+
 The file is read and checked once, in ``hivelite_startup``: a policy that cannot be
 read or understood stops the store from opening, so a typo never turns into a
 silent allow.

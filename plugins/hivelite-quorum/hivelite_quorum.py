@@ -14,6 +14,11 @@ level and then replaces the table):
 
 The settings are checked once, at start-up, so a typo refuses to open the
 store instead of silently applying no quorum.
+
+Installing the plugin enables it on no store: it acts on a store once that store's
+owner runs ``hivelite policy enable quorum`` there (``hive.enable_plugin``), and stops
+after ``hivelite policy disable quorum``. (Given to ``Hive.open(plugins=[...])`` or
+found in a plugins folder, it acts without that.)
 """
 
 from __future__ import annotations

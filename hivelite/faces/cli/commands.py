@@ -227,6 +227,10 @@ def info(ctx: Context) -> None:
                                        sorted(found.tasks.items())) or "none"),
             f"mode       {found.mode}", f"controls   {found.live_controls} live",
             "requires   " + (", ".join(found.required_plugins) or "no plugin"),
+            "enabled    " + (", ".join(found.enabled_plugins) or "no installed plugin"),
+            *([f"installed  {', '.join(found.installed_not_enabled)}: not enabled here, so"
+               " they do not act (hivelite policy enable NAME)"]
+              if found.installed_not_enabled else []),
             f"tokens     {found.live_tokens} live", f"head       {found.head or '(empty)'}",
             f"chain key  {found.chain_key or 'none on this machine'}"]))
 

@@ -366,7 +366,9 @@ def _policy_text(policy: StorePolicy) -> str:
                   + (f" settings {r.settings}" if r.settings else "")
                   for r in policy.required_plugins]
     else:
-        lines.append("requires    no plugin (any process's plugins apply)")
+        lines.append("requires    no plugin")
+    lines.append("enabled     " + (", ".join(policy.enabled_plugins)
+                                   or "no installed plugin (installing enables none)"))
     return "\n".join(printable(line) for line in lines)
 
 
@@ -457,6 +459,40 @@ def policy_require(ctx: Context, name: str) -> None:
         ctx.emit(row, lambda: f"required {row.name} ({row.kind} {row.digest})")
 
 
+@policy.command(name="enable")
+@click.argument("name")
+@pass_context
+def policy_enable(ctx: Context, name: str) -> None:
+    """Let an installed plugin act on this store: installing a plugin enables it on no
+    store. Journaled; every process that opens the store loads it, where it is installed.
+
+    \b
+    Example:
+      hivelite policy enable evidence
+    """
+    who = ctx.owner_caller()
+    with ctx.open_store() as hive:
+        found = hive.enable_plugin(acting(hive, who), name)
+        ctx.emit(found, lambda: _policy_text(found))
+
+
+@policy.command(name="disable")
+@click.argument("name")
+@pass_context
+def policy_disable(ctx: Context, name: str) -> None:
+    """Stop an installed plugin acting on this store (a required one acts until the owner
+    unrequires it).
+
+    \b
+    Example:
+      hivelite policy disable evidence
+    """
+    who = ctx.owner_caller()
+    with ctx.open_store() as hive:
+        found = hive.disable_plugin(acting(hive, who), name)
+        ctx.emit(found, lambda: _policy_text(found))
+
+
 @policy.command(name="unrequire")
 @click.argument("name")
 @pass_context
@@ -477,16 +513,18 @@ def policy_unrequire(ctx: Context, name: str) -> None:
 @click.command()
 @pass_context
 def plugins(ctx: Context) -> None:
-    """List the plugins loaded here and those the store requires.
+    """List the plugins loaded here, those installed, and those the store requires.
 
-    Each with its source, its hooks, and whether it passes the store's requirements
-    (when the store exists).
+    Each with its source, its hooks, whether the store enabled it (an installed plugin acts
+    on a store only once its owner enables it there) and whether it passes the store's
+    requirements (when the store exists).
 
     \b
     Example:
       hivelite --plugins-dir ./policies plugins
     """
     from ...core.models import PluginStatus
+    from ...verbs.installed import entry_points
     from ...verbs.plugins import POLICY_HOOKS, get_plugin_manager
     from .. import render
 
@@ -499,12 +537,17 @@ def plugins(ctx: Context) -> None:
                 name=d["name"], source=d["source"], hooks=d["hooks"], policy=policy,
                 essential=d["essential"], status="built_in" if d["essential"]
                 else "ok" if policy else "not_policy"))
+        rows += [PluginStatus(name=ep.name, source=f"entry point ({ep.dist})", loaded=False,
+                              status="not_enabled", detail="installed; acts on a store only"
+                              " once its owner enables it there: hivelite policy enable"
+                              f" {ep.name}") for ep in entry_points()]
     else:
         with ctx.open_store() as hive:
             rows = hive.plugin_status()
     ctx.emit(rows, lambda: render.table(
-        ["plugin", "source", "hooks", "required", "status"],
+        ["plugin", "source", "hooks", "enabled", "required", "status"],
         [[r.name, r.source, ", ".join(h.removeprefix("hivelite_") for h in r.hooks),
+          "yes" if r.enabled else "no" if r.source.startswith("entry point") else "-",
           "yes" if r.required else "no",
           r.status + (f" ({r.detail})" if r.detail else "")] for r in rows]))
 

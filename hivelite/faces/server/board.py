@@ -225,7 +225,9 @@ class Board:
         info = hive.info()
         head = info.head
         return pages.Vault(info.vault_id, info.owner, info.tasks,
-                           int(head.partition(":")[0]) if head else 0, head)
+                           int(head.partition(":")[0]) if head else 0, head,
+                           tuple(sorted({*info.enabled_plugins, *info.required_plugins})),
+                           tuple(info.installed_not_enabled))
 
     @staticmethod
     def _needs(hive: Hive) -> pages.NeedsYou:

@@ -63,6 +63,10 @@ class Vault:
     """The journal's newest row: the page reloads when the store's moves past it."""
     head: str | None = None
     """That row as ``seq:hash``: the owner can note it, and doctor --head checks it."""
+    plugins: tuple[str, ...] = ()
+    """The installed plugins that act on this store: enabled or required here."""
+    idle: tuple[str, ...] = ()
+    """Plugins installed beside the server that do not act here: not enabled."""
 
     @property
     def base(self) -> str:
@@ -145,6 +149,11 @@ def _header(vault: Vault, now: datetime, crumb: str = "") -> str:
            f' head {e(vault.head)}: note it (hivelite info prints it), and hivelite doctor'
            f' --head checks it later">{e(_short_head(vault.head))}</code>' if vault.head
            else "")
+        + f' · <span class="plugins" title="installed plugins act on a store only once its'
+        f' owner enables them there (hivelite policy enable NAME)">plugins'
+        f' {e(", ".join(vault.plugins) or "none enabled")}'
+        + (f' <span class="idle">(installed, not enabled: {e(", ".join(vault.idle))})</span>'
+           if vault.idle else "") + '</span>'
         + '</span>'
         f'<span class="asof" title="{e(now.isoformat())}">as of'
         f' {e(now.strftime("%H:%M:%S"))} UTC</span></header>')

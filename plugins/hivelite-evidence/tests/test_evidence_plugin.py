@@ -2,7 +2,8 @@
 
 The rules are tested in-process on real store files (the plugin given to
 ``Hive.open``); the last tests run the real ``hivelite`` command with the plugin
-loaded from its installed entry point.
+from its installed entry point, which acts on a store only once its owner enabled it
+there (``hivelite policy enable evidence``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ CODER = Caller.agent("ana/coder", "laptop")
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the plugin under test: no installed entry points, no outside settings."""
+    """Only the plugin under test: no entry point a store enabled, no outside settings."""
     monkeypatch.setenv("HIVELITE_LOAD_PLUGINS", "")
     for name in ("HIVELITE_CONFIG", "HIVELITE_EVIDENCE", "HIVELITE_PLUGINS_DIR",
                  "HIVELITE_AGENT", "HIVELITE_INSTANCE", "HIVELITE_SESSION"):
@@ -352,25 +353,44 @@ def test_a_bad_env_file_refuses_to_open(tmp_path: Path, monkeypatch: pytest.Monk
 # -- the real command, the plugin from its entry point ---------------------------------------
 
 
+HANG_S = float(os.environ.get("HIVELITE_TEST_HANG_S") or 600)
+"""A guard against a hung command only: never a limit on how long a slow machine takes."""
+
+
+def cli_env() -> dict[str, str]:
+    """The user's environment without any HIVELITE_ setting: the installed entry point
+    acts on a store only once its owner enabled it there (``policy enable evidence``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    env.update(HIVELITE_NOW=START)
+    return env
+
+
 def run(db: Path, *args: str, env: dict[str, str]) -> tuple[int, Any, str]:
     command = [str(Path(sys.executable).parent / "hivelite"), "--db", str(db), "--json", *args]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=30, env=env,
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=HANG_S, env=env,
                           cwd=db.parent)
     return proc.returncode, json.loads(proc.stdout) if proc.stdout else None, proc.stderr
 
 
-def test_cli_end_to_end_with_the_entry_point(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
-    env.update(HIVELITE_LOAD_PLUGINS="evidence", HIVELITE_NOW=START)
-    db = tmp_path / "store.db"
+def ours(db: Path, env: dict[str, str]) -> dict[str, Any]:
+    """The evidence plugin's row in ``hivelite plugins``."""
+    code, rows, err = run(db, "plugins", env=env)
+    assert code == 0, err
+    [row] = [p for p in rows if p["name"] == "evidence"]
+    assert row["source"] == "entry point (hivelite-evidence)"
+    return row
 
-    code, plugins, _ = run(db, "plugins", env=env)
-    assert code == 0
-    [ours] = [p for p in plugins if p["name"] == "evidence"]
-    assert ours["source"] == "entry point (hivelite-evidence)"
-    assert set(ours["hooks"]) == {"hivelite_startup", "hivelite_check_evidence"}
 
-    assert run(db, "init", "--owner", "ana", env=env)[0] == 0
+def set_enabled(db: Path, verb: str, env: dict[str, str]) -> list[str]:
+    """``hivelite policy enable|disable evidence`` as the owner: the store's enabled plugins."""
+    code, policy, err = run(db, "policy", verb, "evidence", env=env)
+    assert code == 0, err
+    return policy["enabled_plugins"]
+
+
+def submit_a_note(db: Path, env: dict[str, str]) -> tuple[str, str]:
+    """Hand a code task to ana/coder, who claims it and returns it with only a note: the
+    task's number and its state afterwards."""
     code, view, err = run(db, "handoff", "--requester", "ana/planner", "--assignee",
                           "ana/coder", "--project", "demo", "--task", "Write the parser",
                           "--type", "code", "--accept", "tests pass", env=env)
@@ -384,8 +404,26 @@ def test_cli_end_to_end_with_the_entry_point(tmp_path: Path) -> None:
                        "--evidence", "note:looked fine", "--agent", "ana/coder",
                        "--instance", "laptop", env=env)
     assert code == 0, err
-    code, shown, _ = run(db, "show", number, env=env)
-    assert code == 0 and shown["task"]["state"] == "routed"
+    code, shown, err = run(db, "show", number, env=env)
+    assert code == 0, err
+    return number, shown["task"]["state"]
+
+
+def test_cli_end_to_end_with_the_entry_point(tmp_path: Path) -> None:
+    env = cli_env()
+    db = tmp_path / "store.db"
+
+    listed = ours(db, env)  # installed, but no store has enabled it
+    assert (listed["status"], listed["enabled"], listed["hooks"]) == ("not_enabled", False, [])
+
+    assert run(db, "init", "--owner", "ana", env=env)[0] == 0
+    assert "evidence" in set_enabled(db, "enable", env)  # the owner opts this store in
+    listed = ours(db, env)
+    assert (listed["status"], listed["enabled"]) == ("ok", True)
+    assert set(listed["hooks"]) == {"hivelite_startup", "hivelite_check_evidence"}
+
+    number, state = submit_a_note(db, env)
+    assert state == "routed"
     code, history, _ = run(db, "history", number, env=env)
     last = history[-1]
     assert (last["from_state"], last["to_state"]) == ("verifying", "routed")
@@ -395,7 +433,45 @@ def test_cli_end_to_end_with_the_entry_point(tmp_path: Path) -> None:
          "problem": "a code result needs test_output or commit evidence; it has only note"}]
 
     (tmp_path / "hivelite.toml").write_text('[evidence.require]\nscreenshots = ["photo"]\n')
-    code, error, err = run(db, "show", number, env=env)
-    assert code == 1
+    code, error, err = run(db, "handoff", "--requester", "ana/planner", "--assignee",
+                           "ana/coder", "--project", "demo", "--task", "Write the lexer",
+                           "--type", "code", "--accept", "tests pass", env=env)
+    assert code == 1  # a process that writes loads the plugin: its settings refuse the open
     assert error["error"]["plugin"] == "evidence"
     assert "unknown evidence kind 'photo'" in err
+    code, listed, err = run(db, "list", env=env)  # a read loads no plugin; nothing was written
+    assert code == 0, err
+    assert [str(item["number"]) for item in listed["items"]] == [number]
+
+
+def test_cli_installed_is_not_enabled_until_the_owner_enables_it(tmp_path: Path) -> None:
+    """Installing enables the plugin nowhere: a code result with only a note reaches
+    approval until the owner runs ``policy enable evidence`` on this store, goes back to
+    ``routed`` from then on, and reaches approval again once ``policy disable`` ran."""
+    env = cli_env()
+    db = tmp_path / "store.db"
+    assert run(db, "init", "--owner", "ana", env=env)[0] == 0
+    number, state = submit_a_note(db, env)
+    assert state == "approval"  # installed, not enabled: no rule of the plugin's applies
+    code, history, _ = run(db, "history", number, env=env)
+    assert not any(e["detail"] and "problems" in e["detail"] for e in history)
+    code, info, err = run(db, "info", env=env)
+    assert code == 0, err
+    assert "evidence" in info["installed_not_enabled"]
+    assert "evidence" not in info["enabled_plugins"]
+    assert ours(db, env)["status"] == "not_enabled"
+
+    assert "evidence" in set_enabled(db, "enable", env)
+    code, info, err = run(db, "info", env=env)
+    assert code == 0, err
+    assert "evidence" in info["enabled_plugins"]
+    assert "evidence" not in info["installed_not_enabled"]
+    assert submit_a_note(db, env)[1] == "routed"
+
+    other = tmp_path / "other.db"  # enabling is per store: another store is untouched
+    assert run(other, "init", "--owner", "ana", env=env)[0] == 0
+    assert submit_a_note(other, env)[1] == "approval"
+
+    assert "evidence" not in set_enabled(db, "disable", env)
+    assert ours(db, env)["status"] == "not_enabled"
+    assert submit_a_note(db, env)[1] == "approval"

@@ -2,7 +2,8 @@
 
 The rules are checked in-process on real store files (``Hive.open(...,
 plugins=[hivelite_notify])``); the end-to-end tests run the real ``hivelite``
-command with the plugin loaded from its installed entry point. Every event's
+command with the plugin from its installed entry point, which acts on a store only
+once its owner enabled it there (``hivelite policy enable notify``). Every event's
 ``task_object`` is checked against seed 000's task schema (the copy hivelite ships,
 ``hivelite/data/task.schema.json``), formats included.
 """
@@ -34,7 +35,8 @@ LATER = "2026-12-02T09:05:00.000Z"
 PACKET: dict[str, Any] = {"task": "Write the parser", "deliverable_type": "code",
                           "acceptance_criteria": ["tests pass"]}
 HIVELITE = Path(sys.executable).parent / "hivelite"
-TIMEOUT = 30
+HANG_S = float(os.environ.get("HIVELITE_TEST_HANG_S") or 600)
+"""A guard against a hung command only: never a limit on how long a slow machine takes."""
 OWNER = Caller.owner("ana")
 """The store's owner, acting as owner."""
 CODER = Caller.agent("ana/coder", "laptop")
@@ -476,15 +478,39 @@ def test_settings_are_kept_per_store(tmp_path: Path, clock: ManualClock) -> None
 
 def run(db: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(HIVELITE), "--db", str(db), *args], capture_output=True,
-                          text=True, env=env, timeout=TIMEOUT, check=False)
+                          text=True, env=env, timeout=HANG_S, check=False)
 
 
 @pytest.fixture
 def cli_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("HIVELITE_") and k != "PYTHONPATH"}
-    env.update(HIVELITE_LOAD_PLUGINS="notify", HIVELITE_NOW=START)
+    env.update(HIVELITE_NOW=START)  # no HIVELITE_LOAD_PLUGINS: the store's enabling decides
     yield env
+
+
+def set_enabled(db: Path, verb: str, env: dict[str, str]) -> list[str]:
+    """``hivelite policy enable|disable notify`` as the owner: the store's enabled plugins."""
+    done = run(db, "--json", "policy", verb, "notify", env=env)
+    assert done.returncode == 0, done.stderr
+    enabled: list[str] = json.loads(done.stdout)["enabled_plugins"]
+    return enabled
+
+
+def init_and_enable(db: Path, env: dict[str, str]) -> None:
+    """What the owner does to have the installed plugin act on a new store."""
+    done = run(db, "init", "--owner", "ana", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "notify" in set_enabled(db, "enable", env)
+
+
+def notify_row(db: Path, env: dict[str, str]) -> dict[str, Any]:
+    """The plugin's row in ``hivelite plugins``."""
+    listed = run(db, "--json", "plugins", env=env)
+    assert listed.returncode == 0, listed.stderr
+    [row] = [r for r in json.loads(listed.stdout) if r["name"] == "notify"]
+    assert row["source"] == "entry point (hivelite-notify)"
+    return row
 
 
 HANDOFF = ("--json", "handoff", "--requester", "ana/planner", "--assignee", "ana/coder",
@@ -495,13 +521,13 @@ HANDOFF = ("--json", "handoff", "--requester", "ana/planner", "--assignee", "ana
 def test_cli_handoff_appends_a_line_with_the_entry_point_plugin(
         tmp_path: Path, cli_env: dict[str, str]) -> None:
     db = tmp_path / "store.db"
-    listed = run(db, "--json", "plugins", env=cli_env)
-    assert listed.returncode == 0, listed.stderr
-    [row] = [r for r in json.loads(listed.stdout) if r["name"] == "notify"]
-    assert row["source"] == "entry point (hivelite-notify)"
-    assert row["hooks"] == ["hivelite_on_transition", "hivelite_startup"]
+    row = notify_row(db, cli_env)  # installed; no store enabled it
+    assert (row["status"], row["enabled"], row["hooks"]) == ("not_enabled", False, [])
 
-    assert run(db, "init", "--owner", "ana", env=cli_env).returncode == 0
+    init_and_enable(db, cli_env)
+    row = notify_row(db, cli_env)
+    assert (row["enabled"], row["loaded"]) == (True, True)  # status: not_policy
+    assert row["hooks"] == ["hivelite_on_transition", "hivelite_startup"]
     (tmp_path / "hivelite.toml").write_text('[notify]\nfile = "events.jsonl"\n')
     done = run(db, *HANDOFF, env=cli_env)
     assert done.returncode == 0, done.stderr
@@ -517,7 +543,7 @@ def test_cli_handoff_appends_a_line_with_the_entry_point_plugin(
 def test_cli_warns_but_succeeds_when_the_command_fails_or_hangs(
         tmp_path: Path, cli_env: dict[str, str]) -> None:
     db = tmp_path / "store.db"
-    assert run(db, "init", "--owner", "ana", env=cli_env).returncode == 0
+    init_and_enable(db, cli_env)
     failing = {**cli_env, "HIVELITE_NOTIFY_COMMAND": shlex.join(pycommand(
         "import sys; print('noise on stdout'); sys.stderr.write('boom'); sys.exit(3)"))}
     done = run(db, *HANDOFF, env=failing)
@@ -542,8 +568,44 @@ def test_cli_warns_but_succeeds_when_the_command_fails_or_hangs(
 def test_cli_refuses_to_open_with_malformed_settings(
         tmp_path: Path, cli_env: dict[str, str]) -> None:
     db = tmp_path / "store.db"
+    init_and_enable(db, cli_env)
     (tmp_path / "hivelite.toml").write_text("[notify]\ncommand = []\n")
-    done = run(db, "init", "--owner", "ana", env=cli_env)
+    done = run(db, *HANDOFF, env=cli_env)
     assert done.returncode == 1
     assert "plugin 'notify', hook hivelite_startup" in done.stderr
     assert "command is empty" in done.stderr
+    with Hive.open(db, plugins=[]) as hive:  # refused before it wrote anything
+        assert hive.list().items == []
+
+
+def test_cli_installed_is_not_enabled_until_the_owner_enables_it(
+        tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """Installing enables the plugin nowhere: with ``[notify] file`` set, a handoff appends
+    no line until the owner runs ``policy enable notify`` on this store, one line per move
+    from then on, and none again once ``policy disable notify`` ran."""
+    db = tmp_path / "store.db"
+    path = tmp_path / "events.jsonl"
+    (tmp_path / "hivelite.toml").write_text('[notify]\nfile = "events.jsonl"\n')
+    assert run(db, "init", "--owner", "ana", env=cli_env).returncode == 0
+    done = run(db, *HANDOFF, env=cli_env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert not path.exists()  # installed, not enabled: nothing sent
+    info = json.loads(run(db, "--json", "info", env=cli_env).stdout)
+    assert "notify" in info["installed_not_enabled"]
+    assert "notify" not in info["enabled_plugins"]
+    assert notify_row(db, cli_env)["status"] == "not_enabled"
+
+    assert "notify" in set_enabled(db, "enable", cli_env)
+    done = run(db, *HANDOFF, env=cli_env)
+    assert done.returncode == 0, done.stderr
+    [event] = events(path)
+    assert (event["number"], event["move"]) == (json.loads(done.stdout)["number"], 1)
+
+    assert "notify" not in set_enabled(db, "disable", cli_env)
+    assert notify_row(db, cli_env)["status"] == "not_enabled"
+    done = run(db, *HANDOFF, env=cli_env)
+    assert done.returncode == 0, done.stderr
+    assert len(events(path)) == 1  # disabled: no line for the third handoff
+    with Hive.open(db, plugins=[]) as hive:
+        assert len(hive.list().items) == 3

@@ -2,7 +2,8 @@
 
 In-process tests hand the module to ``Hive.open(plugins=[...])`` with entry points
 switched off (``HIVELITE_LOAD_PLUGINS=""``), so other installed plugins never
-change the answers; the CLI tests load the installed entry point ``policy``.
+change the answers; the CLI tests use the installed entry point ``policy``, which
+acts on a store only once its owner enabled it there (``hivelite policy enable policy``).
 """
 
 from __future__ import annotations
@@ -374,31 +375,67 @@ def test_an_empty_policy_file_has_no_rules(db: Path, opened: list[Hive],
 # -- end to end through the CLI and the installed entry point ---------------------
 
 
-def test_cli_end_to_end_with_the_entry_point(tmp_path: Path) -> None:
-    exe = Path(sys.executable).parent / "hivelite"
-    store = tmp_path / "cli.db"
-    policy = tmp_path / "policy.toml"
-    policy.write_text(rule("deny", "infrastructure changes need the owner",
-                           files=["infra/**", "*.tf"]), encoding="utf-8")
+HANG_S = float(os.environ.get("HIVELITE_TEST_HANG_S") or 600)
+"""A guard against a hung command only: never a limit on how long a slow machine takes."""
+EXE = Path(sys.executable).parent / "hivelite"
+INFRA = rule("deny", "infrastructure changes need the owner", files=["infra/**", "*.tf"])
+"""The policy file of the CLI tests: a handoff touching infra/ or a .tf file is denied."""
+HANDOFF = ("handoff", "--requester", "ana/planner", "--assignee", "ana/coder",
+           "--project", "demo", "--task", "Write the parser", "--type", "code",
+           "--accept", "tests pass", "--file", "infra/main.tf")
+"""A handoff the INFRA rule denies."""
+
+
+def cli_env(policy: Path) -> dict[str, str]:
+    """The user's environment, no HIVELITE_ setting but the policy file: the installed
+    entry point acts on a store only once its owner enabled it there."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
-    env.update(HIVELITE_LOAD_PLUGINS="policy", HIVELITE_NOW=START,
-               HIVELITE_POLICY=str(policy))
+    env.update(HIVELITE_NOW=START, HIVELITE_POLICY=str(policy))
+    return env
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(exe), "--db", str(store), "--json", *args], env=env,
-                              capture_output=True, text=True, timeout=60, check=False)
 
-    listed = run("plugins")
+def cli(store: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(EXE), "--db", str(store), "--json", *args], env=env,
+                          capture_output=True, text=True, timeout=HANG_S, check=False)
+
+
+def policy_row(store: Path, env: dict[str, str]) -> dict[str, Any]:
+    """The plugin's row in ``hivelite plugins``."""
+    listed = cli(store, env, "plugins")
     assert listed.returncode == 0, listed.stderr
     mine = [p for p in json.loads(listed.stdout) if p["name"] == "policy"]
     assert len(mine) == 1
     assert mine[0]["source"].startswith("entry point")
-    assert "hivelite_permission_gate" in mine[0]["hooks"]
+    return mine[0]
+
+
+def set_enabled(store: Path, env: dict[str, str], verb: str) -> list[str]:
+    """``hivelite policy enable|disable policy`` as the owner: the store's enabled plugins."""
+    done = cli(store, env, "policy", verb, "policy")
+    assert done.returncode == 0, done.stderr
+    enabled: list[str] = json.loads(done.stdout)["enabled_plugins"]
+    return enabled
+
+
+def test_cli_end_to_end_with_the_entry_point(tmp_path: Path) -> None:
+    store = tmp_path / "cli.db"
+    policy = tmp_path / "policy.toml"
+    policy.write_text(INFRA, encoding="utf-8")
+    env = cli_env(policy)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return cli(store, env, *args)
+
+    mine = policy_row(store, env)  # installed; no store enabled it
+    assert (mine["status"], mine["enabled"], mine["hooks"]) == ("not_enabled", False, [])
 
     assert run("init", "--owner", "ana").returncode == 0
-    done = run("handoff", "--requester", "ana/planner", "--assignee", "ana/coder",
-               "--project", "demo", "--task", "Write the parser", "--type", "code",
-               "--accept", "tests pass", "--file", "infra/main.tf")
+    assert "policy" in set_enabled(store, env, "enable")  # the owner opts this store in
+    mine = policy_row(store, env)
+    assert (mine["enabled"], mine["loaded"]) == (True, True)
+    assert "hivelite_permission_gate" in mine["hooks"]
+
+    done = run(*HANDOFF)
     assert done.returncode == 0, done.stderr
     view = json.loads(done.stdout)
     assert view["task"]["state"] == "rejected"
@@ -406,7 +443,7 @@ def test_cli_end_to_end_with_the_entry_point(tmp_path: Path) -> None:
 
     before = snapshot(tmp_path)
     policy.write_text('[[rule]]\naction = "block"\nreason = "x"\n', encoding="utf-8")
-    failed = run("show", view["task"]["id"])
+    failed = run(*HANDOFF)  # a process that writes loads the plugin: the policy refuses it
     assert failed.returncode == 1
     assert "plugin 'policy'" in failed.stderr
     assert str(policy) in failed.stderr
@@ -414,3 +451,33 @@ def test_cli_end_to_end_with_the_entry_point(tmp_path: Path) -> None:
     after = snapshot(tmp_path)
     assert {k: v for k, v in after.items() if k != policy.name} == {
         k: v for k, v in before.items() if k != policy.name}
+
+
+def test_cli_installed_is_not_enabled_until_the_owner_enables_it(tmp_path: Path) -> None:
+    """Installing enables the plugin nowhere: the policy's deny rule does not apply until
+    the owner runs ``policy enable policy`` on this store, applies from then on, and stops
+    applying once ``policy disable policy`` ran."""
+    store = tmp_path / "cli.db"
+    policy = tmp_path / "policy.toml"
+    policy.write_text(INFRA, encoding="utf-8")
+    env = cli_env(policy)
+
+    def handoff_state() -> str:
+        done = cli(store, env, *HANDOFF)
+        assert done.returncode == 0, done.stderr
+        state: str = json.loads(done.stdout)["task"]["state"]
+        return state
+
+    assert cli(store, env, "init", "--owner", "ana").returncode == 0
+    assert handoff_state() == "routed"  # installed, not enabled: the rule does not apply
+    info = json.loads(cli(store, env, "info").stdout)
+    assert "policy" in info["installed_not_enabled"]
+    assert "policy" not in info["enabled_plugins"]
+    assert policy_row(store, env)["status"] == "not_enabled"
+
+    assert "policy" in set_enabled(store, env, "enable")
+    assert handoff_state() == "rejected"
+
+    assert "policy" not in set_enabled(store, env, "disable")
+    assert policy_row(store, env)["status"] == "not_enabled"
+    assert handoff_state() == "routed"

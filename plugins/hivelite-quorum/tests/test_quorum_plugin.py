@@ -2,7 +2,8 @@
 
 In-process tests load the module with ``Hive.open(..., plugins=[hivelite_quorum])``
 (installed entry points are switched off so that other plugins cannot change the
-answers); the last test drives the real CLI with the plugin from its entry point.
+answers); the last tests drive the real CLI with the plugin from its entry point,
+which acts on a store only once its owner enabled it there (``policy enable quorum``).
 """
 
 from __future__ import annotations
@@ -281,40 +282,96 @@ def test_malformed_env_file_refuses_to_open(db: Path, tmp_path: Path, text: str 
 
 # -- end to end through the CLI -----------------------------------------------
 
-def test_cli_code_task_needs_two_verifiers(tmp_path: Path) -> None:
-    db = tmp_path / "hive.db"
-    write_settings(db, SETTINGS)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("HIVELITE_QUORUM", "HIVELITE_CONFIG", "HIVELITE_PLUGINS_DIR")}
-    env.update(HIVELITE_LOAD_PLUGINS="quorum", HIVELITE_NOW=START)
+HANG_S = float(os.environ.get("HIVELITE_TEST_HANG_S") or 600)
+"""A guard against a hung command only: never a limit on how long a slow machine takes."""
 
-    def run(*args: str, code: int = 0) -> Any:
-        done = subprocess.run([str(HIVELITE), "--db", str(db), "--json", *args], env=env,
-                              capture_output=True, text=True, timeout=60)
-        assert done.returncode == code, done.stderr
-        return json.loads(done.stdout) if code == 0 else done.stderr
 
-    rows = {r["name"]: r for r in run("plugins")}
-    assert rows["quorum"]["source"] == "entry point (hivelite-quorum)"
-    assert "hivelite_merge_threshold" in rows["quorum"]["hooks"]
-    run("init", "--owner", "ana")
-    number = str(run("handoff", "--requester", "ana/planner", "--assignee", "ana/coder",
+def cli(db: Path, *args: str, code: int = 0) -> Any:
+    """``hivelite --json ARGS`` on ``db`` in the user's environment without any HIVELITE_
+    setting (the installed entry point acts on a store only once its owner enabled it
+    there): its JSON answer, or its stderr when ``code`` is not 0."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELITE_")}
+    env.update(HIVELITE_NOW=START)
+    done = subprocess.run([str(HIVELITE), "--db", str(db), "--json", *args], env=env,
+                          capture_output=True, text=True, timeout=HANG_S)
+    assert done.returncode == code, done.stderr
+    return json.loads(done.stdout) if code == 0 else done.stderr
+
+
+def quorum_row(db: Path) -> dict[str, Any]:
+    """The plugin's row in ``hivelite plugins``."""
+    [row] = [r for r in cli(db, "plugins") if r["name"] == "quorum"]
+    assert row["source"] == "entry point (hivelite-quorum)"
+    return dict(row)
+
+
+def submit_code(db: Path) -> tuple[str, dict[str, Any]]:
+    """Hand a code task to ana/coder, who claims it and submits it with its tests'
+    output: the task's number and the submit's view (its threshold)."""
+    number = str(cli(db, "handoff", "--requester", "ana/planner", "--assignee", "ana/coder",
                      "--project", "demo", "--task", "Write the parser", "--type", "code",
                      "--accept", "tests pass")["number"])
-    lease = run("claim", number, "--agent", "ana/coder", "--instance", "laptop")
-    view = run("submit", number, "--lease", lease["lease_id"], "--token",
+    lease = cli(db, "claim", number, "--agent", "ana/coder", "--instance", "laptop")
+    view = cli(db, "submit", number, "--lease", lease["lease_id"], "--token",
                str(lease["fencing_token"]), "--summary", "done",
                "--evidence", "test_output:3 passed", "--agent", "ana/coder",
                "--instance", "laptop")
+    return number, view
+
+
+def test_cli_code_task_needs_two_verifiers(tmp_path: Path) -> None:
+    db = tmp_path / "hive.db"
+    write_settings(db, SETTINGS)
+
+    row = quorum_row(db)  # installed; no store enabled it
+    assert (row["status"], row["enabled"], row["hooks"]) == ("not_enabled", False, [])
+    cli(db, "init", "--owner", "ana")
+    assert "quorum" in cli(db, "policy", "enable", "quorum")["enabled_plugins"]
+    row = quorum_row(db)
+    assert (row["enabled"], row["loaded"]) == (True, True)
+    assert "hivelite_merge_threshold" in row["hooks"]
+
+    number, view = submit_code(db)
     assert (view["task"]["state"], view["threshold"]) == ("approval", 2)
-    view = run("verify", number, "--accept", "--agent", "ana/reviewer", "--instance", "desktop")
+    view = cli(db, "verify", number, "--accept", "--agent", "ana/reviewer", "--instance",
+               "desktop")
     assert view["task"]["state"] == "approval"
-    run("verify", number, "--accept", "--agent", "ana/auditor", "--instance", "phone")
-    view = run("show", number)
+    cli(db, "verify", number, "--accept", "--agent", "ana/auditor", "--instance", "phone")
+    view = cli(db, "show", number)
     assert (view["task"]["state"], view["lifecycle"]) == ("completed", "completed")
     assert [c["counted"] for c in view["confirmations"]] == [True, True]
 
     write_settings(db, "[quorum.deliverable_type]\ncode = 25\n")
-    stderr = run("show", number, code=1)
+    stderr = cli(db, "handoff", "--requester", "ana/planner", "--assignee", "ana/coder",
+                 "--project", "demo", "--task", "Write the lexer", "--type", "code",
+                 "--accept", "tests pass", code=1)  # a process that writes loads the plugin
     assert "plugin 'quorum', hook hivelite_startup" in stderr
     assert "code = 25 is out of range" in stderr
+    assert [item["number"] for item in cli(db, "list")["items"]] == [int(number)]
+
+
+def test_cli_installed_is_not_enabled_until_the_owner_enables_it(tmp_path: Path) -> None:
+    """Installing enables the plugin nowhere: with ``code = 2`` in its settings a code
+    result's threshold stays the store's (1) until the owner runs ``policy enable quorum``
+    on this store, is 2 from then on, and is the store's again once ``policy disable``
+    ran."""
+    db = tmp_path / "hive.db"
+    write_settings(db, SETTINGS)
+    cli(db, "init", "--owner", "ana")
+    assert cli(db, "policy", "show")["threshold"] == 1
+    number, view = submit_code(db)
+    assert (view["task"]["state"], view["threshold"]) == ("approval", 1)
+    view = cli(db, "verify", number, "--accept", "--agent", "ana/reviewer", "--instance",
+               "desktop")
+    assert view["task"]["state"] == "completed"  # one confirmation: the store's threshold
+    info = cli(db, "info")
+    assert "quorum" in info["installed_not_enabled"]
+    assert "quorum" not in info["enabled_plugins"]
+    assert quorum_row(db)["status"] == "not_enabled"
+
+    assert "quorum" in cli(db, "policy", "enable", "quorum")["enabled_plugins"]
+    assert submit_code(db)[1]["threshold"] == 2
+
+    assert "quorum" not in cli(db, "policy", "disable", "quorum")["enabled_plugins"]
+    assert quorum_row(db)["status"] == "not_enabled"
+    assert submit_code(db)[1]["threshold"] == 1
