@@ -417,3 +417,28 @@ def test_a_shortened_lease_is_swept_when_it_runs_out(open_hive: OpenHive,
     clock.advance(minutes=7)
     hive.claim(CODER, other)
     assert hive.get(number).task.state is State.routed
+
+
+def test_a_close_between_a_threads_look_and_its_use_is_store_closed(
+        open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race the test above meets now and then on a loaded machine, made certain: the
+    store is closed just after a thread took its connection and before it used it. The
+    thread gets ``store_closed``, never apsw's raw ``ConnectionClosedError``."""
+    from hivelite.store.sqlite import SqliteStore
+
+    hive = open_hive()
+    number = own_task(hive)
+    store = hive.store
+    assert isinstance(store, SqliteStore)
+    taken = SqliteStore._slot
+
+    def then_closed(self: SqliteStore) -> Any:
+        slot = taken(self)
+        self.close()  # another thread's close lands here
+        return slot
+
+    monkeypatch.setattr(SqliteStore, "_slot", then_closed)
+    for read in (hive.list, lambda: hive.get(number), lambda: hive.history(number)):
+        with pytest.raises(StoreError) as closed:
+            read()
+        assert closed.value.reason == "store_closed"

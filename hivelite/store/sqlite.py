@@ -1052,6 +1052,9 @@ class SqliteStore:
         """What an SQLite failure of this store's file means (see :func:`_sqlite_failure`);
         on a store whose schema is not its migrations' (a table or column renamed, ...), a
         statement that cannot run on it is ``schema_tampered`` too, for reads as well."""
+        if isinstance(exc, apsw.ConnectionClosedError) and getattr(self, "_closed", False):
+            # close() shut this thread's connection between its last use and this one
+            return StoreError("store_closed", f"the store {self.path} has been closed")
         tampered = getattr(self, "tampered", None)  # None until the first open compared
         if tampered is not None and isinstance(exc, apsw.SQLError):
             return StoreError("schema_tampered", f"{self.path} does not have the schema its"
@@ -1319,7 +1322,11 @@ class SqliteStore:
     def read(self) -> Iterator[SqliteTx]:
         """A consistent snapshot for several reads (joins this thread's open write)."""
         conn = self.conn
-        if conn.in_transaction:
+        try:
+            joined = conn.in_transaction
+        except apsw.Error as exc:  # closed by close() since this thread last used it
+            _reraise(self._failure(exc, conn), exc)
+        if joined:
             yield SqliteTx(conn, key=self.key)
             return
         try:
@@ -1350,5 +1357,6 @@ def _close_quietly(conn: apsw.Connection) -> None:
 
 
 def _rollback(conn: apsw.Connection) -> None:
-    if conn.in_transaction:  # SQLite may have rolled back already (disk full, ...)
-        conn.execute("ROLLBACK")
+    with suppress(apsw.ConnectionClosedError):  # closed by the store's close(): nothing held
+        if conn.in_transaction:  # SQLite may have rolled back already (disk full, ...)
+            conn.execute("ROLLBACK")
