@@ -13,7 +13,9 @@ Runs, each in a process of its own and one after the other:
    of 1,000 to 1,000,000 tasks built with the bulk handoff);
 5. ``python -m bench.engines`` at W = 1, 2, 4 and 8, SQLite and PostgreSQL, twice: on a
    throwaway PostgreSQL server (fsync off) and on a durable one (fsync on);
-6. ``python -m bench.serve`` (32 agents over HTTP against the same loop in-process).
+6. ``python -m bench.serve`` (32 agents over HTTP against the same loop in-process);
+7. ``python -m bench.peers`` (FleetWright's contention workload, P = 1, 8 and 64 worker
+   processes each looping claim -> finish, on hivelite, FleetWright and litequeue).
 
 Every benchmark runs twice (a first pass of all of them, then a second). Around each run
 the report measures the CPU other processes used meanwhile (the machine's busy time in
@@ -27,7 +29,8 @@ every run's own output.
 PostgreSQL: ``$HIVELITE_TEST_POSTGRES`` is the throwaway server when it is set; otherwise
 the report starts one with ``.ci/postgres start``. The durable server is always its own
 (``.ci/postgres start --durable``). Each server the report starts is stopped whatever
-happens. A missing server, driver or ``server`` extra is said on the page.
+happens. A missing server, driver, ``server`` or ``bench`` extra (the peers' packages) is
+said on the page.
 
 The takes are kept beside the page (``docs/performance.json``): ``--only NAME… --keep``
 runs those benchmarks again and keeps the others' takes from the last report, each shown
@@ -82,13 +85,15 @@ RUN_TIMEOUT_S = 4 * 3600.0
 @dataclass(frozen=True)
 class Run:
     """One benchmark as the report runs it (``server``: the PostgreSQL server it needs,
-    passed as ``--postgres``; ``needs``: modules it cannot run without)."""
+    passed as ``--postgres``; ``needs``: modules it cannot run without, from the optional
+    extra ``extra``)."""
 
     name: str
     args: tuple[str, ...]
     quick: tuple[str, ...]
     server: str = ""
     needs: tuple[str, ...] = ()
+    extra: str = ""
 
 
 ENGINES = ("bench.engines", "--workers", "1", "2", "4", "8")
@@ -111,9 +116,14 @@ RUNS = (
     Run("serve", ("bench.serve", "--agents", "32", "--seconds", "60", "--tasks", "800"),
         ("bench.serve", "--agents", "32", "--seconds", "5", "--tasks", "100"),
         needs=("uvicorn", "starlette")),
+    Run("peers", ("bench.peers", "--units", "5000", "--processes", "1", "8", "64",
+                  "--repeat", "2", "--durability", "full"),
+        ("bench.peers", "--units", "500", "--processes", "1", "8", "64", "--repeat", "1",
+         "--durability", "full"),
+        needs=("fleetwright", "litequeue"), extra="bench"),
 )
 FIGURES_FILE = frozenset({"bench", "bench.queue", "bench.startup", "bench.sizes",
-                          "bench.engines"})
+                          "bench.engines", "bench.peers"})
 """The benchmarks that take ``--figures FILE``; the others print a ``FIGURES`` line."""
 
 
@@ -186,6 +196,8 @@ class Target:
             return "met" if met == known else f"met in {met} of {known} runs"
         if self.at_least:
             return f"short: {best / self.goal:.0%} of the target"
+        if not self.goal:
+            return f"short: {best:g}, not 0"
         return f"short: {best / self.goal:.1f}x the limit"
 
     def shown(self) -> str:
@@ -312,6 +324,66 @@ def targets(found: dict[str, list[Take]]) -> list[Target]:
         beside=f"in-process p99 {_numbers(_each(serve, 'in_process', 'p99_ms'), '{:,.0f}')} ms")
 
     rows += _size_targets(found.get("sizes", []))
+    rows += _peer_targets(found.get("peers", []))
+    return rows
+
+
+PEER_PROCESSES = (1, 8, 64)
+"""The worker process counts issue 47 sets FleetWright's workload's targets at."""
+
+
+def _summed(takes: Sequence[Take], side: str, key: str,
+            processes: Sequence[int]) -> tuple[float | None, ...]:
+    """``key`` of ``side`` added up over every P of each take (None: a P is missing)."""
+    out: list[float | None] = []
+    for t in takes:
+        values = [_get(t.figures, f"P={p}", side, key) for p in processes]
+        out.append(None if any(v is None for v in values) else sum(
+            v for v in values if v is not None))
+    return tuple(out)
+
+
+def _peer_targets(takes: list[Take]) -> list[Target]:
+    """Issue 47's targets on FleetWright's contention workload (``bench.peers``): hivelite
+    over FleetWright in units/s and the p99 of a submit over a finish's, at each P; units
+    finished twice and busy errors reaching a worker, over every P."""
+    missing = _why(takes)
+    shown = next((t.figures for t in takes if t.figures), None) or {}
+    durability = shown.get("durability", "")
+    rows = []
+    for p in PEER_PROCESSES:
+        at = f"P={p}"
+        rate = {side: _numbers(_each(takes, at, side, "per_s"), "{:,.0f}")
+                for side in ("hivelite", "fleetwright", "litequeue")}
+        rows.append(Target(
+            f"FleetWright's workload, {at}: units/s (x FleetWright)", _each(takes, at, "ratio"),
+            1.5, "", True, "peers", f"units/s: hivelite {rate['hivelite']}, FleetWright"
+            f" {rate['fleetwright']}, litequeue {rate['litequeue']}"
+            + (f"; WAL, synchronous {durability}" if durability and p == 1 else ""),
+            missing))
+    for p in PEER_PROCESSES:
+        at = f"P={p}"
+        rows.append(Target(
+            f"FleetWright's workload, {at}: submit p99 (x FleetWright's finish p99)",
+            _each(takes, at, "finish_p99_ratio"), 1.0, "", False, "peers",
+            f"p99 ms: hivelite {_numbers(_each(takes, at, 'hivelite', 'finish_p99_ms'))},"
+            f" FleetWright {_numbers(_each(takes, at, 'fleetwright', 'finish_p99_ms'))}",
+            missing))
+    every = f"P = {', '.join(str(p) for p in PEER_PROCESSES)}"
+    peers = {side: {key: _numbers(_summed(takes, side, key, PEER_PROCESSES), "{:.0f}")
+                    for key in ("duplicates", "busy")} for side in ("fleetwright", "litequeue")}
+    rows.append(Target(
+        f"FleetWright's workload: units finished twice by hivelite ({every})",
+        _summed(takes, "hivelite", "duplicates", PEER_PROCESSES), 0, "", False, "peers",
+        f"FleetWright {peers['fleetwright']['duplicates']}, litequeue"
+        f" {peers['litequeue']['duplicates']}", missing))
+    rows.append(Target(
+        f"FleetWright's workload: busy errors reaching a hivelite worker ({every})",
+        _summed(takes, "hivelite", "busy", PEER_PROCESSES), 0, "", False, "peers",
+        f"at P=64: {_numbers(_each(takes, 'P=64', 'hivelite', 'busy'), '{:.0f}')};"
+        f" FleetWright {peers['fleetwright']['busy']}, litequeue {peers['litequeue']['busy']};"
+        " other errors: "
+        + _numbers(_summed(takes, "hivelite", "errors", PEER_PROCESSES), "{:.0f}"), missing))
     return rows
 
 
@@ -551,8 +623,8 @@ def _missing_modules(run: Run) -> str:
     absent = [name for name in run.needs if importlib.util.find_spec(name) is None]
     if not absent:
         return ""
-    extra = "the postgres extra" if "psycopg" in absent else "the server extra"
-    return f"{', '.join(absent)} not installed ({extra})"
+    extra = run.extra or ("postgres" if "psycopg" in absent else "server")
+    return f"{', '.join(absent)} not installed (the {extra} extra)"
 
 
 def _load() -> float:
@@ -700,7 +772,7 @@ def page(found: dict[str, list[Take]], command: str, quick: bool, seconds: float
         " (see bench/README.md for what each side does). The machine may be shared, so"
         " figures move between runs: compare ratios, not times.",
         "",
-        "## Targets (issue 32)",
+        "## Targets (issues 32 and 47)",
         "",
         (f"Each figure is taken {often}: the report runs every benchmark once, then"
          " every benchmark again, and shows each run's figure (run 1 / run 2). **The verdict"

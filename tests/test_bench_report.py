@@ -4,17 +4,19 @@ benchmarks themselves are run by hand, never by the tests)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench import figures, report
+from bench import figures, peers, report
 from bench.report import RUNS, Cpu, Take, Target, page, targets
 
 from . import pg
@@ -42,6 +44,30 @@ def serve(http: float, local: float, p99: float) -> dict[str, Any]:
     return {"agents": 32, "seconds": 60.0,
             "http": {"per_s": http, "p99_ms": p99, "duplicates": 0, "errors": []},
             "in_process": {"per_s": local, "p99_ms": 300.0, "duplicates": 0, "errors": []}}
+
+
+def peer_run(side: str, processes: int, per_s: float, *, finish_ms: float = 2.0,
+             busy: int = 0, twice: int = 0) -> peers.Run:
+    """One made-up drain of 100 units (``twice`` of them finished a second time)."""
+    done = [f"u{i}" for i in range(100)] + [f"u{i}" for i in range(twice)]
+    return peers.Run(side, processes, 100, 100 / per_s, done, [len(done)], [0.5] * 100,
+                     [finish_ms] * 100, 0, busy, Counter(), 100, 0.05)
+
+
+def peer_figures(hivelite: dict[int, float], *, p99: float = 2.0, busy: int = 0,
+                 twice: int = 0) -> dict[str, Any]:
+    """What ``python -m bench.peers --figures FILE`` writes (made by its own ``collect``):
+    FleetWright at 1,000 units/s and a finish p99 of 4 ms at every P, litequeue at 1,200;
+    hivelite's busy errors and units finished twice at P = 64."""
+    runs = {}
+    for p in (1, 8, 64):
+        runs[("hivelite", p)] = [peer_run("hivelite", p, hivelite[p], finish_ms=p99,
+                                          busy=busy * (p == 64), twice=twice * (p == 64))]
+        runs[("fleetwright", p)] = [peer_run("fleetwright", p, 1000.0, finish_ms=4.0,
+                                             busy=1)]
+        runs[("litequeue", p)] = [peer_run("litequeue", p, 1200.0)]
+    return json.loads(json.dumps(peers.collect(runs, 100, (1, 8, 64), 1, "FULL",
+                                               peers.SIDES)))
 
 
 SIZES = {
@@ -72,6 +98,8 @@ FOUND = {
     "postgres": takes(engines(300.0, 700.0, 500.0), engines(200.0, 500.0, 500.0)),
     "postgres-durable": takes(engines(40.0, 50.0, 500.0), None, load=(1.4, 1.9), others=35.0),
     "serve": takes(serve(180.0, 360.0, 1200.0), serve(250.0, 370.0, 450.0)),
+    "peers": takes(peer_figures({1: 1600.0, 8: 1400.0, 64: 600.0}, p99=5.0, busy=3),
+                   peer_figures({1: 1400.0, 8: 1600.0, 64: 400.0}, p99=3.0)),
 }
 
 
@@ -367,3 +395,54 @@ def test_keep_needs_only(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stopped:
         report.main(["--keep"])
     assert stopped.value.code == 2 and "--keep needs --only" in capsys.readouterr().err
+
+
+def test_the_peers_rows_are_hivelite_over_fleetwright_in_the_same_run() -> None:
+    rows = {t.what: t for t in targets(FOUND) if t.source == "peers"}
+    assert len(rows) == 8
+    p1 = rows["FleetWright's workload, P=1: units/s (x FleetWright)"]
+    assert p1.figures == pytest.approx((1.6, 1.4)) and p1.verdict() == "met in 1 of 2 runs"
+    assert p1.beside == ("units/s: hivelite 1,600 / 1,400, FleetWright 1,000 / 1,000,"
+                         " litequeue 1,200 / 1,200; WAL, synchronous FULL")
+    p64 = rows["FleetWright's workload, P=64: units/s (x FleetWright)"]
+    assert p64.verdict() == "short: 40% of the target"
+    tail = rows["FleetWright's workload, P=64: submit p99 (x FleetWright's finish p99)"]
+    assert tail.figures == pytest.approx((1.25, 0.75)) and tail.verdict() == "met in 1 of 2 runs"
+    assert tail.beside == "p99 ms: hivelite 5 / 3, FleetWright 4 / 4"
+    twice = rows["FleetWright's workload: units finished twice by hivelite (P = 1, 8, 64)"]
+    assert twice.figures == (0, 0) and twice.verdict() == "met"
+    busy = rows["FleetWright's workload: busy errors reaching a hivelite worker (P = 1, 8, 64)"]
+    assert busy.figures == (3, 0) and busy.verdict() == "met in 1 of 2 runs"
+    assert busy.beside == ("at P=64: 3 / 0; FleetWright 3 / 3, litequeue 0 / 0;"
+                           " other errors: 0 / 0")
+    both = {"peers": takes(peer_figures({1: 1000.0, 8: 1000.0, 64: 1000.0}, busy=2, twice=1))}
+    found = {t.what: t.verdict() for t in targets(both) if t.source == "peers"}
+    assert found["FleetWright's workload: units finished twice by hivelite (P = 1, 8, 64)"] == (
+        "short: 1, not 0")
+    assert found["FleetWright's workload: busy errors reaching a hivelite worker"
+                 " (P = 1, 8, 64)"] == "short: 2, not 0"
+    text = page(FOUND, "python -m bench.report", False, 60.0, cores=2, servers={})
+    assert ("| FleetWright's workload, P=8: units/s (x FleetWright) | 1.4 / 1.6 | >= 1.5 |"
+            " met in 1 of 2 runs | units/s: hivelite 1,400 / 1,600, FleetWright 1,000 / 1,000,"
+            " litequeue 1,200 / 1,200 | 2.0% / 2.0% | 0.20 -> 0.30 / 0.20 -> 0.30 |") in text
+    assert "### peers, run 2: `python -m bench.peers --units 5000 --processes 1 8 64" in text
+
+
+def test_the_peers_take_is_skipped_without_the_bench_extra(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: (
+        None if name in peers.PEERS else real(name, *rest)))
+    run = next(r for r in RUNS if r.name == "peers")
+    got = report.take(run, run.quick, tmp_path, 1, dict(os.environ))
+    why = "fleetwright, litequeue not installed (the bench extra)"
+    assert got.skipped == why and got.output == "" and got.figures is None
+    rows = [t for t in targets({"peers": [got, got]}) if t.source == "peers"]
+    assert len(rows) == 8 and {t.verdict() for t in rows} == {f"not measured ({why})"}
+    text = page({"peers": [got, got]}, "python -m bench.report --only peers", False, 1.0,
+                cores=2, servers={})
+    assert f"| - / - | >= 1.5 | not measured ({why}) |" in text
+    assert f"### peers, run 1: `python -m {' '.join(run.args)}`\n\nNot run: {why}." in text
+    assert peers.main(["--units", "10"]) == 2  # the benchmark itself says so too
+    assert "pip install -e '.[bench]'" in capsys.readouterr().err
