@@ -165,3 +165,61 @@ def test_a_plugin_enabled_on_the_store_and_given_to_open_acts_once(tmp_path: Pat
         names = [name for name, plugin in hive.plugins.list_name_plugin()
                  if plugin is hivelite_notify]
         assert len(names) == 1
+
+
+def test_enabling_and_disabling_take_effect_in_the_process_that_does_it(
+        tmp_path: Path) -> None:
+    """A notebook's open Hive follows its owner's choice at once: the note is sent back
+    right after enabling, taken again right after disabling (no reopen). (Mutation caught:
+    the choice only written, this process's plugins left as they were.)"""
+    from hivelite import Caller
+
+    coder = Caller.agent("ana/coder", "laptop")
+    with Hive.open(tmp_path / "s.db", owner="ana") as hive:
+        def note(n: int) -> str:
+            number = own_task(hive, packet={"task": f"Fix bug {n}", "deliverable_type":
+                                            "code", "acceptance_criteria": ["ok"]})
+            lease = hive.claim(coder, number)
+            return hive.submit(coder, number, lease_id=lease.lease_id,
+                               token=lease.fencing_token, summary="done",
+                               evidence=[{"kind": "note", "summary": "looked"}]).state.value
+
+        assert note(1) == "approval"
+        hive.enable_plugin(hive.as_owner(), "evidence")
+        assert note(2) == "routed"
+        assert {r.name: r.status for r in hive.plugin_status()}["evidence"] == "ok"
+        hive.disable_plugin(hive.as_owner(), "evidence")
+        assert note(3) == "approval"
+        assert {r.name: r.status for r in hive.plugin_status()}["evidence"] == "not_enabled"
+
+
+def test_a_process_with_no_plugin_installed_leaves_the_notice_for_one_that_has(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from hivelite.verbs import policy
+
+    path = tmp_path / "old.db"
+    older_store(path)
+    monkeypatch.setattr(policy, "entry_points", lambda: [])
+    Hive.open(path, clock=ManualClock(START)).close()  # nothing installed: nothing said
+    monkeypatch.undo()
+    with caplog.at_level(logging.WARNING, logger="hivelite"):
+        Hive.open(path, clock=ManualClock(START)).close()
+    told = [r.getMessage() for r in caplog.records if r.name == "hivelite"]
+    assert len(told) == 1 and "evidence" in told[0]
+
+
+def test_enabling_a_plugin_that_refuses_the_store_writes_nothing(tmp_path: Path) -> None:
+    """The plugin starts in the enabling process first: settings it refuses are told at
+    once, and the store is left exactly as it was."""
+    db = tmp_path / "work.db"
+    ok(db, "init", "--owner", "ana")
+    (tmp_path / "hivelite.toml").write_text('[evidence.require]\nscreenshots = ["photo"]\n')
+    before = db.read_bytes()
+    done = cli(db, "policy", "enable", "evidence")
+    assert done.returncode == 1, done.stderr
+    error = json.loads(done.stdout)["error"]
+    assert error["plugin"] == "evidence" and "photo" in error["message"]
+    assert db.read_bytes() == before
+    (tmp_path / "hivelite.toml").unlink()
+    assert ok(db, "policy", "enable", "evidence")["enabled_plugins"] == ["evidence"]

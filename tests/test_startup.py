@@ -175,7 +175,8 @@ def test_a_read_starts_no_plugin(tmp_path: Path) -> None:
             "    policy = hive.enable_plugin(hive.as_owner(), 'startup-plugin')\n"
             "assert policy.enabled_plugins == ['startup-plugin'], policy\n")
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=HANG_S)
-    assert not mark.exists()  # enabling loads nothing in the process that enables
+    assert mark.read_text().splitlines() == ["imported", "started"]  # there, at once
+    mark.unlink()
     env.update(HIVELITE_DB=str(tmp_path / "s.db"), HIVELITE_PLUGINS_DIR=str(folder))
     for args in (["list"], ["--json", "list"]):
         code = ("from hivelite.faces.cli.main import main\n"

@@ -388,3 +388,47 @@ def test_ctrl_c_in_a_real_worker_gives_the_task_back(tmp_path: Any) -> None:
         view = hive.get(1)
         assert (view.task.state, view.claim, view.attempts) == (State.routed, None, 0)
         assert "interrupted" in reasons(hive, 1)
+
+
+def test_an_interrupt_while_idle_leaves_a_claim_made_before_the_run_alone(
+        open_hive: OpenHive, clock: ManualClock) -> None:
+    """Ctrl-C while ``claim_next`` waits: only a claim the interrupted call could have
+    made is given back; one the agent made by hand before the run keeps its lease.
+    (Mutation caught: every claim of this agent and instance given back.)"""
+    hive = open_hive()
+    mine = own_task(hive)
+    by_hand = hive.claim(CODER, mine)
+    clock.advance(seconds=1)  # the run starts after the claim was made
+    from hivelite.verbs.work import work
+    report = work(CutOff(hive, "claim_next", before=True), CODER, done)  # type: ignore[arg-type]
+    assert report.interrupted and report.released == []
+    claim = hive.get(mine).claim
+    assert claim is not None and claim.expires_at == by_hand.expires_at
+    assert hive.lease(CODER, mine).lease_id == by_hand.lease_id
+
+
+def test_a_run_that_passes_over_more_tasks_than_next_can_skip_still_ends(
+        open_hive: OpenHive) -> None:
+    """More tasks sent back than ``next`` takes numbers to skip (500): the run skips the
+    newest, and ends by itself once ``next`` offers one it already passed over (given back
+    untouched), no task taken twice."""
+    hive = open_hive(plugins=[SendsBack()])
+    made = hive.handoff_many(OWNER, [{"requester": "ana/planner", "assignee": "ana/coder",
+                                      "project": "site", "packet": {
+                                          "task": f"Fix bug {n}", "deliverable_type": "code",
+                                          "acceptance_criteria": ["ok"]}}
+                                     for n in range(505)])
+    report = hive.work(CODER, lambda task: NOTE_ONLY)
+    numbers = [r.number for r in made]
+    assert [r.number for r in report.returned] == numbers[:501]
+    assert [r.number for r in report.released] == numbers[:1]
+    assert "passed over" in report.released[0].reason
+    assert hive.get(numbers[0]).claim is None
+
+
+def test_a_keeper_stopped_before_it_started_is_no_error() -> None:
+    from hivelite.verbs.work import _Keeper
+
+    got = type("Got", (), {"number": 1})()
+    keeper = _Keeper(None, CODER, got, 10, 1.0)  # type: ignore[arg-type]
+    keeper.stop()  # an interrupt may land between making the keeper and starting it

@@ -442,3 +442,31 @@ def test_a_close_between_a_threads_look_and_its_use_is_store_closed(
         with pytest.raises(StoreError) as closed:
             read()
         assert closed.value.reason == "store_closed"
+
+
+def test_a_close_right_after_a_writes_commit_leaves_the_write_done(
+        open_hive: OpenHive) -> None:
+    """Another thread's close lands between a write's COMMIT and its last look at the
+    connection: the write is committed and answers normally."""
+    from hivelite.store.sqlite import SqliteStore
+
+    hive = open_hive()
+    store = hive.store
+    assert isinstance(store, SqliteStore)
+    real = store.conn
+
+    class ClosedAfterCommit:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            answer = real.execute(sql, *args)
+            if sql == "COMMIT":
+                store.close()
+            return answer
+
+    store.conn = ClosedAfterCommit()  # type: ignore[assignment]
+    receipt = hive.handoff(OWNER, requester="ana/planner", assignee="ana/coder",
+                           project="site", packet=packet())
+    with Hive.open(store.path) as again:
+        assert again.get(receipt.number).task.state is State.routed

@@ -452,7 +452,7 @@ UPDATE tasks SET attempts = max(attempts, (
 WHERE state NOT IN ('cancelled', 'completed', 'rejected');
 UPDATE tasks SET attempt_limit = attempts + 1, fields_version = fields_version + 1
 WHERE state NOT IN ('cancelled', 'completed', 'rejected') AND attempts >= attempt_limit
-  AND attempts > (SELECT count(*) FROM journal j WHERE j.task = tasks.number
+  AND attempt_limit > (SELECT count(*) FROM journal j WHERE j.task = tasks.number
       AND j.from_state = 'verifying' AND j.to_state = 'routed'
       AND json_extract(CASE WHEN json_valid(j.detail) THEN j.detail END, '$.outcome')
           = 'failed');

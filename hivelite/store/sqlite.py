@@ -1314,7 +1314,10 @@ class SqliteStore:
             if not named:  # the store takes its key now
                 seal_what_came_before(tx, key)
             yield tx
-        known.version = conn.data_version()
+        try:
+            known.version = conn.data_version()
+        except apsw.ConnectionClosedError:  # committed; close() came between: keep nothing
+            return
         slot.known = known
         self.key, self._key_named = key, True  # named in the store now: every write seals
 

@@ -365,6 +365,11 @@ def call_all(pm: PluginManager, hook: str, **kwargs: Any) -> list[PluginError]:
     return failures
 
 
+def call_each_of(impls: Iterable[Any], hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+    """The answers of the given implementations of ``hook``, each with its plugin's name."""
+    return list(_answers_of(impls, hook, kwargs))
+
+
 def call_each(pm: PluginManager, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
     """Every plugin's answer to ``hook``, each with the plugin's name."""
     return list(_answers(pm, hook, kwargs))

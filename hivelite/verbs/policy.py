@@ -23,6 +23,7 @@ from ..store.schema import ENABLED_PREFIX
 from .authority import enabled_names, policy_value, required_view, store_policy
 from .base import HiveBase
 from .installed import entry_points
+from .plugins import call_each_of, load_installed
 from .unit import Unit
 
 
@@ -136,7 +137,52 @@ def _set_enabled(hive: HiveBase, checked: Caller, who: str, name: str,
                                  detail={"key": key, "value": value, "was": was})
         return store_policy(unit.tx.policy(), unit.tx.required_plugins())
 
-    return hive._write(checked, "policy", body)
+    started = _started_here(hive, name) if value is not None else False
+    try:
+        policy = hive._write(checked, "policy", body)
+    except BaseException:
+        if started:
+            _unload(hive, name)
+        raise
+    if value is None and not any(r.name == name for r in policy.required_plugins):
+        _unload(hive, name)  # it stops acting here at once
+    return policy
+
+
+def _started_here(hive: HiveBase, name: str) -> bool:
+    """Load and start an installed plugin in this process before the owner's choice to
+    enable it is recorded, so it acts here at once and a plugin whose start-up check
+    refuses this store (its settings, ...) is refused with nothing written. Other
+    processes that have the store open follow the choice the next time they open it.
+    Whether it was started now (False: loaded already, or left out here by
+    ``$HIVELITE_LOAD_PLUGINS``)."""
+    plugins = hive.plugins
+    if plugins.has_plugin(name):
+        return False
+    load_installed(plugins, [name])
+    plugin = plugins.get_plugin(name)
+    if plugin is None:
+        return False
+    try:  # its start-up check, as Hive.open runs it
+        for impl in plugins.hook.hivelite_startup.get_hookimpls():
+            if impl.plugin is plugin:
+                call_each_of([impl], "hivelite_startup", hive=hive)
+    except BaseException:
+        _unload(hive, name)
+        raise
+    hive._loaded_plugins = None  # what this process loaded, asked afresh
+    return True
+
+
+def _unload(hive: HiveBase, name: str) -> None:
+    """Stop an installed plugin acting in this process (a plugins-folder file or a given
+    plugin of that name is the process's own, and stays)."""
+    plugins = hive.plugins
+    if plugins.has_plugin(name) and plugins.sources.get(name, "").startswith("entry point"):
+        plugins.unregister(name=name)
+        plugins.sources.pop(name, None)
+        plugins.identities.pop(name, None)
+        hive._loaded_plugins = None
 
 
 def tell_plugins_notice(hive: HiveBase) -> str | None:
@@ -151,6 +197,8 @@ def tell_plugins_notice(hive: HiveBase) -> str | None:
             return None  # another process told it first
         idle = sorted(installed - set(enabled_names(values))
                       - {r.name for r in unit.tx.required_plugins()})
+        if not idle:  # nothing to tell here: kept for a process that has plugins installed
+            return None
         unit.tx.set_policy(NOTICE, None, at=unit.at, by=hive.owner)
         unit.tx.record_event(None, at=unit.at, actor=hive.owner, state=None, reason="policy",
                              detail={"key": NOTICE, "value": None, "was": values[NOTICE],
@@ -207,7 +255,9 @@ def plugin_status(hive: HiveBase) -> builtins.list[PluginStatus]:
         out.append(PluginStatus(
             name=ep.name, source=f"entry point ({ep.dist})", loaded=False, enabled=on,
             status="ok" if on else "not_enabled",
-            detail="left out here by $HIVELITE_LOAD_PLUGINS" if on else
+            detail="enabled, not loaded in this process (left out by"
+            " $HIVELITE_LOAD_PLUGINS, or enabled after it opened the store): it acts here"
+            " once the store is opened again" if on else
             f"installed, not enabled on this store: it does not act here; the owner enables"
             f" it with: hivelite policy enable {ep.name}"))
     installed = {ep.name for ep in entry_points()}

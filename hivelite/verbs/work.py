@@ -20,12 +20,15 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.caller import Caller
+from ..core.clock import format_ts
 from ..core.errors import HiveliteError, InvalidInput, NotFound
 from ..core.models import ClaimReceipt, NextClaim, Receipt, TaskView, normal_instance
 from ..core.protocol import MAX_WAIT, State
+from .claims import MAX_SKIP
 from .face import TaskFace
 
 SUBMITTED = frozenset({"summary", "evidence", "provenance", "outcome", "tokens",
@@ -64,6 +67,12 @@ class WorkReport:
     """The run ended on ``KeyboardInterrupt`` (the task in hand was released)."""
 
     @property
+    def handled(self) -> set[int]:
+        """Every task this run is done with: submitted, failed, sent back, released, lost."""
+        return ({r.number for r in self.submitted} | set(self.skipped)
+                | {r.number for r in self.released} | set(self.lost))
+
+    @property
     def skipped(self) -> list[int]:
         """The tasks the run passed over: those it failed on, then those sent back."""
         return [f.number for f in self.failed] + [r.number for r in self.returned]
@@ -100,7 +109,8 @@ class _Keeper(threading.Thread):
 
     def stop(self) -> None:
         self._done.set()
-        self.join()
+        if self.ident is not None:  # an interrupt may land before it started
+            self.join()
 
 
 def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
@@ -144,13 +154,19 @@ def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
     while limit is None or taken < limit:
         got: NextClaim | None = None
         keeper: _Keeper | None = None
+        asked = face.clock()
         try:
-            try:
-                got = _next(face, caller, minutes, project, label, report.skipped, wait)
+            try:  # the newest skips (each return counted an attempt: the rest stay bounded)
+                got = _next(face, caller, minutes, project, label,
+                            report.skipped[-MAX_SKIP:], wait)
             except NotFound as error:
                 if error.reason == "queue_empty":
                     return report
                 raise
+            if got.number in report.handled:  # past the skip list's length: done with
+                _give_back(face, caller, got, f"passed over: next offered it again after"
+                           f" {MAX_SKIP} others this run", report)
+                return report
             taken += 1
             keeper = _Keeper(face, caller, got, minutes, every)
             keeper.start()
@@ -159,10 +175,11 @@ def work(face: TaskFace, caller: Caller, body: Body, *, minutes: int = 10,
             with _shielded():
                 if keeper is not None:
                     keeper.stop()
-                if got is not None:
+                if got is None:  # the claim may have been made and its answer not heard
+                    _give_back_strays(face, caller, report, asked + timedelta(
+                        minutes=minutes))
+                elif got.number not in report.handled:  # not yet submitted nor given back
                     _give_back(face, caller, got, "interrupted", report)
-                else:  # the claim may have been made and its answer not heard
-                    _give_back_strays(face, caller, report)
             report.interrupted = True
             return report
     return report
@@ -189,7 +206,9 @@ def _one(face: TaskFace, caller: Caller, got: NextClaim, body: Body, keeper: _Ke
         _failed(face, caller, got, f"submit refused: {error.reason}: {error}", report)
         return
     if receipt.state is State.routed:  # sent straight back: an attempt, and skipped
-        report.returned.append(Released(got.number, _why_back(face, got.number)))
+        back = Released(got.number, "sent back")
+        report.returned.append(back)  # before the read: an interrupt there loses nothing
+        back.reason = _why_back(face, got.number)
     else:
         report.submitted.append(receipt)
 
@@ -222,10 +241,12 @@ def _shielded() -> Iterator[None]:
         signal.signal(signal.SIGINT, before)
 
 
-def _give_back_strays(face: TaskFace, caller: Caller, report: WorkReport) -> None:
-    """After an interrupt during ``claim_next``: give back any claim this agent holds from
-    this instance and session (the run holds none between tasks, so such a claim is the one
-    whose answer the interrupt cut off, or one left by a process of the same name)."""
+def _give_back_strays(face: TaskFace, caller: Caller, report: WorkReport,
+                      since: datetime) -> None:
+    """After an interrupt during ``claim_next``: give back the claim whose answer it cut
+    off, found as a claim of this agent, from this instance and session, whose lease runs
+    out no earlier than one taken when the call began (``since``: then plus the lease): a
+    claim made before the run, by hand or by another process, is left alone."""
     mine = normal_instance(caller.instance) if caller.instance else None
     try:
         held = face.list(state="accepted", assignee=caller.name, limit=100).items
@@ -234,7 +255,8 @@ def _give_back_strays(face: TaskFace, caller: Caller, report: WorkReport) -> Non
     for view in held:
         claim = view.claim
         if claim is None or claim.holder != caller.name or mine is None or (
-                normal_instance(claim.instance) != mine or claim.session != caller.session):
+                normal_instance(claim.instance) != mine or claim.session != caller.session
+                or claim.expires_at < format_ts(since)):
             continue
         try:
             lease = face.lease(caller, view.number)
