@@ -33,6 +33,7 @@ from hivelite.core.protocol import PRIORITIES
 from . import figures as figures_file
 from . import lib
 from .queue import priority, raw_populate, raw_worker
+from .workers import outputs, reap
 
 WORKER_TIMEOUT_S = 900.0
 PG_RAW_SCHEMA = """
@@ -257,14 +258,10 @@ def drain(engine: str, side: str, store: str, workers: int, scratch: Path) -> di
             time.sleep(0.005)
         started = time.monotonic()
         go.touch()
-        outs = [p.communicate(timeout=WORKER_TIMEOUT_S)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    if any(p.returncode for p in procs):
-        raise RuntimeError(f"{engine} {side}: a worker failed")
+    except BaseException:
+        reap(procs)
+        raise
+    outs = outputs(procs, f"{engine} {side}", WORKER_TIMEOUT_S)
     reports = [json.loads(out) for out in outs]
     seconds = max(r["end"] for r in reports) - started
     cycles = sum(r["cycles"] for r in reports)

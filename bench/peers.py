@@ -51,6 +51,7 @@ from typing import Any
 import apsw
 
 from . import figures as figures_file
+from .workers import outputs, reap
 
 SIDES = ("hivelite", "fleetwright", "litequeue")
 PEERS = ("fleetwright", "litequeue")
@@ -384,14 +385,10 @@ def drain(side: str, template: Path, scratch: Path, processes: int, units: int,
             assert p.stdin is not None
             p.stdin.write("go\n")
             p.stdin.flush()
-        outs = [p.communicate(timeout=WORKER_TIMEOUT_S)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    if any(p.returncode for p in procs):
-        raise RuntimeError(f"{side}: a worker failed")
+    except BaseException:
+        reap(procs)
+        raise
+    outs = outputs(procs, side, WORKER_TIMEOUT_S)
     reports = [json.loads(out.strip().splitlines()[-1]) for out in outs]
     in_store = finished(side, path)
     _remove(path)

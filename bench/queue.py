@@ -42,6 +42,7 @@ from hivelite.core.protocol import PRIORITIES
 from . import figures as figures_file
 from . import lib
 from .replay import RecordingConn
+from .workers import outputs, reap
 
 AGENT = lib.AGENT
 OTHER = "ana/reviewer"
@@ -219,14 +220,10 @@ def drain_once(side: str, template: Path, scratch: Path, workers: int, items: in
             time.sleep(0.005)
         started = time.monotonic()
         go.touch()
-        outs = [p.communicate(timeout=WORKER_TIMEOUT_S)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    if any(p.returncode for p in procs):
-        raise RuntimeError(f"{side}: a worker failed")
+    except BaseException:
+        reap(procs)
+        raise
+    outs = outputs(procs, side, WORKER_TIMEOUT_S)
     reports = [json.loads(out) for out in outs]
     done = _completed(side, path)
     for suffix in ("", "-wal", "-shm"):

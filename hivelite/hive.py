@@ -192,7 +192,7 @@ class Hive(HiveBase):
                                 allow_network_fs=allow_network_fs, parents=parents)
         try:
             try:
-                stored = _record_owner(store, owner)
+                stored, values, named = _record_owner(store, owner)
             except BaseException:
                 if store.created and _empty(store):
                     store.discard()  # a store refused before it had an owner leaves no file
@@ -204,10 +204,6 @@ class Hive(HiveBase):
                     f" info shows it). Open it as {stored!r} (or without an owner), or make"
                     f" a new store for {owner!r}: hivelite --db NEW.db init --owner {owner}",
                     field="owner")
-            with store.read() as reader:  # installed plugins act where enabled or required
-                values = reader.policy()
-                named = [*enabled_names(values), *(r.name for r in reader.required_plugins()
-                                                   if r.kind == "entry_point")]
             load_installed(manager, named)
             hive = cls(store, stored, manager, clock, config, file)
             try:
@@ -227,17 +223,23 @@ class Hive(HiveBase):
     def __enter__(self) -> Hive:
         return self
 
-def _record_owner(store: Store, owner: str | None) -> str:
-    """The store's owner, recording ``owner`` (or the default) in a new store."""
+def _record_owner(store: Store, owner: str | None
+                  ) -> tuple[str, dict[str, str], list[str]]:
+    """The store's owner, recording ``owner`` (or the default) in a new store; with its
+    policy and the installed plugins it enables or requires (those load: installing
+    enables none), read in the same snapshot."""
     with store.read() as reader:
         stored = reader.meta("owner")
+        values = reader.policy()
+        named = [*enabled_names(values), *(r.name for r in reader.required_plugins()
+                                           if r.kind == "entry_point")]
     if stored is None:
         with store.write() as writer:  # decide under the lock: two first opens may race
             stored = writer.meta("owner")
             if stored is None:
                 stored = _new_store_owner(owner)
                 writer.set_meta("owner", stored)
-    return stored
+    return stored, values, named
 
 
 def _empty(store: Store) -> bool:

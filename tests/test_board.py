@@ -462,13 +462,22 @@ def test_a_real_browser_signs_in_by_clicking_and_another_site_cannot(
         assert "hivelite_board" in browser.cookies()
 
 
-
 def test_the_board_says_which_installed_plugins_act_on_the_store(tmp_path: Path) -> None:
-    """Installing is not enabling (issue 46): the header names the plugins the owner
-    enabled here, and those installed beside the server that do not act."""
+    """Installing is not enabling (issue 46): the owner signs in by clicking, in the
+    board's default mode, and the header names the plugins enabled on the store and those
+    installed beside the server that do not act there."""
+    from .webdriver import chromium as webdriver_chromium
+
     db = tmp_path / "store.db"
     with Hive.open(db, owner="ana", clock=ManualClock(START)) as hive:
         hive.enable_plugin(OWNER, "evidence")
-    with serving(tmp_path, [str(db), "--board-on-loopback"], now=NOW) as (url, _, _log):
-        shown = text_of(browse(tmp_path / "profile", url + "/", "--dump-dom").stdout)
+    token = hivelite(db, "token", "add", "--owner")["token"]
+    with serving(tmp_path, [str(db)], now=NOW) as (url, _, _log), \
+            webdriver_chromium(tmp_path / "profile") as browser:
+        board = url.replace("127.0.0.1", "localhost")
+        browser.go(board + "/login")
+        browser.type('input[name="token"]', token)
+        browser.click('button[type="submit"]')
+        browser.wait_for(lambda: "/board/" in browser.url)
+        shown = text_of(browser.source)
     assert "plugins evidence (installed, not enabled: notify, policy, quorum)" in shown

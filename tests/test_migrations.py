@@ -242,3 +242,18 @@ def test_a_store_from_before_the_owners_authority_upgrades_and_obeys_it(
     conn = apsw.Connection(str(path))
     assert all(f.ok for f in diagnose(conn)), diagnose(conn)
     conn.close()
+
+
+def test_migration_18s_statements_are_the_code_s_own_text_on_both_engines() -> None:
+    """The recount an import of an older export runs, and the notice's mark, are exactly
+    what migration 18 ran, on each engine (a frozen file holds them verbatim)."""
+    from hivelite.store import pg_schema, schema
+    from hivelite.store.pg_migrations import MIGRATIONS as PG_MIGRATIONS
+
+    (sqlite18,) = [m for m in MIGRATIONS if m.version == 18]
+    (pg18,) = [m for m in PG_MIGRATIONS if m.version == 18]
+    for text in (schema.ATTEMPT_COUNTED, schema.RETURNS_BACKFILL, schema.PLUGINS_NOTICE,
+                 schema.policy_values_sql()):
+        assert text.strip() in sqlite18.sql
+    for text in (pg_schema.RETURNS_BACKFILL, pg_schema.PLUGINS_NOTICE):
+        assert text.strip() in pg18.sql

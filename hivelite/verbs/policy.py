@@ -248,7 +248,8 @@ def plugin_status(hive: HiveBase) -> builtins.list[PluginStatus]:
             policy=name in loaded, essential=name in hive.plugins.essential,
             required=name in required, enabled=name in enabled, status=status,
             detail=detail))
-    for ep in entry_points():  # installed, not loaded: the store did not enable it
+    found = entry_points()
+    for ep in found:  # installed, not loaded: the store did not enable it
         if hive.plugins.has_plugin(ep.name) or ep.name in required:
             continue
         on = ep.name in enabled
@@ -260,7 +261,7 @@ def plugin_status(hive: HiveBase) -> builtins.list[PluginStatus]:
             " once the store is opened again" if on else
             f"installed, not enabled on this store: it does not act here; the owner enables"
             f" it with: hivelite policy enable {ep.name}"))
-    installed = {ep.name for ep in entry_points()}
+    installed = {ep.name for ep in found}
     for name in sorted(enabled - installed - set(required)):
         out.append(PluginStatus(name=name, source="enabled on this store", loaded=False,
                                 enabled=True, status="not_installed",

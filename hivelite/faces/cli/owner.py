@@ -470,10 +470,7 @@ def policy_enable(ctx: Context, name: str) -> None:
     Example:
       hivelite policy enable evidence
     """
-    who = ctx.owner_caller()
-    with ctx.open_store() as hive:
-        found = hive.enable_plugin(acting(hive, who), name)
-        ctx.emit(found, lambda: _policy_text(found))
+    _choose_plugin(ctx, name, enable=True)
 
 
 @policy.command(name="disable")
@@ -487,9 +484,15 @@ def policy_disable(ctx: Context, name: str) -> None:
     Example:
       hivelite policy disable evidence
     """
+    _choose_plugin(ctx, name, enable=False)
+
+
+def _choose_plugin(ctx: Context, name: str, *, enable: bool) -> None:
+    """``policy enable`` / ``policy disable``: the owner's choice, then the policy shown."""
     who = ctx.owner_caller()
     with ctx.open_store() as hive:
-        found = hive.disable_plugin(acting(hive, who), name)
+        choose = hive.enable_plugin if enable else hive.disable_plugin
+        found = choose(acting(hive, who), name)
         ctx.emit(found, lambda: _policy_text(found))
 
 
