@@ -470,3 +470,31 @@ def test_a_close_right_after_a_writes_commit_leaves_the_write_done(
                            project="site", packet=packet())
     with Hive.open(store.path) as again:
         assert again.get(receipt.number).task.state is State.routed
+
+
+def test_a_submit_reads_the_policy_once(open_hive: OpenHive) -> None:
+    """The plugins asked about one submission (the evidence, the threshold and who set it)
+    see one read of the store's policy: one read transaction for it before the write, not
+    one for each question."""
+    hive = open_hive()
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    seen = traced(hive)
+    receipt = hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                          summary="done", evidence=EVIDENCE)
+    assert receipt.state is State.approval  # the store's threshold (1) decided
+    assert seen.count("SELECT key, value FROM policy") == 1, seen
+    assert seen.count("BEGIN") == 2, seen  # the fence and the packet; the policy
+
+
+def test_next_picks_from_the_queue_index_and_reads_one_row(open_hive: OpenHive) -> None:
+    """``next`` picks the task's number from the ready index, then reads that row alone."""
+    hive = open_hive()
+    numbers = [own_task(hive) for _ in range(3)]
+    seen = traced(hive)
+    lease = hive.claim_next(CODER)
+    assert lease.number == numbers[0]
+    picks = [s for s in seen if "ORDER BY assignee" in s]
+    assert len(picks) == 1 and picks[0].startswith("SELECT number FROM tasks WHERE"), picks
+    rows = [s for s in seen if s.startswith("SELECT number, id, state")]
+    assert len(rows) == 1, seen

@@ -345,10 +345,10 @@ class SqliteTx(ViewRows):
             clauses.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(labels)"
                            " THEN labels END) WHERE value = ?)")
             args.append(label)
-        row = self.conn.execute(
-            f"{SELECT_TASK} WHERE {' AND '.join(clauses)} ORDER BY assignee, {RANK}, number"
-            " LIMIT 1", tuple(args)).fetchone()
-        return TaskRow(*row) if row else None
+        number = self.conn.execute(  # from the queue index alone: no row read but the one
+            f"SELECT number FROM tasks WHERE {' AND '.join(clauses)}"
+            f" ORDER BY assignee, {RANK}, number LIMIT 1", tuple(args)).get
+        return None if number is None else self.task(int(number))
 
     def overdue(self, at: str) -> list[TaskRow]:
         # reads the partial index of live leases, not the table

@@ -13,7 +13,9 @@ import json
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -104,6 +106,10 @@ def unreadable(exc: Exception) -> str:
         return f"{exc.title}.{where}: {first['msg']}"
     return f"{type(exc).__name__}: {exc}"
 
+
+_POLICY_HELD: ContextVar[dict[int, StorePolicy] | None] = ContextVar(
+    "hivelite_policy_held", default=None)
+"""The policy :meth:`HiveBase._policy_once` holds, by hive."""
 
 WRITE_ATTEMPTS = 3
 """How many times a write that only met other writes (a deadlock) is tried."""
@@ -476,8 +482,25 @@ class HiveBase:
 
     def policy(self) -> StorePolicy:
         """The store's policy as its owner set it (defaults for what they did not)."""
+        held = _POLICY_HELD.get()  # read once within _policy_once
+        if held is not None and id(self) in held:
+            return held[id(self)]
         with self.store.read() as reader:
-            return store_policy(reader.policy(), reader.required_plugins())
+            found = store_policy(reader.policy(), reader.required_plugins())
+        if held is not None:
+            held[id(self)] = found
+        return found
+
+    @contextmanager
+    def _policy_once(self) -> Iterator[None]:
+        """Within it, :meth:`policy` reads the store's policy once: a verb that asks its
+        plugins several questions about one call (submit: the evidence, the threshold and
+        who set it) pays one read, and every answer sees the same policy."""
+        token = _POLICY_HELD.set({})
+        try:
+            yield
+        finally:
+            _POLICY_HELD.reset(token)
 
     def get(self, ref: str | int) -> TaskView:
         """One task by id or number: the full view (seed object, claim, verdicts, usage)."""

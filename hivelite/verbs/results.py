@@ -152,9 +152,10 @@ def submit(
     problems: list[dict[str, str]] = []
     threshold, decided_by = None, None
     if outcome == "completed":
-        problems = _evidence_problems(hive, task, result, evidence_views(result, receipts))
-        if not problems:
-            threshold, decided_by = _threshold(hive, task)
+        with hive._policy_once():
+            problems = _evidence_problems(hive, task, result, evidence_views(result, receipts))
+            if not problems:
+                threshold, decided_by = _threshold(hive, task)
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)  # the plugins took time: fence again under the lock
