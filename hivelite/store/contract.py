@@ -36,6 +36,7 @@ from .rows import (
     EnrolmentRow,
     Expiry,
     JournalRow,
+    Lease,
     LinkRow,
     ListFilter,
     NewTask,
@@ -43,6 +44,8 @@ from .rows import (
     RequiredPlugin,
     ResultMeta,
     Spend,
+    Step,
+    Taken,
     TaskRow,
     TokenRow,
     ViewRow,
@@ -224,6 +227,25 @@ class Writer(Reader, Protocol):
         ...
     def record_merge(self, number: int, commit: str, by: str) -> None: ...
     def add_confirmation(self, number: int, version: int, row: ConfirmationRow) -> None: ...
+    def take_next(self, lease: Lease, *, at: str, project: str | None = None,
+                  label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
+        """``next`` as its statement, in the plain case: the holder's best ready task
+        (as :meth:`next_ready` picks it) taken under ``lease``, when no control is live, the
+        holder has no enrolment and no budget; the rules are the store's (its triggers).
+        None when there is no such task or the case is not plain: nothing was written, and
+        the write path's full run decides (and says why it refuses)."""
+        ...
+    def return_result(self, number: int, *, lease_id: str, token: int, holder: str,
+                      instance: str, at: str, body: str, outcome: str,
+                      threshold: int | None, draft: str | None, receipts: str | None,
+                      steps: Sequence[Step]) -> int | None:
+        """``submit`` as its statements, in the plain case: when the claim is ``lease_id``
+        with ``token``, held by ``holder`` from ``instance`` and running at ``at``, no
+        control is live and the holder has no enrolment, the result is stored (as
+        :meth:`put_result`) and ``steps`` are made; the seq of the last journal row. None
+        when the fence does not hold or the case is not plain: nothing was written, and the
+        write path's full run decides (and says why it refuses)."""
+        ...
     def next_ready(self, assignee: str, *, project: str | None = None,
                    label: str | None = None, skip: Sequence[int] = (),
                    projects: Sequence[str] | None = None,
@@ -309,6 +331,10 @@ class Store(Protocol):
     def tables(self) -> Tables:
         """Raw access to the kept tables, for ``hivelite export`` and ``import``."""
         ...
+    statements: frozenset[str]
+    """The verbs this engine writes as their statements in the plain case
+    (:meth:`Writer.take_next`, :meth:`Writer.return_result`); the others, and every case
+    that is not plain, take the write path's full run."""
     def read(self) -> AbstractContextManager[Reader]: ...
     def write(self, *, about: str | int | Pick | None = None
               ) -> AbstractContextManager[Writer]:

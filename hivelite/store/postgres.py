@@ -92,6 +92,7 @@ from .rows import (
     EnrolmentRow,
     Expiry,
     JournalRow,
+    Lease,
     LinkRow,
     ListFilter,
     NewTask,
@@ -99,6 +100,8 @@ from .rows import (
     RequiredPlugin,
     ResultMeta,
     Spend,
+    Step,
+    Taken,
     TaskRow,
     TokenRow,
     UpdateRow,
@@ -547,6 +550,16 @@ class PostgresTx(ViewRows):
         else:
             row = self._one(*_pick(assignee, project, label, skip, projects, roles))
         return self._held(row)
+
+    def take_next(self, lease: Lease, *, at: str, project: str | None = None,
+                  label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
+        return None  # not a statement here (PostgresStore.statements)
+
+    def return_result(self, number: int, *, lease_id: str, token: int, holder: str,
+                      instance: str, at: str, body: str, outcome: str,
+                      threshold: int | None, draft: str | None, receipts: str | None,
+                      steps: Sequence[Step]) -> int | None:
+        return None  # not a statement here (PostgresStore.statements)
 
     def overdue(self, at: str) -> list[TaskRow]:
         return [TaskRow(*r) for r in self._all(
@@ -1158,6 +1171,9 @@ def connect_failure(exc: psycopg.Error, where: str) -> HiveliteError:
 
 class PostgresStore:
     """One hivelite store in a PostgreSQL database; a connection per thread."""
+
+    statements: frozenset[str] = frozenset()
+    """No verb is one function call here yet: every write takes the full run."""
 
     def __init__(self, url: str, *, create: bool = True, upgrade: bool = True) -> None:
         if not is_url(url):

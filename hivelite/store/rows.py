@@ -203,6 +203,43 @@ class JournalRow:
 
 
 @record(frozen=True)
+class Lease:
+    """A claim's terms as its verb fixed them before the write: who takes it, from where,
+    under which id, until when."""
+
+    lease_id: str
+    holder: str
+    instance: str
+    session: str | None
+    expires: str
+
+
+@record(frozen=True)
+class Taken:
+    """What a claim's statement answers: the task it took, its id, the new fencing token,
+    and the journal row of the move."""
+
+    number: int
+    id: str
+    token: int
+    seq: int
+
+
+@record(frozen=True)
+class Step:
+    """One move of a write that makes several (a submission's), as data: into
+    ``to_state``, by ``actor``, for ``reason``, with ``detail``; ``end_lease`` ends the
+    claim with it; ``only_from``: made only when the task is in that state."""
+
+    to_state: str
+    actor: str
+    reason: str
+    detail: dict[str, Any] | None = None
+    end_lease: bool = False
+    only_from: str | None = None
+
+
+@record(frozen=True)
 class Expiry:
     """When the clock last ended a claim on a task, and that claim's fencing token."""
 

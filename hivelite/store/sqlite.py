@@ -77,6 +77,7 @@ from .rows import (
     EnrolmentRow,
     Expiry,
     JournalRow,
+    Lease,
     LinkRow,
     ListFilter,
     NewTask,
@@ -84,6 +85,8 @@ from .rows import (
     RequiredPlugin,
     ResultMeta,
     Spend,
+    Step,
+    Taken,
     TaskRow,
     TokenRow,
     UpdateRow,
@@ -136,6 +139,15 @@ TASK_VIEW = VIEW_OF.format(columns="{columns}", creator=(
     "(" + HISTORY.format(task="t.number") + "SELECT actor FROM journal"
     " WHERE seq = (SELECT min(seq) FROM history))"))
 """``columns.VIEW`` with the task's creator found through the links."""
+
+PLAIN = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL)"
+         " AND NOT EXISTS (SELECT 1 FROM enrolments WHERE agent = ?)"
+         " AND NOT EXISTS (SELECT 1 FROM budgets WHERE agent = ?)")
+"""The plain case of a holder's statement (its two ``?``: the holder): no control of the
+owner's is live, and the holder has no enrolment and no budget. Outside it the write path's
+full run takes the write: it reads the vetoes, the enrolment's scope and the day's spend."""
+STATEMENTS = frozenset({"next", "submit"})
+"""The verbs this engine writes as their statements in the plain case."""
 
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
 
@@ -349,6 +361,64 @@ class SqliteTx(ViewRows):
             f"SELECT number FROM tasks WHERE {' AND '.join(clauses)}"
             f" ORDER BY assignee, {RANK}, number LIMIT 1", tuple(args)).get
         return None if number is None else self.task(int(number))
+
+    def take_next(self, lease: Lease, *, at: str, project: str | None = None,
+                  label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
+        clauses, args = pick_where("?", READY, lease.holder, project, None, ())
+        if skip:
+            clauses.append(f"number NOT IN ({', '.join('?' * len(skip))})")
+            args.extend(skip)
+        if label is not None:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(labels)"
+                           " THEN labels END) WHERE value = ?)")
+            args.append(label)
+        picked = self.conn.execute(
+            f"SELECT number, id, lease_token FROM tasks WHERE {' AND '.join(clauses)}"
+            f" ORDER BY assignee, {RANK}, number LIMIT 1", tuple(args)).fetchone()
+        if picked is None:
+            return None
+        number, task_id, token = int(picked[0]), str(picked[1]), int(picked[2]) + 1
+        detail = dump({"fencing_token": token, "instance": lease.instance,
+                       "session": lease.session, "expires_at": lease.expires})
+        seq, chain = self._link(number, at, lease.holder, "routed", "accepted", None,
+                                "claimed", detail)
+        self.conn.execute("UPDATE claim_counts SET claims = claims + 1 WHERE agent = ?",
+                          (lease.holder,))
+        if self.conn.execute(
+                "UPDATE tasks SET state = 'accepted', waiting_on = NULL, lease_id = ?,"
+                " lease_token = ?, lease_holder = ?, lease_instance = ?, lease_session = ?,"
+                " lease_expires = ?, updated_at = ?, actor = ?, reason = 'claimed',"
+                " detail = ?, chain = ?, lease_scope = NULL, last_seq = ?"
+                f" WHERE number = ? AND state = 'routed' AND {PLAIN} RETURNING number",
+                (lease.lease_id, token, lease.holder, lease.instance, lease.session,
+                 lease.expires, at, lease.holder, detail, chain, seq, number,
+                 lease.holder, lease.holder)).fetchone() is None:
+            return None  # not the plain case (the write is rolled back)
+        if self.known is not None:
+            self.known.lease_until(lease.expires)
+        return Taken(number, task_id, token, seq)
+
+    def return_result(self, number: int, *, lease_id: str, token: int, holder: str,
+                      instance: str, at: str, body: str, outcome: str,
+                      threshold: int | None, draft: str | None, receipts: str | None,
+                      steps: Sequence[Step]) -> int | None:
+        held = self.conn.execute(
+            "SELECT state, lease_session FROM tasks WHERE number = ? AND lease_id = ?"
+            " AND lease_token = ? AND lease_holder = ? AND lease_instance = ?"
+            f" AND lease_expires > ? AND state IN ('accepted', 'working') AND {PLAIN}",
+            (number, lease_id, token, holder, instance, at, holder, holder)).fetchone()
+        if held is None:
+            return None
+        state = str(held[0])
+        self.put_result(number, body, worker=holder, instance=instance, session=held[1],
+                        outcome=outcome, threshold=threshold, draft=draft, receipts=receipts)
+        for step in steps:
+            if step.only_from is not None and step.only_from != state:
+                continue
+            self.move(number, state, step.to_state, at=at, actor=step.actor,
+                      reason=step.reason, detail=step.detail, end_lease=step.end_lease)
+            state = step.to_state
+        return self._tip()[0]
 
     def overdue(self, at: str) -> list[TaskRow]:
         # reads the partial index of live leases, not the table
@@ -963,6 +1033,8 @@ class SqliteTx(ViewRows):
 class SqliteStore:
     """One hivelite store file: WAL, a generous busy timeout, our schema; a connection per
     thread."""
+
+    statements = STATEMENTS
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True,
                  synchronous: Synchronous = "NORMAL", allow_network_fs: bool = False,

@@ -30,7 +30,9 @@ from ..core.errors import (
     HiveliteError,
     InvalidInput,
     InvalidState,
+    NotFound,
     PluginError,
+    RateLimited,
     StoreBusy,
     StoreCorrupt,
     StoreError,
@@ -47,7 +49,7 @@ from ..core.models import (
     TaskView,
 )
 from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, Right, State
-from ..store import ListFilter, Reader, RequestRow, Store, TaskRow
+from ..store import ListFilter, Reader, RequestRow, Store, TaskRow, Writer
 from ..store.contract import Pick, store_wide
 from . import guard
 from .authority import (
@@ -110,6 +112,10 @@ def unreadable(exc: Exception) -> str:
 _POLICY_HELD: ContextVar[dict[int, StorePolicy] | None] = ContextVar(
     "hivelite_policy_held", default=None)
 """The policy :meth:`HiveBase._policy_once` holds, by hive."""
+
+class _NotPlain(Exception):
+    """A verb's statement did not take the write: undo it, and run the full path."""
+
 
 WRITE_ATTEMPTS = 3
 """How many times a write that only met other writes (a deadlock) is tried."""
@@ -265,6 +271,45 @@ class HiveBase:
             if notifiers and last > first:
                 self._notify(first, last)
         return result
+
+    def _statement(self, caller: Caller, verb: str,
+                   write: Callable[[Writer, datetime, str], T | None]) -> T | None:
+        """``verb`` as its statement (``write``, the store's, in one transaction), in the
+        plain case; None when it is not, and the caller runs :meth:`_write`, whose full run
+        decides and says precisely why it refuses.
+
+        Plain: the engine writes this verb as a statement (``Store.statements``), no
+        request id is kept for it, the store requires no plugin, no lease has run out
+        (the full run sweeps first), and ``write`` finds its own case plain (no live
+        control, no enrolment or budget of the holder: the rules those bring are read by
+        the full run). Python checks nothing the database checks: a statement the store's
+        rules refuse is undone, and the full run explains it."""
+        if verb not in self.store.statements or PENDING.get() is not None:
+            return None
+        notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
+        now = self.clock()
+        at = format_ts(now)
+        try:
+            with self.store.write() as tx:
+                if tx.required_plugins() or tx.lock_overdue(at):
+                    raise _NotPlain
+                answer = write(tx, now, at)
+                if answer is None:
+                    raise _NotPlain  # undo what it wrote
+                ends = tx.journal_end() if notifiers else None
+        except _NotPlain:
+            return None
+        except (InvalidState, ForbiddenRight, RateLimited, NotFound, InvalidInput) as error:
+            if isinstance(error, StoreError):  # the store itself failed: no rule to explain
+                raise
+            log.debug("%s: the store refused its statement (%s); the full run explains",
+                      verb, error)
+            return None
+        if ends is not None:
+            first, last = ends()
+            if last > first:
+                self._notify(first, last)
+        return answer
 
     def _replay(self, caller: object, pending: Pending) -> object | None:
         """The first answer to this request, read when the verb's own checks before its

@@ -20,7 +20,15 @@ from ..core.caller import Caller, require_agent, require_caller
 from ..core.clock import format_ts
 from ..core.errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
 from ..core.ids import new_lease_id
-from ..core.models import DEFERRED, Checkpoint, ClaimReceipt, NextClaim, Receipt, UpdateSummary
+from ..core.models import (
+    DEFERRED,
+    Checkpoint,
+    ClaimReceipt,
+    NextClaim,
+    Receipt,
+    UpdateSummary,
+    made,
+)
 from ..core.protocol import (
     DEFAULT_LEASE_MINUTES,
     MAX_LEASE_MINUTES,
@@ -31,7 +39,7 @@ from ..core.protocol import (
     State,
     WaitingOn,
 )
-from ..store import Store, TaskRow
+from ..store import Lease, Store, TaskRow, Writer
 from ..store.contract import Pick
 from . import guard
 from .base import HiveBase, invalid
@@ -235,6 +243,23 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
     agent = require_agent(hive._caller(caller, "next"), "next")
     lease_minutes(minutes)
     lease_id = new_lease_id()
+
+    def statement(tx: Writer, now: datetime, at: str) -> ClaimReceipt | None:
+        assert agent.instance is not None
+        expires = lease_expiry(now, minutes)
+        taken = tx.take_next(Lease(lease_id, agent.name, agent.instance, agent.session,
+                                   expires), at=at, project=project, label=label, skip=skip)
+        if taken is None:
+            return None
+        return made(ClaimReceipt, {
+            "number": taken.number, "id": taken.id, "state": State.accepted,
+            "waiting_on": None, "at": at, "seq": taken.seq, "lease_id": lease_id,
+            "fencing_token": taken.token, "holder": agent.name, "instance": agent.instance,
+            "session": agent.session, "expires_at": expires, "question": None})
+
+    taken = hive._statement(agent, "next", statement)
+    if taken is not None:
+        return taken
 
     def body(unit: Unit) -> ClaimReceipt:
         vetoed = [c.task for c in unit.controls  # tasks the owner vetoed it on

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
@@ -30,11 +31,12 @@ from ..core.models import (
     Receipt,
     Result,
     Task,
+    made,
     normal_instance,
 )
 from ..core.protocol import State
 from ..core.receipts import check as check_receipt
-from ..store import ConfirmationRow, TaskRow
+from ..store import ConfirmationRow, Step, TaskRow, Writer
 from ..store.keys import load_signer
 from . import guard
 from .authority import why_not_counted
@@ -173,25 +175,53 @@ def submit(
             row = unit.move(row, State.working, actor=holder, reason="submit")
         row = unit.move(row, State.verifying, actor=holder,
                         reason=f"result returned ({outcome})", end_lease=True, detail=sealed)
-        if outcome == "failed":
-            target, reason = State.routed, f"attempt failed: {summary[:200]}"
-            detail: dict[str, Any] = {"outcome": "failed"}
-        elif problems:
-            target = State.routed
-            reason = "evidence refused: " + "; ".join(p["problem"] for p in problems)[:400]
-            detail = {"problems": problems}
-        elif threshold == 0:
-            target, reason = State.completed, "no confirmation needed (threshold 0)"
-            detail = {"threshold": 0, "decided_by": decided_by}
-        else:
-            target = State.approval
-            reason = (f"awaiting {threshold} independent confirmation(s) or sign-off"
-                      f" (threshold set by {decided_by})")
-            detail = {"threshold": threshold, "decided_by": decided_by}
         row = unit.move(row, target, actor="guard", reason=reason, detail=detail)
         return unit.receipt(row)
 
+    target, reason, detail = _judged(outcome, summary, problems, threshold, decided_by)
+    if tokens is None and usd_micros is None:  # a usage report is charged: the full run
+        number, holder = row.number, agent.name
+        assert agent.instance is not None
+        steps = (Step(State.working.value, holder, "submit", only_from=State.accepted.value),
+                 Step(State.verifying.value, holder, f"result returned ({outcome})", sealed,
+                      end_lease=True),
+                 Step(target.value, "guard", reason, detail))
+
+        def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
+            seq = tx.return_result(
+                number, lease_id=lease_id, token=token, holder=holder,
+                instance=agent.instance or "", at=at, body=returned_at(kept, at),
+                outcome=outcome, threshold=threshold, draft=drafted, receipts=receipts,
+                steps=steps)
+            return None if seq is None else made(Receipt, {
+                "number": number, "id": task.id, "state": target, "waiting_on": None,
+                "at": at, "seq": seq})
+
+        returned = hive._statement(agent, "submit", statement)
+        if returned is not None:
+            return returned
+
     return hive._write(agent, "submit", body, about=ref)
+
+def _judged(outcome: str, summary: str, problems: list[dict[str, str]],
+            threshold: int | None, decided_by: str | None
+            ) -> tuple[State, str, dict[str, Any]]:
+    """Where a submission goes from ``verifying``, why, and the journal's detail: back to
+    ``routed`` when it failed or its evidence was refused, else ``completed`` (threshold 0)
+    or ``approval``. Decided before the write: the plugins were asked before the lock."""
+    if outcome == "failed":
+        return State.routed, f"attempt failed: {summary[:200]}", {"outcome": "failed"}
+    if problems:
+        return (State.routed,
+                "evidence refused: " + "; ".join(p["problem"] for p in problems)[:400],
+                {"problems": problems})
+    if threshold == 0:
+        return (State.completed, "no confirmation needed (threshold 0)",
+                {"threshold": 0, "decided_by": decided_by})
+    return (State.approval, f"awaiting {threshold} independent confirmation(s) or sign-off"
+            f" (threshold set by {decided_by})",
+            {"threshold": threshold, "decided_by": decided_by})
+
 
 def returned_at(kept: str, at: str) -> str:
     """A result's JSON (``model_dump_json(exclude_none=True)`` without ``returned_at``)

@@ -1,0 +1,385 @@
+"""The verbs a store writes as their statements (issue 47): on SQLite ``next`` and
+``submit``, in the plain case, are one write transaction each whose statements the store's
+rules check, reading none of the owner's controls, enrolments or budgets first; every
+other case takes the write path's full run, which decides and explains as it always did.
+
+The statements and the full run are held to the same journal, the same answers and the
+same refusals, case by case.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hivelite import (
+    Caller,
+    ForbiddenRight,
+    Hive,
+    HiveliteError,
+    InvalidState,
+    ManualClock,
+    State,
+    hookimpl,
+)
+from hivelite.store.doctor import diagnose_file
+from hivelite.store.sqlite import SqliteTx
+from hivelite.verbs.base import HiveBase
+
+from . import rawsql
+from .conftest import CODER, OWNER, START, own_task
+
+EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
+ADMISSION = re.compile(r"SELECT [^()]* FROM (controls|enrolments|budgets)\b")
+"""What the full run reads before a holder's write (the statements fold the plain case's
+test into their own ``WHERE``). The plugins a store requires are this process's question:
+read, as every write reads them, when another connection may have changed them."""
+
+
+class FullRuns:
+    """The verbs that took the write path's full run (``HiveBase._attempt``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.verbs: list[str] = []
+        attempt = HiveBase._attempt
+
+        def counted(hive: HiveBase, caller: Any, body: Any, verb: str, *args: Any,
+                    **kwargs: Any) -> Any:
+            self.verbs.append(verb)
+            return attempt(hive, caller, body, verb, *args, **kwargs)
+
+        monkeypatch.setattr(HiveBase, "_attempt", counted)
+
+
+@pytest.fixture
+def opened(db_path: Path, clock: ManualClock) -> Iterator[Callable[..., Hive]]:
+    hives: list[Hive] = []
+
+    def open_(**options: Any) -> Hive:
+        hive = Hive.open(db_path, owner="ana", clock=clock, **options)
+        hives.append(hive)
+        return hive
+
+    yield open_
+    for hive in hives:
+        hive.close()
+
+
+def traced(hive: Hive) -> list[str]:
+    seen: list[str] = []
+
+    def trace(cursor: Any, sql: str, bindings: Any) -> bool:
+        seen.append(" ".join(sql.split()))
+        return True
+
+    hive.store.conn.exec_trace = trace  # type: ignore[attr-defined]
+    return seen
+
+
+def cycle(hive: Hive, caller: Caller = CODER, **submitted: Any) -> tuple[Any, Any]:
+    lease = hive.claim_next(caller)
+    fields = {"summary": "done", "evidence": EVIDENCE} | submitted
+    receipt = hive.submit(caller, lease.number, lease_id=lease.lease_id,
+                          token=lease.fencing_token, **fields)
+    return lease, receipt
+
+
+def test_next_and_submit_are_one_write_transaction_each_in_the_plain_case(
+        opened: Callable[..., Hive], db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hive = opened()
+    first = own_task(hive)
+    own_task(hive)
+    runs = FullRuns(monkeypatch)
+    seen = traced(hive)
+    lease, receipt = cycle(hive)
+    assert runs.verbs == []
+    assert seen.count("BEGIN IMMEDIATE") == 2, seen
+    alone = [s for s in seen if s.startswith("SELECT")]
+    assert not [s for s in alone if ADMISSION.match(s)], alone
+    assert len([s for s in alone if "FROM required_plugins" in s]) <= 1, alone
+    assert (lease.number, lease.fencing_token, lease.holder) == (first, 1, "ana/coder")
+    view = hive.get(first)
+    assert view.task.state is State.approval and receipt.state is State.approval
+    assert receipt.seq == hive.history(first)[-1].seq == hive.last_seq()
+    assert lease.seq == hive.history(first)[-4].seq  # the claim, then the three moves
+    assert all(f.ok for f in diagnose_file(db_path)), diagnose_file(db_path)
+
+
+def case_veto(hive: Hive) -> None:
+    other = own_task(hive, priority="low")
+    hive.veto(OWNER, other, agent="ana/coder")
+
+
+def case_hold(hive: Hive) -> None:
+    hive.hold(OWNER, agent="ana/other")
+
+
+def case_enrolment(hive: Hive) -> None:
+    hive.enrol(OWNER, "ana/coder", projects=["demo"])
+
+
+def case_budget(hive: Hive) -> None:
+    hive.set_budget(OWNER, "ana/coder", tasks=5)
+
+
+CASES: dict[str, Callable[[Hive], None]] = {
+    "a live control": case_veto, "a hold of another agent": case_hold,
+    "an enrolment": case_enrolment, "a budget": case_budget,
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_outside_the_plain_case_the_full_run_decides(
+        opened: Callable[..., Hive], case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A live control, an enrolment or a budget of the holder: the statements take nothing,
+    and the full run reads what they bring (the veto's task is passed over)."""
+    hive = opened()
+    number = own_task(hive, priority="high")
+    CASES[case](hive)
+    runs = FullRuns(monkeypatch)
+    lease, receipt = cycle(hive)
+    assert lease.number == number
+    assert receipt.state is State.approval
+    assert runs.verbs == ["next", "submit"]
+
+
+def test_a_lease_run_out_is_swept_by_the_full_run_first(
+        opened: Callable[..., Hive], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    hive = opened()
+    stale = own_task(hive, priority="high")
+    hive.claim(CODER, stale, minutes=5)
+    fresh = own_task(hive)
+    clock.advance(minutes=6)
+    runs = FullRuns(monkeypatch)
+    lease = hive.claim_next(CODER)
+    assert runs.verbs == ["next"]
+    assert lease.number == stale and lease.fencing_token == 2  # swept, then taken again
+    assert [e.reason for e in hive.history(stale)][-2:] == ["expired", "claimed"]
+    assert hive.get(fresh).task.state is State.routed
+
+
+def test_a_kept_answer_and_a_required_plugin_take_the_full_run(
+        opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch) -> None:
+    class Decides:
+        @hookimpl
+        def hivelite_merge_threshold(self, task: Any, hive: Any) -> int:
+            return 0
+
+    hive = opened(plugins=[Decides()])
+    hive.require_plugin(OWNER, "Decides")
+    own_task(hive)
+    own_task(hive)
+    runs = FullRuns(monkeypatch)
+    lease, receipt = cycle(hive)
+    assert receipt.state is State.completed
+    assert runs.verbs == ["next", "submit"]
+    hive.unrequire_plugin(OWNER, "Decides")
+    runs.verbs.clear()
+    lease = hive.claim_next(CODER, request_id="r-1")
+    assert hive.claim_next(CODER, request_id="r-1").lease_id == lease.lease_id
+    assert runs.verbs == ["next", "next"]  # the retry finds the kept answer in its run
+
+
+def test_a_process_without_a_required_plugin_is_refused_next_and_submit(
+        opened: Callable[..., Hive]) -> None:
+    """The store requires a plugin this process did not load: its statements take nothing
+    and the full run refuses (``policy_missing``), as every other write."""
+    class Decides:
+        @hookimpl
+        def hivelite_merge_threshold(self, task: Any, hive: Any) -> int:
+            return 0
+
+    owner = opened(plugins=[Decides()])
+    owner.require_plugin(OWNER, "Decides")
+    number = own_task(owner)
+    lease = owner.claim(CODER, number)
+    without = opened()
+    for call in (lambda: without.claim_next(CODER),
+                 lambda: without.submit(CODER, number, lease_id=lease.lease_id,
+                                        token=lease.fencing_token, summary="done",
+                                        evidence=EVIDENCE)):
+        kind, reason, _ = refusal(call)
+        assert (kind, reason) == (ForbiddenRight, "policy_missing")
+    assert owner.get(number).task.state is State.accepted
+
+
+def refusal(call: Callable[[], Any]) -> tuple[type[HiveliteError], str, str]:
+    with pytest.raises(HiveliteError) as caught:
+        call()
+    return type(caught.value), caught.value.reason, caught.value.message
+
+
+WRONG = {
+    "token": lambda lease: {"lease_id": lease.lease_id, "token": lease.fencing_token + 1},
+    "lease id": lambda lease: {"lease_id": "L0000000000000000", "token": lease.fencing_token},
+    "instance": lambda lease: {"lease_id": lease.lease_id, "token": lease.fencing_token,
+                               "caller": Caller.agent("ana/coder", "desktop")},
+    "agent": lambda lease: {"lease_id": lease.lease_id, "token": lease.fencing_token,
+                            "caller": Caller.agent("ana/other", "laptop")},
+    "expired": lambda lease: {"lease_id": lease.lease_id, "token": lease.fencing_token,
+                              "advance": 20},
+}
+
+
+@pytest.mark.parametrize("wrong", WRONG)
+@pytest.mark.parametrize("statements", [True, False], ids=["statements", "full run"])
+def test_a_fence_that_does_not_hold_is_refused_as_before(
+        opened: Callable[..., Hive], db_path: Path, clock: ManualClock, wrong: str,
+        statements: bool) -> None:
+    """The statement takes nothing, and the full run names why: the same error, reason and
+    message with statements as without; the store is as it was."""
+    hive = opened()
+    if not statements:
+        hive.store.statements = frozenset()  # type: ignore[misc]
+    number = own_task(hive)
+    lease = hive.claim_next(CODER)
+    given = WRONG[wrong](lease)
+    clock.advance(minutes=given.pop("advance", 0))
+    caller = given.pop("caller", CODER)
+    before = rawsql.snapshot_file(db_path) if wrong != "expired" else None
+    kind, reason, message = refusal(lambda: hive.submit(
+        caller, number, summary="done", evidence=EVIDENCE, **given))
+    expected = {"token": (InvalidState, "stale_claim"), "lease id": (InvalidState, "stale_claim"),
+                "instance": (ForbiddenRight, "not_permitted"),
+                "agent": (ForbiddenRight, "not_permitted"),
+                "expired": (InvalidState, "stale_claim")}[wrong]
+    assert (kind, reason) == expected, message
+    assert str(number) in message or lease.lease_id in message or "expired" in message
+    if before is not None:
+        assert rawsql.snapshot_file(db_path) == before
+
+
+class Meddler:
+    """Between the plugins' questions and the write, another process gives the claim back
+    and its holder claims the task again (a new lease and token)."""
+
+    def __init__(self, other: Hive) -> None:
+        self.other = other
+
+    @hookimpl
+    def hivelite_check_evidence(self, task: Any, result: Any, hive: Any,
+                                evidence: Any) -> None:
+        def meddle() -> None:
+            lease = self.other.lease(CODER, task.id)
+            self.other.release(CODER, task.id, lease_id=lease.lease_id,
+                               token=lease.fencing_token)
+            self.other.claim(CODER, task.id)
+
+        thread = threading.Thread(target=meddle)  # not inside this hook: its own write
+        thread.start()
+        thread.join()
+
+
+@pytest.mark.parametrize("statements", [True, False], ids=["statements", "full run"])
+def test_a_claim_taken_again_between_the_questions_and_the_write_is_stale(
+        opened: Callable[..., Hive], statements: bool) -> None:
+    """The fence is checked again where the write is made: the old lease's result is
+    refused (``stale_claim``) and the new claim is untouched."""
+    other = opened()
+    hive = opened(plugins=[Meddler(other)])
+    if not statements:
+        hive.store.statements = frozenset()  # type: ignore[misc]
+    number = own_task(hive)
+    lease = hive.claim_next(CODER)
+    kind, reason, message = refusal(lambda: hive.submit(
+        CODER, number, lease_id=lease.lease_id, token=lease.fencing_token, summary="done",
+        evidence=EVIDENCE))
+    assert (kind, reason) == (InvalidState, "stale_claim"), message
+    assert hive.get(number).task.state is State.accepted
+    assert hive.get(number).task.result is None
+    assert hive.lease(CODER, number).fencing_token == 2
+
+
+def test_the_refusals_read_the_same_with_statements_and_without(tmp_path: Path) -> None:
+    """Each wrong fence gives the same words through the statement as through the full
+    run alone."""
+    said: dict[tuple[str, bool], tuple[type[HiveliteError], str, str]] = {}
+    for statements in (True, False):
+        for wrong, make in WRONG.items():
+            path = tmp_path / f"{wrong}-{statements}.db"
+            clock = ManualClock(START)
+            with Hive.open(path, owner="ana", clock=clock) as hive:
+                if not statements:
+                    hive.store.statements = frozenset()  # type: ignore[misc]
+                number = own_task(hive)
+                lease = hive.claim_next(CODER)
+                given = make(lease)
+                clock.advance(minutes=given.pop("advance", 0))
+                caller = given.pop("caller", CODER)
+                found = refusal(lambda: hive.submit(caller, number, summary="done",
+                                                    evidence=EVIDENCE, **given))
+                said[(wrong, statements)] = (found[0], found[1],
+                                             found[2].replace(lease.lease_id, "L"))
+    for wrong in WRONG:
+        assert said[(wrong, True)] == said[(wrong, False)], wrong
+
+
+def test_a_statement_the_stores_rules_refuse_is_undone_and_the_full_run_answers(
+        opened: Callable[..., Hive], db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the statement wrote before a rule refused it is undone; the full run then
+    writes the verb (or says why not)."""
+    hive = opened()
+    number = own_task(hive)
+    take_next = SqliteTx.take_next
+
+    def refused_after_writing(tx: SqliteTx, *args: Any, **kwargs: Any) -> Any:
+        taken = take_next(tx, *args, **kwargs)  # the move is made, then a rule refuses
+        raise InvalidState("no_such_move", f"refused after taking {taken}")
+
+    monkeypatch.setattr(SqliteTx, "take_next", refused_after_writing)
+    runs = FullRuns(monkeypatch)
+    lease = hive.claim_next(CODER)
+    assert runs.verbs == ["next"]
+    assert (lease.number, lease.fencing_token) == (number, 1)
+    assert [e.reason for e in hive.history(number)].count("claimed") == 1
+    assert all(f.ok for f in diagnose_file(db_path)), diagnose_file(db_path)
+
+
+def scenario(hive: Hive) -> list[tuple[Any, ...]]:
+    """The same cycles, each outcome a submission can have; what every answer said and
+    every task's journal, without the times and lease ids a run makes afresh."""
+    said: list[tuple[Any, ...]] = []
+    numbers = [own_task(hive) for _ in range(4)]
+    _, receipt = cycle(hive)  # approval (threshold 1)
+    said.append((receipt.number, receipt.state, receipt.waiting_on))
+    _, receipt = cycle(hive, outcome="failed", summary="it broke")  # back to routed
+    said.append((receipt.number, receipt.state))
+    _, receipt = cycle(hive)  # the failed one again: a second result, version 2
+    said.append((receipt.number, receipt.state))
+    hive.set_policy(OWNER, "threshold", 0)
+    lease = hive.claim_next(CODER)
+    checkpointed = hive.checkpoint(CODER, lease.number, lease_id=lease.lease_id,
+                                   token=lease.fencing_token, progress="half")
+    receipt = hive.submit(CODER, lease.number, lease_id=lease.lease_id,
+                          token=lease.fencing_token, summary="done", evidence=EVIDENCE,
+                          draft={"kind": "document", "content": "notes"})
+    said.append((checkpointed.state, receipt.number, receipt.state))
+    for number in numbers:
+        view = hive.get(number)
+        said.append((number, view.task.state, view.task.result and view.task.result.summary,
+                     view.attempts))
+        said.extend((e.number, e.from_state, e.to_state, e.actor, e.reason,
+                     {k: v for k, v in (e.detail or {}).items()
+                      if k not in ("expires_at", "draft")})
+                    for e in hive.history(number))
+    return said
+
+
+def test_the_statements_leave_the_journal_the_full_run_leaves(
+        tmp_path: Path, clock: ManualClock) -> None:
+    written = []
+    for statements in (True, False):
+        with Hive.open(tmp_path / f"{statements}.db", owner="ana", clock=clock) as hive:
+            if not statements:
+                hive.store.statements = frozenset()  # type: ignore[misc]
+            written.append(scenario(hive))
+        assert all(f.ok for f in diagnose_file(tmp_path / f"{statements}.db"))
+    assert written[0] == written[1]
+    assert any(row[1:3] == (State.verifying, State.approval) for row in written[0]
+               if len(row) == 6)
