@@ -32,7 +32,7 @@ from hivelite.store.sqlite import SqliteTx
 from hivelite.verbs.base import HiveBase
 
 from . import rawsql
-from .conftest import CODER, OWNER, START, own_task
+from .conftest import CODER, OWNER, START, own_task, packet
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 ADMISSION = re.compile(r"SELECT [^()]* FROM (controls|enrolments|budgets)\b")
@@ -383,3 +383,60 @@ def test_the_statements_leave_the_journal_the_full_run_leaves(
     assert written[0] == written[1]
     assert any(row[1:3] == (State.verifying, State.approval) for row in written[0]
                if len(row) == 6)
+
+
+def test_claim_by_number_or_id_is_one_write_transaction_in_the_plain_case(
+        opened: Callable[..., Hive], db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hive = opened()
+    first, second = own_task(hive), own_task(hive)
+    second_id = hive.get(second).task.id
+    runs = FullRuns(monkeypatch)
+    seen = traced(hive)
+    by_number = hive.claim(CODER, first)
+    by_id = hive.claim(CODER, second_id)
+    assert runs.verbs == []
+    assert seen.count("BEGIN IMMEDIATE") == 2, seen
+    assert not [s for s in seen if ADMISSION.match(s)], seen
+    assert (by_number.number, by_id.number) == (first, second)
+    assert by_id.seq == hive.last_seq() and by_number.seq == hive.history(first)[-1].seq
+    assert all(f.ok for f in diagnose_file(db_path)), diagnose_file(db_path)
+
+
+def claim_cases(hive: Hive) -> dict[str, Callable[[], Any]]:
+    """A claim refused for each reason a claim has (each task made here, in this order)."""
+    open_ = own_task(hive)
+    claimed = own_task(hive)
+    hive.claim(CODER, claimed)
+    blocker = own_task(hive)
+    blocked = own_task(hive, packet=packet(depends_on=[hive.get(blocker).task.id]))
+    other = own_task(hive, assignee="ana/other")
+    roled = own_task(hive, role="tester")
+    cancelled = own_task(hive)
+    hive.cancel(OWNER, cancelled)
+    return {
+        "claimed": lambda: hive.claim(CODER, claimed),
+        "blocked": lambda: hive.claim(CODER, blocked),
+        "not the assignee": lambda: hive.claim(CODER, other),
+        "a role": lambda: hive.claim(CODER, roled),
+        "cancelled": lambda: hive.claim(CODER, cancelled),
+        "no such task": lambda: hive.claim(CODER, 999),
+        "no such id": lambda: hive.claim(CODER, "T-nope"),
+        "another instance": lambda: (hive.claim(Caller.agent("ana/coder", "desktop"), open_),
+                                     hive.claim(CODER, open_)),
+    }
+
+
+def test_claim_refusals_read_the_same_with_statements_and_without(tmp_path: Path) -> None:
+    said: dict[bool, dict[str, tuple[type[HiveliteError], str, str]]] = {}
+    for statements in (True, False):
+        with Hive.open(tmp_path / f"{statements}.db", owner="ana",
+                       clock=ManualClock(START)) as hive:
+            if not statements:
+                hive.store.statements = frozenset()  # type: ignore[misc]
+            said[statements] = {case: refusal(call)
+                                for case, call in claim_cases(hive).items()}
+    assert said[True] == said[False]
+    assert {case: reason for case, (_, reason, _) in said[True].items()} == {
+        "claimed": "task_claimed", "blocked": "blocked", "not the assignee": "not_permitted",
+        "a role": "not_permitted", "cancelled": "task_closed", "no such task": "no_such_task",
+        "no such id": "no_such_task", "another instance": "task_claimed"}

@@ -235,6 +235,12 @@ class Writer(Reader, Protocol):
         None when there is no such task or the case is not plain: nothing was written, and
         the write path's full run decides (and says why it refuses)."""
         ...
+    def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
+        """``claim`` as its statement, in the plain case: task ``ref``, when it is ready
+        and assigned to the holder and has no role, taken under ``lease`` (as
+        :meth:`take_next` takes the one it picks). None when it is not: nothing was
+        written, and the full run decides (and says why it refuses)."""
+        ...
     def return_result(self, number: int, *, lease_id: str, token: int, holder: str,
                       instance: str, at: str, body: str, outcome: str,
                       threshold: int | None, draft: str | None, receipts: str | None,

@@ -555,6 +555,9 @@ class PostgresTx(ViewRows):
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
         return None  # not a statement here (PostgresStore.statements)
 
+    def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
+        return None  # not a statement here (PostgresStore.statements)
+
     def return_result(self, number: int, *, lease_id: str, token: int, holder: str,
                       instance: str, at: str, body: str, outcome: str,
                       threshold: int | None, draft: str | None, receipts: str | None,

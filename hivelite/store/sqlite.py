@@ -146,7 +146,7 @@ PLAIN = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL)"
 """The plain case of a holder's statement (its two ``?``: the holder): no control of the
 owner's is live, and the holder has no enrolment and no budget. Outside it the write path's
 full run takes the write: it reads the vetoes, the enrolment's scope and the day's spend."""
-STATEMENTS = frozenset({"next", "submit"})
+STATEMENTS = frozenset({"claim", "next", "submit"})
 """The verbs this engine writes as their statements in the plain case."""
 
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
@@ -372,9 +372,21 @@ class SqliteTx(ViewRows):
             clauses.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(labels)"
                            " THEN labels END) WHERE value = ?)")
             args.append(label)
-        picked = self.conn.execute(
+        return self._take(self.conn.execute(
             f"SELECT number, id, lease_token FROM tasks WHERE {' AND '.join(clauses)}"
-            f" ORDER BY assignee, {RANK}, number LIMIT 1", tuple(args)).fetchone()
+            f" ORDER BY assignee, {RANK}, number LIMIT 1", tuple(args)).fetchone(), lease, at)
+
+    def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
+        where, key = task_key(ref)
+        if where is None:
+            return None
+        return self._take(self.conn.execute(
+            f"SELECT number, id, lease_token FROM tasks WHERE {where} = ? AND assignee = ?"
+            f" AND {READY} AND role IS NULL", (key, lease.holder)).fetchone(), lease, at)
+
+    def _take(self, picked: tuple[Any, ...] | None, lease: Lease, at: str) -> Taken | None:
+        """The claim of a ready task ``picked`` (its number, id and token), when the case is
+        plain (:data:`PLAIN`): routed -> accepted under ``lease``, journaled and chained."""
         if picked is None:
             return None
         number, task_id, token = int(picked[0]), str(picked[1]), int(picked[2]) + 1

@@ -39,7 +39,7 @@ from ..core.protocol import (
     State,
     WaitingOn,
 )
-from ..store import Lease, Store, TaskRow, Writer
+from ..store import Lease, Store, Taken, TaskRow, Writer
 from ..store.contract import Pick
 from . import guard
 from .base import HiveBase, invalid
@@ -164,6 +164,11 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
     lease_minutes(minutes)
     lease_id = new_lease_id()
     target = State.working if resume else State.accepted
+    if not resume:
+        taken = hive._statement(agent, verb, _taking(
+            agent, lease_id, minutes, lambda tx, lease, at: tx.take_task(ref, lease, at=at)))
+        if taken is not None:
+            return taken
 
     def body(unit: Unit) -> ClaimReceipt:
         row = unit.task(ref)  # a veto on it is refused here
@@ -176,6 +181,27 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
         return receipt
 
     return hive._write(agent, verb, body, about=ref)
+
+
+def _taking(agent: Caller, lease_id: str, minutes: int,
+            take: Callable[[Writer, Lease, str], Taken | None]
+            ) -> Callable[[Writer, datetime, str], ClaimReceipt | None]:
+    """A claim's statement for :meth:`HiveBase._statement`: ``take`` under a lease of
+    ``minutes`` from the write's time, answered as the claim's receipt (None: it took
+    nothing)."""
+    def statement(tx: Writer, now: datetime, at: str) -> ClaimReceipt | None:
+        assert agent.instance is not None
+        expires = lease_expiry(now, minutes)
+        taken = take(tx, Lease(lease_id, agent.name, agent.instance, agent.session, expires),
+                     at)
+        if taken is None:
+            return None
+        return made(ClaimReceipt, {
+            "number": taken.number, "id": taken.id, "state": State.accepted,
+            "waiting_on": None, "at": at, "seq": taken.seq, "lease_id": lease_id,
+            "fencing_token": taken.token, "holder": agent.name, "instance": agent.instance,
+            "session": agent.session, "expires_at": expires, "question": None})
+    return statement
 
 
 def _lease(hive: HiveBase, unit: Unit, row: TaskRow, target: State, lease_id: str,
@@ -244,20 +270,9 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
     lease_minutes(minutes)
     lease_id = new_lease_id()
 
-    def statement(tx: Writer, now: datetime, at: str) -> ClaimReceipt | None:
-        assert agent.instance is not None
-        expires = lease_expiry(now, minutes)
-        taken = tx.take_next(Lease(lease_id, agent.name, agent.instance, agent.session,
-                                   expires), at=at, project=project, label=label, skip=skip)
-        if taken is None:
-            return None
-        return made(ClaimReceipt, {
-            "number": taken.number, "id": taken.id, "state": State.accepted,
-            "waiting_on": None, "at": at, "seq": taken.seq, "lease_id": lease_id,
-            "fencing_token": taken.token, "holder": agent.name, "instance": agent.instance,
-            "session": agent.session, "expires_at": expires, "question": None})
-
-    taken = hive._statement(agent, "next", statement)
+    taken = hive._statement(agent, "next", _taking(
+        agent, lease_id, minutes, lambda tx, lease, at: tx.take_next(
+            lease, at=at, project=project, label=label, skip=skip)))
     if taken is not None:
         return taken
 
