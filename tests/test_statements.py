@@ -9,6 +9,7 @@ same refusals, case by case.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -312,8 +313,8 @@ def test_the_refusals_read_the_same_with_statements_and_without(tmp_path: Path) 
                 given = make(lease)
                 clock.advance(minutes=given.pop("advance", 0))
                 caller = given.pop("caller", CODER)
-                found = refusal(lambda: hive.submit(caller, number, summary="done",
-                                                    evidence=EVIDENCE, **given))
+                found = refusal(functools.partial(hive.submit, caller, number,
+                                                  summary="done", evidence=EVIDENCE, **given))
                 said[(wrong, statements)] = (found[0], found[1],
                                              found[2].replace(lease.lease_id, "L"))
     for wrong in WRONG:
@@ -440,3 +441,16 @@ def test_claim_refusals_read_the_same_with_statements_and_without(tmp_path: Path
         "claimed": "task_claimed", "blocked": "blocked", "not the assignee": "not_permitted",
         "a role": "not_permitted", "cancelled": "task_closed", "no such task": "no_such_task",
         "no such id": "no_such_task", "another instance": "task_claimed"}
+
+
+def test_the_benchmark_of_the_statements_runs_both_sides(capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """``python -m bench.statements`` (small): both loops, both sides, a ratio each."""
+    from bench import statements
+
+    assert statements.main(["--cycles", "20", "--warm", "5", "--block", "10"]) == 0
+    shown = capsys.readouterr().out
+    for loop in statements.LOOPS:
+        assert f"{loop}:" in shown
+    assert shown.count("full run / statements:") == 2
+    assert shown.count("us a cycle") == 4

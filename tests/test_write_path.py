@@ -388,13 +388,14 @@ def test_a_failed_write_leaves_nothing_known(open_hive: OpenHive, db_path: Path,
     hive = open_hive()
     number, other = own_task(hive), own_task(hive)
     hive.claim(CODER, own_task(hive))
-    for chained in ("start_lease", "_take"):  # the full run's claim, and its statement
-        def fails_after(self: SqliteTx, *args: Any, _made: Any = getattr(SqliteTx, chained),
-                        **kwargs: Any) -> None:
-            _made(self, *args, **kwargs)
+    def failing(made: Any) -> Any:
+        def fails_after(self: SqliteTx, *args: Any, **kwargs: Any) -> None:
+            made(self, *args, **kwargs)
             raise RuntimeError("the disk went away")
+        return fails_after
 
-        monkeypatch.setattr(SqliteTx, chained, fails_after)
+    for chained in ("start_lease", "_take"):  # the full run's claim, and its statement
+        monkeypatch.setattr(SqliteTx, chained, failing(getattr(SqliteTx, chained)))
     with pytest.raises(RuntimeError):
         hive.claim(CODER, number)
     monkeypatch.undo()

@@ -201,19 +201,25 @@ Made = TypeVar("Made", bound=BaseModel)
 _set = object.__setattr__
 
 
-def made(cls: type[Made], values: dict[str, Any]) -> Made:
+def made(cls: type[Made], values: dict[str, Any],
+         private: dict[str, Any] | None = None) -> Made:
     """``cls.model_construct(**values)`` for values the library made itself that name every
     field (an answer built from its own rows): the same instance, without
     ``model_construct``'s walk over each field's aliases and defaults (about a microsecond a
-    field, twice a claim and submit). Values that do not name every field, or a model with
-    private attributes, go through ``model_construct``."""
-    if cls.__pydantic_post_init__ or values.keys() != cls.__pydantic_fields__.keys():
-        return cls.model_construct(**values)
+    field, twice a claim and submit). ``private``: the model's private attributes, each
+    named (``NextClaim``'s). Values that do not name every field, or private attributes
+    not all given, go through ``model_construct``."""
+    if (cls.__pydantic_post_init__ or values.keys() != cls.__pydantic_fields__.keys()
+            or (private or {}).keys() != (cls.__private_attributes__ or {}).keys()):
+        model = cls.model_construct(**values)
+        for name, value in (private or {}).items():
+            setattr(model, name, value)
+        return model
     model = cls.__new__(cls)
     _set(model, "__dict__", values)
     _set(model, "__pydantic_fields_set__", set(values))
     _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
+    _set(model, "__pydantic_private__", private)
     return model
 
 
@@ -613,9 +619,7 @@ class NextClaim(ClaimReceipt):
     @classmethod
     def of(cls, lease: ClaimReceipt, read: Callable[[int], TaskView]) -> NextClaim:
         """The answer to ``next`` from its claim, with how to read the task's view."""
-        made = cls.model_construct(**dict(lease))
-        made._read = read
-        return made
+        return made(cls, dict(lease.__dict__), {"_view": None, "_read": read})
 
     @computed_field  # type: ignore[prop-decorator]
     @property
