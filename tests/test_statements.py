@@ -361,6 +361,22 @@ def scenario(hive: Hive) -> list[tuple[Any, ...]]:
                           token=lease.fencing_token, summary="done", evidence=EVIDENCE,
                           draft={"kind": "document", "content": "notes"})
     said.append((checkpointed.state, receipt.number, receipt.state))
+    more = [own_task(hive) for _ in range(2)]
+    lease = hive.claim(CODER, more[0])
+    fence = {"lease_id": lease.lease_id, "token": lease.fencing_token}
+    said.append((hive.update(CODER, more[0], summary="reading", **fence).state,
+                 hive.renew(CODER, more[0], minutes=10, **fence).expires_at,
+                 hive.checkpoint(CODER, more[0], progress="a third", **fence).state,
+                 hive.pause(CODER, more[0], on="human", reason="which version?",
+                            **fence).waiting_on))
+    hive.answer(OWNER, more[0], text="16")
+    again = hive.resume(CODER, more[0])
+    said.append(hive.release(CODER, more[0], lease_id=again.lease_id,
+                             token=again.fencing_token, reason="not mine").state)
+    lease = hive.claim(CODER, more[1])
+    said.append(hive.release(CODER, more[1], lease_id=lease.lease_id,
+                             token=lease.fencing_token).state)
+    numbers += more
     for number in numbers:
         view = hive.get(number)
         said.append((number, view.task.state, view.task.result and view.task.result.summary,
@@ -454,3 +470,85 @@ def test_the_benchmark_of_the_statements_runs_both_sides(capsys: pytest.CaptureF
         assert f"{loop}:" in shown
     assert shown.count("full run / statements:") == 2
     assert shown.count("us a cycle") == 4
+
+
+HOLDER_VERBS: dict[str, Callable[[Hive, Caller, int, dict[str, Any]], Any]] = {
+    "checkpoint": lambda hive, who, n, fence: hive.checkpoint(who, n, progress="half",
+                                                              **fence),
+    "update": lambda hive, who, n, fence: hive.update(who, n, summary="reading", **fence),
+    "renew": lambda hive, who, n, fence: hive.renew(who, n, minutes=10, **fence),
+    "pause": lambda hive, who, n, fence: hive.pause(who, n, on="agent", reason="which one?",
+                                                    **fence),
+    "release": lambda hive, who, n, fence: hive.release(who, n, reason="not mine", **fence),
+    "submit": lambda hive, who, n, fence: hive.submit(who, n, summary="done",
+                                                      evidence=EVIDENCE, **fence),
+}
+
+
+@pytest.mark.parametrize("verb", HOLDER_VERBS)
+def test_each_holder_verb_is_one_write_transaction_in_the_plain_case(
+        opened: Callable[..., Hive], db_path: Path, verb: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    hive = opened()
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    runs = FullRuns(monkeypatch)
+    seen = traced(hive)
+    answer = HOLDER_VERBS[verb](hive, CODER, number,
+                                {"lease_id": lease.lease_id, "token": lease.fencing_token})
+    assert runs.verbs == []
+    assert seen.count("BEGIN IMMEDIATE") == 1, seen
+    assert not [s for s in seen if ADMISSION.match(s)], seen
+    view = hive.get(number)
+    assert (answer.number, answer.state, answer.waiting_on) == (
+        number, view.task.state, view.task.waiting_on)
+    journaled = verb not in ("renew",)
+    assert answer.seq == (hive.last_seq() if journaled else None)
+    assert all(f.ok for f in diagnose_file(db_path)), diagnose_file(db_path)
+
+
+def test_holder_refusals_read_the_same_with_statements_and_without(tmp_path: Path) -> None:
+    """Here the fence is the statement's own (no read comes before it): each wrong fence,
+    for each holder verb, takes nothing and the full run names it in the same words."""
+    said: dict[tuple[str, str, bool], tuple[type[HiveliteError], str, str]] = {}
+    for statements in (True, False):
+        for verb, call in HOLDER_VERBS.items():
+            for wrong, make in WRONG.items():
+                clock = ManualClock(START)
+                path = tmp_path / f"{verb}-{wrong}-{statements}.db"
+                with Hive.open(path, owner="ana", clock=clock) as hive:
+                    if not statements:
+                        hive.store.statements = frozenset()  # type: ignore[misc]
+                    number = own_task(hive)
+                    lease = hive.claim(CODER, number)
+                    given = make(lease)
+                    clock.advance(minutes=given.pop("advance", 0))
+                    caller = given.pop("caller", CODER)
+                    before = hive.last_seq()
+                    kind, reason, message = refusal(
+                        functools.partial(call, hive, caller, number, given))
+                    said[(verb, wrong, statements)] = (
+                        kind, reason, message.replace(lease.lease_id, "L"))
+                    assert hive.last_seq() == before
+    for verb in HOLDER_VERBS:
+        for wrong in WRONG:
+            assert said[(verb, wrong, True)] == said[(verb, wrong, False)], (verb, wrong)
+            assert said[(verb, wrong, True)][1] in ("stale_claim", "not_permitted")
+
+
+@pytest.mark.parametrize("verb", ["checkpoint", "renew", "release"])
+def test_a_lease_that_ran_out_is_refused_by_the_fence_itself(
+        opened: Callable[..., Hive], clock: ManualClock, verb: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweep before a statement ends a lease that ran out; the fence's statement does
+    not count on it (here no sweep finds it): a lease past its time is not a fence."""
+    hive = opened()
+    number = own_task(hive)
+    lease = hive.claim(CODER, number, minutes=5)
+    clock.advance(minutes=6)
+    monkeypatch.setattr(SqliteTx, "lock_overdue", lambda tx, at: [])
+    kind, reason, message = refusal(functools.partial(
+        HOLDER_VERBS[verb], hive, CODER, number,
+        {"lease_id": lease.lease_id, "token": lease.fencing_token}))
+    assert (kind, reason) == (InvalidState, "stale_claim"), message
+    assert "expired" in message

@@ -35,6 +35,7 @@ from .rows import (
     Dependency,
     EnrolmentRow,
     Expiry,
+    Held,
     JournalRow,
     Lease,
     LinkRow,
@@ -44,7 +45,6 @@ from .rows import (
     RequiredPlugin,
     ResultMeta,
     Spend,
-    Step,
     Taken,
     TaskRow,
     TokenRow,
@@ -241,16 +241,13 @@ class Writer(Reader, Protocol):
         :meth:`take_next` takes the one it picks). None when it is not: nothing was
         written, and the full run decides (and says why it refuses)."""
         ...
-    def return_result(self, number: int, *, lease_id: str, token: int, holder: str,
-                      instance: str, at: str, body: str, outcome: str,
-                      threshold: int | None, draft: str | None, receipts: str | None,
-                      steps: Sequence[Step]) -> int | None:
-        """``submit`` as its statements, in the plain case: when the claim is ``lease_id``
-        with ``token``, held by ``holder`` from ``instance`` and running at ``at``, no
-        control is live and the holder has no enrolment, the result is stored (as
-        :meth:`put_result`) and ``steps`` are made; the seq of the last journal row. None
-        when the fence does not hold or the case is not plain: nothing was written, and the
-        write path's full run decides (and says why it refuses)."""
+    def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
+             instance: str, at: str) -> Held | None:
+        """A holder's fence as its statement, in the plain case: task ``ref`` when its
+        live claim is ``lease_id`` with ``token``, held by ``holder`` from ``instance``
+        and running at ``at``, no control is live and the holder has no enrolment and
+        no budget. None when any of that does not hold: the full run decides (and says
+        why it refuses)."""
         ...
     def next_ready(self, assignee: str, *, project: str | None = None,
                    label: str | None = None, skip: Sequence[int] = (),
@@ -339,7 +336,8 @@ class Store(Protocol):
         ...
     statements: frozenset[str]
     """The verbs this engine writes as their statements in the plain case
-    (:meth:`Writer.take_next`, :meth:`Writer.return_result`); the others, and every case
+    (:meth:`Writer.take_next`, :meth:`Writer.take_task`, :meth:`Writer.held`); the others,
+    and every case
     that is not plain, take the write path's full run."""
     def read(self) -> AbstractContextManager[Reader]: ...
     def write(self, *, about: str | int | Pick | None = None

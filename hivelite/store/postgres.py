@@ -91,6 +91,7 @@ from .rows import (
     Dependency,
     EnrolmentRow,
     Expiry,
+    Held,
     JournalRow,
     Lease,
     LinkRow,
@@ -100,7 +101,6 @@ from .rows import (
     RequiredPlugin,
     ResultMeta,
     Spend,
-    Step,
     Taken,
     TaskRow,
     TokenRow,
@@ -558,10 +558,8 @@ class PostgresTx(ViewRows):
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         return None  # not a statement here (PostgresStore.statements)
 
-    def return_result(self, number: int, *, lease_id: str, token: int, holder: str,
-                      instance: str, at: str, body: str, outcome: str,
-                      threshold: int | None, draft: str | None, receipts: str | None,
-                      steps: Sequence[Step]) -> int | None:
+    def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
+             instance: str, at: str) -> Held | None:
         return None  # not a statement here (PostgresStore.statements)
 
     def overdue(self, at: str) -> list[TaskRow]:

@@ -226,17 +226,13 @@ class Taken:
 
 
 @record(frozen=True)
-class Step:
-    """One move of a write that makes several (a submission's), as data: into
-    ``to_state``, by ``actor``, for ``reason``, with ``detail``; ``end_lease`` ends the
-    claim with it; ``only_from``: made only when the task is in that state."""
+class Held:
+    """A task under the caller's live claim, as the fence's statement found it."""
 
-    to_state: str
-    actor: str
-    reason: str
-    detail: dict[str, Any] | None = None
-    end_lease: bool = False
-    only_from: str | None = None
+    number: int
+    id: str
+    state: str
+    session: str | None
 
 
 @record(frozen=True)

@@ -76,6 +76,7 @@ from .rows import (
     Dependency,
     EnrolmentRow,
     Expiry,
+    Held,
     JournalRow,
     Lease,
     LinkRow,
@@ -85,7 +86,6 @@ from .rows import (
     RequiredPlugin,
     ResultMeta,
     Spend,
-    Step,
     Taken,
     TaskRow,
     TokenRow,
@@ -146,7 +146,8 @@ PLAIN = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL)"
 """The plain case of a holder's statement (its two ``?``: the holder): no control of the
 owner's is live, and the holder has no enrolment and no budget. Outside it the write path's
 full run takes the write: it reads the vetoes, the enrolment's scope and the day's spend."""
-STATEMENTS = frozenset({"claim", "next", "submit"})
+STATEMENTS = frozenset({"checkpoint", "claim", "next", "pause", "release", "renew", "submit",
+                        "update"})
 """The verbs this engine writes as their statements in the plain case."""
 
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
@@ -410,27 +411,17 @@ class SqliteTx(ViewRows):
             self.known.lease_until(lease.expires)
         return Taken(number, task_id, token, seq)
 
-    def return_result(self, number: int, *, lease_id: str, token: int, holder: str,
-                      instance: str, at: str, body: str, outcome: str,
-                      threshold: int | None, draft: str | None, receipts: str | None,
-                      steps: Sequence[Step]) -> int | None:
-        held = self.conn.execute(
-            "SELECT state, lease_session FROM tasks WHERE number = ? AND lease_id = ?"
-            " AND lease_token = ? AND lease_holder = ? AND lease_instance = ?"
-            f" AND lease_expires > ? AND state IN ('accepted', 'working') AND {PLAIN}",
-            (number, lease_id, token, holder, instance, at, holder, holder)).fetchone()
-        if held is None:
+    def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
+             instance: str, at: str) -> Held | None:
+        where, key = task_key(ref)
+        if where is None:
             return None
-        state = str(held[0])
-        self.put_result(number, body, worker=holder, instance=instance, session=held[1],
-                        outcome=outcome, threshold=threshold, draft=draft, receipts=receipts)
-        for step in steps:
-            if step.only_from is not None and step.only_from != state:
-                continue
-            self.move(number, state, step.to_state, at=at, actor=step.actor,
-                      reason=step.reason, detail=step.detail, end_lease=step.end_lease)
-            state = step.to_state
-        return self._tip()[0]
+        row = self.conn.execute(
+            f"SELECT number, id, state, lease_session FROM tasks WHERE {where} = ?"
+            " AND lease_id = ? AND lease_token = ? AND lease_holder = ? AND lease_instance = ?"
+            f" AND lease_expires > ? AND state IN ('accepted', 'working') AND {PLAIN}",
+            (key, lease_id, token, holder, instance, at, holder, holder)).fetchone()
+        return None if row is None else Held(int(row[0]), str(row[1]), str(row[2]), row[3])
 
     def overdue(self, at: str) -> list[TaskRow]:
         # reads the partial index of live leases, not the table

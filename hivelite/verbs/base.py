@@ -296,7 +296,7 @@ class HiveBase:
                 answer = write(tx, now, at)
                 if answer is None:
                     raise _NotPlain  # undo what it wrote
-                ends = tx.journal_end() if notifiers else None
+                first, last = tx.journal_end()()
         except _NotPlain:
             return None
         except (InvalidState, ForbiddenRight, RateLimited, NotFound, InvalidInput) as error:
@@ -305,9 +305,10 @@ class HiveBase:
             log.debug("%s: the store refused its statement (%s); the full run explains",
                       verb, error)
             return None
-        if ends is not None:
-            first, last = ends()
-            if last > first:
+        if last > first:  # it journaled: the answer names its task's last row
+            if isinstance(answer, Receipt):
+                answer.seq = last
+            if notifiers:
                 self._notify(first, last)
         return answer
 

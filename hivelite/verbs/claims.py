@@ -39,7 +39,7 @@ from ..core.protocol import (
     State,
     WaitingOn,
 )
-from ..store import Lease, Store, Taken, TaskRow, Writer
+from ..store import Held, Lease, Store, Taken, TaskRow, Writer
 from ..store.contract import Pick
 from . import guard
 from .base import HiveBase, invalid
@@ -351,6 +351,22 @@ def renew(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, toke
         unit.tx.extend_lease(row.number, expires, at=unit.at)
         return unit.claim_receipt(updated(row, lease_expires=expires, updated_at=unit.at))
 
+    def statement(tx: Writer, now: datetime, at: str) -> ClaimReceipt | None:
+        held = tx.held(ref, lease_id=lease_id, token=token, holder=agent.name,
+                       instance=agent.instance or "", at=at)
+        if held is None:
+            return None
+        expires = lease_expiry(now, minutes)
+        tx.extend_lease(held.number, expires, at=at)
+        return made(ClaimReceipt, {
+            "number": held.number, "id": held.id, "state": State(held.state),
+            "waiting_on": None, "at": at, "seq": None, "lease_id": lease_id,
+            "fencing_token": token, "holder": agent.name, "instance": agent.instance or "",
+            "session": held.session, "expires_at": expires, "question": None})
+
+    renewed = hive._statement(agent, "renew", statement)
+    if renewed is not None:
+        return renewed
     return hive._write(agent, "renew", body, about=ref)
 
 
@@ -375,6 +391,24 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
                            " fencing token", field="lease_id")
     if token is not None:
         token = fencing_token(token)
+    if not caller.is_owner and lease_id is not None and token is not None:
+        lease, fence, agent = lease_id, token, caller
+
+        def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
+            held = tx.held(ref, lease_id=lease, token=fence, holder=agent.name,
+                           instance=agent.instance or "", at=at)
+            if held is None:
+                return None
+            tx.move(held.number, held.state, State.routed.value, at=at, actor=agent.name,
+                    reason=reason or "released", end_lease=True,
+                    detail={"holder": agent.name, "fencing_token": fence})
+            return made(Receipt, {"number": held.number, "id": held.id,
+                                  "state": State.routed, "waiting_on": None, "at": at,
+                                  "seq": None})
+
+        released = hive._statement(caller, "release", statement)
+        if released is not None:
+            return released
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
@@ -402,11 +436,39 @@ def _start_work(hive: HiveBase, unit: Unit, row: TaskRow, why: str) -> TaskRow:
     return updated(row, updated_at=unit.at)
 
 
+def _started(tx: Writer, held: Held, at: str, actor: str, why: str) -> State:
+    """:func:`_start_work` as a statement: accepted -> working (move 7) on the holder's
+    first progress, else the task's time moves on; the state it leaves."""
+    if held.state == State.accepted.value:
+        tx.move(held.number, held.state, State.working.value, at=at, actor=actor, reason=why)
+        return State.working
+    tx.touch(held.number, at)
+    return State(held.state)
+
+
 def _holder_write(hive: HiveBase, caller: Caller, ref: str | int, verb: str, lease_id: str,
-                  token: int, write: Callable[[Unit, TaskRow], TaskRow]) -> Receipt:
-    """A write under the caller's live claim: fenced, then ``write``."""
+                  token: int, write: Callable[[Unit, TaskRow], TaskRow],
+                  plain: Callable[[Writer, Held, str, str], tuple[State, WaitingOn | None]]
+                  | None = None) -> Receipt:
+    """A write under the caller's live claim: fenced, then ``write``. ``plain``: the same
+    write as its statements, given the task, the time and the holder's name after the
+    fence's own statement (``Writer.held``), answering the state it left (see
+    ``HiveBase._statement``)."""
     agent = require_agent(hive._caller(caller, verb), verb)
     token = fencing_token(token)
+    if plain is not None:
+        def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
+            held = tx.held(ref, lease_id=lease_id, token=token, holder=agent.name,
+                           instance=agent.instance or "", at=at)
+            if held is None:
+                return None
+            state, waiting = plain(tx, held, at, agent.name)
+            return made(Receipt, {"number": held.number, "id": held.id, "state": state,
+                                  "waiting_on": waiting, "at": at, "seq": None})
+
+        done = hive._statement(agent, verb, statement)
+        if done is not None:
+            return done
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
@@ -436,7 +498,11 @@ def checkpoint(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str,
         unit.tx.set_checkpoint(row.number, body)
         return _start_work(hive, unit, row, "checkpoint")
 
-    return _holder_write(hive, caller, ref, "checkpoint", lease_id, token, write)
+    def plain(tx: Writer, held: Held, at: str, who: str) -> tuple[State, WaitingOn | None]:
+        tx.set_checkpoint(held.number, body)
+        return _started(tx, held, at, who, "checkpoint"), None
+
+    return _holder_write(hive, caller, ref, "checkpoint", lease_id, token, write, plain)
 
 
 @idempotent
@@ -461,7 +527,14 @@ def update(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, tok
                            tokens=tokens, usd_micros=usd_micros)
         return _start_work(hive, unit, row, "update")
 
-    return _holder_write(hive, caller, ref, "update", lease_id, token, write)
+    def plain(tx: Writer, held: Held, at: str, who: str) -> tuple[State, WaitingOn | None]:
+        tx.add_update(held.number, at=at, actor=who, summary=summary, tokens=None,
+                      usd_micros=None)
+        return _started(tx, held, at, who, "update"), None
+
+    usage = tokens is not None or usd_micros is not None  # charged: the full run
+    return _holder_write(hive, caller, ref, "update", lease_id, token, write,
+                         None if usage else plain)
 
 
 @idempotent
@@ -478,7 +551,13 @@ def pause(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, toke
         return unit.move(row, State.waiting, actor=unit.who, reason=why,
                          waiting_on=WaitingOn(on), end_lease=True)
 
-    return _holder_write(hive, caller, ref, "pause", lease_id, token, write)
+    def plain(tx: Writer, held: Held, at: str, who: str) -> tuple[State, WaitingOn | None]:
+        state = _started(tx, held, at, who, "pause")
+        tx.move(held.number, state.value, State.waiting.value, at=at, actor=who, reason=why,
+                waiting_on=on, end_lease=True)
+        return State.waiting, WaitingOn(on)
+
+    return _holder_write(hive, caller, ref, "pause", lease_id, token, write, plain)
 
 
 __all__ = ["checkpoint", "claim", "claim_next", "lease", "pause", "release", "renew", "resume",

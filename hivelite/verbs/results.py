@@ -36,7 +36,7 @@ from ..core.models import (
 )
 from ..core.protocol import State
 from ..core.receipts import check as check_receipt
-from ..store import ConfirmationRow, Step, TaskRow, Writer
+from ..store import ConfirmationRow, TaskRow, Writer
 from ..store.keys import load_signer
 from . import guard
 from .authority import why_not_counted
@@ -180,22 +180,28 @@ def submit(
 
     target, reason, detail = _judged(outcome, summary, problems, threshold, decided_by)
     if tokens is None and usd_micros is None:  # a usage report is charged: the full run
-        number, holder = row.number, agent.name
         assert agent.instance is not None
-        steps = (Step(State.working.value, holder, "submit", only_from=State.accepted.value),
-                 Step(State.verifying.value, holder, f"result returned ({outcome})", sealed,
-                      end_lease=True),
-                 Step(target.value, "guard", reason, detail))
+        instance = agent.instance
 
         def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
-            seq = tx.return_result(
-                number, lease_id=lease_id, token=token, holder=holder,
-                instance=agent.instance or "", at=at, body=returned_at(kept, at),
-                outcome=outcome, threshold=threshold, draft=drafted, receipts=receipts,
-                steps=steps)
-            return None if seq is None else made(Receipt, {
-                "number": number, "id": task.id, "state": target, "waiting_on": None,
-                "at": at, "seq": seq})
+            held = tx.held(row.number, lease_id=lease_id, token=token, holder=agent.name,
+                           instance=instance, at=at)
+            if held is None:
+                return None
+            tx.put_result(held.number, returned_at(kept, at), worker=agent.name,
+                          instance=instance, session=held.session, outcome=outcome,
+                          threshold=threshold, draft=drafted, receipts=receipts)
+            state = held.state
+            if state == State.accepted.value:
+                tx.move(held.number, state, State.working.value, at=at, actor=agent.name,
+                        reason="submit")
+            tx.move(held.number, State.working.value, State.verifying.value, at=at,
+                    actor=agent.name, reason=f"result returned ({outcome})", detail=sealed,
+                    end_lease=True)
+            tx.move(held.number, State.verifying.value, target.value, at=at, actor="guard",
+                    reason=reason, detail=detail)
+            return made(Receipt, {"number": held.number, "id": held.id, "state": target,
+                                  "waiting_on": None, "at": at, "seq": None})
 
         returned = hive._statement(agent, "submit", statement)
         if returned is not None:
