@@ -1,7 +1,9 @@
-"""The verbs a store writes as their statements (issue 47): on SQLite ``next`` and
-``submit``, in the plain case, are one write transaction each whose statements the store's
-rules check, reading none of the owner's controls, enrolments or budgets first; every
-other case takes the write path's full run, which decides and explains as it always did.
+"""The verbs a store writes as their statements (issue 47): on SQLite ``claim``, ``next``,
+``submit`` and the holder's ``checkpoint``, ``update``, ``renew``, ``pause`` and
+``release``, in the plain case, are one write transaction each whose statements the
+store's rules check, reading none of the owner's controls, enrolments or budgets first;
+every other case takes the write path's full run, which decides and explains as it always
+did.
 
 The statements and the full run are held to the same journal, the same answers and the
 same refusals, case by case.
@@ -25,6 +27,7 @@ from hivelite import (
     HiveliteError,
     InvalidState,
     ManualClock,
+    NotFound,
     State,
     hookimpl,
 )
@@ -552,3 +555,80 @@ def test_a_lease_that_ran_out_is_refused_by_the_fence_itself(
         {"lease_id": lease.lease_id, "token": lease.fencing_token}))
     assert (kind, reason) == (InvalidState, "stale_claim"), message
     assert "expired" in message
+
+
+def test_the_time_is_read_under_the_write_lock(
+        opened: Callable[..., Hive], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """A lease that runs out while the verb waits for the write lock is stale: the
+    statement reads the time once it holds the lock, as the full run does (here the wait
+    is made certain: the clock moves on as the write begins)."""
+    hive = opened()
+    number = own_task(hive)
+    lease = hive.claim(CODER, number, minutes=5)
+    write = hive.store.write
+
+    def waited(**kwargs: Any) -> Any:
+        clock.advance(minutes=6)
+        return write(**kwargs)
+
+    monkeypatch.setattr(hive.store, "write", waited)
+    kind, reason, message = refusal(functools.partial(
+        hive.checkpoint, CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+        progress="half"))
+    assert (kind, reason) == (InvalidState, "stale_claim"), message
+    monkeypatch.undo()
+    assert [e.at for e in hive.journal()] == sorted(e.at for e in hive.journal())
+
+
+def test_an_empty_queue_is_answered_by_the_statement_in_the_plain_case(
+        opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``next`` finding nothing in the plain case answers ``queue_empty`` at once (the full
+    run's pick would find nothing either); outside it the full run looks and answers."""
+    hive = opened()
+    runs = FullRuns(monkeypatch)
+    words = refusal(lambda: hive.claim_next(CODER, project="demo"))
+    assert words[:2] == (NotFound, "queue_empty") and runs.verbs == []
+    hive.set_budget(OWNER, "ana/coder", tasks=5)
+    runs.verbs.clear()
+    hive.store.statements = frozenset()  # type: ignore[misc]
+    assert refusal(lambda: hive.claim_next(CODER, project="demo")) == words
+    del hive.store.statements
+    runs.verbs.clear()
+    assert refusal(lambda: hive.claim_next(CODER, project="demo")) == words
+    assert runs.verbs == ["next"]  # a budget: the full run answers
+
+
+def test_a_case_known_not_to_be_plain_goes_to_the_full_run_at_once(
+        opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A live control: once a write of this connection has read it (and nobody wrote the
+    file since), the next write takes the full run without trying its statements first;
+    after the control is lifted, the statements take the writes again."""
+    hive = opened()
+    vetoed, number = own_task(hive), own_task(hive)
+    hive.veto(OWNER, vetoed, agent="ana/coder")
+    hive.claim(CODER, number)  # reads the controls: now known
+    seen = traced(hive)
+    lease = hive.lease(CODER, number)
+    hive.renew(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token)
+    assert seen.count("BEGIN IMMEDIATE") == 1 and "ROLLBACK" not in seen, seen
+    hive.lift(OWNER, task=vetoed, agent="ana/coder")
+    runs = FullRuns(monkeypatch)
+    hive.renew(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token)
+    assert runs.verbs == []
+
+
+def test_what_another_connection_changed_is_known_after_one_full_run(
+        opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The control is lifted by another process: this connection's next write takes the
+    full run (which reads the file afresh), and the one after it the statements again."""
+    hive, other = opened(), opened()
+    vetoed, number = own_task(hive), own_task(hive)
+    hive.veto(OWNER, vetoed, agent="ana/coder")
+    lease = hive.claim(CODER, number)  # the full run, which reads the controls
+    other.lift(OWNER, task=vetoed, agent="ana/coder")
+    runs = FullRuns(monkeypatch)
+    fence = {"lease_id": lease.lease_id, "token": lease.fencing_token}
+    hive.renew(CODER, number, **fence)
+    hive.renew(CODER, number, **fence)
+    assert runs.verbs == ["renew"]

@@ -232,14 +232,19 @@ class Writer(Reader, Protocol):
         """``next`` as its statement, in the plain case: the holder's best ready task
         (as :meth:`next_ready` picks it) taken under ``lease``, when no control is live, the
         holder has no enrolment and no budget; the rules are the store's (its triggers).
-        None when there is no such task or the case is not plain: nothing was written, and
-        the write path's full run decides (and says why it refuses)."""
+        None when there is no such task or the case is not plain: the write path then
+        undoes whatever this wrote (it may have written before it found out), and its full
+        run decides (and says why it refuses)."""
+        ...
+    def plain(self, holder: str) -> bool:
+        """Whether a statement of ``holder``'s is in the plain case: no control is live,
+        and the holder has no enrolment and no budget."""
         ...
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         """``claim`` as its statement, in the plain case: task ``ref``, when it is ready
         and assigned to the holder and has no role, taken under ``lease`` (as
-        :meth:`take_next` takes the one it picks). None when it is not: nothing was
-        written, and the full run decides (and says why it refuses)."""
+        :meth:`take_next` takes the one it picks). None when it is not: the write path
+        undoes whatever this wrote, and the full run decides (and says why it refuses)."""
         ...
     def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
              instance: str, at: str) -> Held | None:
@@ -336,9 +341,16 @@ class Store(Protocol):
         ...
     statements: frozenset[str]
     """The verbs this engine writes as their statements in the plain case
-    (:meth:`Writer.take_next`, :meth:`Writer.take_task`, :meth:`Writer.held`); the others,
-    and every case
-    that is not plain, take the write path's full run."""
+    (:meth:`Writer.take_next`, :meth:`Writer.take_task`, :meth:`Writer.held`); the other
+    verbs, and every case that is not plain, take the write path's full run."""
+    def not_plain(self, holder: str) -> bool:
+        """True when this thread's last write found that a statement of ``holder``'s would
+        not be in the plain case (a control was live, the holder had an enrolment or a
+        budget, a plugin was required): the write path then takes the full run at once,
+        without trying the statements first. It only chooses the path, never the outcome:
+        when another process has changed that since, the full run reads the file afresh,
+        and the write after it knows. False when it does not know."""
+        ...
     def read(self) -> AbstractContextManager[Reader]: ...
     def write(self, *, about: str | int | Pick | None = None
               ) -> AbstractContextManager[Writer]:

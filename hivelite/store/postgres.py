@@ -558,6 +558,9 @@ class PostgresTx(ViewRows):
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         return None  # not a statement here (PostgresStore.statements)
 
+    def plain(self, holder: str) -> bool:
+        return False  # not a statement here (PostgresStore.statements)
+
     def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
              instance: str, at: str) -> Held | None:
         return None  # not a statement here (PostgresStore.statements)
@@ -1174,7 +1177,10 @@ class PostgresStore:
     """One hivelite store in a PostgreSQL database; a connection per thread."""
 
     statements: frozenset[str] = frozenset()
-    """No verb is one function call here yet: every write takes the full run."""
+    """None: every write takes the full run here."""
+
+    def not_plain(self, holder: str) -> bool:
+        return True  # no statement here (statements)
 
     def __init__(self, url: str, *, create: bool = True, upgrade: bool = True) -> None:
         if not is_url(url):

@@ -217,7 +217,7 @@ class Lease:
 @record(frozen=True)
 class Taken:
     """What a claim's statement answers: the task it took, its id, the new fencing token,
-    and the journal row of the move."""
+    and the seq of the move's journal row."""
 
     number: int
     id: str

@@ -377,6 +377,9 @@ class SqliteTx(ViewRows):
             f"SELECT number, id, lease_token FROM tasks WHERE {' AND '.join(clauses)}"
             f" ORDER BY assignee, {RANK}, number LIMIT 1", tuple(args)).fetchone(), lease, at)
 
+    def plain(self, holder: str) -> bool:
+        return self.conn.execute(f"SELECT 1 WHERE {PLAIN}", (holder, holder)).fetchone() is not None
+
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         where, key = task_key(ref)
         if where is None:
@@ -406,7 +409,7 @@ class SqliteTx(ViewRows):
                 (lease.lease_id, token, lease.holder, lease.instance, lease.session,
                  lease.expires, at, lease.holder, detail, chain, seq, number,
                  lease.holder, lease.holder)).fetchone() is None:
-            return None  # not the plain case (the write is rolled back)
+            return None  # not the plain case: the write path undoes the count and the link
         if self.known is not None:
             self.known.lease_until(lease.expires)
         return Taken(number, task_id, token, seq)
@@ -1358,6 +1361,14 @@ class SqliteStore:
                 failure = self._failure(exc, conn)
                 _rollback(conn)
                 _reraise(failure, exc)
+
+    def not_plain(self, holder: str) -> bool:
+        slot: _Slot | None = getattr(self._local, "slot", None)
+        if slot is None:
+            return False
+        known = slot.known  # as this connection's last write left it (see Store)
+        return bool(known.controls or known.required or known.budgets.get(holder)
+                    or known.enrolments.get(holder))
 
     @contextmanager
     def write(self, *, about: str | int | Pick | None = None) -> Iterator[SqliteTx]:

@@ -2,8 +2,10 @@
 write path.
 
 A ``Hive`` holds no connection of its own: its store gives each thread one, so
-one ``Hive`` serves many threads. Every write verb runs through :meth:`_write`
-(see ``unit``); reading (views, listing, history) lives here too.
+one ``Hive`` serves many threads. A write verb runs as its statements where the store
+writes it so and the case is plain (:meth:`_statement`), else through :meth:`_write`
+(see ``unit``), which also explains every refusal; reading (views, listing, history)
+lives here too.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from ..core.errors import (
     HiveliteError,
     InvalidInput,
     InvalidState,
-    NotFound,
     PluginError,
     RateLimited,
     StoreBusy,
@@ -283,14 +284,17 @@ class HiveBase:
         (the full run sweeps first), and ``write`` finds its own case plain (no live
         control, no enrolment or budget of the holder: the rules those bring are read by
         the full run). Python checks nothing the database checks: a statement the store's
-        rules refuse is undone, and the full run explains it."""
-        if verb not in self.store.statements or PENDING.get() is not None:
+        rules refuse is undone, and the full run explains it. ``write`` may itself answer
+        with an error that needs no explaining (``next``'s ``queue_empty`` in the plain
+        case): nothing it wrote is kept, and the error is the verb's answer."""
+        if (verb not in self.store.statements or PENDING.get() is not None
+                or self.store.not_plain(caller.name)):
             return None
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
-        now = self.clock()
-        at = format_ts(now)
         try:
             with self.store.write() as tx:
+                now = self.clock()  # under the lock: a lease that ran out while this
+                at = format_ts(now)  # verb waited for it is stale, as in the full run
                 if tx.required_plugins() or tx.lock_overdue(at):
                     raise _NotPlain
                 answer = write(tx, now, at)
@@ -299,7 +303,7 @@ class HiveBase:
                 first, last = tx.journal_end()()
         except _NotPlain:
             return None
-        except (InvalidState, ForbiddenRight, RateLimited, NotFound, InvalidInput) as error:
+        except (InvalidState, ForbiddenRight, RateLimited, InvalidInput) as error:
             if isinstance(error, StoreError):  # the store itself failed: no rule to explain
                 raise
             log.debug("%s: the store refused its statement (%s); the full run explains",

@@ -184,17 +184,21 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
 
 
 def _taking(agent: Caller, lease_id: str, minutes: int,
-            take: Callable[[Writer, Lease, str], Taken | None]
+            take: Callable[[Writer, Lease, str], Taken | None],
+            empty: Callable[[], NotFound] | None = None
             ) -> Callable[[Writer, datetime, str], ClaimReceipt | None]:
     """A claim's statement for :meth:`HiveBase._statement`: ``take`` under a lease of
     ``minutes`` from the write's time, answered as the claim's receipt (None: it took
-    nothing)."""
+    nothing). ``empty``: the answer when it took nothing in the plain case (``next``: the
+    full run's pick would find nothing either, and need not look again)."""
     def statement(tx: Writer, now: datetime, at: str) -> ClaimReceipt | None:
         assert agent.instance is not None
         expires = lease_expiry(now, minutes)
         taken = take(tx, Lease(lease_id, agent.name, agent.instance, agent.session, expires),
                      at)
         if taken is None:
+            if empty is not None and tx.plain(agent.name):
+                raise empty()
             return None
         return made(ClaimReceipt, {
             "number": taken.number, "id": taken.id, "state": State.accepted,
@@ -202,6 +206,13 @@ def _taking(agent: Caller, lease_id: str, minutes: int,
             "fencing_token": taken.token, "holder": agent.name, "instance": agent.instance,
             "session": agent.session, "expires_at": expires, "question": None})
     return statement
+
+
+def _queue_empty(agent: str, project: str | None, label: str | None) -> NotFound:
+    """``404 not_found queue_empty``: no task is ready for ``agent`` (as narrowed)."""
+    narrowed = "".join(f" {k} {v!r}" for k, v in (("in project", project),
+                                                   ("labelled", label)) if v)
+    return NotFound("queue_empty", f"no task is ready for {agent}{narrowed}", agent=agent)
 
 
 def _lease(hive: HiveBase, unit: Unit, row: TaskRow, target: State, lease_id: str,
@@ -272,7 +283,8 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
 
     taken = hive._statement(agent, "next", _taking(
         agent, lease_id, minutes, lambda tx, lease, at: tx.take_next(
-            lease, at=at, project=project, label=label, skip=skip)))
+            lease, at=at, project=project, label=label, skip=skip),
+        lambda: _queue_empty(agent.name, project, label)))
     if taken is not None:
         return taken
 
@@ -285,10 +297,7 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
             projects=json.loads(enrolment.projects) or None if enrolment else None,
             roles=json.loads(enrolment.roles) if enrolment else ())
         if row is None:
-            narrowed = "".join(f" {k} {v!r}" for k, v in (("in project", project),
-                                                           ("labelled", label)) if v)
-            raise NotFound("queue_empty", f"no task is ready for {agent.name}{narrowed}",
-                           agent=agent.name)
+            raise _queue_empty(agent.name, project, label)
         return _lease(hive, unit, row, State.accepted, lease_id, minutes)
 
     return hive._write(agent, "next", body,
@@ -392,16 +401,16 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
     if token is not None:
         token = fencing_token(token)
     if not caller.is_owner and lease_id is not None and token is not None:
-        lease, fence, agent = lease_id, token, caller
+        given_id, given_token, holder = lease_id, token, caller  # as narrowed here
 
         def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
-            held = tx.held(ref, lease_id=lease, token=fence, holder=agent.name,
-                           instance=agent.instance or "", at=at)
+            held = tx.held(ref, lease_id=given_id, token=given_token, holder=holder.name,
+                           instance=holder.instance or "", at=at)
             if held is None:
                 return None
-            tx.move(held.number, held.state, State.routed.value, at=at, actor=agent.name,
+            tx.move(held.number, held.state, State.routed.value, at=at, actor=holder.name,
                     reason=reason or "released", end_lease=True,
-                    detail={"holder": agent.name, "fencing_token": fence})
+                    detail={"holder": holder.name, "fencing_token": given_token})
             return made(Receipt, {"number": held.number, "id": held.id,
                                   "state": State.routed, "waiting_on": None, "at": at,
                                   "seq": None})
