@@ -274,19 +274,19 @@ class HiveBase:
         return result
 
     def _statement(self, caller: Caller, verb: str,
-                   write: Callable[[Writer, datetime, str], T | None]) -> T | None:
-        """``verb`` as its statement (``write``, the store's, in one transaction), in the
+                   statements: Callable[[Writer, datetime, str], T | None]) -> T | None:
+        """``verb`` as its ``statements`` (the store's, in one transaction), in the
         plain case; None when it is not, and the caller runs :meth:`_write`, whose full run
         decides and says precisely why it refuses.
 
         Plain: the engine writes this verb as a statement (``Store.statements``), no
         request id is kept for it, the store requires no plugin, no lease has run out
-        (the full run sweeps first), and ``write`` finds its own case plain (no live
+        (the full run sweeps first), and ``statements`` find their own case plain (no live
         control, no enrolment or budget of the holder: the rules those bring are read by
         the full run). Python checks nothing the database checks: a statement the store's
-        rules refuse is undone, and the full run explains it. ``write`` may itself answer
+        rules refuse is undone, and the full run explains it. ``statements`` may answer
         with an error that needs no explaining (``next``'s ``queue_empty`` in the plain
-        case): nothing it wrote is kept, and the error is the verb's answer."""
+        case): nothing they wrote is kept, and the error is the verb's answer."""
         if (verb not in self.store.statements or PENDING.get() is not None
                 or self.store.not_plain(caller.name)):
             return None
@@ -297,7 +297,7 @@ class HiveBase:
                 at = format_ts(now)  # verb waited for it is stale, as in the full run
                 if tx.required_plugins() or tx.lock_overdue(at):
                     raise _NotPlain
-                answer = write(tx, now, at)
+                answer = statements(tx, now, at)
                 if answer is None:
                     raise _NotPlain  # undo what it wrote
                 first, last = tx.journal_end()()
