@@ -632,3 +632,63 @@ def test_what_another_connection_changed_is_known_after_one_full_run(
     hive.renew(CODER, number, **fence)
     hive.renew(CODER, number, **fence)
     assert runs.verbs == ["renew"]
+
+
+
+class Judge:
+    """A plugin that answers the threshold's question (and so needs the task first)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    @hookimpl
+    def hivelite_merge_threshold(self, task: Any, hive: Any) -> int:
+        self.asked.append(task.id)
+        return 2
+
+
+def test_a_submission_the_policy_alone_judges_reads_nothing_before_the_lock(
+        opened: Callable[..., Hive], db_path: Path) -> None:
+    """No plugin checks evidence or sets the threshold: the submission is its statements
+    alone (the threshold read under the lock, the task's project's own); with a plugin
+    that answers, the task is read before the lock and the plugin asked, as before."""
+    hive = opened()
+    hive.set_policy(OWNER, "threshold", 2, project="demo")
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    seen = traced(hive)
+    receipt = hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                          summary="done", evidence=EVIDENCE)
+    assert seen.count("BEGIN") == 0 and seen.count("BEGIN IMMEDIATE") == 1, seen
+    assert receipt.state is State.approval
+    assert hive.history(number)[-1].reason == (
+        "awaiting 2 independent confirmation(s) or sign-off"
+        " (threshold set by store policy (project demo))")
+    judge = Judge()
+    other = opened(plugins=[judge])
+    second = own_task(other)
+    lease = other.claim(CODER, second)
+    seen = traced(other)
+    other.submit(CODER, second, lease_id=lease.lease_id, token=lease.fencing_token,
+                 summary="done", evidence=EVIDENCE)
+    assert seen.count("BEGIN") >= 1 and judge.asked == [other.get(second).task.id]
+    assert other.history(second)[-1].detail == {"threshold": 2, "decided_by": "Judge"}
+    assert all(f.ok for f in diagnose_file(db_path)), diagnose_file(db_path)
+
+
+def test_a_result_that_does_not_validate_is_refused_after_the_fence(
+        opened: Callable[..., Hive]) -> None:
+    """A stale claim's invalid result is refused as stale (the fence comes first), and a
+    live claim's as invalid, with or without the statements."""
+    for statements in (True, False):
+        hive = opened()
+        if not statements:
+            hive.store.statements = frozenset()  # type: ignore[misc]
+        number = own_task(hive)
+        lease = hive.claim(CODER, number)
+        for token, expected in ((lease.fencing_token + 1, "stale_claim"),
+                                (lease.fencing_token, "invalid_result")):
+            _, reason, _ = refusal(functools.partial(
+                hive.submit, CODER, number, lease_id=lease.lease_id, token=token,
+                summary="", evidence=EVIDENCE))
+            assert reason == expected, (statements, token)

@@ -233,6 +233,7 @@ class Held:
     id: str
     state: str
     session: str | None
+    project: str
 
 
 @record(frozen=True)

@@ -420,11 +420,12 @@ class SqliteTx(ViewRows):
         if where is None:
             return None
         row = self.conn.execute(
-            f"SELECT number, id, state, lease_session FROM tasks WHERE {where} = ?"
+            f"SELECT number, id, state, lease_session, project FROM tasks WHERE {where} = ?"
             " AND lease_id = ? AND lease_token = ? AND lease_holder = ? AND lease_instance = ?"
             f" AND lease_expires > ? AND state IN ('accepted', 'working') AND {PLAIN}",
             (key, lease_id, token, holder, instance, at, holder, holder)).fetchone()
-        return None if row is None else Held(int(row[0]), str(row[1]), str(row[2]), row[3])
+        return None if row is None else Held(int(row[0]), str(row[1]), str(row[2]), row[3],
+                                             str(row[4]))
 
     def overdue(self, at: str) -> list[TaskRow]:
         # reads the partial index of live leases, not the table

@@ -36,10 +36,10 @@ from ..core.models import (
 )
 from ..core.protocol import State
 from ..core.receipts import check as check_receipt
-from ..store import ConfirmationRow, TaskRow, Writer
+from ..store import ConfirmationRow, Held, TaskRow, Writer
 from ..store.keys import load_signer
 from . import guard
-from .authority import why_not_counted
+from .authority import store_policy, why_not_counted
 from .base import HiveBase, invalid
 from .claims import fencing_token, usage_fits
 from .plugins import call_each, call_first
@@ -124,8 +124,16 @@ def submit(
                            f" {outcome!r}", field="outcome")
     usage_fits(tokens, usd_micros)
     drafted = _draft(draft, outcome)
-    at = format_ts(hive.clock())
     plain, given = _split_receipts(evidence)
+    charged = tokens is not None or usd_micros is not None  # against a budget: the full run
+    plainly = not charged and not any(given) and _by_policy_alone(hive)
+    if plainly:
+        returned = _submit_by_policy(hive, agent, ref, lease_id=lease_id, token=token,
+                                     summary=summary, evidence=plain, provenance=provenance,
+                                     outcome=outcome, drafted=drafted)
+        if returned is not None:
+            return returned
+    at = format_ts(hive.clock())
     with hive.store.read() as reader:  # the fence and the plugins' task, before the lock
         store_id = reader.meta("store_id") if any(given) else None  # to check receipts
         found = reader.task_with_bodies(ref)
@@ -179,7 +187,7 @@ def submit(
         return unit.receipt(row)
 
     target, reason, detail = _judged(outcome, summary, problems, threshold, decided_by)
-    if tokens is None and usd_micros is None:  # a usage report is charged: the full run
+    if not charged and not plainly:  # (a plain one's statements declined already)
         assert agent.instance is not None
         instance = agent.instance
 
@@ -188,26 +196,81 @@ def submit(
                            instance=instance, at=at)
             if held is None:
                 return None
-            tx.put_result(held.number, returned_at(kept, at), worker=agent.name,
-                          instance=instance, session=held.session, outcome=outcome,
-                          threshold=threshold, draft=drafted, receipts=receipts)
-            state = held.state
-            if state == State.accepted.value:
-                tx.move(held.number, state, State.working.value, at=at, actor=agent.name,
-                        reason="submit")
-            tx.move(held.number, State.working.value, State.verifying.value, at=at,
-                    actor=agent.name, reason=f"result returned ({outcome})", detail=sealed,
-                    end_lease=True)
-            tx.move(held.number, State.verifying.value, target.value, at=at, actor="guard",
-                    reason=reason, detail=detail)
-            return made(Receipt, {"number": held.number, "id": held.id, "state": target,
-                                  "waiting_on": None, "at": at, "seq": None})
+            return _returned(tx, held, agent.name, instance, at, kept=kept, outcome=outcome,
+                             threshold=threshold, drafted=drafted, receipts=receipts,
+                             sealed=sealed, judged=(target, reason, detail))
 
         returned = hive._statement(agent, "submit", statement)
         if returned is not None:
             return returned
 
     return hive._write(agent, "submit", body, about=ref)
+
+def _by_policy_alone(hive: HiveBase) -> bool:
+    """Whether the store's policy alone judges a submission here: no plugin checks
+    evidence, and no plugin but the built-in one (the store's threshold) answers the
+    threshold's question. Then no plugin needs the task before the write."""
+    hooks = hive.plugins.hook
+    return (not hooks.hivelite_check_evidence.get_hookimpls()
+            and [i.plugin_name for i in hooks.hivelite_merge_threshold.get_hookimpls()]
+            == [THRESHOLD])
+
+
+def _submit_by_policy(hive: HiveBase, agent: Caller, ref: str | int, *, lease_id: str,
+                      token: int, summary: str, evidence: list[Any], provenance: str,
+                      outcome: str, drafted: str | None) -> Receipt | None:
+    """A submission the store's policy alone judges (:func:`_by_policy_alone`), with no
+    receipts and no usage, as its statements: the fence, the result, the threshold the
+    policy sets for the task's project (read under the lock, as the built-in plugin would
+    read it) and the moves, with no read before the lock. None when the result does not
+    validate or the statements take nothing: the full submission then runs, and refuses
+    in its own order (the fence first)."""
+    try:
+        result = Result.model_validate({
+            "summary": summary, "evidence": evidence, "provenance": provenance,
+            "returned_by": agent.name, "returned_at": format_ts(hive.clock())})
+    except ValidationError:
+        return None
+    kept = result.model_dump_json(exclude_none=True, exclude={"returned_at"})
+    sealed = {"fencing_token": token} | ({"draft": hashlib.sha256(
+        drafted.encode("utf-8")).hexdigest()} if drafted else {})
+    instance = agent.instance or ""
+
+    def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
+        held = tx.held(ref, lease_id=lease_id, token=token, holder=agent.name,
+                       instance=instance, at=at)
+        if held is None:
+            return None
+        threshold, decided_by = (store_policy(tx.policy()).threshold_for(held.project)
+                                 if outcome == "completed" else (None, None))
+        return _returned(tx, held, agent.name, instance, at, kept=kept, outcome=outcome,
+                         threshold=threshold, drafted=drafted, receipts=None, sealed=sealed,
+                         judged=_judged(outcome, summary, [], threshold, decided_by))
+
+    return hive._statement(agent, "submit", statement)
+
+
+def _returned(tx: Writer, held: Held, holder: str, instance: str, at: str, *, kept: str,
+              outcome: str, threshold: int | None, drafted: str | None,
+              receipts: str | None, sealed: dict[str, Any],
+              judged: tuple[State, str, dict[str, Any]]) -> Receipt:
+    """A submission's writes under the fence ``held``: the result, then the moves
+    (accepted -> working on the holder's first progress, working -> verifying ending the
+    claim, verifying -> ``judged``'s target); the receipt."""
+    target, reason, detail = judged
+    tx.put_result(held.number, returned_at(kept, at), worker=holder, instance=instance,
+                  session=held.session, outcome=outcome, threshold=threshold, draft=drafted,
+                  receipts=receipts)
+    if held.state == State.accepted.value:
+        tx.move(held.number, held.state, State.working.value, at=at, actor=holder,
+                reason="submit")
+    tx.move(held.number, State.working.value, State.verifying.value, at=at, actor=holder,
+            reason=f"result returned ({outcome})", detail=sealed, end_lease=True)
+    tx.move(held.number, State.verifying.value, target.value, at=at, actor="guard",
+            reason=reason, detail=detail)
+    return made(Receipt, {"number": held.number, "id": held.id, "state": target,
+                          "waiting_on": None, "at": at, "seq": None})
+
 
 def _judged(outcome: str, summary: str, problems: list[dict[str, str]],
             threshold: int | None, decided_by: str | None
