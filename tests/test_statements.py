@@ -692,3 +692,35 @@ def test_a_result_that_does_not_validate_is_refused_after_the_fence(
                 hive.submit, CODER, number, lease_id=lease.lease_id, token=token,
                 summary="", evidence=EVIDENCE))
             assert reason == expected, (statements, token)
+
+
+def test_a_stale_submission_is_named_before_a_write_that_cannot_begin(
+        db_path: Path, tmp_path: Path, clock: ManualClock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A submission the policy alone judges takes no read before the lock; when no write
+    can begin (the owner's key is not here, the store is busy), a claim that is not the
+    caller's, or a task that is not there, is still named first, as from the snapshot the
+    submission always read before the lock; a live claim meets the write's own error."""
+    from hivelite import StoreBusy, StoreError
+
+    with Hive.open(db_path, owner="ana", clock=clock) as hive:
+        number = own_task(hive)
+        lease = hive.claim(CODER, number)
+    stale = {"lease_id": lease.lease_id, "token": lease.fencing_token + 1}
+    live = {"lease_id": lease.lease_id, "token": lease.fencing_token}
+    monkeypatch.setenv("HIVELITE_KEYS", str(tmp_path / "no-keys"))
+    with Hive.open(db_path, clock=clock) as hive:
+        submit = functools.partial(hive.submit, CODER, summary="done", evidence=EVIDENCE)
+        assert refusal(functools.partial(submit, number, **stale))[1] == "stale_claim"
+        assert refusal(functools.partial(submit, 99, **stale))[1] == "no_such_task"
+        assert refusal(functools.partial(submit, number, **live))[:2] == (
+            StoreError, "key_missing")
+    monkeypatch.delenv("HIVELITE_KEYS")
+    with Hive.open(db_path, clock=clock) as hive:
+        def busy(**kwargs: Any) -> Any:
+            raise StoreBusy("busy", "another writer held the store for more than 10 s")
+
+        monkeypatch.setattr(hive.store, "write", busy)
+        submit = functools.partial(hive.submit, CODER, summary="done", evidence=EVIDENCE)
+        assert refusal(functools.partial(submit, number, **stale))[1] == "stale_claim"
+        assert refusal(functools.partial(submit, number, **live))[:2] == (StoreBusy, "busy")

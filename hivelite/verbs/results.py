@@ -4,7 +4,9 @@ Submitting ends the claim and passes the task through ``verifying`` in the same
 transaction: evidence that fails its checks sends it back to ``routed``; else
 the merge threshold decides between ``completed`` (0) and ``approval`` (n >= 1).
 The plugins are asked before the write lock is taken (the packet never changes
-after a handoff, and the fence is checked again under the lock).
+after a handoff, and the fence is checked again under the lock); when no plugin but
+the built-in one is asked, the store's policy decides under the lock
+(:func:`_submit_by_policy`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..core.caller import Caller, require_agent, require_owner
 from ..core.clock import format_ts
-from ..core.errors import ForbiddenRight, InvalidInput, InvalidState, PluginError
+from ..core.errors import (
+    ForbiddenRight,
+    InvalidInput,
+    InvalidState,
+    PluginError,
+    StoreBusy,
+    StoreError,
+)
 from ..core.models import (
     DEFERRED,
     CommitHash,
@@ -128,23 +137,22 @@ def submit(
     charged = tokens is not None or usd_micros is not None  # against a budget: the full run
     plainly = not charged and not any(given) and _by_policy_alone(hive)
     if plainly:
-        returned = _submit_by_policy(hive, agent, ref, lease_id=lease_id, token=token,
-                                     summary=summary, evidence=plain, provenance=provenance,
-                                     outcome=outcome, drafted=drafted)
+        try:
+            returned = _submit_by_policy(hive, agent, ref, lease_id=lease_id, token=token,
+                                         summary=summary, evidence=plain,
+                                         provenance=provenance, outcome=outcome,
+                                         drafted=drafted)
+        except (StoreBusy, StoreError):
+            # no write could begin (busy, a key missing, a damaged store): a claim that is
+            # not the caller's is named first, from a snapshot, as it always was
+            _read_before_the_lock(hive, agent, ref, lease_id, token, format_ts(hive.clock()),
+                                  receipts=False)
+            raise
         if returned is not None:
             return returned
     at = format_ts(hive.clock())
-    with hive.store.read() as reader:  # the fence and the plugins' task, before the lock
-        store_id = reader.meta("store_id") if any(given) else None  # to check receipts
-        found = reader.task_with_bodies(ref)
-        row = guard.found(None if found is None else found[0], ref)
-        try:
-            holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
-        except (InvalidState, ForbiddenRight):
-            hive._controlled(reader, agent, "submit", row)  # a control ended the lease?
-            raise
-        assert found is not None
-        task = task_of(row, found[1], hive._packets)
+    row, task, holder, store_id = _read_before_the_lock(hive, agent, ref, lease_id, token, at,
+                                                        receipts=any(given))
     try:
         result = Result.model_validate({
             "summary": summary,
@@ -156,9 +164,7 @@ def submit(
     # the result as the store keeps it, but for its time (read under the lock): no model is
     # made or dumped inside the write
     kept = result.model_dump_json(exclude_none=True, exclude={"returned_at"})
-    sealed = {"fencing_token": token} | ({"draft": hashlib.sha256(
-        drafted.encode("utf-8")).hexdigest()} if drafted else {}) | (
-        {"verified": verified_of(receipts)} if receipts else {})
+    sealed = _sealed(token, drafted, receipts)
     problems: list[dict[str, str]] = []
     threshold, decided_by = None, None
     if outcome == "completed":
@@ -187,9 +193,8 @@ def submit(
         return unit.receipt(row)
 
     target, reason, detail = _judged(outcome, summary, problems, threshold, decided_by)
-    if not charged and not plainly:  # (a plain one's statements declined already)
-        assert agent.instance is not None
-        instance = agent.instance
+    if not charged and not plainly:  # (a plain one was offered to the statements first)
+        instance = agent.instance or ""
 
         def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
             held = tx.held(row.number, lease_id=lease_id, token=token, holder=agent.name,
@@ -205,6 +210,34 @@ def submit(
             return returned
 
     return hive._write(agent, "submit", body, about=ref)
+
+def _read_before_the_lock(hive: HiveBase, agent: Caller, ref: str | int, lease_id: str,
+                          token: int, at: str, *, receipts: bool
+                          ) -> tuple[TaskRow, Task, str, str | None]:
+    """What a submission reads before the write lock, in one snapshot: the task (for the
+    plugins' questions), its fence (a claim that is not the caller's is refused here,
+    before any plugin is asked, naming a control that ended it), and the store's identity
+    when receipts are to be checked."""
+    with hive.store.read() as reader:
+        store_id = reader.meta("store_id") if receipts else None
+        found = reader.task_with_bodies(ref)
+        row = guard.found(None if found is None else found[0], ref)
+        try:
+            holder = guard.holder(row, lease_id, token, agent.name, at, agent.instance)
+        except (InvalidState, ForbiddenRight):
+            hive._controlled(reader, agent, "submit", row)  # a control ended the lease?
+            raise
+        assert found is not None
+        return row, task_of(row, found[1], hive._packets), holder, store_id
+
+
+def _sealed(token: int, drafted: str | None, receipts: str | None) -> dict[str, Any]:
+    """What the submission's journal row seals: the claim's token, the draft's digest and
+    whether its evidence was verified."""
+    return {"fencing_token": token} | ({"draft": hashlib.sha256(
+        drafted.encode("utf-8")).hexdigest()} if drafted else {}) | (
+        {"verified": verified_of(receipts)} if receipts else {})
+
 
 def _by_policy_alone(hive: HiveBase) -> bool:
     """Whether the store's policy alone judges a submission here: no plugin checks
@@ -228,12 +261,11 @@ def _submit_by_policy(hive: HiveBase, agent: Caller, ref: str | int, *, lease_id
     try:
         result = Result.model_validate({
             "summary": summary, "evidence": evidence, "provenance": provenance,
-            "returned_by": agent.name, "returned_at": format_ts(hive.clock())})
-    except ValidationError:
+            "returned_by": agent.name, "returned_at": "1970-01-01T00:00:00.000Z"})
+    except ValidationError:  # (its time is the write's, set under the lock)
         return None
     kept = result.model_dump_json(exclude_none=True, exclude={"returned_at"})
-    sealed = {"fencing_token": token} | ({"draft": hashlib.sha256(
-        drafted.encode("utf-8")).hexdigest()} if drafted else {})
+    sealed = _sealed(token, drafted, None)
     instance = agent.instance or ""
 
     def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
