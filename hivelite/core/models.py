@@ -201,6 +201,12 @@ Made = TypeVar("Made", bound=BaseModel)
 _set = object.__setattr__
 
 
+def _private_only(cls: type[BaseModel]) -> bool:
+    """Whether the model's only post-init step is the one pydantic gives a model with
+    private attributes (setting their defaults), which :func:`made` does itself."""
+    return getattr(cls.model_post_init, "__name__", "") == "init_private_attributes"
+
+
 def made(cls: type[Made], values: dict[str, Any],
          private: dict[str, Any] | None = None) -> Made:
     """``cls.model_construct(**values)`` for values the library made itself that name every
@@ -209,7 +215,8 @@ def made(cls: type[Made], values: dict[str, Any],
     field, twice a claim and submit). ``private``: the model's private attributes, each
     named (``NextClaim``'s). Values that do not name every field, or private attributes
     not all given, go through ``model_construct``."""
-    if (cls.__pydantic_post_init__ or values.keys() != cls.__pydantic_fields__.keys()
+    if ((cls.__pydantic_post_init__ and not _private_only(cls))
+            or values.keys() != cls.__pydantic_fields__.keys()
             or (private or {}).keys() != (cls.__private_attributes__ or {}).keys()):
         model = cls.model_construct(**values)
         for name, value in (private or {}).items():
