@@ -250,6 +250,22 @@ class HiveMachine(RuleBasedStateMachine):
             f"SELECT {', '.join(keys)} FROM tasks WHERE number = ?", (number,)).fetchone()
         return dict(zip(keys, values, strict=True))
 
+    def returns(self, number: int) -> int:
+        """How many times the task's result came back (moves 15 and 17: back to ``routed``
+        from ``verifying`` or ``approval``), counted from the journal: each counts an
+        attempt (migration 18), and a task whose attempts reached its limit is claimed no
+        more."""
+        return int(self.conn.execute(
+            "SELECT count(*) FROM journal WHERE task = ? AND to_state = 'routed'"
+            " AND from_state IN ('verifying', 'approval')", (number,)).get)
+
+    def exhausted(self, number: int) -> bool:
+        """Whether the task's attempts ran out (its limit is the store's, 3 unless set)."""
+        attempts, limit = self.conn.execute(
+            "SELECT attempts, attempt_limit FROM tasks WHERE number = ?", (number,)).fetchone()
+        assert attempts == self.returns(number), (number, attempts)  # each return counted
+        return bool(attempts >= limit)
+
     def swept_state(self, number: int) -> str:
         """The task's state once the expiry sweep that opens every write has run."""
         r = self.row(number)
@@ -534,11 +550,13 @@ class HiveMachine(RuleBasedStateMachine):
             "SELECT count(*) FROM json_each((SELECT body FROM packets WHERE task = ?),"
             " '$.depends_on') d JOIN tasks t ON t.id = d.value WHERE t.state != 'completed'",
             (number,)).get
+        exhausted = self.exhausted(number)
         out = self.call("claim", self.h.claim, caller_of(agent, instance, session), number,
                         minutes=mins)
         if self.expect("claim", state == "routed" and agent == ASSIGNEE and 5 <= mins <= 15
-                       and not blocked, out,
-                       f"{agent} on a {state} task for {mins} min, {blocked} open deps"):
+                       and not blocked and not exhausted, out,
+                       f"{agent} on a {state} task for {mins} min, {blocked} open deps,"
+                       f" attempts {'spent' if exhausted else 'left'}"):
             self.claimed(number, out, State.accepted, instance, session, mins)
         elif agent == OWNER:
             assert isinstance(out, ForbiddenRight) and out.reason == "agent_only", out
