@@ -135,7 +135,8 @@ def submit(
     drafted = _draft(draft, outcome)
     plain, given = _split_receipts(evidence)
     charged = tokens is not None or usd_micros is not None  # against a budget: the full run
-    plainly = not charged and not any(given) and _by_policy_alone(hive)
+    plainly = (not charged and not any(given) and "submit" in hive.store.statements
+               and _by_policy_alone(hive))
     if plainly:
         try:
             returned = _submit_by_policy(hive, agent, ref, lease_id=lease_id, token=token,
