@@ -305,6 +305,18 @@ def at(minutes: float) -> str:
     return format_ts(parse_ts(START) + timedelta(minutes=minutes))
 
 
+def traced(hive: Hive) -> list[str]:
+    """The statements this thread's connection runs from now on, as they are run."""
+    seen: list[str] = []
+
+    def trace(cursor: Any, sql: str, bindings: Any) -> bool:
+        seen.append(" ".join(sql.split()))
+        return True
+
+    hive.store.conn.exec_trace = trace  # type: ignore[attr-defined]
+    return seen
+
+
 def own_task(hive: Hive, **overrides: Any) -> int:
     """A routed task between the owner's own agents; returns its number."""
     fields: dict[str, Any] = {"requester": "ana/planner", "assignee": "ana/coder",

@@ -36,7 +36,7 @@ from hivelite.store.sqlite import SqliteTx
 from hivelite.verbs.base import HiveBase
 
 from . import rawsql
-from .conftest import CODER, OWNER, START, own_task, packet
+from .conftest import CODER, OWNER, START, own_task, packet, traced
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 ADMISSION = re.compile(r"SELECT [^()]* FROM (controls|enrolments|budgets)\b")
@@ -72,17 +72,6 @@ def opened(db_path: Path, clock: ManualClock) -> Iterator[Callable[..., Hive]]:
     yield open_
     for hive in hives:
         hive.close()
-
-
-def traced(hive: Hive) -> list[str]:
-    seen: list[str] = []
-
-    def trace(cursor: Any, sql: str, bindings: Any) -> bool:
-        seen.append(" ".join(sql.split()))
-        return True
-
-    hive.store.conn.exec_trace = trace  # type: ignore[attr-defined]
-    return seen
 
 
 def cycle(hive: Hive, caller: Caller = CODER, **submitted: Any) -> tuple[Any, Any]:

@@ -30,7 +30,17 @@ from hivelite.core.clock import format_ts
 from hivelite.store.doctor import diagnose_file
 from hivelite.store.sqlite import SqliteTx
 
-from .conftest import CODER, HANG_S, OWNER, REVIEWER, OpenHive, held_task, own_task, packet
+from .conftest import (
+    CODER,
+    HANG_S,
+    OWNER,
+    REVIEWER,
+    OpenHive,
+    held_task,
+    own_task,
+    packet,
+    traced,
+)
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 LIBRARY = Path(hivelite.__file__).parent
@@ -319,18 +329,6 @@ def test_closing_while_other_threads_read_is_clean(open_hive: OpenHive) -> None:
 # -- what a write knows from the last one (hivelite/store/known.py) ------------------------
 
 PLANNER_AGENT = Caller.agent("ana/planner", "laptop")
-
-
-def traced(hive: Hive) -> list[str]:
-    """The statements this thread's connection runs from now on, as they are run."""
-    seen: list[str] = []
-
-    def trace(cursor: Any, sql: str, bindings: Any) -> bool:
-        seen.append(" ".join(sql.split()))
-        return True
-
-    hive.store.conn.exec_trace = trace  # type: ignore[attr-defined]
-    return seen
 
 
 def test_a_write_after_a_write_reads_only_what_it_must(open_hive: OpenHive,

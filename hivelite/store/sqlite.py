@@ -350,32 +350,15 @@ class SqliteTx(ViewRows):
                    label: str | None = None, skip: Sequence[int] = (),
                    projects: Sequence[str] | None = None,
                    roles: Sequence[str] = ()) -> TaskRow | None:
-        clauses, args = pick_where("?", READY, assignee, project, projects, roles)
-        if skip:
-            clauses.append(f"number NOT IN ({', '.join('?' * len(skip))})")
-            args.extend(skip)
-        if label is not None:
-            clauses.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(labels)"
-                           " THEN labels END) WHERE value = ?)")
-            args.append(label)
         number = self.conn.execute(  # from the queue index alone: no row read but the one
-            f"SELECT number FROM tasks WHERE {' AND '.join(clauses)}"
-            f" ORDER BY assignee, {RANK}, number LIMIT 1", tuple(args)).get
+            *_queue_pick("number", assignee, project, label, skip, projects, roles)).get
         return None if number is None else self.task(int(number))
 
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
-        clauses, args = pick_where("?", READY, lease.holder, project, None, ())
-        if skip:
-            clauses.append(f"number NOT IN ({', '.join('?' * len(skip))})")
-            args.extend(skip)
-        if label is not None:
-            clauses.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(labels)"
-                           " THEN labels END) WHERE value = ?)")
-            args.append(label)
-        return self._take(self.conn.execute(
-            f"SELECT number, id, lease_token FROM tasks WHERE {' AND '.join(clauses)}"
-            f" ORDER BY assignee, {RANK}, number LIMIT 1", tuple(args)).fetchone(), lease, at)
+        return self._take(self.conn.execute(*_queue_pick(
+            "number, id, lease_token", lease.holder, project, label, skip, None, ())
+        ).fetchone(), lease, at)
 
     def plain(self, holder: str) -> bool:
         return self.conn.execute(f"SELECT 1 WHERE {PLAIN}", (holder, holder)).fetchone() is not None
@@ -1035,6 +1018,24 @@ class SqliteTx(ViewRows):
             " ELSE cancelled_at END WHERE id = ?", (answer, at, cancelled, at, watch_id))
 
 
+
+
+def _queue_pick(columns: str, assignee: str, project: str | None, label: str | None,
+                skip: Sequence[int], projects: Sequence[str] | None,
+                roles: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
+    """``next``'s pick as SQL and its arguments: ``columns`` of the assignee's best ready
+    task (most pressing, then oldest), in ``project`` and the enrolment's ``projects`` and
+    ``roles``, with ``label``, leaving out ``skip``; from the queue index."""
+    clauses, args = pick_where("?", READY, assignee, project, projects, roles)
+    if skip:
+        clauses.append(f"number NOT IN ({', '.join('?' * len(skip))})")
+        args.extend(skip)
+    if label is not None:
+        clauses.append("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(labels)"
+                       " THEN labels END) WHERE value = ?)")
+        args.append(label)
+    return (f"SELECT {columns} FROM tasks WHERE {' AND '.join(clauses)}"
+            f" ORDER BY assignee, {RANK}, number LIMIT 1", tuple(args))
 
 
 class SqliteStore:
