@@ -47,12 +47,24 @@ def _say(**message: Any) -> None:
     os.write(1, (json.dumps(message, separators=(",", ":")) + "\n").encode())
 
 
-def worker(path: Path, sync: str, name: str, seed: int) -> None:
-    """Write forever (until killed): handoff, claim, update/checkpoint, submit, verify."""
-    rng = random.Random(seed)
-    coder = Caller.agent("ana/coder", name)
+def worker(path: Path, sync: str, name: str, seed: int, threads: int = 1) -> None:
+    """Write forever (until killed) on ``threads`` threads sharing one store (their writes
+    share transactions: group commit): handoff, claim, update/checkpoint, submit, verify."""
     hive = Hive.open(path, owner="ana", synchronous=sync)  # type: ignore[arg-type]
     _say(opened=name)
+    if threads == 1:
+        _write_forever(hive, name, random.Random(seed))
+    runs = [threading.Thread(target=_write_forever,
+                             args=(hive, f"{name}t{t}", random.Random(f"{seed}:{t}")))
+            for t in range(threads)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+
+
+def _write_forever(hive: Hive, name: str, rng: random.Random) -> None:
+    coder = Caller.agent("ana/coder", name)
     i = 0
 
     def ack(op: str, receipt: Any, **extra: Any) -> None:
@@ -153,13 +165,13 @@ class KillStats:
                 and not self.worker_errors and self.acked > 0)
 
 
-def _spawn(path: Path, sync: str, name: str, seed: int) -> Worker:
+def _spawn(path: Path, sync: str, name: str, seed: int, threads: int = 1) -> Worker:
     env = {**os.environ, "HIVELITE_LOAD_PLUGINS": "",
            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
                                          if p)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench.killnine", "worker", str(path), "--sync", sync,
-         "--name", name, "--seed", str(seed)],
+         "--name", name, "--seed", str(seed), "--threads", str(threads)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
     w = Worker(proc, name, time.monotonic())
     w.reader = threading.Thread(target=w.read, daemon=True)
@@ -182,7 +194,7 @@ def _kill(w: Worker, stats: KillStats) -> None:
 
 
 def run_kills(path: Path, sync: str, kills: int, *, workers: int = 2, seed: int = 1,
-              early: float = 0.2) -> KillStats:
+              early: float = 0.2, threads: int = 1) -> KillStats:
     """Start ``workers`` writers on a new store at ``path`` and SIGKILL ``kills`` of them
     (each replaced by a new one) at random moments, then check the store."""
     rng = random.Random(f"{seed}:{sync}")
@@ -196,7 +208,7 @@ def run_kills(path: Path, sync: str, kills: int, *, workers: int = 2, seed: int 
     def spawn() -> None:
         nonlocal count
         count += 1
-        live.append(_spawn(path, sync, f"w{count}", rng.getrandbits(32)))
+        live.append(_spawn(path, sync, f"w{count}", rng.getrandbits(32), threads))
 
     for _ in range(workers):
         spawn()
@@ -249,12 +261,15 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--sync", default="FULL")
         p.add_argument("--name", default="w")
         p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--threads", type=int, default=1)
         w = p.parse_args(args[1:])
-        worker(w.path, w.sync, w.name, w.seed)
+        worker(w.path, w.sync, w.name, w.seed, w.threads)
         return 0
     p = argparse.ArgumentParser(prog="python -m bench.killnine", description=__doc__)
     p.add_argument("--kills", type=int, default=100, help="per sync mode (default 100)")
     p.add_argument("--workers", type=int, default=2, help="writing at once (default 2)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="writing threads in each worker (default 1; more share commits)")
     p.add_argument("--sync", choices=("full", "normal", "both"), default="both")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true")
@@ -264,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hivelite-kill9-") as tmp:
         for sync in syncs:
             results.append(run_kills(Path(tmp) / f"{sync.lower()}.db", sync, a.kills,
-                                     workers=a.workers, seed=a.seed))
+                                     workers=a.workers, seed=a.seed, threads=a.threads))
     command = "python -m bench.killnine " + shlex.join(args)
     if a.json:
         print(json.dumps({"command": command, "modes": [

@@ -306,7 +306,8 @@ def at(minutes: float) -> str:
 
 
 def traced(hive: Hive) -> list[str]:
-    """The statements this thread's connection runs from now on, as they are run."""
+    """The statements this thread's connection and the write connection run from now on,
+    as they are run."""
     seen: list[str] = []
 
     def trace(cursor: Any, sql: str, bindings: Any) -> bool:
@@ -314,6 +315,7 @@ def traced(hive: Hive) -> list[str]:
         return True
 
     hive.store.conn.exec_trace = trace  # type: ignore[attr-defined]
+    hive.store.writer.exec_trace = trace  # type: ignore[attr-defined]
     return seen
 
 

@@ -210,8 +210,8 @@ def test_a_full_database_is_store_full_in_the_library(tmp_path: Path) -> None:
     with Hive.open(path, clock=ManualClock(START)) as hive:
         store = hive.store
         assert isinstance(store, SqliteStore)
-        pages = store.conn.execute("PRAGMA page_count").get
-        store.conn.execute(f"PRAGMA max_page_count = {pages}")
+        pages = store.writer.execute("PRAGMA page_count").get  # the verbs' write connection
+        store.writer.execute(f"PRAGMA max_page_count = {pages}")
         before = rawsql.snapshot_file(path)
         with pytest.raises(StoreFull) as err:
             for _ in range(50):  # the free pages inside the file go first
@@ -220,7 +220,7 @@ def test_a_full_database_is_store_full_in_the_library(tmp_path: Path) -> None:
                                        "acceptance_criteria": ["y" * 400] * 20})
         assert (err.value.code, err.value.reason, err.value.exit_code) == (
             "store_full", "disk_full", 1)
-        assert not store.conn.in_transaction
+        assert not store.writer.in_transaction
         numbers = [v.number for v in hive.list(limit=500).items]
     after = rawsql.snapshot_file(path)
     # every write before the full one committed; the full one left nothing behind

@@ -301,8 +301,10 @@ def test_a_claim_that_ran_out_is_told_its_own_expiry(hive: Hive, clock: ManualCl
 
 
 def plans(hive: Hive, call: Callable[[], object]) -> list[tuple[str, list[str]]]:
-    """Every SELECT ``call`` runs on this thread's connection, with its query plan."""
+    """Every SELECT ``call`` runs on this thread's connection or the write connection,
+    with its query plan."""
     conn: apsw.Connection = hive.store.conn  # type: ignore[attr-defined]
+    writer: apsw.Connection = hive.store.writer  # type: ignore[attr-defined]
     seen: list[tuple[str, Any]] = []
 
     def trace(cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
@@ -310,11 +312,11 @@ def plans(hive: Hive, call: Callable[[], object]) -> list[tuple[str, list[str]]]
             seen.append((sql, bindings))
         return True
 
-    conn.exec_trace = trace
+    conn.exec_trace = writer.exec_trace = trace
     try:
         call()
     finally:
-        conn.exec_trace = None
+        conn.exec_trace = writer.exec_trace = None
     return [(sql, [str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings)])
             for sql, bindings in seen]
 

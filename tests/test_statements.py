@@ -555,13 +555,13 @@ def test_the_time_is_read_under_the_write_lock(
     hive = opened()
     number = own_task(hive)
     lease = hive.claim(CODER, number, minutes=5)
-    write = hive.store.write
+    transact = hive.store.transact
 
-    def waited(**kwargs: Any) -> Any:
+    def waited(job: Any, **kwargs: Any) -> Any:
         clock.advance(minutes=6)
-        return write(**kwargs)
+        return transact(job, **kwargs)
 
-    monkeypatch.setattr(hive.store, "write", waited)
+    monkeypatch.setattr(hive.store, "transact", waited)
     kind, reason, message = refusal(functools.partial(
         hive.checkpoint, CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
         progress="half"))
@@ -706,10 +706,10 @@ def test_a_stale_submission_is_named_before_a_write_that_cannot_begin(
             StoreError, "key_missing")
     monkeypatch.delenv("HIVELITE_KEYS")
     with Hive.open(db_path, clock=clock) as hive:
-        def busy(**kwargs: Any) -> Any:
+        def busy(job: Any, **kwargs: Any) -> Any:
             raise StoreBusy("busy", "another writer held the store for more than 10 s")
 
-        monkeypatch.setattr(hive.store, "write", busy)
+        monkeypatch.setattr(hive.store, "transact", busy)
         submit = functools.partial(hive.submit, CODER, summary="done", evidence=EVIDENCE)
         assert refusal(functools.partial(submit, number, **stale))[1] == "stale_claim"
         assert refusal(functools.partial(submit, number, **live))[:2] == (StoreBusy, "busy")

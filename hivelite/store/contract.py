@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from .keys import ChainKey
@@ -51,6 +51,8 @@ from .rows import (
     ViewRow,
     WatchRow,
 )
+
+T = TypeVar("T")
 
 STORE_WIDE: ContextVar[bool] = ContextVar("hivelite_store_wide", default=False)
 """True around a write that changes the store-wide rows (the owner's controls, policy,
@@ -358,6 +360,13 @@ class Store(Protocol):
         (``lock_task(about)``), or the pick it makes first (``next_ready``), when the verb
         knows it: a store whose round trips cost may take it with the write's first
         statements (PostgreSQL does)."""
+        ...
+    def transact(self, job: Callable[[Writer], T], *,
+                 about: str | int | Pick | None = None) -> T:
+        """``job`` in one write transaction (:meth:`write`): its answer once committed,
+        or its error with what it wrote undone. An engine may write the jobs several
+        threads of the process have waiting in one transaction (SQLite's group commit:
+        :mod:`.group`); a job may then run on another thread, in its caller's context."""
         ...
     def close(self) -> None: ...
     def chain_key(self) -> ChainKey | None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import apsw
 
@@ -56,6 +56,7 @@ from .columns import (
     usage_sum,
 )
 from .doctor import schema_problem
+from .group import Group, Turn
 from .keys import (
     META_KEY,
     ChainKey,
@@ -102,6 +103,8 @@ if TYPE_CHECKING:
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
+T = TypeVar("T")
+
 POLL_FIRST, POLL_MOST = 0.05, 1.0
 """How long a worker waiting for work sleeps before it looks again: first, and at most
 (seconds; :meth:`SqliteStore.wait_for_work`)."""
@@ -1091,6 +1094,12 @@ class SqliteStore:
         self._lock = threading.Lock()
         self._slots: weakref.WeakSet[_Slot] = weakref.WeakSet()
         self._closed = False
+        self._group = Group(self._batch)
+        """The writes this process's threads have waiting (group commit)."""
+        self._writer: _Slot | None = None
+        """The connection the group's transactions are written on, by whichever thread
+        leads (made on the first): what it knows of the file stays true from one
+        transaction to the next, whoever led it."""
         self._adopt(self._open(self._first_open))
 
     def _first_open(self, conn: apsw.Connection) -> None:
@@ -1206,6 +1215,27 @@ class SqliteStore:
     def conn(self, value: apsw.Connection) -> None:
         """Replace this thread's connection (instrumentation: the benchmarks wrap it)."""
         self._local.slot.conn = value
+
+    def _writer_slot(self) -> _Slot:
+        """The group's connection (:meth:`transact`), made on its first use."""
+        if self._closed:
+            raise StoreError("store_closed", f"the store {self.path} has been closed")
+        slot = self._writer
+        if slot is None:
+            slot = self._writer = _Slot(self._open(self._configure))
+            with self._lock:
+                self._slots.add(slot)
+        return slot
+
+    @property
+    def writer(self) -> apsw.Connection:
+        """The connection the verbs' write transactions run on (:meth:`transact`)."""
+        return self._writer_slot().conn
+
+    @writer.setter
+    def writer(self, value: apsw.Connection) -> None:
+        """Replace it (instrumentation: the benchmarks and tests wrap it)."""
+        self._writer_slot().conn = value
 
     def _check_identity(self, conn: apsw.Connection) -> None:
         conn.execute("BEGIN")  # one snapshot: another opener may be initialising the file
@@ -1365,20 +1395,15 @@ class SqliteStore:
                 _reraise(failure, exc)
 
     def not_plain(self, holder: str) -> bool:
-        slot: _Slot | None = getattr(self._local, "slot", None)
+        slot = self._writer
         if slot is None:
             return False
-        known = slot.known  # as this connection's last write left it (see Store)
+        known = slot.known  # as the group's last write left it (see Store)
         return bool(known.controls or known.required or known.budgets.get(holder)
                     or known.enrolments.get(holder))
 
-    @contextmanager
-    def write(self, *, about: str | int | Pick | None = None) -> Iterator[SqliteTx]:
-        """One ``BEGIN IMMEDIATE`` transaction: commit on success, roll back on any error.
-
-        A trigger's ``code:reason`` abort comes out as the matching hivelite error.
-        ``about`` is not used: a statement here costs no round trip.
-        """
+    def _writable(self, slot: Callable[[], _Slot] | None = None) -> _Slot:
+        """This thread's connection (or ``slot()``), when the store takes writes."""
         if self.tampered is not None:
             raise StoreError("schema_tampered", f"{self.path} does not have the schema its"
                              f" migrations built ({self.tampered}); writes are refused until"
@@ -1387,31 +1412,131 @@ class SqliteStore:
             raise StoreCorrupt(f"{self.path} is damaged ({self.damaged}); writes are refused"
                                " so the damage goes no further (reads go on). Run hivelite"
                                " doctor, and restore a backup")
-        slot = self._slot()
+        return (slot or self._slot)()
+
+    def _opening(self, slot: _Slot) -> tuple[Known, ChainKey]:
+        """At a write's start, under the lock: what the connection still knows of the file
+        (nothing, when another connection wrote since), and the owner's key that seals."""
         conn = slot.conn
-        with self._transaction(conn):
-            version = conn.data_version()
-            known = slot.known if slot.known.version == version else Known()
-            slot.known = Known()  # nothing is known unless this write commits
-            tx = SqliteTx(conn, known)
-            named = self._key_named or tx.meta(META_KEY) is not None
-            key = tx.key = self.key if self._key_named and self.key else key_for_writes(
-                tx.meta("store_id"), tx.meta(META_KEY), tx.last_seq(),
-                lambda fingerprint: tx.set_meta(META_KEY, fingerprint), str(self.path),
-                self.place)
-            if not named:  # the store takes its key now
-                seal_what_came_before(tx, key)
-            yield tx
+        version = conn.data_version()
+        known = slot.known if slot.known.version == version else Known()
+        slot.known = Known()  # nothing is known unless this write commits
+        tx = SqliteTx(conn, known)
+        named = self._key_named or tx.meta(META_KEY) is not None
+        key = tx.key = self.key if self._key_named and self.key else key_for_writes(
+            tx.meta("store_id"), tx.meta(META_KEY), tx.last_seq(),
+            lambda fingerprint: tx.set_meta(META_KEY, fingerprint), str(self.path),
+            self.place)
+        if not named:  # the store takes its key now
+            seal_what_came_before(tx, key)
+        return known, key
+
+    def _committed(self, slot: _Slot, known: Known, key: ChainKey) -> None:
+        """After a write's commit: the connection knows what it left."""
         try:
-            known.version = conn.data_version()
+            known.version = slot.conn.data_version()
         except apsw.ConnectionClosedError:  # committed; close() came between: keep nothing
             return
         slot.known = known
         self.key, self._key_named = key, True  # named in the store now: every write seals
 
     @contextmanager
+    def write(self, *, about: str | int | Pick | None = None) -> Iterator[SqliteTx]:
+        """One ``BEGIN IMMEDIATE`` transaction: commit on success, roll back on any error.
+
+        A trigger's ``code:reason`` abort comes out as the matching hivelite error.
+        ``about`` is not used: a statement here costs no round trip.
+        """
+        slot = self._writable()
+        with self._transaction(slot.conn):
+            known, key = self._opening(slot)
+            yield SqliteTx(slot.conn, known, key)
+        self._committed(slot, known, key)
+
+    def transact(self, job: Callable[[SqliteTx], T], *,
+                 about: str | int | Pick | None = None) -> T:
+        """``job`` in a write transaction, shared with the writes this process's other
+        threads have waiting (:mod:`.group`): its answer once it is committed, or its
+        error with its own writes undone. ``about`` is not used here."""
+        if self._group.leading:  # it would wait for itself
+            raise UnexpectedError("nested_write", f"a write to {self.path} began inside"
+                                  " another write of this thread")
+        return self._group.run(job)
+
+    def _batch(self, turns: list[Turn[Any]]) -> list[Turn[Any]]:
+        """One transaction for ``turns`` (:class:`.group.Batch`): each in a savepoint of
+        its own when there are several, so a refused one undoes itself alone."""
+        try:
+            slot = self._writable(self._writer_slot)
+        except HiveliteError as error:
+            for turn in turns:
+                turn.fail(error)
+            return []
+        conn = slot.conn
+        self._local.writing = conn  # a read inside a turn joins its write
+        try:
+            return self._written(slot, turns)
+        finally:
+            self._local.writing = None
+
+    def _written(self, slot: _Slot, turns: list[Turn[Any]]) -> list[Turn[Any]]:
+        conn = slot.conn
+        done: list[tuple[Turn[Any], Any]] = []
+        again: list[Turn[Any]] = []
+        try:
+            with self._transaction(conn):
+                known, key = self._opening(slot)
+                if len(turns) == 1:
+                    done.append((turns[0], turns[0].run(SqliteTx(conn, known, key))))
+                else:
+                    known = self._turns(conn, turns, known, key, done, again)
+        except _Lost:
+            return [turn for turn, _ in done] + again
+        except Exception as exc:  # no begin, no commit, or the one turn's own error
+            for turn in turns:
+                if not turn.settled:
+                    turn.fail(exc)
+            return []
+        self._committed(slot, known, key)
+        for turn, answer in done:
+            turn.done(answer)
+        return []
+
+    def _turns(self, conn: apsw.Connection, turns: list[Turn[Any]], known: Known,
+               key: ChainKey, done: list[tuple[Turn[Any], Any]],
+               again: list[Turn[Any]]) -> Known:
+        """Each turn in its savepoint; the facts the connection knows at the end (what an
+        undone turn read or wrote is forgotten)."""
+        for index, turn in enumerate(turns):
+            conn.execute("SAVEPOINT hivelite_turn")
+            try:
+                answer = turn.run(SqliteTx(conn, known, key))
+            except Exception as exc:
+                error: BaseException = exc
+                if isinstance(exc, apsw.Error):
+                    mapped = from_trigger(exc) or self._failure(exc, conn)
+                    if mapped is not None:
+                        mapped.__cause__ = exc
+                        error = mapped
+                turn.fail(error)
+                if not conn.in_transaction:  # the error ended the whole transaction
+                    again.extend(turns[index + 1:])
+                    raise _Lost from exc
+                conn.execute("ROLLBACK TO hivelite_turn")
+                conn.execute("RELEASE hivelite_turn")
+                known = Known()
+                continue
+            conn.execute("RELEASE hivelite_turn")
+            done.append((turn, answer))
+        return known
+
+    @contextmanager
     def read(self) -> Iterator[SqliteTx]:
         """A consistent snapshot for several reads (joins this thread's open write)."""
+        writing: apsw.Connection | None = getattr(self._local, "writing", None)
+        if writing is not None:  # inside a turn of the group's transaction
+            yield SqliteTx(writing, key=self.key)
+            return
         conn = self.conn
         try:
             joined = conn.in_transaction
@@ -1429,6 +1554,10 @@ class SqliteStore:
                     conn.execute("COMMIT")
         except apsw.Error as exc:  # a damaged page, a lock held at open, ...
             _reraise(self._failure(exc, conn), exc)
+
+
+class _Lost(Exception):
+    """A turn's error ended the batch's transaction: the other turns write again."""
 
 
 class _Slot:

@@ -242,7 +242,8 @@ class HiveBase:
         refuse_write_in_hook(verb)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         pending = PENDING.get() if caller is not None else None
-        with store_wide(mode is Mode.authority), self.store.write(about=about) as tx:
+
+        def job(tx: Writer) -> tuple[T, Callable[[], tuple[int, int]] | None, bool]:
             unit = Unit(tx, caller, self.clock(), verb=verb, mode=mode, right=right)
             self._sweep(unit)
             self._admit(unit)
@@ -251,7 +252,7 @@ class HiveBase:
                                                      since=kept_since(unit.now)),
                                           pending, unit.now)
                 if answered is not None:
-                    return answered  # type: ignore[return-value]
+                    return answered, None, False  # type: ignore[return-value]
             try:
                 result = body(unit)
             except HiveliteError as error:  # an error about one task names it (seed 004)
@@ -265,6 +266,10 @@ class HiveBase:
                 tx.save_request(RequestRow(caller.name, pending.id, pending.verb,
                                            pending.digest, dump_answer(result), unit.at),
                                 prune_before=kept_since(unit.now))
+            return result, ends, receipt
+
+        with store_wide(mode is Mode.authority):
+            result, ends, receipt = self.store.transact(job, about=about)
         if ends is not None:
             first, last = ends()
             if receipt:  # the task's own rows are the last this write added
@@ -291,16 +296,20 @@ class HiveBase:
                 or self.store.not_plain(caller.name)):
             return None
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
+
+        def job(tx: Writer) -> tuple[T, int, int]:
+            now = self.clock()  # under the lock: a lease that ran out while this
+            at = format_ts(now)  # verb waited for it is stale, as in the full run
+            if tx.required_plugins() or tx.lock_overdue(at):
+                raise _NotPlain
+            answer = statements(tx, now, at)
+            if answer is None:
+                raise _NotPlain  # undo what it wrote
+            first, last = tx.journal_end()()
+            return answer, first, last
+
         try:
-            with self.store.write() as tx:
-                now = self.clock()  # under the lock: a lease that ran out while this
-                at = format_ts(now)  # verb waited for it is stale, as in the full run
-                if tx.required_plugins() or tx.lock_overdue(at):
-                    raise _NotPlain
-                answer = statements(tx, now, at)
-                if answer is None:
-                    raise _NotPlain  # undo what it wrote
-                first, last = tx.journal_end()()
+            answer, first, last = self.store.transact(job)
         except _NotPlain:
             return None
         except (InvalidState, ForbiddenRight, RateLimited, InvalidInput) as error:

@@ -21,11 +21,11 @@ from ...verbs.authority import short
 from ...verbs.tokens import Authenticated, parse_token
 
 T = TypeVar("T")
-WRITERS = 1
-"""Threads that run a vault's write verbs, by default. SQLite takes one writer at a time,
-so more threads only queue inside SQLite's busy wait, which sleeps in steps of up to
-100 ms and wakes in no order: one thread taking the writes in the order they came keeps
-the waiting in a queue of its own, first come first served (docs/serve.md)."""
+WRITERS = 8
+"""Threads that run a vault's write verbs, by default. Their write transactions queue in
+the store's group commit (first come, first served; no SQLite busy wait in between), and
+the writes waiting there share one transaction: with several threads, one request's
+checks and validation overlap another's write (docs/serve.md)."""
 
 
 class Vaults:
