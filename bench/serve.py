@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.serve")
     parser.add_argument("--agents", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--writers", type=int, default=None,
+                        help="the server's writer threads (default: hivelite serve's)")
     parser.add_argument("--tasks", type=int, default=800,
                         help="tasks per agent (enough that neither side runs out first)")
     args = parser.parse_args(argv)
@@ -130,7 +132,9 @@ def main(argv: list[str] | None = None) -> None:
         env = {**os.environ, "HIVELITE_LOAD_PLUGINS": ""}
         server = subprocess.Popen(
             [sys.executable, "-m", "hivelite", "--plugins-dir", str(plugin), "serve",
-             str(http_db), "--port", str(port)], env=env, stderr=subprocess.DEVNULL)
+             str(http_db), "--port", str(port),
+             *(["--writers", str(args.writers)] if args.writers else [])],
+            env=env, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"
         try:
             for _ in range(300):

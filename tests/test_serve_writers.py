@@ -177,9 +177,9 @@ def test_nexts_task_view_is_read_off_the_loop_and_the_writer(tmp_path: Path) -> 
         hive.close()
 
 
-def test_the_default_is_eight_writers_and_fewer_than_one_is_refused(tmp_path: Path) -> None:
-    assert WRITERS == CLI_WRITERS == 8
-    assert Vaults([]).writers == 8
+def test_the_default_is_one_writer_and_fewer_than_one_is_refused(tmp_path: Path) -> None:
+    assert WRITERS == CLI_WRITERS == 1
+    assert Vaults([]).writers == 1
     with pytest.raises(ValueError, match="at least one writer"):
         Vaults([], writers=0)
     ran = run_main(["--db", str(tmp_path / "s.db"), "serve", "--writers", "0"],
@@ -187,7 +187,7 @@ def test_the_default_is_eight_writers_and_fewer_than_one_is_refused(tmp_path: Pa
     assert ran.returncode == 2
     assert "--writers" in ran.stderr
     helped = run_main(["serve", "--help"], {"HIVELITE_LOAD_PLUGINS": ""})
-    assert "--writers" in helped.stdout and "[default: 8;" in helped.stdout
+    assert "--writers" in helped.stdout and "[default: 1;" in helped.stdout
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ...hive import Hive
 
 DEFAULT_PORT = 8377
-WRITERS = 8
+WRITERS = 1
 """``--writers``: the server's default (``hivelite.faces.server.vaults.WRITERS``, which
 this module does not import: the server extra may be missing)."""
 
@@ -41,8 +41,9 @@ this module does not import: the server extra may be missing)."""
 @click.option("--no-access-log", "quiet", is_flag=True, help="Print no line per request"
               " (the access log names the caller, never a token).")
 @click.option("--writers", default=WRITERS, show_default=True, type=click.IntRange(1, 64),
-              help="Threads that run each store's writes, in the order they came; the writes"
-              " waiting share one transaction (group commit: docs/serve.md).")
+              help="Threads that run each store's writes, in the order they came (SQLite"
+              " takes one writer at a time; more only help a plugin slow after each move:"
+              " docs/serve.md).")
 @pass_context
 def serve(ctx: Context, stores: tuple[str, ...], host: str, port: int,
           uds: str | None, allowed_hosts: tuple[str, ...], board_on_loopback: bool,

@@ -21,11 +21,11 @@ from ...verbs.authority import short
 from ...verbs.tokens import Authenticated, parse_token
 
 T = TypeVar("T")
-WRITERS = 8
-"""Threads that run a vault's write verbs, by default. Their write transactions queue in
-the store's group commit (first come, first served; no SQLite busy wait in between), and
-the writes waiting there share one transaction: with several threads, one request's
-checks and validation overlap another's write (docs/serve.md)."""
+WRITERS = 1
+"""Threads that run a vault's write verbs, by default: one, taking the writes in the order
+they came. More threads' writes share transactions (the store's group commit) but make
+the server no faster, whose own Python is what it spends; they help a plugin slow after
+each move (docs/serve.md)."""
 
 
 class Vaults:
