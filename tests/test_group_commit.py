@@ -106,13 +106,14 @@ def commits(hive: Hive) -> list[int]:
 
 def test_waiting_writes_share_one_transaction(hive: Hive) -> None:
     numbers = [own_task(hive) for _ in range(6)]
-    counted = commits(hive)
-    with Held(hive) as held:
+    with Held(hive) as held:  # a second thread writes: the store's write connection
+        counted = commits(hive)
         threads, out = held.queue([functools.partial(hive.claim, CODER, n) for n in numbers])
     joined(threads)
     assert all(isinstance(lease, ClaimReceipt) for lease in out), out
     assert [lease.number for lease in out] == numbers  # each its own answer
     assert counted[0] == 2  # the held write's, then all six claims in one
+    assert store_of(hive).writer is not store_of(hive).conn
     assert {hive.get(n).task.state for n in numbers} == {"accepted"}
     assert all(f.ok for f in diagnose(store_of(hive).conn))
 

@@ -1097,9 +1097,13 @@ class SqliteStore:
         self._group = Group(self._batch)
         """The writes this process's threads have waiting (group commit)."""
         self._writer: _Slot | None = None
-        """The connection the group's transactions are written on, by whichever thread
-        leads (made on the first): what it knows of the file stays true from one
-        transaction to the next, whoever led it."""
+        """The connection the group's transactions are written on once a second thread of
+        the process has written, by whichever thread leads: what it knows of the file
+        stays true from one transaction to the next, whoever led it. Until then the one
+        thread that writes writes on its own connection (its reads and writes share one
+        page cache)."""
+        self._first_writer: int | None = None
+        """The thread that wrote first (None: none yet)."""
         self._adopt(self._open(self._first_open))
 
     def _first_open(self, conn: apsw.Connection) -> None:
@@ -1217,19 +1221,28 @@ class SqliteStore:
         self._local.slot.conn = value
 
     def _writer_slot(self) -> _Slot:
-        """The group's connection (:meth:`transact`), made on its first use."""
+        """The connection this thread's write transaction is written on
+        (:meth:`transact`): its own while it is the only thread that has written, else
+        the store's write connection, made then."""
         if self._closed:
             raise StoreError("store_closed", f"the store {self.path} has been closed")
         slot = self._writer
-        if slot is None:
-            slot = self._writer = _Slot(self._open(self._configure))
-            with self._lock:
-                self._slots.add(slot)
+        if slot is not None:
+            return slot
+        me = threading.get_ident()
+        if self._first_writer is None:
+            self._first_writer = me
+        if self._first_writer == me:
+            return self._slot()
+        slot = self._writer = _Slot(self._open(self._configure))
+        with self._lock:
+            self._slots.add(slot)
         return slot
 
     @property
     def writer(self) -> apsw.Connection:
-        """The connection the verbs' write transactions run on (:meth:`transact`)."""
+        """The connection this thread's next write transaction runs on
+        (:meth:`transact`)."""
         return self._writer_slot().conn
 
     @writer.setter
@@ -1396,9 +1409,11 @@ class SqliteStore:
 
     def not_plain(self, holder: str) -> bool:
         slot = self._writer
+        if slot is None and self._first_writer == threading.get_ident():
+            slot = getattr(self._local, "slot", None)
         if slot is None:
             return False
-        known = slot.known  # as the group's last write left it (see Store)
+        known = slot.known  # as the last write on its connection left it (see Store)
         return bool(known.controls or known.required or known.budgets.get(holder)
                     or known.enrolments.get(holder))
 
