@@ -7,6 +7,7 @@ first write that holds the lead until the others wait (a readiness wait, not a s
 from __future__ import annotations
 
 import functools
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -18,7 +19,7 @@ import pytest
 
 from bench.killnine import run_kills
 from hivelite import ClaimReceipt, Hive, InvalidState, ManualClock
-from hivelite.core.errors import UnexpectedError
+from hivelite.core.errors import StoreBusy, StoreError, UnexpectedError
 from hivelite.store.doctor import diagnose
 from hivelite.store.sqlite import SqliteStore
 
@@ -44,13 +45,21 @@ class Held:
         self.store = store_of(hive)
         self.holding = threading.Event()
         self.release = threading.Event()
-        self.thread = threading.Thread(target=self.store.transact, args=(self._hold,))
+        self.answer: list[Any] = []
+        self.thread = threading.Thread(target=self._run)
         self.thread.start()
         assert self.holding.wait(HANG_S)
 
-    def _hold(self, tx: Any) -> None:
+    def _run(self) -> None:
+        try:
+            self.answer.append(self.store.transact(self._hold))
+        except Exception as exc:  # looked at by the test
+            self.answer.append(exc)
+
+    def _hold(self, tx: Any) -> str:
         self.holding.set()
         assert self.release.wait(HANG_S)
+        return "held"
 
     def waiting(self, count: int) -> None:
         """Until ``count`` writes wait behind it."""
@@ -72,6 +81,15 @@ class Held:
     def __exit__(self, *exc: object) -> None:
         self.release.set()
         self.thread.join(HANG_S)
+        assert not self.thread.is_alive()
+        if exc[0] is None and not self.store._closed:
+            assert self.answer == ["held"]
+
+
+def in_threads(calls: list[Callable[[], Any]]) -> tuple[list[threading.Thread], list[Any]]:
+    """Each call on a thread of its own, started at once."""
+    out: list[Any] = [None] * len(calls)
+    return [in_thread(calls, i, out) for i in range(len(calls))], out
 
 
 def in_thread(calls: list[Callable[[], Any]], i: int, out: list[Any]) -> threading.Thread:
@@ -232,10 +250,121 @@ def test_a_write_from_inside_a_write_is_refused_not_hung(hive: Hive) -> None:
     def nested(tx: Any) -> None:
         store.transact(lambda inner: None)
 
-    with pytest.raises(UnexpectedError) as refused:
-        store.transact(nested)
-    assert refused.value.reason == "nested_write"
+    threads, out = in_threads([functools.partial(store.transact, nested)])
+    joined(threads)
+    assert isinstance(out[0], UnexpectedError) and out[0].reason == "nested_write"
     assert own_task(hive) > 0  # the store goes on
+
+
+def test_ctrl_c_while_waiting_withdraws_the_write(hive: Hive) -> None:
+    """Interrupted while its write waits, a thread's write is never written, and the
+    writes after it go on (the lead it would have had passes on)."""
+    assert threading.current_thread() is threading.main_thread()  # where SIGINT lands
+    number = own_task(hive)
+    store = store_of(hive)
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt() -> None:
+        ready(lambda: len(store._group._waiting) >= 1, "the claim waiting")
+        signal.pthread_kill(main, signal.SIGINT)
+
+    with Held(hive):
+        interrupter = threading.Thread(target=interrupt)
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            hive.claim(CODER, number)
+        interrupter.join(HANG_S)
+    assert hive.get(number).task.state == "routed"  # withdrawn, not written
+    threads, out = in_threads([functools.partial(hive.claim, CODER, number)])
+    joined(threads)
+    assert isinstance(out[0], ClaimReceipt)
+    assert not store._group._waiting and not store._group._leading
+
+
+def test_a_write_that_waits_too_long_is_busy_and_unwritten(hive: Hive) -> None:
+    """A write whose turn does not begin within the store's patience is ``store_busy``,
+    and nothing of it is written (as a write that waited on another process's lock)."""
+    number = own_task(hive)
+    store = store_of(hive)
+    store._group._patience = 0.05  # instead of the busy timeout's 10 s
+    with Held(hive):
+        threads, out = in_threads([functools.partial(hive.claim, CODER, number)])
+        joined(threads)  # it gave up while the held write still holds the lead
+    assert isinstance(out[0], StoreBusy) and out[0].reason == "busy"
+    assert hive.get(number).task.state == "routed"
+    assert isinstance(hive.claim(CODER, number), ClaimReceipt)
+
+
+def test_an_interrupt_while_the_leader_writes_another_s_write(hive: Hive) -> None:
+    """Ctrl-C reaching the leader while it runs another thread's write interrupts the
+    leader: the writes before are kept, that write and those after it are written again,
+    each once."""
+    numbers = [own_task(hive) for _ in range(3)]
+    store = store_of(hive)
+    runs: list[str] = []
+
+    def note(name: str, number: int, interrupted_once: bool = False) -> Callable[[Any], str]:
+        def job(tx: Any) -> str:
+            runs.append(name)
+            if interrupted_once and runs.count(name) == 1:
+                raise KeyboardInterrupt  # as if it landed on the leader here
+            tx.record_event(number, at=START, actor="ana", state="routed", reason=name)
+            return name
+        return job
+
+    with Held(hive) as held:
+        threads, out = held.queue([
+            lambda: store.transact(note("leader", numbers[0])),
+            lambda: store.transact(note("hit", numbers[1], interrupted_once=True)),
+            lambda: store.transact(note("after", numbers[2]))])
+    joined(threads)
+    assert isinstance(out[0], KeyboardInterrupt)  # the leader's thread was interrupted
+    assert out[1:] == ["hit", "after"]
+    assert runs == ["leader", "hit", "hit", "after"]
+    reasons = [e.reason for n in numbers for e in hive.history(n)]
+    assert [reasons.count(r) for r in ("leader", "hit", "after")] == [1, 1, 1]
+    assert all(f.ok for f in diagnose(store.conn))
+
+
+def test_a_committed_write_is_never_written_again(
+        hive: Hive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupt right after the commit leaves the committed writes answered, once."""
+    numbers = [own_task(hive) for _ in range(2)]
+    store = store_of(hive)
+    committed = store._committed
+    calls: list[int] = []
+
+    def interrupted(*args: Any) -> None:
+        committed(*args)
+        calls.append(1)
+        if len(calls) == 2:  # the held write's commit, then the batch of two
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "_committed", interrupted)
+    with Held(hive) as held:
+        threads, out = held.queue([
+            lambda: store.transact(lambda tx: tx.record_event(
+                numbers[0], at=START, actor="ana", state="routed", reason="one")),
+            lambda: store.transact(lambda tx: tx.record_event(
+                numbers[1], at=START, actor="ana", state="routed", reason="two"))])
+    joined(threads)
+    assert len(calls) == 2
+    assert isinstance(out[0], KeyboardInterrupt) and out[1] is None
+    reasons = [e.reason for n in numbers for e in hive.history(n)]
+    assert reasons.count("one") == 1 and reasons.count("two") == 1
+
+
+def test_closing_while_a_transaction_runs_closes_its_connection(hive: Hive) -> None:
+    own_task(hive)
+    store = store_of(hive)
+    with Held(hive) as held:
+        writer = store._writer
+        assert writer is not None  # a second thread writes: the store's write connection
+        hive.close()
+    assert isinstance(held.answer[0], StoreError) and held.answer[0].reason == "store_closed"
+    with pytest.raises(apsw.ConnectionClosedError):
+        writer.conn.execute("SELECT 1")
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
@@ -69,13 +70,19 @@ class Batch(Protocol):
 class Group:
     """The writes of one process's threads on one store, one transaction at a time."""
 
-    def __init__(self, batch: Batch, most: int = MOST) -> None:
+    def __init__(self, batch: Batch, *, most: int = MOST, patience: float | None = None,
+                 impatient: Callable[[], BaseException] = TimeoutError) -> None:
         self._batch = batch
         self._most = most
+        self._patience = patience
+        """How long a write waits for its turn to begin (None: for ever); then it is
+        withdrawn, unwritten, with ``impatient()``. Once begun it is waited for."""
+        self._impatient = impatient
         self._lock = threading.Lock()
         self._waiting: deque[Turn[Any]] = deque()
         self._leading = False
-        """Some thread is writing a batch (then, and only then, writes may wait)."""
+        """Some thread is writing a batch, or is asked to (then, and only then, writes
+        may wait)."""
         self._local = threading.local()
 
     @property
@@ -85,47 +92,87 @@ class Group:
 
     def run(self, job: Callable[[Any], T]) -> T:
         """``job`` written in a transaction, maybe with other threads' writes; its answer
-        once that transaction has committed, or its error (its own writes undone)."""
+        once that transaction has committed, or its error (its own writes undone).
+
+        Interrupted while it waits (Ctrl-C), the write is withdrawn if no transaction
+        has taken it yet, and the lead it was offered goes on to the next write."""
         turn: Turn[T] = Turn(job)
         with self._lock:
             self._waiting.append(turn)
             turn.lead = not self._leading
             self._leading = True
-        while True:
-            if not turn.lead:
-                self._await(turn)
+        deadline = (None if self._patience is None
+                    else time.monotonic() + self._patience)
+        try:
+            while True:
+                if not turn.lead:
+                    self._await(turn, deadline)
+                    if turn.settled:
+                        return turn.outcome()
+                turn.lead = False
+                self._lead()
                 if turn.settled:
                     return turn.outcome()
-            turn.lead = False
-            self._lead()
-            if turn.settled:
-                return turn.outcome()
-            # handed back (its transaction was lost): written again, maybe by another
+                # handed back (its transaction was lost): written again, maybe by another
+        except BaseException:
+            self._withdraw(turn)
+            raise
 
-    def _await(self, turn: Turn[Any]) -> None:
+    def _await(self, turn: Turn[Any], deadline: float | None) -> None:
         """Until ``turn`` is settled or asked to lead (each is set under the lock, before
-        the turn is woken)."""
+        the turn is woken); past ``deadline`` a turn no transaction has taken is
+        withdrawn with the impatient error."""
+        while True:
+            with self._lock:
+                if turn.settled or turn.lead:
+                    return
+                if turn._woken is None:
+                    turn._woken = threading.Event()
+                woken = turn._woken
+                taken = turn not in self._waiting  # in a transaction now: wait for it
+            left = None if deadline is None or taken else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                with self._lock:
+                    if not turn.settled and not turn.lead and turn in self._waiting:
+                        self._waiting.remove(turn)
+                        raise self._impatient()
+                continue
+            woken.wait(left)
+            woken.clear()
+
+    def _withdraw(self, turn: Turn[Any]) -> None:
+        """``turn``'s writer is gone (interrupted, or out of patience): it is taken out of
+        the queue if it is still there, and a lead it was offered goes on."""
         with self._lock:
-            if turn.settled or turn.lead:
-                return
-            if turn._woken is None:
-                turn._woken = threading.Event()
-            woken = turn._woken
-        woken.wait()
-        woken.clear()
+            if turn in self._waiting:
+                self._waiting.remove(turn)
+            if turn.lead:
+                turn.lead = False
+                self._pass_lead()
+
+    def _pass_lead(self) -> None:
+        """Under the lock: the oldest write waiting leads next, or nobody is leading."""
+        if self._waiting:
+            first = self._waiting[0]
+            first.lead = True
+            if first._woken is not None:
+                first._woken.set()
+        else:
+            self._leading = False
 
     def _lead(self) -> None:
         """Write one batch of the waiting writes (this thread's first), then wake each
         writer whose write is settled and hand the lead to the oldest still waiting."""
-        with self._lock:
-            turns = [self._waiting.popleft()
-                     for _ in range(min(self._most, len(self._waiting)))]
+        turns: list[Turn[Any]] = []
         again: list[Turn[Any]] = []
         self._local.leading = True
         try:
+            with self._lock:
+                turns = [self._waiting.popleft()
+                         for _ in range(min(self._most, len(self._waiting)))]
             again = self._batch(turns)
         except BaseException:
-            # Not the writers' fault (the leader was interrupted): the others write again.
+            # The leader was interrupted: the others write again.
             again = [turn for turn in turns[1:] if not turn.settled]
             raise
         finally:
@@ -135,10 +182,4 @@ class Group:
                 for turn in turns:
                     if turn.settled and turn._woken is not None:
                         turn._woken.set()
-                if self._waiting:  # the oldest write still waiting leads next
-                    first = self._waiting[0]
-                    first.lead = True
-                    if first._woken is not None:
-                        first._woken.set()
-                else:
-                    self._leading = False
+                self._pass_lead()

@@ -1094,7 +1094,10 @@ class SqliteStore:
         self._lock = threading.Lock()
         self._slots: weakref.WeakSet[_Slot] = weakref.WeakSet()
         self._closed = False
-        self._group = Group(self._batch)
+        self._group = Group(self._batch, patience=BUSY_TIMEOUT_MS / 1000,
+                            impatient=lambda: StoreBusy(
+                                "busy", f"another writer of this process held the store"
+                                f" for more than {BUSY_TIMEOUT_MS // 1000} s"))
         """The writes this process's threads have waiting (group commit)."""
         self._writer: _Slot | None = None
         """The connection the group's transactions are written on once a second thread of
@@ -1224,9 +1227,11 @@ class SqliteStore:
         """The connection this thread's write transaction is written on
         (:meth:`transact`): its own while it is the only thread that has written, else
         the store's write connection, made then."""
-        if self._closed:
-            raise StoreError("store_closed", f"the store {self.path} has been closed")
         slot = self._writer
+        if self._closed:
+            if slot is not None:  # its close was left to this thread (it was busy)
+                _close_quietly(slot.conn)
+            raise StoreError("store_closed", f"the store {self.path} has been closed")
         if slot is not None:
             return slot
         me = threading.get_ident()
@@ -1234,8 +1239,12 @@ class SqliteStore:
             self._first_writer = me
         if self._first_writer == me:
             return self._slot()
-        slot = self._writer = _Slot(self._open(self._configure))
+        conn = self._open(self._configure)
         with self._lock:
+            if self._closed:  # closed while it was opened
+                _close_quietly(conn)
+                raise StoreError("store_closed", f"the store {self.path} has been closed")
+            slot = self._writer = _Slot(conn)
             self._slots.add(slot)
         return slot
 
@@ -1413,7 +1422,7 @@ class SqliteStore:
             slot = getattr(self._local, "slot", None)
         if slot is None:
             return False
-        known = slot.known  # as the last write on its connection left it (see Store)
+        known = slot.last  # as the last write committed on its connection left it
         return bool(known.controls or known.required or known.budgets.get(holder)
                     or known.enrolments.get(holder))
 
@@ -1452,7 +1461,7 @@ class SqliteStore:
             known.version = slot.conn.data_version()
         except apsw.ConnectionClosedError:  # committed; close() came between: keep nothing
             return
-        slot.known = known
+        slot.known = slot.last = known
         self.key, self._key_named = key, True  # named in the store now: every write seals
 
     @contextmanager
@@ -1493,18 +1502,21 @@ class SqliteStore:
             return self._written(slot, turns)
         finally:
             self._local.writing = None
+            if self._closed and slot is self._writer:  # closed meanwhile: close() left it
+                _close_quietly(conn)
 
     def _written(self, slot: _Slot, turns: list[Turn[Any]]) -> list[Turn[Any]]:
         conn = slot.conn
         done: list[tuple[Turn[Any], Any]] = []
         again: list[Turn[Any]] = []
+        interrupted: BaseException | None = None
         try:
             with self._transaction(conn):
                 known, key = self._opening(slot)
                 if len(turns) == 1:
                     done.append((turns[0], turns[0].run(SqliteTx(conn, known, key))))
                 else:
-                    known = self._turns(conn, turns, known, key, done, again)
+                    known, interrupted = self._turns(conn, turns, known, key, done, again)
         except _Lost:
             return [turn for turn, _ in done] + again
         except Exception as exc:  # no begin, no commit, or the one turn's own error
@@ -1512,21 +1524,29 @@ class SqliteStore:
                 if not turn.settled:
                     turn.fail(exc)
             return []
-        self._committed(slot, known, key)
-        for turn, answer in done:
+        for turn, answer in done:  # committed: settled at once, never written again
             turn.done(answer)
+        self._committed(slot, known, key)
+        if interrupted is not None:  # the turns not written are handed back (.group)
+            raise interrupted
         return []
 
     def _turns(self, conn: apsw.Connection, turns: list[Turn[Any]], known: Known,
-               key: ChainKey, done: list[tuple[Turn[Any], Any]],
-               again: list[Turn[Any]]) -> Known:
+               key: ChainKey, done: list[tuple[Turn[Any], Any]], again: list[Turn[Any]]
+               ) -> tuple[Known, BaseException | None]:
         """Each turn in its savepoint; the facts the connection knows at the end (what an
-        undone turn read or wrote is forgotten)."""
+        undone turn read or wrote is forgotten), and the interrupt (Ctrl-C) that stopped
+        the leader while it wrote another thread's turn, if one did: that turn and those
+        after it are not written, and are written again."""
         for index, turn in enumerate(turns):
             conn.execute("SAVEPOINT hivelite_turn")
             try:
                 answer = turn.run(SqliteTx(conn, known, key))
-            except Exception as exc:
+            except BaseException as exc:
+                if index > 0 and isinstance(exc, KeyboardInterrupt) and conn.in_transaction:
+                    conn.execute("ROLLBACK TO hivelite_turn")  # the leader's, not the job's
+                    conn.execute("RELEASE hivelite_turn")
+                    return Known(), exc
                 error: BaseException = exc
                 if isinstance(exc, apsw.Error):
                     mapped = from_trigger(exc) or self._failure(exc, conn)
@@ -1543,7 +1563,7 @@ class SqliteStore:
                 continue
             conn.execute("RELEASE hivelite_turn")
             done.append((turn, answer))
-        return known
+        return known, None
 
     @contextmanager
     def read(self) -> Iterator[SqliteTx]:
@@ -1578,11 +1598,14 @@ class _Lost(Exception):
 class _Slot:
     """Holds one thread's connection; dropped with the thread's locals when it ends."""
 
-    __slots__ = ("__weakref__", "conn", "known")
+    __slots__ = ("__weakref__", "conn", "known", "last")
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
         self.known = Known()
+        """What the connection knows of the file (emptied while a write runs on it)."""
+        self.last = self.known
+        """As its last committed write left it (only to choose a path: Store.not_plain)."""
 
 
 def _close_quietly(conn: apsw.Connection) -> None:
