@@ -5,8 +5,8 @@ docs/decisions.md, "Group commit"). For each thread count T, a new store with T 
 tasks for one agent (the store's threshold 0: a submission completes its task), one
 ``Hive`` shared by T threads, each running ``next -> submit`` N times as an instance of
 its own. Prints cycles a second, the process's CPU a cycle, and a cycle's p50, p99 and
-longest latency (how fairly the threads are served). Figures only: nothing here asserts a
-timing.
+longest latency (how fairly the threads are served); the last line, ``FIGURES {...}``, is
+what ``bench.report`` reads. Figures only: nothing here asserts a timing.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from hivelite import Caller, Hive
 
+from .figures import emit
 from .peers import AGENT, EVIDENCE, populate
 
 
@@ -76,17 +77,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"next -> submit, {args.cycles} cycles a run, one process")
     print(f"{'threads':>7} {'cycles/s':>9} {'cpu us':>7} {'p50 ms':>7} {'p99 ms':>7}"
           f" {'max ms':>7}  errors")
+    figures: dict[str, Any] = {"cycles": args.cycles, "threads": args.threads}
     with tempfile.TemporaryDirectory(prefix="hivelite-threads-") as folder:
         for threads in args.threads:
             each = max(1, args.cycles // threads)
             path = Path(folder) / f"t{threads}.db"
             populate("hivelite", path, threads * each)
-            got = run(path, threads, each)
+            got = figures[f"T={threads}"] = run(path, threads, each)
             print(f"{threads:>7} {got['per_s']:>9.0f} {got['cpu_us']:>7.0f}"
                   f" {got['p50_ms']:>7.1f} {got['p99_ms']:>7.1f} {got['max_ms']:>7.0f}"
                   f"  {len(got['errors'])}")
             for error in got["errors"][:3]:
                 print(f"  {error}")
+    emit(figures)  # the last line: the figures, for bench.report
     return 0
 
 
