@@ -67,12 +67,21 @@ class Batch(Protocol):
     def __call__(self, turns: list[Turn[Any]]) -> list[Turn[Any]]: ...
 
 
+class Solo(Protocol):
+    """How an engine writes one job alone, when no other write waits: its transaction,
+    the job's answer or its error (the job runs in its caller's own context)."""
+
+    def __call__(self, job: Callable[[Any], T]) -> T: ...
+
+
 class Group:
     """The writes of one process's threads on one store, one transaction at a time."""
 
-    def __init__(self, batch: Batch, *, most: int = MOST, patience: float | None = None,
+    def __init__(self, batch: Batch, solo: Solo, *, most: int = MOST,
+                 patience: float | None = None,
                  impatient: Callable[[], BaseException] = TimeoutError) -> None:
         self._batch = batch
+        self._solo = solo
         self._most = most
         self._patience = patience
         """How long a write waits for its turn to begin (None: for ever); then it is
@@ -84,6 +93,9 @@ class Group:
         """Some thread is writing a batch, or is asked to (then, and only then, writes
         may wait)."""
         self._local = threading.local()
+        self.contended = False
+        """A write of this process has waited for another's (the engine may then keep
+        one connection for the writes: what it knows stays true whoever leads)."""
 
     @property
     def leading(self) -> bool:
@@ -96,11 +108,21 @@ class Group:
 
         Interrupted while it waits (Ctrl-C), the write is withdrawn if no transaction
         has taken it yet, and the lead it was offered goes on to the next write."""
-        turn: Turn[T] = Turn(job)
+        turn: Turn[T] | None = None
         with self._lock:
-            self._waiting.append(turn)
-            turn.lead = not self._leading
+            if self._leading:  # another write is being written: wait in the queue
+                turn = Turn(job)
+                self._waiting.append(turn)
+                self.contended = True
             self._leading = True
+        if turn is None:  # no write waits: no queue, no turn (the usual case of one thread)
+            self._local.leading = True
+            try:
+                return self._solo(job)
+            finally:
+                self._local.leading = False
+                with self._lock:
+                    self._pass_lead()  # to a write that came meanwhile, if one did
         deadline = (None if self._patience is None
                     else time.monotonic() + self._patience)
         try:

@@ -1094,19 +1094,17 @@ class SqliteStore:
         self._lock = threading.Lock()
         self._slots: weakref.WeakSet[_Slot] = weakref.WeakSet()
         self._closed = False
-        self._group = Group(self._batch, patience=BUSY_TIMEOUT_MS / 1000,
+        self._group = Group(self._batch, self._solo, patience=BUSY_TIMEOUT_MS / 1000,
                             impatient=lambda: StoreBusy(
                                 "busy", f"another writer of this process held the store"
                                 f" for more than {BUSY_TIMEOUT_MS // 1000} s"))
         """The writes this process's threads have waiting (group commit)."""
         self._writer: _Slot | None = None
-        """The connection the group's transactions are written on once a second thread of
-        the process has written, by whichever thread leads: what it knows of the file
-        stays true from one transaction to the next, whoever led it. Until then the one
-        thread that writes writes on its own connection (its reads and writes share one
-        page cache)."""
-        self._first_writer: int | None = None
-        """The thread that wrote first (None: none yet)."""
+        """The connection the group's transactions are written on once one thread's write
+        has waited for another's, by whichever thread leads: what it knows of the file
+        stays true from one transaction to the next, whoever led it. Until then each
+        thread writes on its own connection (its reads and writes share one page cache),
+        as a program whose threads take turns (one opens, another writes) does."""
         self._adopt(self._open(self._first_open))
 
     def _first_open(self, conn: apsw.Connection) -> None:
@@ -1225,8 +1223,8 @@ class SqliteStore:
 
     def _writer_slot(self) -> _Slot:
         """The connection this thread's write transaction is written on
-        (:meth:`transact`): its own while it is the only thread that has written, else
-        the store's write connection, made then."""
+        (:meth:`transact`): its own until writes of this process have waited for each
+        other, then the store's write connection, made then."""
         slot = self._writer
         if self._closed:
             if slot is not None:  # its close was left to this thread (it was busy)
@@ -1234,10 +1232,7 @@ class SqliteStore:
             raise StoreError("store_closed", f"the store {self.path} has been closed")
         if slot is not None:
             return slot
-        me = threading.get_ident()
-        if self._first_writer is None:
-            self._first_writer = me
-        if self._first_writer == me:
+        if not self._group.contended:
             return self._slot()
         conn = self._open(self._configure)
         with self._lock:
@@ -1417,9 +1412,7 @@ class SqliteStore:
                 _reraise(failure, exc)
 
     def not_plain(self, holder: str) -> bool:
-        slot = self._writer
-        if slot is None and self._first_writer == threading.get_ident():
-            slot = getattr(self._local, "slot", None)
+        slot = self._writer or getattr(self._local, "slot", None)
         if slot is None:
             return False
         known = slot.last  # as the last write committed on its connection left it
@@ -1486,6 +1479,22 @@ class SqliteStore:
             raise UnexpectedError("nested_write", f"a write to {self.path} began inside"
                                   " another write of this thread")
         return self._group.run(job)
+
+    def _solo(self, job: Callable[[SqliteTx], T]) -> T:
+        """``job`` alone in its transaction (:class:`.group.Solo`)."""
+        slot = self._writable(self._writer_slot)
+        conn = slot.conn
+        self._local.writing = conn  # a read inside the job joins its write
+        try:
+            with self._transaction(conn):
+                known, key = self._opening(slot)
+                answer = job(SqliteTx(conn, known, key))
+            self._committed(slot, known, key)
+            return answer
+        finally:
+            self._local.writing = None
+            if self._closed and slot is self._writer:  # closed meanwhile: close() left it
+                _close_quietly(conn)
 
     def _batch(self, turns: list[Turn[Any]]) -> list[Turn[Any]]:
         """One transaction for ``turns`` (:class:`.group.Batch`): each in a savepoint of
