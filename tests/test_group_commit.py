@@ -21,6 +21,7 @@ from bench.killnine import run_kills
 from hivelite import ClaimReceipt, Hive, InvalidState, ManualClock
 from hivelite.core.errors import StoreBusy, StoreError, UnexpectedError
 from hivelite.store.doctor import diagnose
+from hivelite.store.group import Group
 from hivelite.store.sqlite import SqliteStore
 
 from .conftest import CODER, HANG_S, OWNER, START, own_task, ready
@@ -172,7 +173,9 @@ def test_a_refused_write_undoes_itself_alone(hive: Hive) -> None:
 
 
 def parked(thread: threading.Thread) -> bool:
-    """True while ``thread`` waits for its write's answer and has not been woken for it."""
+    """True while ``thread`` waits for its write's answer and has not been woken for it
+    (read off its frame in ``Group._await``, whose event is ``woken``)."""
+    assert "woken" in Group._await.__code__.co_varnames  # else this would wait for ever
     frame = sys._current_frames().get(thread.ident or -1)
     while frame is not None:
         if frame.f_code.co_name == "_await" and "woken" in frame.f_locals:
