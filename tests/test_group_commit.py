@@ -376,6 +376,32 @@ def test_closing_while_a_transaction_runs_closes_its_connection(hive: Hive) -> N
         writer.conn.execute("SELECT 1")
 
 
+def test_a_connection_in_use_at_close_is_closed_by_its_writer(hive: Hive) -> None:
+    """``close()`` cannot close the write connection while another thread is inside one
+    of its calls: that thread closes it once its write ends."""
+    own_task(hive)
+    store = store_of(hive)
+    store._group.contended = True  # as after writes that waited: the write connection
+    inside, go_on = threading.Event(), threading.Event()
+
+    def hold(value: int) -> int:
+        inside.set()
+        assert go_on.wait(HANG_S)
+        return value
+
+    writer = store.writer
+    writer.create_scalar_function("hold_here", hold, 1)
+    threads, out = in_threads([lambda: store.transact(
+        lambda tx: tx.conn.execute("SELECT hold_here(1)").get)])
+    assert inside.wait(HANG_S)
+    hive.close()  # the connection is in a call on the writing thread: left to it
+    go_on.set()
+    joined(threads)
+    assert out[0] == 1
+    with pytest.raises(apsw.ConnectionClosedError):
+        writer.execute("SELECT 1")
+
+
 @pytest.mark.slow
 def test_kill_nine_of_threaded_writers_loses_nothing_acknowledged(tmp_path: Path) -> None:
     """Real writer processes, four threads each sharing commits, killed with SIGKILL."""

@@ -1464,11 +1464,29 @@ class SqliteStore:
         A trigger's ``code:reason`` abort comes out as the matching hivelite error.
         ``about`` is not used: a statement here costs no round trip.
         """
-        slot = self._writable()
+        with self._write_on(self._writable()) as tx:
+            yield tx
+
+    @contextmanager
+    def _write_on(self, slot: _Slot) -> Iterator[SqliteTx]:
+        """One write transaction on ``slot``'s connection, and what it leaves known."""
         with self._transaction(slot.conn):
             known, key = self._opening(slot)
             yield SqliteTx(slot.conn, known, key)
         self._committed(slot, known, key)
+
+    @contextmanager
+    def _on_writer(self) -> Iterator[_Slot]:
+        """The connection the verbs' writes go on now (:meth:`_writer_slot`), with the
+        reads of this thread joining its write until it ends."""
+        slot = self._writable(self._writer_slot)
+        self._local.writing = slot.conn  # a read inside a job joins its write
+        try:
+            yield slot
+        finally:
+            self._local.writing = None
+            if self._closed and slot is self._writer:  # closed meanwhile: close() left it
+                _close_quietly(slot.conn)
 
     def transact(self, job: Callable[[SqliteTx], T], *,
                  about: str | int | Pick | None = None) -> T:
@@ -1482,39 +1500,24 @@ class SqliteStore:
 
     def _solo(self, job: Callable[[SqliteTx], T]) -> T:
         """``job`` alone in its transaction (:class:`.group.Solo`)."""
-        slot = self._writable(self._writer_slot)
-        conn = slot.conn
-        self._local.writing = conn  # a read inside the job joins its write
-        try:
-            with self._transaction(conn):
-                known, key = self._opening(slot)
-                answer = job(SqliteTx(conn, known, key))
-            self._committed(slot, known, key)
-            return answer
-        finally:
-            self._local.writing = None
-            if self._closed and slot is self._writer:  # closed meanwhile: close() left it
-                _close_quietly(conn)
+        with self._on_writer() as slot, self._write_on(slot) as tx:
+            return job(tx)
 
     def _batch(self, turns: list[Turn[Any]]) -> list[Turn[Any]]:
         """One transaction for ``turns`` (:class:`.group.Batch`): each in a savepoint of
         its own when there are several, so a refused one undoes itself alone."""
         try:
-            slot = self._writable(self._writer_slot)
-        except HiveliteError as error:
+            with self._on_writer() as slot:
+                return self._written(slot, turns)
+        except HiveliteError as error:  # no connection to write on (closed, damaged)
             for turn in turns:
-                turn.fail(error)
+                if not turn.settled:
+                    turn.fail(error)
             return []
-        conn = slot.conn
-        self._local.writing = conn  # a read inside a turn joins its write
-        try:
-            return self._written(slot, turns)
-        finally:
-            self._local.writing = None
-            if self._closed and slot is self._writer:  # closed meanwhile: close() left it
-                _close_quietly(conn)
 
     def _written(self, slot: _Slot, turns: list[Turn[Any]]) -> list[Turn[Any]]:
+        """The batch's transaction on ``slot``: the turns settled once it commits (or all
+        failed with what stopped it), and those to write again."""
         conn = slot.conn
         done: list[tuple[Turn[Any], Any]] = []
         again: list[Turn[Any]] = []
