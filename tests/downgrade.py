@@ -7,9 +7,19 @@ added removed), so that opening the file runs the later migrations on real data.
 
 from __future__ import annotations
 
-import apsw
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
-from hivelite.store import MIGRATIONS
+import apsw
+import pytest
+
+from hivelite.core.models import Receipt, made
+from hivelite.core.protocol import State
+from hivelite.store import MIGRATIONS, TaskRow
+from hivelite.store.columns import JUDGE, SUBMIT_REASON, returned_reason
+from hivelite.verbs import results
+from hivelite.verbs.unit import Unit
 
 QUERY = ("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
          " AND sql IS NOT NULL")
@@ -69,3 +79,41 @@ def to_version(conn: apsw.Connection, version: int) -> None:
         if name in want and want[name][0] in ("view", "trigger", "index"):
             conn.execute(want[name][1])
     conn.execute(f"PRAGMA user_version = {version}")
+
+
+@contextmanager
+def submitted_in_three_moves() -> Iterator[None]:
+    """Submissions written as releases before migration 19 wrote them: moves 7 (from
+    ``accepted``), 12 and the judgement's, one journal row each. A store's rules still take
+    them (each is a move), and the backfills of older migrations read only them."""
+    def returned(tx: Any, held: Any, holder: str, instance: str, at: str, *, kept: str,
+                 outcome: str, threshold: int | None, drafted: str | None,
+                 receipts: str | None, sealed: dict[str, Any],
+                 judged: tuple[State, str, dict[str, Any]]) -> Receipt:
+        target, reason, detail = judged
+        tx.put_result(held.number, results.returned_at(kept, at), worker=holder,
+                      instance=instance, session=held.session, outcome=outcome,
+                      threshold=threshold, draft=drafted, receipts=receipts)
+        if held.state == State.accepted.value:
+            tx.move(held.number, held.state, State.working.value, at=at, actor=holder,
+                    reason=SUBMIT_REASON)
+        tx.move(held.number, State.working.value, State.verifying.value, at=at, actor=holder,
+                reason=returned_reason(outcome), detail=sealed, end_lease=True)
+        tx.move(held.number, State.verifying.value, target.value, at=at, actor=JUDGE,
+                reason=reason, detail=detail)
+        return made(Receipt, {"number": held.number, "id": held.id, "state": target,
+                              "waiting_on": None, "at": at, "seq": None})
+
+    def submission(unit: Unit, row: TaskRow, target: State, *, actor: str, reason: str,
+                   sealed: dict[str, Any], judged: dict[str, Any]) -> TaskRow:
+        if row.state == State.accepted.value:
+            row = unit.move(row, State.working, actor=actor, reason=SUBMIT_REASON)
+        outcome = "failed" if judged.get("outcome") == "failed" else "completed"
+        row = unit.move(row, State.verifying, actor=actor, reason=returned_reason(outcome),
+                        detail=sealed, end_lease=True)
+        return unit.move(row, target, actor=JUDGE, reason=reason, detail=judged)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(results, "_returned", returned)
+        patch.setattr(Unit, "submission", submission)
+        yield

@@ -1148,6 +1148,10 @@ HOLDER_MOVES = {  # (the holder's move, statements before it)
                 " WHERE number = {l_working}", (SUBMITTED.format(task="l_working"),)),
     "pauses": ("UPDATE tasks SET state = 'waiting', waiting_on = 'human', actor ="
                " 'ana/coder', lease_id = NULL WHERE number = {l_working}", ()),
+    "submits as one row, sent back": (  # (migration 19)
+        "UPDATE tasks SET state = 'routed', actor = 'ana/coder', lease_id = NULL,"
+        " detail = '{{\"via\":[\"verifying\"]}}' WHERE number = {l_working}",
+        (SUBMITTED.format(task="l_working"),)),
 }
 GIVE_BACK = ("UPDATE tasks SET state = 'routed', actor = 'ana/coder', lease_id = NULL,"
              " lease_holder = NULL, lease_instance = NULL, lease_expires = NULL"
@@ -1392,9 +1396,68 @@ DRAFTS = [
                                      "[{}]")]),
 ]
 
+# -- a submission as one journal row (migration 19) --------------------------------------
+
+ENDED = ("lease_id = NULL, lease_holder = NULL, lease_instance = NULL, lease_session = NULL,"
+         " lease_expires = NULL")
+THROUGH_WORKING = '{{"via":["working","verifying"]}}'
+
+
+def submitted_as_one(state: str, via: str = THROUGH_WORKING, task: str = "claimed") -> str:
+    """The holder's claimed task (``accepted``) moved as one submission's row to ``state``,
+    its detail naming ``via``."""
+    return (f"UPDATE tasks SET state = '{state}', {ENDED}, detail = '{via}'"
+            f" WHERE number = {{{task}}}")
+
+
+def threshold(value: int) -> str:
+    return (f"INSERT INTO results(task, body, worker, instance, threshold) VALUES ({{claimed}},"
+            f" '{{{{}}}}', 'ana/coder', 'laptop', {value})")
+
+
+SUBMISSIONS = [
+    case("a release posing as a submission, with no result", submitted_as_one("routed"),
+         "invalid_state:no_such_move"),
+    case("a submission with its result stands as one row", submitted_as_one("approval"), None,
+         threshold(1), then=[(newest("claimed", "from_state || ' ' || to_state"),
+                              "accepted approval")]),
+    case("a submission through states a holder in accepted does not pass",
+         submitted_as_one("approval", '{{"via":["verifying"]}}'),
+         "invalid_state:no_such_move", threshold(1)),
+    case("a submission through waiting", submitted_as_one("approval",
+                                                          '{{"via":["waiting","verifying"]}}'),
+         "invalid_state:no_such_move", threshold(1)),
+    case("a submission whose via is text", submitted_as_one(
+        "approval", '{{"via":"[\\"working\\",\\"verifying\\"]"}}'),
+         "invalid_state:no_such_move", threshold(1)),
+    case("a submission to a state no judgement leads to", submitted_as_one("cancelled")
+         .replace("SET state", "SET actor = 'ana', state"), "invalid_state:no_such_move",
+         threshold(1)),
+    case("a submission completed that its threshold does not let through",
+         submitted_as_one("completed"), "forbidden_right:not_decided", threshold(1)),
+    case("a submission completed at a threshold of 0 stands", submitted_as_one("completed"),
+         None, threshold(0), then=[(state_of("claimed"), "completed")]),
+    case("a submission sent back counts an attempt", submitted_as_one("routed"), None,
+         threshold(1), then=[("SELECT attempts FROM tasks WHERE number = {claimed}", 1)]),
+    case("a release that keeps a via planted in the task's detail is read as a submission",
+         "UPDATE tasks SET state = 'routed', lease_id = NULL WHERE number = {r_working}",
+         "invalid_state:no_such_move", "UPDATE tasks SET detail = '{{\"via\":[\"verifying\"]}}'"
+         " WHERE number = {r_working}"),
+    case("a completion from approval is no submission, whatever the task's detail names",
+         "UPDATE tasks SET state = 'completed', actor = 'ana', reason = 'raw'"
+         " WHERE number = {approval}", None,
+         "UPDATE tasks SET detail = '{{\"via\":[\"working\",\"verifying\"]}}'"
+         " WHERE number = {approval}", then=[(state_of("approval"), "completed")]),
+    case("journal row forged: a release naming a submission's via",
+         event("{routed}", "'" + NOW + "', 'raw', 'accepted', 'routed',"
+               " '{{\"via\":[\"verifying\"]}}'", "at, actor, from_state, to_state, detail"),
+         "forbidden_right:journal_forged"),
+]
+
 CASES: list[Case] = [
     *JOURNAL, *BIRTH, *CLOSED, *WAITING, *RESULTS_EXIST, *LEASES, *COLUMNS, *MOVES_TABLE,
     *PROTOCOL, *ROWS_KEPT, *RESULTS, *QUEUE, *CONTROLS, *OWNERS, *DECISIONS, *SCOPES, *DRAFTS,
+    *SUBMISSIONS,
 ]
 
 

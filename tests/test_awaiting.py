@@ -101,6 +101,18 @@ def test_a_verdict_is_the_one_on_the_submission_awaited(hive: Hive) -> None:
     assert hive.await_task(CODER, n, until="verdict").outcome == "completed"
 
 
+def test_a_verdict_given_in_the_submissions_own_row_settles_the_wait(hive: Hive) -> None:
+    """A result the guard sends back at once is judged in its submission's one journal row
+    (migration 19): the verdict has the submission's seq, and the wait on it is settled."""
+    n = own_task(hive)
+    lease = hive.claim(CODER, n)
+    hive.submit(CODER, n, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="no luck", evidence=EVIDENCE, outcome="failed")
+    seen = hive.await_task(CODER, n, until="verdict")
+    assert (seen.settled, seen.outcome) == (True, "sent_back")
+    assert seen.since == hive.history(n)[-1].seq
+
+
 def waiting_begins(hive: Hive, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """Set once a wait of ``hive`` has looked once and listens for the store's changes
     (its store's ``listen``: over HTTP, the served store's, in this process)."""

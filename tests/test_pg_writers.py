@@ -109,7 +109,8 @@ def test_an_outbox_cursor_sees_every_row_once_while_writers_on_other_tasks_commi
                 with hive.store.read() as reader:
                     rows = reader.journal_after(cursor)
                 for row in rows:
-                    seen.append(row.seq)
+                    if row.seq != cursor:  # (a submission's moves share its one row)
+                        seen.append(row.seq)
                     cursor = row.seq
                 if last_round:
                     return
@@ -129,7 +130,7 @@ def test_an_outbox_cursor_sees_every_row_once_while_writers_on_other_tasks_commi
         assert [f for _, failed in workers for f in failed] == []
         assert follower_failed == []
         with hive.store.read() as reader:
-            every = [r.seq for r in reader.journal()]
+            every = list(dict.fromkeys(r.seq for r in reader.journal()))
     assert every == list(range(1, len(every) + 1))
     assert seen == every  # each once, in order: no row committed behind the cursor
 
@@ -372,8 +373,8 @@ def test_a_claim_and_submission_of_another_task_never_wait_for_a_claim_held_open
     with Hive.open(url, clock=ManualClock(START)) as hive:
         assert hive.get(first).claim is not None
         assert hive.get(second).task.state.value in ("verifying", "approval", "completed")
-        rows = hive.journal()
-        assert [r.seq for r in rows] == list(range(1, len(rows) + 1))
+        rows = list(dict.fromkeys(r.seq for r in hive.journal()))  # one row, its moves
+        assert rows == list(range(1, len(rows) + 1))
         assert hive.store.chain_sound()  # type: ignore[attr-defined]
     assert all(f.ok for f in diagnose_url(url)), [f for f in diagnose_url(url) if not f.ok]
 

@@ -26,6 +26,7 @@ RELEASED = {
     16: "833335bcb8ae9a014914798cf10258d29b8c4dd87c90172b9fd210f6efbd6152",
     17: "7eba69ca3cd9c2ac176d706d5f6ee0027674ed352a93cbce113f2ab63366c77d",
     18: "69920557f1c3f4f5c95fc4d87d90d7246fbb0c88e2f71fa2ac2eefd8173b8094",
+    19: "8139bcdb3d9f673e9c92e96383c79dff650290d0d24668de3baa080bd8cd0009",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 
@@ -102,7 +103,23 @@ def test_released_migrations_are_never_edited() -> None:
 def test_both_engines_are_at_the_same_contract_version() -> None:
     from hivelite.store.migrations import SCHEMA_VERSION as SQLITE_VERSION
 
-    assert SCHEMA_VERSION == SQLITE_VERSION
+    assert SCHEMA_VERSION == SQLITE_VERSION == MIGRATIONS[-1].version == 19
+
+
+def test_migration_19_makes_each_rule_of_one_row_submissions_as_the_code_does() -> None:
+    """Migration 19's statements are the code's own text (a frozen file holds them
+    verbatim): the five rules SQLite's changes, each replaced as ``pg_schema`` writes it,
+    and every rule renamed to the place SQLite's order at 19 gives it; nothing else."""
+    (pg19,) = [m for m in MIGRATIONS if m.version == 19]
+    assert pg19.sql.endswith(pg_schema.one_row_submissions_sql())
+    made = {rule.name: name for name, rule, _ in pg_schema.rule_functions(
+        pg_schema._in_firing_order(pg_schema.rules(), 19))}
+    replaced = {line.split()[4][:-2] for line in pg19.sql.splitlines()
+                if line.startswith("CREATE OR REPLACE FUNCTION")}
+    assert replaced == {made[name] for name in pg_schema.ONE_ROW_SUBMISSIONS}
+    rules = ("task_move", "journal_insert", "task_completion_decided", "task_attempt_failed",
+             "task_holder_enrolled")
+    assert frozenset(rules) == pg_schema.ONE_ROW_SUBMISSIONS
 
 
 def test_every_move_and_every_refusal_comes_from_the_same_sources() -> None:

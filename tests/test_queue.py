@@ -32,7 +32,7 @@ from .conftest import (
     packet,
     refused,
 )
-from .downgrade import to_version
+from .downgrade import submitted_in_three_moves, to_version
 from .test_claims import EVIDENCE, complete, fence
 
 pytestmark = pytest.mark.contract
@@ -416,7 +416,8 @@ def test_the_attempt_limit_comes_from_the_settings(open_hive: Any, db_path: Path
 def before_the_queue(path: Path) -> tuple[int, int]:
     """A store as schema 4 left it (no dependency rows, no counts), with a task that
     depends on another that failed once: (that other, the dependent)."""
-    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
+    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive, \
+            submitted_in_three_moves():
         first = own_task(hive)
         dependent = own_task(hive, packet=packet(depends_on=[str(first)]))
         fail(hive, first)
@@ -472,7 +473,8 @@ def test_an_upgraded_store_counts_the_results_that_came_back(tmp_path: Path) -> 
     from hivelite.store.doctor import diagnose_file
 
     path = tmp_path / "old.db"
-    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
+    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive, \
+            submitted_in_three_moves():
         number = own_task(hive)
         for _ in range(3):
             lease = hive.claim(CODER, number)
@@ -499,7 +501,8 @@ def test_an_upgrade_leaves_retired_a_task_its_failures_retired(tmp_path: Path) -
     though a reject came back earlier too: only a task the recount alone would retire gets
     one more attempt. (Mutation caught: bumping every task the recount raised.)"""
     path = tmp_path / "old.db"
-    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive:
+    with Hive.open(path, owner="ana", clock=ManualClock(START)) as hive, \
+            submitted_in_three_moves():
         number = own_task(hive)
         lease = hive.claim(CODER, number)
         hive.submit(CODER, number, **fence(lease), summary="done", evidence=EVIDENCE)

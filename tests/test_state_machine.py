@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import json
 import shutil
 import tempfile
 from collections import Counter
@@ -68,7 +69,7 @@ from hivelite import (
     hookimpl,
 )
 from hivelite.core.clock import format_ts
-from hivelite.core.protocol import MOVES_BY_PAIR, TERMINAL, find_move
+from hivelite.core.protocol import MOVES_BY_PAIR, TERMINAL, Move, find_move, passage
 
 from . import rawsql
 from .conftest import START, packet
@@ -91,6 +92,21 @@ SETTINGS = settings(max_examples=60, stateful_step_count=30, deadline=None,
 # What the runs did, printed at the end to show which paths were walked.
 MOVES_SEEN: Counter[int] = Counter()
 REFUSALS_SEEN: Counter[str] = Counter()
+
+
+def seed_moves(seq: int, from_state: str, to_state: str, detail: str | None
+               ) -> tuple[Move, ...]:
+    """The seed moves one journal row stands for, read from the row alone: a submission's
+    row names the states it passed through (its detail's ``via``: moves 7, 12 and the
+    judgement's, migration 19); any other row that changes state is one move."""
+    via = json.loads(detail).get("via") if detail else None
+    if via is not None:
+        moves = passage(State(from_state), via, State(to_state))
+        assert moves is not None, f"journal row {seq}: {from_state} via {via} -> {to_state}"
+        return moves
+    move = MOVES_BY_PAIR.get((State(from_state), State(to_state)))
+    assert move is not None, (seq, from_state, to_state)
+    return (move,)
 
 
 def threshold_of(number: int) -> int:
@@ -215,10 +231,11 @@ class HiveMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         try:
             if self.raw is not None:
-                for (number,) in self.conn.execute(
-                        "SELECT m.number FROM journal j JOIN moves m"
-                        " ON m.from_state = j.from_state AND m.to_state = j.to_state"):
-                    MOVES_SEEN[number] += 1
+                for row in self.conn.execute(
+                        "SELECT seq, from_state, to_state, detail FROM journal"
+                        " WHERE from_state IS NOT to_state AND from_state IS NOT NULL"):
+                    for move in seed_moves(*row):
+                        MOVES_SEEN[move.number] += 1
                 self.raw.close()
             if self.hive is not None:
                 self.hive.close()
@@ -255,9 +272,10 @@ class HiveMachine(RuleBasedStateMachine):
         from ``verifying`` or ``approval``), counted from the journal: each counts an
         attempt (migration 18), and a task whose attempts reached its limit is claimed no
         more."""
-        return int(self.conn.execute(
-            "SELECT count(*) FROM journal WHERE task = ? AND to_state = 'routed'"
-            " AND from_state IN ('verifying', 'approval')", (number,)).get)
+        return sum(seed_moves(*row)[-1].source in (State.verifying, State.approval)
+                   for row in self.conn.execute(
+            "SELECT seq, from_state, to_state, detail FROM journal WHERE task = ?"
+            " AND to_state = 'routed' AND from_state IS NOT 'routed'", (number,)))
 
     def exhausted(self, number: int) -> bool:
         """Whether the task's attempts ran out (its limit is the store's, 3 unless set)."""
@@ -1040,8 +1058,9 @@ class HiveMachine(RuleBasedStateMachine):
         if self.raw is None:
             return
         replay: dict[int, tuple[str, str | None]] = {}
-        for seq, task, from_state, to_state, waiting_on in self.conn.execute(
-                "SELECT seq, task, from_state, to_state, waiting_on FROM journal ORDER BY seq"):
+        for seq, task, from_state, to_state, waiting_on, detail in self.conn.execute(
+                "SELECT seq, task, from_state, to_state, waiting_on, detail FROM journal"
+                " ORDER BY seq"):
             if task is None:
                 continue  # a store-wide event
             if from_state is None:
@@ -1052,12 +1071,12 @@ class HiveMachine(RuleBasedStateMachine):
             assert from_state == current, f"journal row {seq} starts from {from_state}"
             if from_state == to_state:
                 continue  # an event on the task, not a move
-            assert (State(from_state), State(to_state)) in MOVES_BY_PAIR, (seq, from_state)
-            move = find_move(State(from_state), State(to_state),
-                             WaitingOn(current_on) if current_on else None,
-                             WaitingOn(waiting_on) if waiting_on else None)
-            assert move is not None, (
-                f"journal row {seq}: {from_state}({current_on}) -> {to_state}({waiting_on})")
+            for step in seed_moves(seq, from_state, to_state, detail):  # each a seed move
+                move = find_move(step.source, step.target,
+                                 WaitingOn(current_on) if current_on else None,
+                                 WaitingOn(waiting_on) if waiting_on else None)
+                assert move is not None, (
+                    f"journal row {seq}: {from_state}({current_on}) -> {to_state}({waiting_on})")
             replay[task] = (to_state, waiting_on)
         for number, state, waiting_on in self.conn.execute(
                 "SELECT number, state, waiting_on FROM tasks"):

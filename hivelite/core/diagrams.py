@@ -6,9 +6,19 @@ committed page differs.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from .protocol import CLAIM_ENDINGS, MOVES, STATE_NOTES, TERMINAL, WAITING_NOTES, Move, State
+from .protocol import (
+    CLAIM_ENDINGS,
+    MOVES,
+    STATE_NOTES,
+    SUBMITTED_VIA,
+    TERMINAL,
+    WAITING_NOTES,
+    Move,
+    State,
+)
 
 
 def _label(move: Move) -> str:
@@ -77,6 +87,9 @@ def protocol_page() -> str:
     )
     waits = "\n".join(f"- `{w.value}`: {note}" for w, note in WAITING_NOTES.items())
     endings = "\n".join(f"- `{reason}`: {note}" for reason, note in CLAIM_ENDINGS.items())
+    vias = "\n".join(
+        f"- from `{source.value}`: `{json.dumps([s.value for s in path])}`" for source, path
+        in SUBMITTED_VIA.items())
     return HEADER + f"""
 # The task protocol
 
@@ -96,8 +109,14 @@ to itself included, with `invalid_state`; the task stays where it was.
 
 {markdown_table()}
 
-`verifying` is passed through inside one transaction (12, then 13, 14 or 15);
-both moves are journaled.
+`verifying` is passed through inside one transaction (12, then 13, 14 or 15). The
+submission is one journal row, from the holder's state to the guard's judgement; its
+detail's `via` names the states it passed through:
+
+{vias}
+
+History, events and every face show that row as the seed's moves it stands for, each with
+its own actor and reason, all at the row's seq.
 
 A live claim that ends without a result goes back to `routed` (move 8 from
 `accepted`, 9 from `working`, the latest checkpoint kept); the journal says why:

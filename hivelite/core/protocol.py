@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import pairwise
 
 
 class State(StrEnum):
@@ -232,6 +233,30 @@ MOVES_BY_NAME: dict[str, Move] = {m.name: m for m in MOVES}
 CANCELLABLE: frozenset[State] = frozenset(
     m.source for m in MOVES if m.target is State.cancelled
 )
+
+
+SUBMITTED_VIA: dict[State, tuple[State, ...]] = {
+    State.accepted: (State.working, State.verifying),
+    State.working: (State.verifying,),
+}
+"""A submission is one journal row (issue 47, ``docs/decisions.md``): from the holder's
+state, the states it passes through (the row's ``via``: moves 7 and 12, or 12 alone)
+before the guard's judgement, one of the moves out of ``verifying`` (13, 14 or 15). The
+row stands for those seed moves; history, events and every face show them one by one."""
+JUDGEMENTS: frozenset[State] = frozenset(m.target for m in MOVES if m.source is State.verifying)
+"""Where the guard's judgement of a submission leads (moves 13, 14, 15)."""
+
+
+def passage(source: State, via: tuple[str, ...] | list[str], target: State
+            ) -> tuple[Move, ...] | None:
+    """The seed moves a submission's journal row stands for (from ``source`` through
+    ``via`` to ``target``), or None when the row is no submission's."""
+    path = SUBMITTED_VIA.get(source)
+    if path is None or target not in JUDGEMENTS or len(via) != len(path) or any(
+            step.value != name for step, name in zip(path, via, strict=True)):
+        return None
+    states = (source, *path, target)
+    return tuple(MOVES_BY_PAIR[pair] for pair in pairwise(states))
 
 
 def find_move(

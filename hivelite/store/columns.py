@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..core.protocol import JUDGEMENTS, STATE_OF, SUBMITTED_VIA, State, passage
 from .rows import (
     Bodies,
     ConfirmationRow,
@@ -50,6 +51,10 @@ def pick_where(mark: str, ready: str, assignee: str, project: str | None,
         clauses.append(f"project = {mark}")
         args.append(project)
     return clauses, list(args)
+def _states(states: Iterable[State]) -> str:
+    return "(" + ", ".join(f"'{s.value}'" for s in sorted(states)) + ")"
+
+
 JOURNAL = (
     "SELECT j.seq, t.id, j.task, j.at, j.actor, j.from_state, j.to_state, j.waiting_on,"
     " m.number, j.reason, j.detail FROM journal j"
@@ -69,16 +74,21 @@ QUESTION = QUESTION_OF.format(mine=MINE)
 waiting), an answer an event recorded while it waits."""
 DECIDING = ("('working', 'verifying'), ('verifying', 'completed'), ('verifying', 'approval'),"
             " ('verifying', 'routed'), ('approval', 'completed'), ('approval', 'routed')")
+SUBMISSION = (
+    f"(j.from_state IN {_states(SUBMITTED_VIA)} AND j.to_state IN {_states(JUDGEMENTS)}"
+    " AND {via} IS NOT NULL)")
+"""A submission's journal row (``j``; ``via``: its detail's via as the engine reads it): the
+store's rules let a via only on a submission's passage (migration 19)."""
 DECISION_OF = (
     JOURNAL + " WHERE j.seq = (SELECT max(j.seq) FROM journal j WHERE {mine}"
-    f" AND (j.from_state, j.to_state) IN (VALUES {DECIDING}))")
-DECISION = DECISION_OF.format(mine=MINE)
-"""The last move on a task's result: its submission, the guard's judgement, or the
-decision on it; a decision only when it is 13, 16 or 17."""
-SUBMITTED_OF = ("SELECT max(j.seq) FROM journal j WHERE {mine} AND j.from_state = 'working'"
-                " AND j.to_state = 'verifying'")
-SUBMITTED = SUBMITTED_OF.format(mine=MINE)
-"""The journal row of a task's last submission (move 12): the one its result's draft cites."""
+    f" AND ((j.from_state, j.to_state) IN (VALUES {DECIDING}) OR {SUBMISSION}))")
+"""The last move on a task's result (``mine``: its rows; ``via`` as in :data:`SUBMISSION`):
+its submission, the guard's judgement, or the decision on it; a decision only when its last
+seed move is 13, 16 or 17."""
+SUBMITTED_OF = ("SELECT max(j.seq) FROM journal j WHERE {mine} AND ((j.from_state = 'working'"
+                f" AND j.to_state = 'verifying') OR {SUBMISSION})")
+"""The journal row of a task's last submission (move 12, or the row a submission is since
+migration 19): the one its result's draft cites."""
 DECISIONS = frozenset({13, 16, 17})
 """The moves that decide on a result: passed by a threshold of 0, completed by a sign-off
 or the confirmations, declined by a person or a verifier's reject."""
@@ -123,12 +133,73 @@ def usage_sum(rows: Iterable[Sequence[Any]]) -> tuple[int, int]:
 
 
 def journal_row(values: Sequence[Any]) -> JournalRow:
-    """One row of :data:`JOURNAL` as the contract's journal row."""
+    """One row of :data:`JOURNAL` as the contract's journal row, as it is stored."""
     seq, task_id, number, at, actor, from_state, to_state, waiting_on, move, reason, detail = (
         values)
     return JournalRow(seq=seq, task=task_id, number=number, at=at, actor=actor,
                       from_state=from_state, to_state=to_state, waiting_on=waiting_on,
                       move=move, reason=reason, detail=json.loads(detail) if detail else None)
+
+
+SUBMIT_REASON = "submit"
+"""The reason of a submission's move 7 (the holder's first progress was its result)."""
+JUDGE = "guard"
+"""Who judges a submission (moves 13, 14, 15)."""
+
+
+def returned_reason(outcome: str) -> str:
+    """The reason of a submission's move 12."""
+    return f"result returned ({outcome})"
+
+
+def submission_detail(via: Sequence[str], returned: dict[str, Any],
+                      judged: dict[str, Any]) -> dict[str, Any]:
+    """A submission's journal detail (one row since migration 19): the guard's judgement's
+    own, with the states it passed through (``via``) and what the row of move 12 sealed
+    (``returned``: the claim's token, the draft's digest, the evidence verified)."""
+    return judged | {"via": list(via), "returned": returned}
+
+
+def seed_rows(row: JournalRow) -> list[JournalRow]:
+    """The seed moves a journal row stands for, one row each (all at its seq): a
+    submission's row (:func:`submission_detail`) gives moves 7, 12 and the judgement's;
+    any other row is itself."""
+    detail = row.detail
+    if detail is None or "via" not in detail or row.from_state is None or row.to_state is None:
+        return [row]
+    source, target, via = STATE_OF.get(row.from_state), STATE_OF.get(row.to_state), detail["via"]
+    moves = (passage(source, via, target) if source is not None and target is not None
+             and isinstance(via, list) else None)
+    if moves is None:
+        return [row]
+    judged = {k: v for k, v in detail.items() if k not in ("via", "returned")} or None
+    returned = detail.get("returned")
+    outcome = "failed" if judged is not None and judged.get("outcome") == "failed" else (
+        "completed")
+    steps = []
+    for move in moves:
+        reason: str | None
+        said: dict[str, Any] | None
+        if move.target is State.working:
+            actor, reason, said = row.actor, SUBMIT_REASON, None
+        elif move.target is State.verifying:
+            actor, reason = row.actor, returned_reason(outcome)
+            said = returned if isinstance(returned, dict) and returned else None
+        else:
+            actor, reason, said = JUDGE, row.reason, judged
+        steps.append(JournalRow(
+            seq=row.seq, task=row.task, number=row.number, at=row.at, actor=actor,
+            from_state=move.source.value, to_state=move.target.value, waiting_on=None,
+            move=move.number, reason=reason, detail=said))
+    return steps
+
+
+def journal_rows(rows: Iterable[Sequence[Any]]) -> list[JournalRow]:
+    """Rows of :data:`JOURNAL` as the seed's moves (:func:`seed_rows`), oldest first."""
+    out: list[JournalRow] = []
+    for values in rows:
+        out.extend(seed_rows(journal_row(values)))
+    return out
 
 
 def asks(task: TaskRow) -> bool:

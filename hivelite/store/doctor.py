@@ -28,6 +28,7 @@ from ..core.errors import StoreBusy, StoreError, StoreReadonly
 from ..core.progress import Progress
 from ..core.protocol import MOVES_BY_PAIR, Actor, State
 from .chain import CONTENT, HASH_CHARS, SEAL, TASKS_FROM, Walk
+from .columns import SUBMISSION, seed_rows
 from .keys import (
     META_KEY,
     RESTORED,
@@ -39,7 +40,8 @@ from .keys import (
     witnesses,
 )
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_DIGEST, SCHEMA_VERSION
-from .schema import instance_key, usage_out_of_bounds
+from .rows import JournalRow
+from .schema import instance_key, usage_out_of_bounds, via
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -48,6 +50,10 @@ SCHEMA_QUERY = ("SELECT type, name, tbl_name, sql FROM sqlite_schema"
 MOVES_QUERY = "SELECT * FROM moves ORDER BY number"
 SHOWN = 5
 """How many examples a failed check names."""
+SUBMITTED = ("((j.from_state = 'working' AND j.to_state = 'verifying')"
+             f" OR {SUBMISSION.format(via=via('j', 'j.from_state'))})")
+"""A submission's journal row (``j``): move 12, or the one row a submission is since
+migration 19."""
 
 Schema = tuple[tuple[tuple[object, ...], ...], tuple[tuple[object, ...], ...]]
 
@@ -187,6 +193,20 @@ LINKS_SINCE = 13
 row (``claim_counts``)."""
 
 
+def _steps(seq: int, task: int, actor: str | None, source: str | None,
+           target: str | None, detail: object) -> list[JournalRow]:
+    """A journal row as the seed moves it stands for (a submission's row since migration
+    19 stands for moves 7, 12 and the judgement's, each by its own actor)."""
+    try:
+        parsed = json.loads(detail) if isinstance(detail, str) else None
+    except ValueError:
+        parsed = None
+    return seed_rows(JournalRow(seq=seq, task=None, number=task, at="", actor=actor,
+                                from_state=source, to_state=target, waiting_on=None,
+                                move=None, reason=None,
+                                detail=parsed if isinstance(parsed, dict) else None))
+
+
 def _actors(conn: apsw.Connection) -> Finding:
     """Each move was made by one who may make it (the protocol's actors): the owner's
     decisions by the store's owner, the gate's and the guard's by them, a claim, a resume
@@ -197,10 +217,14 @@ def _actors(conn: apsw.Connection) -> Finding:
     owner = conn.execute("SELECT value FROM meta WHERE key = 'owner'").get
     modes = _modes(conn)
     problems = []
-    for seq, task, actor, source, target, assignee, requester in conn.execute(
-            "SELECT j.seq, j.task, j.actor, j.from_state, j.to_state, t.assignee,"
-            " t.requester FROM journal j JOIN tasks t ON t.number = j.task"
-            " WHERE j.from_state IS NOT NULL AND j.from_state <> j.to_state ORDER BY j.seq"):
+    for seq, task, actor, source, target, assignee, requester in (
+            (row.seq, row.number, row.actor, row.from_state, row.to_state, *people)
+            for *values, people in ((*v[:5], v[7], v[5:7]) for v in conn.execute(
+                "SELECT j.seq, j.task, j.actor, j.from_state, j.to_state, t.assignee,"
+                " t.requester, j.detail FROM journal j JOIN tasks t ON t.number = j.task"
+                " WHERE j.from_state IS NOT NULL AND j.from_state <> j.to_state"
+                " ORDER BY j.seq"))
+            for row in _steps(*values)):
         move = MOVES_BY_PAIR.get((State(source), State(target)))
         if move is None:  # replay names it
             continue
@@ -330,8 +354,10 @@ def _queue(conn: apsw.Connection) -> Finding:
     problems += [f"task {n} counts {a} attempts; its journal has {f} results sent back"
                  for n, a, f in conn.execute(
         "SELECT t.number, t.attempts, coalesce(f.n, 0) AS failed FROM tasks t LEFT JOIN"
-        " (SELECT task, count(*) AS n FROM journal WHERE from_state IN ('verifying',"
-        " 'approval') AND to_state = 'routed' GROUP BY task) f ON f.task = t.number"
+        " (SELECT task, count(*) AS n FROM journal j WHERE j.to_state = 'routed'"
+        f" AND (j.from_state IN ('verifying', 'approval')"
+        f" OR {via('j', 'j.from_state')} IS NOT NULL)"
+        " GROUP BY task) f ON f.task = t.number"
         " WHERE t.state NOT IN ('cancelled', 'completed', 'rejected')"
         " AND t.attempts IS NOT failed")]
     return Finding("queue", not problems, "open dependencies and attempts are counted"
@@ -510,8 +536,8 @@ def _results(conn: apsw.Connection) -> Finding:
                 " amend(s)" for t, v, n in conn.execute(
         "SELECT task, version, made FROM (SELECT r.task, r.version,"
         " coalesce(s.n, 0) + coalesce(a.n, 0) AS made FROM results r"
-        " LEFT JOIN (SELECT task, count(*) AS n FROM journal WHERE from_state = 'working'"
-        " AND to_state = 'verifying' GROUP BY task) s ON s.task = r.task"
+        f" LEFT JOIN (SELECT task, count(*) AS n FROM journal j WHERE {SUBMITTED}"
+        " GROUP BY task) s ON s.task = r.task"
         " LEFT JOIN (SELECT task, actor, count(*) AS n FROM journal"
         " WHERE from_state = 'approval' AND to_state = 'approval' AND reason = 'amended'"
         " GROUP BY task, actor) a ON a.task = r.task AND a.actor IS r.worker)"
@@ -567,16 +593,18 @@ def _sealed(conn: apsw.Connection) -> list[str]:
     submitted: dict[int, Sealing] = {}
     amended: dict[int, list[tuple[Sealing, object]]] = {}  # since the last submission
     for task, seq, submission, actor, text in conn.execute(
-            "SELECT task, seq, from_state = 'working', actor, detail FROM journal"
-            " WHERE task IS NOT NULL AND ((from_state = 'working' AND to_state = 'verifying')"
-            " OR (from_state = 'approval' AND to_state = 'approval' AND reason = 'amended'))"
-            " ORDER BY seq"):
+            f"SELECT j.task, j.seq, {SUBMITTED}, j.actor, j.detail FROM journal j"
+            f" WHERE j.task IS NOT NULL AND ({SUBMITTED} OR (j.from_state = 'approval'"
+            " AND j.to_state = 'approval' AND j.reason = 'amended')) ORDER BY j.seq"):
         try:
             detail = json.loads(text) if text is not None else None
         except ValueError:
             detail = None
         if not isinstance(detail, dict):
             detail = None
+        elif submission and "via" in detail:  # one row (migration 19): what move 12 sealed
+            returned = detail.get("returned")
+            detail = returned if isinstance(returned, dict) else None
         if submission:
             submitted[task] = (seq, "its submission", detail)
             amended[task] = []

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from ..core.protocol import PRIORITIES, TERMINAL, State, WaitingOn
+from ..core.protocol import PRIORITIES, SUBMITTED_VIA, TERMINAL, State, WaitingOn
 from .schema import (
     DRAFT_KINDS,
     ENROLMENT_RIGHTS,
@@ -55,8 +55,10 @@ from .schema import (
     by_verifier_too,
     insert_moves_sql,
     owner_decides,
+    passage_sql,
     usage_out_of_bounds,
 )
+from .schema import ONE_ROW_SUBMISSIONS as ONE_ROW_SUBMISSIONS_SQLITE
 
 SCHEMA = "hivelite"
 """The PostgreSQL schema (namespace) that holds a store's tables in its database, unless
@@ -87,6 +89,23 @@ def _owner_of(agent: str) -> str:
 
 def _closed(row: str) -> str:
     return f"(SELECT state FROM tasks WHERE number = {row}.task) IN {TERMINAL_SQL}"
+
+
+def via(row: str = "NEW", source: str = "OLD.state") -> str:
+    """A move's or journal row's ``via`` (``schema.via``) as jsonb, read only on a move out
+    of a holder's state (``source``): NULL on every other row, on a detail that is no
+    JSON, and on a via that is no array (as SQLite reads it). A task row keeps its last
+    move's detail, so a later move that does not set its own (raw SQL) is not read as a
+    submission."""
+    return (f"CASE WHEN {source} IN {_in_list(s.value for s in SUBMITTED_VIA)}"
+            f" AND jsonb_typeof(hl_json({row}.detail) -> 'via') = 'array'"
+            f" THEN hl_json({row}.detail) -> 'via' END")
+
+
+def passage(source: str, passed: str, target: str) -> str:
+    """True when a row from ``source`` through ``passed`` to ``target`` is a submission's
+    (``schema.passage_sql``, its vias written as jsonb)."""
+    return passage_sql(source, passed, target, literal=lambda text: f"'{text}'::jsonb")
 
 
 TABLES = """
@@ -606,29 +625,8 @@ def rules() -> list[Rule]:
          " AND NOT EXISTS (SELECT 1 FROM results WHERE task = NEW.number)",
          "invalid_state:result_missing")))
     # The rules below fire, as on SQLite, when their columns are SET (changed or not).
-    add("task_move", "BEFORE", "UPDATE OF state, waiting_on", "tasks", _refuse(
-        "invalid_state:no_such_move",
-        f"OLD.state NOT IN {TERMINAL_SQL}"
-        " AND (NEW.state = 'waiting') = (NEW.waiting_on IS NOT NULL)"
-        f" AND (NEW.waiting_on IS NULL OR NEW.waiting_on IN {WAITING_VALUES})"
-        " AND NOT EXISTS (SELECT 1 FROM moves m"
-        " WHERE m.from_state = OLD.state AND m.to_state = NEW.state"
-        " AND (m.from_waiting IS NULL"
-        " OR strpos(m.from_waiting, '|' || OLD.waiting_on || '|') > 0)"
-        " AND (m.to_waiting IS NULL"
-        " OR strpos(m.to_waiting, '|' || NEW.waiting_on || '|') > 0))"))
-    add("task_completion_decided", "BEFORE", "UPDATE OF state", "tasks", _refuse(
-        "forbidden_right:not_decided",
-        "NEW.state = 'completed' AND OLD.state IN ('approval', 'verifying')"
-        " AND EXISTS (SELECT 1 FROM results WHERE task = NEW.number) AND NOT ("
-        "(OLD.state = 'approval' AND ("
-        "NEW.actor IS NOT DISTINCT FROM (SELECT value FROM meta WHERE key = 'owner')"
-        " OR (SELECT count(*) FROM confirmations c JOIN results r ON r.task = c.task"
-        " WHERE c.task = NEW.number AND c.version = r.version AND c.verdict = 'accept'"
-        " AND c.counted <> 0) >= (SELECT coalesce(threshold, 1) FROM results"
-        " WHERE task = NEW.number)))"
-        " OR (OLD.state = 'verifying' AND EXISTS (SELECT 1 FROM results"
-        " WHERE task = NEW.number AND threshold = 0 AND outcome = 'completed')))"))
+    add("task_move", "BEFORE", "UPDATE OF state, waiting_on", "tasks", task_move_rule())
+    add("task_completion_decided", "BEFORE", "UPDATE OF state", "tasks", completion_decided_rule())
     add("task_lease_taken", "BEFORE", "UPDATE OF lease_id, lease_token, lease_holder,"
         " lease_instance, lease_session, lease_expires", "tasks", _refuse(
             "forbidden_right:lease_by_claim_only",
@@ -693,11 +691,7 @@ def rules() -> list[Rule]:
         WHERE number IN (SELECT task FROM deps WHERE on_task = NEW.number)
           AND state NOT IN {TERMINAL_SQL};
     END IF;""", guard(completed)))
-    failed = "OLD.state IN ('verifying', 'approval') AND NEW.state = 'routed'"
-    # every result that comes back counts an attempt (migration 18: schema.ATTEMPT_COUNTED)
-    add("task_attempt_failed", "AFTER", "UPDATE OF state", "tasks", _checked(f"""IF {failed} THEN
-        UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
-    END IF;""", guard(failed)))
+    add("task_attempt_failed", "AFTER", "UPDATE OF state", "tasks", attempt_counted_rule())
 
     # -- side tables -------------------------------------------------------------------
     add("deps_with_task", "BEFORE", "INSERT", "deps", _refuse(
@@ -767,14 +761,7 @@ def rules() -> list[Rule]:
         "(NEW.counted <> 0 AND NEW.why IS NOT NULL) OR (NEW.counted = 0 AND NEW.why IS NULL)"))
     add("updates_insert", "BEFORE", "INSERT", "updates",
         _refuse("invalid_state:task_closed", _closed("NEW")))
-    add("journal_insert", "BEFORE", "INSERT", "journal", """IF NEW.task IS NOT NULL AND (
-        NEW.to_state IS DISTINCT FROM (SELECT state FROM tasks WHERE number = NEW.task)
-        OR (NEW.from_state IS DISTINCT FROM NEW.to_state
-            AND NOT (NEW.from_state IS NULL AND NEW.to_state = 'requested')
-            AND NOT EXISTS (SELECT 1 FROM moves m WHERE m.from_state = NEW.from_state
-                                                   AND m.to_state = NEW.to_state))) THEN
-        RAISE EXCEPTION 'forbidden_right:journal_forged';
-    END IF;""")
+    add("journal_insert", "BEFORE", "INSERT", "journal", journal_insert_rule())
 
     # -- the owner's authority -----------------------------------------------------------
     add("policy_values", "BEFORE", "INSERT", "policy", _refuse(
@@ -946,14 +933,7 @@ def scope_rules(add: Any) -> None:
             (f"NEW.role IS NOT NULL AND NOT EXISTS ({enrolment} AND EXISTS (SELECT 1 FROM"
              " jsonb_array_elements_text(hl_json(e.roles)) r WHERE r = NEW.role))",
              "forbidden_right:not_permitted"))))
-    add("task_holder_enrolled", "BEFORE", "UPDATE OF state", "tasks", _only_if(
-        "OLD.lease_id IS NOT NULL AND NEW.state IS DISTINCT FROM OLD.state"
-        " AND NEW.state IN ('verifying', 'waiting', 'working')"
-        " AND OLD.lease_scope IS DISTINCT FROM " + scope.format(who="OLD.lease_holder"),
-        _cases(
-            ("EXISTS (SELECT 1 FROM enrolments WHERE agent = OLD.lease_holder AND active = 0)",
-             "invalid_state:optin_inactive"),
-            ("TRUE", "invalid_state:optin_changed"))))
+    add("task_holder_enrolled", "BEFORE", "UPDATE OF state", "tasks", holder_enrolled_rule())
     add("task_decided_by", "BEFORE", "UPDATE OF state", "tasks", _only_if(
         f"{owner_decides()}\n    AND NEW.actor IS DISTINCT FROM {OWNER}"
         f"\n    AND NOT (NEW.state = 'cancelled' AND {mode} = 'team'"
@@ -996,6 +976,87 @@ def draft_rules(add: Any) -> None:
             (receipts, "invalid_input:invalid_receipt"))))
 
 
+def task_move_rule() -> str:
+    """The rule on a task's moves (``schema.task_move_sql``; migration 19 added the
+    submission's row): a move is one of the protocol's, or a submission's passage with the
+    task's result kept. (The ``CASE`` stands in parentheses: PL/pgSQL reads an ``IF``'s
+    condition up to its first ``THEN`` outside them.)"""
+    passed = via()
+    return _refuse(
+        "invalid_state:no_such_move",
+        f"OLD.state NOT IN {TERMINAL_SQL}"
+        " AND (NEW.state = 'waiting') = (NEW.waiting_on IS NOT NULL)"
+        f" AND (NEW.waiting_on IS NULL OR NEW.waiting_on IN {WAITING_VALUES})"
+        f" AND (CASE WHEN {passed} IS NULL THEN NOT EXISTS (SELECT 1 FROM moves m"
+        " WHERE m.from_state = OLD.state AND m.to_state = NEW.state"
+        " AND (m.from_waiting IS NULL"
+        " OR strpos(m.from_waiting, '|' || OLD.waiting_on || '|') > 0)"
+        " AND (m.to_waiting IS NULL"
+        " OR strpos(m.to_waiting, '|' || NEW.waiting_on || '|') > 0))"
+        f" ELSE NOT ({passage('OLD.state', passed, 'NEW.state')}"
+        " AND EXISTS (SELECT 1 FROM results WHERE task = NEW.number)) END)")
+
+
+def journal_insert_rule() -> str:
+    """The rule on every journal row (``schema.journal_insert_sql``; migration 19 added the
+    submission's row): it ends in its task's state, and a row that changes state is one of
+    the moves, a submission's passage or the creation."""
+    passed = via("NEW", "NEW.from_state")
+    return f"""IF NEW.task IS NOT NULL AND (
+        NEW.to_state IS DISTINCT FROM (SELECT state FROM tasks WHERE number = NEW.task)
+        OR (NEW.from_state IS DISTINCT FROM NEW.to_state
+            AND NOT (NEW.from_state IS NULL AND NEW.to_state = 'requested')
+            AND CASE WHEN {passed} IS NULL THEN NOT EXISTS (
+                SELECT 1 FROM moves m WHERE m.from_state = NEW.from_state
+                                        AND m.to_state = NEW.to_state)
+            ELSE NOT {passage('NEW.from_state', passed, 'NEW.to_state')} END)) THEN
+        RAISE EXCEPTION 'forbidden_right:journal_forged';
+    END IF;"""
+
+
+def completion_decided_rule() -> str:
+    """A completion is decided (``schema.completion_decided_sql``): a submission's row
+    passes ``verifying`` on its way."""
+    passed = via()
+    return _refuse(
+        "forbidden_right:not_decided",
+        f"NEW.state = 'completed' AND (OLD.state IN ('approval', 'verifying')"
+        f" OR {passed} IS NOT NULL)"
+        " AND EXISTS (SELECT 1 FROM results WHERE task = NEW.number) AND NOT ("
+        "(OLD.state = 'approval' AND ("
+        "NEW.actor IS NOT DISTINCT FROM (SELECT value FROM meta WHERE key = 'owner')"
+        " OR (SELECT count(*) FROM confirmations c JOIN results r ON r.task = c.task"
+        " WHERE c.task = NEW.number AND c.version = r.version AND c.verdict = 'accept'"
+        " AND c.counted <> 0) >= (SELECT coalesce(threshold, 1) FROM results"
+        " WHERE task = NEW.number)))"
+        f" OR ((OLD.state = 'verifying' OR {passed} IS NOT NULL) AND EXISTS (SELECT 1"
+        " FROM results WHERE task = NEW.number AND threshold = 0 AND outcome = 'completed')))")
+
+
+def attempt_counted_rule() -> Check:
+    """Every result that comes back counts an attempt (``schema.attempt_counted_sql``:
+    migration 18; from migration 19 a submission's row ending in ``routed`` too)."""
+    failed = (f"NEW.state = 'routed' AND (OLD.state IN ('verifying', 'approval')"
+              f" OR {via()} IS NOT NULL)")
+    return _checked(f"""IF {failed} THEN
+        UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
+    END IF;""", guard(failed))
+
+
+def holder_enrolled_rule() -> Check:
+    """The holder works on under its claim's enrolment (``schema.holder_enrolled_sql``; a
+    submission's row included)."""
+    return _only_if(
+        "OLD.lease_id IS NOT NULL AND NEW.state IS DISTINCT FROM OLD.state"
+        f" AND (NEW.state IN ('verifying', 'waiting', 'working') OR {via()} IS NOT NULL)"
+        " AND OLD.lease_scope IS DISTINCT FROM"
+        " (SELECT seq FROM enrolments WHERE agent = OLD.lease_holder)",
+        _cases(
+            ("EXISTS (SELECT 1 FROM enrolments WHERE agent = OLD.lease_holder AND active = 0)",
+             "invalid_state:optin_inactive"),
+            ("TRUE", "invalid_state:optin_changed")))
+
+
 PG_ONLY_COLUMNS = frozenset({("journal", "glink")})
 """Columns an SQLite store does without: each journal row's global link, which a store
 chained per task keeps (:mod:`.chain`; an SQLite store's journal is one chain, each
@@ -1007,9 +1068,10 @@ updates and the controls (SQLite's ``INTEGER PRIMARY KEY`` does it), and refusin
 
 
 @cache
-def sqlite_triggers() -> tuple[str, ...]:
-    """SQLite's triggers in the order its migrations make them, which is the reverse of
-    the order SQLite runs them in (each one loaded goes first)."""
+def sqlite_triggers(upto: int | None = None) -> tuple[str, ...]:
+    """SQLite's triggers in the order its migrations (up to version ``upto``; None: all)
+    make them, which is the reverse of the order SQLite runs them in (each one loaded goes
+    first)."""
     import apsw
 
     from .migrations import MIGRATIONS
@@ -1017,19 +1079,20 @@ def sqlite_triggers() -> tuple[str, ...]:
     conn = apsw.Connection(":memory:")
     try:
         for migration in MIGRATIONS:
-            migration.apply(conn)
+            if upto is None or migration.version <= upto:
+                migration.apply(conn)
         return tuple(str(r[0]) for r in conn.execute(
             "SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY rowid"))
     finally:
         conn.close()
 
 
-def _in_firing_order(items: list[Rule]) -> list[Rule]:
+def _in_firing_order(items: list[Rule], upto: int | None = None) -> list[Rule]:
     """``items`` in the order PostgreSQL should run them (it runs a table's triggers by
     name, and each name starts with its place here): the numbering first, then SQLite's
-    triggers in the order SQLite runs them, so a write breaking two rules names the same
-    one on both engines; ``TRUNCATE`` last."""
-    made = {name: n for n, name in enumerate(sqlite_triggers())}
+    triggers in the order SQLite runs them (at version ``upto``; None: today's), so a
+    write breaking two rules names the same one on both engines; ``TRUNCATE`` last."""
+    made = {name: n for n, name in enumerate(sqlite_triggers(upto))}
 
     def place(rule: Rule) -> tuple[int, int]:
         if rule.name.endswith("_number"):
@@ -1129,3 +1192,45 @@ SELECT 'plugins_notice', 'due',
 FROM meta WHERE key = 'owner';
 """
 """SQLite's ``schema.PLUGINS_NOTICE`` on PostgreSQL (migration 18)."""
+
+
+ONE_ROW_SUBMISSIONS = frozenset(name for name, _ in ONE_ROW_SUBMISSIONS_SQLITE)
+"""The rules migration 19 changes (``schema.ONE_ROW_SUBMISSIONS``), so that a submission is
+one journal row: each reads a row's ``via`` as the seed moves it stands for."""
+
+
+def replaced_sql(before: int, after: int, changed: Iterable[str]) -> str:
+    """A migration's statements on PostgreSQL when SQLite's migration ``after`` changes the
+    rules ``changed`` (and makes triggers again, which moves them in SQLite's order): each
+    rule whose place differs from the one it had at version ``before`` is renamed to its
+    new one (trigger and function, by way of ``hlx`` names: no two at once), then each
+    changed rule's function is replaced and its trigger made again, its ``WHEN`` too (as
+    migration 18 did by hand)."""
+    was = {rule.name: name for name, rule, _ in rule_functions(_in_firing_order(
+        rules(), before))}
+    made = rule_functions(_in_firing_order(rules(), after))
+    moved = sorted((was[rule.name], name, rule) for name, rule, _ in made
+                   if was[rule.name] != name)
+    lines = []
+    for old, _, rule in moved:
+        lines.append(f"ALTER TRIGGER {old} ON {rule.table} RENAME TO hlx{old[2:]};")
+        lines.append(f"ALTER FUNCTION {old}() RENAME TO hlx{old[2:]};")
+    for old, new, rule in moved:
+        lines.append(f"ALTER TRIGGER hlx{old[2:]} ON {rule.table} RENAME TO {new};")
+        lines.append(f"ALTER FUNCTION hlx{old[2:]}() RENAME TO {new};")
+    wanted = set(changed)
+    for name, rule, body in made:
+        if rule.name in wanted:
+            lines.append(f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE"
+                         f" plpgsql SET search_path FROM CURRENT AS $${body}$$;")
+            lines.append(f"DROP TRIGGER {name} ON {rule.table};")
+            lines.append(f"{trigger_of(name, rule)};")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def one_row_submissions_sql() -> str:
+    """Migration 19's statements on PostgreSQL (``schema.one_row_submissions_sql``): the
+    rules of :data:`ONE_ROW_SUBMISSIONS` made again as the code defines them, and every
+    rule renamed to its place in SQLite's order at 19 (each keeps its order among its
+    table's rules, as SQLite's migration keeps it)."""
+    return replaced_sql(18, 19, ONE_ROW_SUBMISSIONS)

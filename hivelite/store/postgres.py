@@ -51,14 +51,15 @@ from ..core.errors import (
 )
 from .chain import CONTENT, SEAL, TASKS_FROM, TOKEN_EVENTS, broken_links, link
 from .columns import (
-    DECISION,
+    DECISION_OF,
     DECISIONS,
     ENROLMENT,
     JOURNAL,
+    MINE,
     PRUNE_BATCH,
     QUESTION,
     SELECT_TASK,
-    SUBMITTED,
+    SUBMITTED_OF,
     TASK_COLUMNS,
     TOKEN,
     VIEW,
@@ -66,6 +67,7 @@ from .columns import (
     ViewRows,
     dump,
     journal_row,
+    journal_rows,
     pick_where,
     usage_sum,
 )
@@ -110,6 +112,12 @@ from .rows import (
     task_key,
 )
 from .urls import is_url, shown
+
+VIA = ("CASE WHEN jsonb_typeof(hl_json(j.detail) -> 'via') = 'array'"
+       " THEN hl_json(j.detail) -> 'via' END")
+"""A journal row's via (migration 19), as PostgreSQL reads it."""
+DECISION = DECISION_OF.format(mine=MINE, via=VIA).format(p="%s")
+SUBMITTED = SUBMITTED_OF.format(mine=MINE, via=VIA).format(p="%s")
 
 if TYPE_CHECKING:
     from .pg_tables import PostgresTables
@@ -653,25 +661,25 @@ class PostgresTx(ViewRows):
 
     def journal(self, number: int | None = None) -> list[JournalRow]:
         if number is None:
-            return [journal_row(v) for v in self._all(JOURNAL + " ORDER BY j.seq")]
-        return [journal_row(v) for v in self._all(
-            JOURNAL + " WHERE j.task = %s ORDER BY j.seq", (number,))]
+            return journal_rows(self._all(JOURNAL + " ORDER BY j.seq"))
+        return journal_rows(self._all(JOURNAL + " WHERE j.task = %s ORDER BY j.seq",
+                                      (number,)))
 
     def question(self, number: int) -> list[JournalRow]:
         return [journal_row(v) for v in self._all(QUESTION.format(p="%s"), (number, number))]
 
     def decision(self, number: int) -> JournalRow | None:
-        found = [journal_row(v) for v in self._all(DECISION.format(p="%s"), (number,))]
-        return found[0] if found and found[0].move in DECISIONS else None
+        found = journal_rows(self._all(DECISION, (number,)))
+        return found[-1] if found and found[-1].move in DECISIONS else None
 
     def submitted(self, number: int) -> int | None:
-        found = self._value(SUBMITTED.format(p="%s"), (number,))
+        found = self._value(SUBMITTED, (number,))
         return int(found) if found is not None else None
 
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         bound = (1 << 63) - 1 if upto is None else upto
-        return [journal_row(v) for v in self._all(
-            JOURNAL + " WHERE j.seq > %s AND j.seq <= %s ORDER BY j.seq", (seq, bound))]
+        return journal_rows(self._all(
+            JOURNAL + " WHERE j.seq > %s AND j.seq <= %s ORDER BY j.seq", (seq, bound)))
 
     def last_seq(self) -> int:
         return int(self._value("SELECT coalesce(max(seq), 0) FROM journal"))

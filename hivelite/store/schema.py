@@ -14,14 +14,17 @@ SQLite keeps after that (``, hash TEXT)``), so a new store and an upgraded one m
 
 from __future__ import annotations
 
+import json
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.protocol import (
+    JUDGEMENTS,
     MAX_USAGE,
     MOVES,
     PRIORITIES,
+    SUBMITTED_VIA,
     TERMINAL,
     TOKEN_RIGHTS,
     Actor,
@@ -40,6 +43,30 @@ def _in_list(values: Iterable[str]) -> str:
 def _waiting_set(values: tuple[WaitingOn, ...]) -> str | None:
     """A ``waiting_on`` set as the ``moves`` table stores it: ``|human|agent|`` (NULL: any)."""
     return "|" + "|".join(v.value for v in values) + "|" if values else None
+
+def via(row: str = "NEW", source: str = "OLD.state") -> str:
+    """A move's or journal row's ``via`` (the states a submission passed through: its
+    detail's ``via``, a JSON array) as JSON text, read only on a move out of a holder's
+    state (``source``): NULL on every other row, and on a detail that is no JSON or whose
+    via is no array (raw SQL can write them). A task row keeps its last move's detail, so
+    a later move that does not set its own (raw SQL) is not read as a submission."""
+    detail = f"CASE WHEN json_valid({row}.detail) THEN {row}.detail END"
+    return (f"CASE WHEN {source} IN {_in_list(s.value for s in SUBMITTED_VIA)}"
+            f" AND json_type({detail}, '$.via') = 'array'"
+            f" THEN json_extract({row}.detail, '$.via') END")
+
+
+def passage_sql(source: str, passed: str, target: str,
+                literal: Callable[[str], str] = lambda text: _quote(text)) -> str:
+    """SQL true when a row from ``source`` through ``passed`` (its via as the engine reads
+    it; ``literal`` writes a via there) to ``target`` is a submission's
+    (``protocol.passage``): plain SQL, the same on both engines."""
+    paths = " OR ".join(
+        f"({source} = {_quote(state.value)} AND {passed} = "
+        f"{literal(json.dumps([s.value for s in path], separators=(',', ':')))})"
+        for state, path in SUBMITTED_VIA.items())
+    return f"(({paths}) AND {target} IN {_in_list(s.value for s in JUDGEMENTS)})"
+
 
 def move_rows(moves: Iterable[Move] = MOVES) -> list[tuple[object, ...]]:
     """The rows of the ``moves`` table, straight from the protocol module."""
@@ -255,18 +282,7 @@ BEGIN
     END;
 END;
 
-CREATE TRIGGER task_move BEFORE UPDATE OF state, waiting_on ON tasks
-WHEN OLD.state NOT IN {terminal}
-    AND (NEW.state = 'waiting') = (NEW.waiting_on IS NOT NULL)
-    AND (NEW.waiting_on IS NULL OR NEW.waiting_on IN {waiting_values})
-    AND NOT EXISTS (
-    SELECT 1 FROM moves m
-    WHERE m.from_state = OLD.state AND m.to_state = NEW.state
-      AND (m.from_waiting IS NULL OR instr(m.from_waiting, '|' || OLD.waiting_on || '|'))
-      AND (m.to_waiting IS NULL OR instr(m.to_waiting, '|' || NEW.waiting_on || '|'))
-)
-BEGIN SELECT RAISE(ABORT, 'invalid_state:no_such_move'); END;
-
+{task_move_sql()}
 -- A move's journal row: at the seq the write named with the move (else the next), linked
 -- to the task's row before it.
 CREATE TRIGGER task_journal AFTER UPDATE OF state ON tasks
@@ -293,10 +309,39 @@ BEGIN
     END;
 END;
 
+{journal_insert_sql()}
+"""
+
+
+def task_move_sql() -> str:
+    """The rule on a task's moves (migration 19 added the submission's row): a move is one
+    of the protocol's, or a submission's passage with the task's result kept."""
+    terminal = _in_list(s.value for s in TERMINAL)
+    waiting_values = _in_list(w.value for w in WaitingOn)
+    passed = via()
+    return f"""CREATE TRIGGER task_move BEFORE UPDATE OF state, waiting_on ON tasks
+WHEN OLD.state NOT IN {terminal}
+    AND (NEW.state = 'waiting') = (NEW.waiting_on IS NOT NULL)
+    AND (NEW.waiting_on IS NULL OR NEW.waiting_on IN {waiting_values})
+    AND CASE WHEN {passed} IS NULL THEN NOT EXISTS (
+    SELECT 1 FROM moves m
+    WHERE m.from_state = OLD.state AND m.to_state = NEW.state
+      AND (m.from_waiting IS NULL OR instr(m.from_waiting, '|' || OLD.waiting_on || '|'))
+      AND (m.to_waiting IS NULL OR instr(m.to_waiting, '|' || NEW.waiting_on || '|'))
+    ) ELSE NOT ({passage_sql("OLD.state", passed, "NEW.state")}
+               AND EXISTS (SELECT 1 FROM results WHERE task = NEW.number)) END
+BEGIN SELECT RAISE(ABORT, 'invalid_state:no_such_move'); END;
+"""
+
+
+def journal_insert_sql() -> str:
+    """The rule on every journal row (migration 19 added the submission's row)."""
+    passed = via("NEW", "NEW.from_state")
+    return f"""\
 -- A journal row tells the truth about its task: it ends in the task's state, a row that
--- changes state is one of the moves (or the creation), and it follows its task's head (or
--- is the row the head already names: the move writing it). No seq is skipped, and a
--- store-wide row links to nothing.
+-- changes state is one of the moves, a submission's passage or the creation, and it
+-- follows its task's head (or is the row the head already names: the move writing it).
+-- No seq is skipped, and a store-wide row links to nothing.
 CREATE TRIGGER journal_insert BEFORE INSERT ON journal
 WHEN (NEW.seq > 0 AND NEW.seq IS NOT (SELECT coalesce(max(seq), 0) FROM journal) + 1)
     OR (NEW.task IS NULL AND NEW.prev IS NOT NULL)
@@ -306,10 +351,11 @@ WHEN (NEW.seq > 0 AND NEW.seq IS NOT (SELECT coalesce(max(seq), 0) FROM journal)
                 AND (t.last_seq IS NEW.seq OR t.last_seq IS NEW.prev))
     OR (NEW.from_state IS NOT NEW.to_state
         AND NOT (NEW.from_state IS NULL AND NEW.to_state = 'requested')
-        AND NOT EXISTS (SELECT 1 FROM moves m WHERE m.from_state = NEW.from_state
-                                               AND m.to_state = NEW.to_state))))
+        AND CASE WHEN {passed} IS NULL THEN NOT EXISTS (
+            SELECT 1 FROM moves m WHERE m.from_state = NEW.from_state
+                                    AND m.to_state = NEW.to_state)
+        ELSE NOT {passage_sql("NEW.from_state", passed, "NEW.to_state")} END)))
 BEGIN SELECT RAISE(ABORT, 'forbidden_right:journal_forged'); END;
-
 """
 
 # The tables whose rows are kept: a key is written once. REPLACE (which deletes the old row
@@ -354,22 +400,7 @@ CREATE TRIGGER meta_identity_fixed BEFORE UPDATE ON meta
 WHEN OLD.key = 'store_id'
 BEGIN SELECT RAISE(ABORT, 'forbidden_right:identity_fixed'); END;
 
--- A completion is decided: by the owner's sign-off, by enough counted confirmations of the
--- current result, or (from verifying) by a threshold of 0.
-CREATE TRIGGER task_completion_decided BEFORE UPDATE OF state ON tasks
-WHEN NEW.state = 'completed' AND OLD.state IN ('approval', 'verifying')
-    AND EXISTS (SELECT 1 FROM results WHERE task = NEW.number) AND NOT (
-    (OLD.state = 'approval' AND (
-        NEW.actor IS (SELECT value FROM meta WHERE key = 'owner')
-        OR (SELECT count(*) FROM confirmations c JOIN results r ON r.task = c.task
-            WHERE c.task = NEW.number AND c.version = r.version AND c.verdict = 'accept'
-              AND c.counted) >= (SELECT coalesce(threshold, 1) FROM results
-                                 WHERE task = NEW.number)))
-    OR (OLD.state = 'verifying' AND EXISTS (
-        SELECT 1 FROM results WHERE task = NEW.number AND threshold = 0
-          AND outcome = 'completed')))
-BEGIN SELECT RAISE(ABORT, 'forbidden_right:not_decided'); END;
-
+{completion_decided_sql()}
 -- A lease is taken only by a claim (routed -> accepted) or a resume (waiting -> working),
 -- by the assignee, with the next fencing token, for 5 to 15 minutes from the move; later
 -- it may only be extended (by 5 to 15 minutes from the renewal) or ended. (A lease on
@@ -434,16 +465,40 @@ READY = "state = 'routed' AND waits = 0 AND attempts < attempt_limit"
 index holds exactly these; a query that names this text can read it."""
 
 
-ATTEMPT_COUNTED = """CREATE TRIGGER task_attempt_failed AFTER UPDATE OF state ON tasks
-WHEN OLD.state IN ('verifying', 'approval') AND NEW.state = 'routed'
+def attempt_counted_sql() -> str:
+    """Every result that comes back counts an attempt (migration 18): a failed outcome,
+    evidence refused, a verifier's reject, the owner's decline (moves 15 and 17; from
+    migration 19 a submission's row ending in ``routed`` too). Before migration 18 only a
+    failed outcome counted, and a worker whose result was sent back at once could be
+    handed the same task again and again."""
+    return f"""CREATE TRIGGER task_attempt_failed AFTER UPDATE OF state ON tasks
+WHEN NEW.state = 'routed' AND (OLD.state IN ('verifying', 'approval') OR {via()} IS NOT NULL)
 BEGIN
     UPDATE tasks SET attempts = attempts + 1 WHERE number = NEW.number;
 END;
 """
-"""Every result that comes back counts an attempt (migration 18): a failed outcome, evidence
-refused, a verifier's reject, the owner's decline (moves 15 and 17). Before migration 18
-only a failed outcome counted, and a worker whose result was sent back at once could be
-handed the same task again and again."""
+
+
+def completion_decided_sql() -> str:
+    """A completion is decided (a submission's row passes ``verifying`` on its way)."""
+    passed = via()
+    return f"""\
+-- A completion is decided: by the owner's sign-off, by enough counted confirmations of the
+-- current result, or (from verifying, or a submission's row through it) by a threshold of 0.
+CREATE TRIGGER task_completion_decided BEFORE UPDATE OF state ON tasks
+WHEN NEW.state = 'completed' AND (OLD.state IN ('approval', 'verifying') OR {passed} IS NOT NULL)
+    AND EXISTS (SELECT 1 FROM results WHERE task = NEW.number) AND NOT (
+    (OLD.state = 'approval' AND (
+        NEW.actor IS (SELECT value FROM meta WHERE key = 'owner')
+        OR (SELECT count(*) FROM confirmations c JOIN results r ON r.task = c.task
+            WHERE c.task = NEW.number AND c.version = r.version AND c.verdict = 'accept'
+              AND c.counted) >= (SELECT coalesce(threshold, 1) FROM results
+                                 WHERE task = NEW.number)))
+    OR ((OLD.state = 'verifying' OR {passed} IS NOT NULL) AND EXISTS (
+        SELECT 1 FROM results WHERE task = NEW.number AND threshold = 0
+          AND outcome = 'completed')))
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:not_decided'); END;
+"""
 
 RETURNS_BACKFILL = """
 UPDATE tasks SET attempts = max(attempts, (
@@ -500,7 +555,7 @@ BEGIN
       AND state NOT IN {terminal};
 END;
 
-{ATTEMPT_COUNTED}
+{attempt_counted_sql()}
 CREATE TRIGGER task_claim_ready BEFORE UPDATE OF state ON tasks
 WHEN OLD.state = 'routed' AND NEW.state = 'accepted'
 BEGIN
@@ -1065,20 +1120,7 @@ BEGIN
     END;
 END;
 
--- The holder works on under the enrolment its claim was taken under: after a change of
--- it, the holder's next move is refused (it may still give the task back).
-CREATE TRIGGER task_holder_enrolled BEFORE UPDATE OF state ON tasks
-WHEN OLD.lease_id IS NOT NULL AND NEW.state IS NOT OLD.state
-    AND NEW.state IN ('verifying', 'waiting', 'working')
-    AND OLD.lease_scope IS NOT (SELECT seq FROM enrolments WHERE agent = OLD.lease_holder)
-BEGIN
-    SELECT CASE
-        WHEN EXISTS (SELECT 1 FROM enrolments WHERE agent = OLD.lease_holder AND NOT active)
-            THEN RAISE(ABORT, 'invalid_state:optin_inactive')
-        ELSE RAISE(ABORT, 'invalid_state:optin_changed')
-    END;
-END;
-
+{holder_enrolled_sql()}
 -- The owner's decisions are the owner's: approve, deny and cancel are made by the store's
 -- owner; a decline by the owner, or by a verifier whose counted rejection of the current
 -- result it is; in team mode, a guest's own request is also withdrawn by an agent of the
@@ -1100,6 +1142,52 @@ BEGIN
     END;
 END;
 """
+
+
+def holder_enrolled_sql() -> str:
+    """The holder works on under its claim's enrolment (a submission's row included)."""
+    return f"""\
+-- The holder works on under the enrolment its claim was taken under: after a change of
+-- it, the holder's next move is refused (it may still give the task back).
+CREATE TRIGGER task_holder_enrolled BEFORE UPDATE OF state ON tasks
+WHEN OLD.lease_id IS NOT NULL AND NEW.state IS NOT OLD.state
+    AND (NEW.state IN ('verifying', 'waiting', 'working') OR {via()} IS NOT NULL)
+    AND OLD.lease_scope IS NOT (SELECT seq FROM enrolments WHERE agent = OLD.lease_holder)
+BEGIN
+    SELECT CASE
+        WHEN EXISTS (SELECT 1 FROM enrolments WHERE agent = OLD.lease_holder AND NOT active)
+            THEN RAISE(ABORT, 'invalid_state:optin_inactive')
+        ELSE RAISE(ABORT, 'invalid_state:optin_changed')
+    END;
+END;
+"""
+
+
+ONE_ROW_SUBMISSIONS: tuple[tuple[str, Callable[[], str]], ...] = (
+    ("task_move", task_move_sql), ("journal_insert", journal_insert_sql),
+    ("task_completion_decided", completion_decided_sql),
+    ("task_attempt_failed", attempt_counted_sql), ("task_holder_enrolled", holder_enrolled_sql))
+"""The rules migration 19 changes, so that a submission is one journal row: each reads a
+row's ``via`` as the seed moves it stands for (:func:`remade_in_order` makes them)."""
+
+
+def remade_in_order(before: Sequence[tuple[str, str]], made: Mapping[str, str],
+                    changed: Iterable[str]) -> str:
+    """The statements that make the rules ``changed`` again as ``made`` has them (name:
+    text), given the rules of their tables as a store has them (``before``: name and
+    table, oldest first). SQLite runs a table's rules newest first, so each rule of those
+    tables from the first one changed is dropped and made again in the order it was,
+    changed or not: every rule then fires in the order it did, and a write two rules
+    refuse is refused with the same reason."""
+    changed = set(changed)
+    tables = {table for name, table in before if name in changed}
+    out, remaking = [], set()
+    for name, table in before:
+        if name in changed:
+            remaking.add(table)
+        if table in tables and table in remaking:
+            out.append(f"DROP TRIGGER {name};\n{made[name]};\n")
+    return "".join(out)
 
 
 DRAFT_KINDS = ("decision", "document", "patch")

@@ -52,6 +52,7 @@ from .columns import (
     ViewRows,
     dump,
     journal_row,
+    journal_rows,
     pick_where,
     usage_sum,
 )
@@ -95,7 +96,7 @@ from .rows import (
     WatchRow,
     task_key,
 )
-from .schema import RANK, READY, instance_key
+from .schema import RANK, READY, instance_key, via
 
 if TYPE_CHECKING:
     from .contract import Pick
@@ -129,10 +130,12 @@ the task's row before it (migration 13): a task's history costs its own rows, an
 keeps no index on ``journal(task, seq)`` up to date."""
 LINKED = "j.seq IN history"
 """A task's journal rows (``j``) as :data:`HISTORY` finds them."""
+VIA = via("j", "j.from_state")
+"""A journal row's via (migration 19), as SQLite reads it."""
 TASK_JOURNAL = HISTORY.format(task="?") + JOURNAL + f" WHERE {LINKED} ORDER BY j.seq"
 QUESTION = HISTORY.format(task="?") + QUESTION_OF.format(mine=LINKED)
-DECISION = HISTORY.format(task="?") + DECISION_OF.format(mine=LINKED)
-SUBMITTED = HISTORY.format(task="?") + SUBMITTED_OF.format(mine=LINKED)
+DECISION = HISTORY.format(task="?") + DECISION_OF.format(mine=LINKED, via=VIA)
+SUBMITTED = HISTORY.format(task="?") + SUBMITTED_OF.format(mine=LINKED, via=VIA)
 EXPIRED = (HISTORY.format(task="?") + "SELECT json_extract(j.detail, '$.expired_at'),"
            " json_extract(j.detail, '$.fencing_token') FROM journal j WHERE"
            f" {LINKED} AND j.actor = 'clock' AND j.reason = 'expired' ORDER BY j.seq DESC"
@@ -581,15 +584,15 @@ class SqliteTx(ViewRows):
 
     def journal(self, number: int | None = None) -> list[JournalRow]:
         if number is None:
-            return [journal_row(v) for v in self.conn.execute(JOURNAL + " ORDER BY j.seq")]
-        return [journal_row(v) for v in self.conn.execute(TASK_JOURNAL, (number,))]
+            return journal_rows(self.conn.execute(JOURNAL + " ORDER BY j.seq"))
+        return journal_rows(self.conn.execute(TASK_JOURNAL, (number,)))
 
     def question(self, number: int) -> list[JournalRow]:
         return [journal_row(v) for v in self.conn.execute(QUESTION, (number,))]
 
     def decision(self, number: int) -> JournalRow | None:
-        found = [journal_row(v) for v in self.conn.execute(DECISION, (number,))]
-        return found[0] if found and found[0].move in DECISIONS else None
+        found = journal_rows(self.conn.execute(DECISION, (number,)))
+        return found[-1] if found and found[-1].move in DECISIONS else None
 
     def submitted(self, number: int) -> int | None:
         found = self.conn.execute(SUBMITTED, (number,)).get
@@ -597,8 +600,8 @@ class SqliteTx(ViewRows):
 
     def journal_after(self, seq: int, *, upto: int | None = None) -> list[JournalRow]:
         bound = (1 << 63) - 1 if upto is None else upto
-        return [journal_row(v) for v in self.conn.execute(
-            JOURNAL + " WHERE j.seq > ? AND j.seq <= ? ORDER BY j.seq", (seq, bound))]
+        return journal_rows(self.conn.execute(
+            JOURNAL + " WHERE j.seq > ? AND j.seq <= ? ORDER BY j.seq", (seq, bound)))
 
     def last_seq(self) -> int:
         if self.known is not None:

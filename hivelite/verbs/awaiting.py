@@ -98,9 +98,10 @@ def _submission(rows: list[JournalRow], since: object, number: int,
 
 
 def _verdict(rows: list[JournalRow], since: int) -> JournalRow | None:
-    """The move that judged the result submitted at ``since``, once one has."""
+    """The move that judged the result submitted at ``since``, once one has (the guard's
+    judgement is in the submission's own row since migration 19: at ``since`` too)."""
     for row in rows:
-        if (row.seq > since and row.from_state in JUDGED and row.is_move
+        if (row.seq >= since and row.from_state in JUDGED and row.is_move
                 and row.to_state not in JUDGED):
             return row
     return None

@@ -9,7 +9,17 @@ from __future__ import annotations
 from typing import TypeVar
 
 from ..core.errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
-from ..core.protocol import STATE_OF, TERMINAL, WAITING_OF, Move, State, WaitingOn, find_move
+from ..core.protocol import (
+    STATE_OF,
+    SUBMITTED_VIA,
+    TERMINAL,
+    WAITING_OF,
+    Move,
+    State,
+    WaitingOn,
+    find_move,
+    passage,
+)
 from ..store import TaskRow
 
 Found = TypeVar("Found")
@@ -48,6 +58,19 @@ def check_move(
         into = f"{target.value}({to_waiting.value})" if to_waiting else target.value
         raise InvalidState("no_such_move", f"no move from {where} to {into}")
     return move
+
+
+def check_passage(state: State | str, target: State) -> list[str]:
+    """The states a submission passes through from ``state`` to the judgement ``target``
+    (its journal row's via), or ``409 invalid_state`` naming the move that is missing."""
+    source = state if isinstance(state, State) else STATE_OF.get(state) or State(state)
+    path = SUBMITTED_VIA.get(source)
+    if path is None:  # only a holder's state leads there: say why not (closed, no move)
+        check_move(source, None, State.verifying)
+    via = [s.value for s in path or ()]
+    if passage(source, via, target) is None:
+        check_move(State.verifying, None, target)
+    return via
 
 
 def awaiting_owner(row: TaskRow, verb: str) -> None:

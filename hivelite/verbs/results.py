@@ -43,9 +43,10 @@ from ..core.models import (
     made,
     normal_instance,
 )
-from ..core.protocol import State
+from ..core.protocol import SUBMITTED_VIA, State
 from ..core.receipts import check as check_receipt
 from ..store import ConfirmationRow, Held, TaskRow, Writer
+from ..store.columns import submission_detail
 from ..store.keys import load_signer
 from . import guard
 from .authority import store_policy, why_not_counted
@@ -59,6 +60,9 @@ from .views import evidence_views, task_of, verified_of
 _COMMIT = TypeAdapter(CommitHash, config=DEFERRED)
 Outcome = Literal["completed", "failed"]
 MAX_THRESHOLD = 1000
+VIA: dict[str, list[str]] = {state.value: [s.value for s in path]
+                              for state, path in SUBMITTED_VIA.items()}
+"""The states a submission passes through from the holder's (its journal row's via)."""
 THRESHOLD = "hivelite.default_threshold"
 """The built-in threshold's name (``plugins.DEFAULT_PLUGINS``)."""
 
@@ -186,11 +190,8 @@ def submit(
             unit.tx.add_update(row.number, at=unit.at, actor=holder,
                                summary=f"result returned ({outcome})", tokens=tokens,
                                usd_micros=usd_micros)
-        if row.state == State.accepted.value:
-            row = unit.move(row, State.working, actor=holder, reason="submit")
-        row = unit.move(row, State.verifying, actor=holder,
-                        reason=f"result returned ({outcome})", end_lease=True, detail=sealed)
-        row = unit.move(row, target, actor="guard", reason=reason, detail=detail)
+        row = unit.submission(row, target, actor=holder, reason=reason, sealed=sealed,
+                              judged=detail)
         return unit.receipt(row)
 
     target, reason, detail = _judged(outcome, summary, problems, threshold, decided_by)
@@ -287,20 +288,15 @@ def _returned(tx: Writer, held: Held, holder: str, instance: str, at: str, *, ke
               outcome: str, threshold: int | None, drafted: str | None,
               receipts: str | None, sealed: dict[str, Any],
               judged: tuple[State, str, dict[str, Any]]) -> Receipt:
-    """A submission's writes under the fence ``held``: the result, then the moves
-    (accepted -> working on the holder's first progress, working -> verifying ending the
-    claim, verifying -> ``judged``'s target); the receipt."""
+    """A submission's writes under the fence ``held``: the result, then its one journal row
+    (from the holder's state through ``verifying``, ending the claim, to ``judged``'s
+    target: the seed moves 7, 12 and 13, 14 or 15); the receipt."""
     target, reason, detail = judged
     tx.put_result(held.number, returned_at(kept, at), worker=holder, instance=instance,
                   session=held.session, outcome=outcome, threshold=threshold, draft=drafted,
                   receipts=receipts)
-    if held.state == State.accepted.value:
-        tx.move(held.number, held.state, State.working.value, at=at, actor=holder,
-                reason="submit")
-    tx.move(held.number, State.working.value, State.verifying.value, at=at, actor=holder,
-            reason=f"result returned ({outcome})", detail=sealed, end_lease=True)
-    tx.move(held.number, State.verifying.value, target.value, at=at, actor="guard",
-            reason=reason, detail=detail)
+    tx.move(held.number, held.state, target.value, at=at, actor=holder, reason=reason,
+            detail=submission_detail(VIA[held.state], sealed, detail), end_lease=True)
     return made(Receipt, {"number": held.number, "id": held.id, "state": target,
                           "waiting_on": None, "at": at, "seq": None})
 

@@ -18,6 +18,7 @@ from ..core.clock import format_ts
 from ..core.models import ClaimReceipt, Receipt, StorePolicy, made
 from ..core.protocol import STATE_OF, WAITING_OF, Mode, Right, State, WaitingOn
 from ..store import ControlRow, EnrolmentRow, TaskRow, Writer
+from ..store.columns import submission_detail
 from ..store.records import fields
 from . import guard
 from .authority import refuse_veto, store_policy, vetoed
@@ -148,6 +149,20 @@ class Unit:
                            lease_instance=None, lease_session=None, lease_expires=None)
         return updated(row, state=target.value, waiting_on=waiting, updated_at=self.at,
                        reason=reason)
+
+    def submission(self, row: TaskRow, target: State, *, actor: str, reason: str,
+                   sealed: dict[str, Any], judged: dict[str, Any]) -> TaskRow:
+        """A submission's one journal row: from the holder's state through ``verifying``
+        (ending the claim) to the guard's judgement ``target``, as the seed moves 7, 12
+        and 13, 14 or 15 (each checked here first, then by the store)."""
+        via = guard.check_passage(row.state, target)
+        self.tx.move(row.number, row.state, target.value, at=self.at, actor=actor,
+                     reason=reason, detail=submission_detail(via, sealed, judged),
+                     end_lease=True)
+        self.journaled = True
+        return updated(row, state=target.value, waiting_on=None, updated_at=self.at,
+                       reason=reason, lease_id=None, lease_holder=None, lease_instance=None,
+                       lease_session=None, lease_expires=None)
 
     def event(self, row: TaskRow, reason: str, detail: dict[str, Any] | None = None) -> None:
         """Journal something that happened to the task without moving it."""
