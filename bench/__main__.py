@@ -308,8 +308,10 @@ def triggers(args: argparse.Namespace, ws: Workspace, templates: dict[str, Path]
         print(f"  {label:16} {us[label]:8.1f} {us['as shipped'] - us[label]:7.1f}"
               f"   {rep.per_txn:9.2f} {rep.phase_per_txn('claim'):5.2f}"
               f" {rep.phase_per_txn('submit'):6.2f}")
-    print("  (each item runs 4 UPDATEs of tasks; each fires task_update, task_move and"
-          " task_journal)")
+    moves = sum(sql.lstrip().upper().startswith("UPDATE TASKS SET STATE")
+                for sql, _ in recording.log) / max(len(recording.starts) - 1, 1)
+    print(f"  (each item runs {moves:g} UPDATEs of tasks that move it; each fires task_update,"
+          " task_move and task_journal)")
 
 
 def main(argv: list[str] | None = None) -> int:
