@@ -218,7 +218,10 @@ def test_a_task_page_shows_its_journal_as_a_timeline(seeded: Seeded, tmp_path: P
     with Hive.open(seeded.db, owner="ana", create=False, clock=ManualClock(NOW)) as hive:
         history = hive.history(number)
     assert parsed(shown).timeline == [row.seq for row in reversed(history)]  # newest first
-    for text in ("Fix the login bug", "routed → accepted", "approval → completed",
+    submitted = [row.seq for row in history if row.move in (12, 14)]
+    assert len(submitted) == 2 and len(set(submitted)) == 1  # one row, shown as its moves
+    for text in ("Fix the login bug", "routed → accepted", "working → verifying",
+                 "verifying → approval", "approval → completed",
                  "accept by ana/reviewer on desktop", "12 passed", "found it"):
         assert text in text_of(shown), text
     assert shown.count('class="verified"') == 1  # its one piece carried a checked receipt

@@ -150,6 +150,24 @@ def test_an_owners_move_made_by_another_is_found(
     assert f"(task {n[task]}, {move}) was made by" in failed(path, "actors")
 
 
+def test_a_submissions_one_row_made_by_another_is_found(
+        store: tuple[Path, dict[str, int]]) -> None:
+    """A submission's one row (migration 19) is read as the seed moves it stands for: one
+    written by an agent other than the assignee names the holder's first move it made."""
+    path, n = store
+    behind_the_rules(
+        path, "UPDATE tasks SET state = 'approval', actor = 'ana/reviewer', lease_id = NULL,"
+        " lease_holder = NULL, lease_instance = NULL, lease_session = NULL,"
+        " lease_expires = NULL, detail = '{\"via\":[\"working\",\"verifying\"]}'"
+        f" WHERE number = {n['claimed']}",
+        "INSERT INTO journal(task, at, actor, from_state, to_state, reason, detail)"
+        " SELECT number, updated_at, actor, 'accepted', state, 'raw', detail FROM tasks"
+        f" WHERE number = {n['claimed']}")
+    detail = failed(path, "actors")
+    assert f"(task {n['claimed']}, start) was made by ana/reviewer" in detail
+    assert f"(task {n['claimed']}, submit) was made by ana/reviewer" in detail
+
+
 def journaled(task: int) -> str:
     """The journal row of ``task``'s last move, as the store's trigger writes it (set
     aside with the rest by :func:`behind_the_rules`)."""

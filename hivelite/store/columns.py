@@ -51,7 +51,10 @@ def pick_where(mark: str, ready: str, assignee: str, project: str | None,
         clauses.append(f"project = {mark}")
         args.append(project)
     return clauses, list(args)
+
+
 def _states(states: Iterable[State]) -> str:
+    """States as an SQL list, sorted."""
     return "(" + ", ".join(f"'{s.value}'" for s in sorted(states)) + ")"
 
 

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -207,6 +207,20 @@ def _steps(seq: int, task: int, actor: str | None, source: str | None,
                                 detail=parsed if isinstance(parsed, dict) else None))
 
 
+def _moves_made(conn: apsw.Connection) -> Iterator[tuple[int, int, str | None, str, str,
+                                                        str, str]]:
+    """Each move the journal records (seq, task, actor, from, to, and the task's assignee
+    and requester), a submission's one row as the seed moves it stands for."""
+    for *row, assignee, requester in conn.execute(
+            "SELECT j.seq, j.task, j.actor, j.from_state, j.to_state, j.detail, t.assignee,"
+            " t.requester FROM journal j JOIN tasks t ON t.number = j.task"
+            " WHERE j.from_state IS NOT NULL AND j.from_state <> j.to_state ORDER BY j.seq"):
+        for step in _steps(*row):
+            assert step.from_state is not None and step.to_state is not None
+            yield (step.seq, row[1], step.actor, step.from_state, step.to_state, assignee,
+                   requester)
+
+
 def _actors(conn: apsw.Connection) -> Finding:
     """Each move was made by one who may make it (the protocol's actors): the owner's
     decisions by the store's owner, the gate's and the guard's by them, a claim, a resume
@@ -217,14 +231,7 @@ def _actors(conn: apsw.Connection) -> Finding:
     owner = conn.execute("SELECT value FROM meta WHERE key = 'owner'").get
     modes = _modes(conn)
     problems = []
-    for seq, task, actor, source, target, assignee, requester in (
-            (row.seq, row.number, row.actor, row.from_state, row.to_state, *people)
-            for *values, people in ((*v[:5], v[7], v[5:7]) for v in conn.execute(
-                "SELECT j.seq, j.task, j.actor, j.from_state, j.to_state, t.assignee,"
-                " t.requester, j.detail FROM journal j JOIN tasks t ON t.number = j.task"
-                " WHERE j.from_state IS NOT NULL AND j.from_state <> j.to_state"
-                " ORDER BY j.seq"))
-            for row in _steps(*values)):
+    for seq, task, actor, source, target, assignee, requester in _moves_made(conn):
         move = MOVES_BY_PAIR.get((State(source), State(target)))
         if move is None:  # replay names it
             continue

@@ -1229,7 +1229,7 @@ def replaced_sql(before: int, after: int, changed: Iterable[str]) -> str:
 
 
 def one_row_submissions_sql() -> str:
-    """Migration 19's statements on PostgreSQL (``schema.one_row_submissions_sql``): the
+    """Migration 19's statements on PostgreSQL (SQLite's: ``schema.remade_in_order``): the
     rules of :data:`ONE_ROW_SUBMISSIONS` made again as the code defines them, and every
     rule renamed to its place in SQLite's order at 19 (each keeps its order among its
     table's rules, as SQLite's migration keeps it)."""

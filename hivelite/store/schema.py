@@ -57,7 +57,7 @@ def via(row: str = "NEW", source: str = "OLD.state") -> str:
 
 
 def passage_sql(source: str, passed: str, target: str,
-                literal: Callable[[str], str] = lambda text: _quote(text)) -> str:
+                literal: Callable[[str], str] = _quote) -> str:
     """SQL true when a row from ``source`` through ``passed`` (its via as the engine reads
     it; ``literal`` writes a via there) to ``target`` is a submission's
     (``protocol.passage``): plain SQL, the same on both engines."""

@@ -43,7 +43,7 @@ from ..core.models import (
     made,
     normal_instance,
 )
-from ..core.protocol import SUBMITTED_VIA, State
+from ..core.protocol import State
 from ..core.receipts import check as check_receipt
 from ..store import ConfirmationRow, Held, TaskRow, Writer
 from ..store.columns import submission_detail
@@ -60,9 +60,6 @@ from .views import evidence_views, task_of, verified_of
 _COMMIT = TypeAdapter(CommitHash, config=DEFERRED)
 Outcome = Literal["completed", "failed"]
 MAX_THRESHOLD = 1000
-VIA: dict[str, list[str]] = {state.value: [s.value for s in path]
-                              for state, path in SUBMITTED_VIA.items()}
-"""The states a submission passes through from the holder's (its journal row's via)."""
 THRESHOLD = "hivelite.default_threshold"
 """The built-in threshold's name (``plugins.DEFAULT_PLUGINS``)."""
 
@@ -296,7 +293,8 @@ def _returned(tx: Writer, held: Held, holder: str, instance: str, at: str, *, ke
                   session=held.session, outcome=outcome, threshold=threshold, draft=drafted,
                   receipts=receipts)
     tx.move(held.number, held.state, target.value, at=at, actor=holder, reason=reason,
-            detail=submission_detail(VIA[held.state], sealed, detail), end_lease=True)
+            detail=submission_detail(guard.check_passage(held.state, target), sealed,
+                                     detail), end_lease=True)
     return made(Receipt, {"number": held.number, "id": held.id, "state": target,
                           "waiting_on": None, "at": at, "seq": None})
 
