@@ -149,7 +149,7 @@ def lib_worker(store: str, name: str) -> tuple[int, int]:
     return cycles, wasted
 
 
-def round_trips(store: str, cycles: int = 20) -> float:
+def round_trips(store: str, cycles: int = 20, *, plugin: bool = True) -> float:
     """Round trips per ``claim_next`` -> ``submit`` cycle on a PostgreSQL store: the times
     the client waits for the server's answers. The store runs its statements in psycopg's
     pipeline mode, where a statement whose answer is not needed yet is only queued, and the
@@ -157,7 +157,8 @@ def round_trips(store: str, cycles: int = 20) -> float:
     carries the ``COMMIT``): each such wait with answers still due is one round trip. A
     wait for an answer outside a pipeline (``Wait.R``) counts one too. The store needs
     ``cycles + 1`` ready tasks; one cycle runs first, untimed, to open the connection and
-    check the rules."""
+    check the rules. ``plugin``: a plugin answers the threshold's question, as in the
+    drains (submit reads the task for it first); without, the store's policy judges."""
     from psycopg import _pipeline_base, waiting  # what every wait goes through
 
     base = _pipeline_base.BasePipeline
@@ -197,7 +198,7 @@ def round_trips(store: str, cycles: int = 20) -> float:
     loaded = os.environ.get("HIVELITE_LOAD_PLUGINS")
     os.environ["HIVELITE_LOAD_PLUGINS"] = ""  # as the workers: no installed plugin
     try:
-        hive = Hive.open(store, plugins=[lib.ZeroThreshold()])
+        hive = Hive.open(store, plugins=[lib.ZeroThreshold()] if plugin else [])
     finally:
         if loaded is None:
             del os.environ["HIVELITE_LOAD_PLUGINS"]
@@ -308,7 +309,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if "postgres" in engines:
                 store = make_hivelite("postgres", scratch, server, database, 21, "rt")
                 found["postgres_round_trips"] = trips = round_trips(store)
-                print(f"  postgres: {trips:.1f} round trips a claim -> submit cycle")
+                store = make_hivelite("postgres", scratch, server, database, 21, "rtp")
+                found["postgres_round_trips_policy"] = alone = round_trips(store, plugin=False)
+                print(f"  postgres: {trips:.1f} round trips a claim -> submit cycle"
+                      f" ({alone:.1f} when the store's policy alone judges the result)")
     finally:
         if "postgres" in engines:
             with _psycopg().connect(server, autocommit=True) as conn:

@@ -308,8 +308,10 @@ def targets(found: dict[str, list[Take]]) -> list[Target]:
             [_ratio(a, b) for a, b in zip(pg4, pg1, strict=True)], 2.0, at_least=True,
             beside="ceiling, raw PostgreSQL W=4 over W=1: "
             + _numbers([_ratio(a, b) for a, b in zip(raw4, raw1, strict=True)]))
-        add(f"PostgreSQL round trips a claim -> submit ({server} server)", source,
-            _each(takes, "postgres_round_trips"), 6, at_least=False)
+        add(f"PostgreSQL round trips a claim -> submit, the store's policy judging"
+            f" ({server} server)", source, _each(takes, "postgres_round_trips_policy"), 4,
+            at_least=False, beside="a plugin judging (submit reads the task for it first): "
+            + _numbers(_each(takes, "postgres_round_trips")))
 
     serve = found.get("serve", [])
     agents = next((int(v) for v in _each(serve, "agents") if v is not None), 32)

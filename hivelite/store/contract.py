@@ -54,6 +54,10 @@ from .rows import (
 
 T = TypeVar("T")
 
+STATEMENTS = frozenset({"checkpoint", "claim", "next", "pause", "release", "renew", "submit",
+                        "update"})
+"""The verbs a store writes as their statements in the plain case (``Store.statements``):
+every engine takes the same ones, through the same ``Writer`` methods."""
 STORE_WIDE: ContextVar[bool] = ContextVar("hivelite_store_wide", default=False)
 """True around a write that changes the store-wide rows (the owner's controls, policy,
 budgets, enrolments, signers, tokens): the owner's authority verbs. A store whose writers

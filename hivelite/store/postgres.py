@@ -71,7 +71,7 @@ from .columns import (
     pick_where,
     usage_sum,
 )
-from .contract import STORE_WIDE, Pick
+from .contract import STATEMENTS, STORE_WIDE, Pick
 from .keys import (
     META_KEY,
     ChainKey,
@@ -273,9 +273,10 @@ OVERDUE = (f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires COLLATE 
 (RFC 3339 text), as the live-lease index is kept, so the sweep reads that index."""
 STAMP_WIDTH = 6
 """The columns of the guard's stamp (``pg_guard.stamp_sql``), first in :func:`first_sql`."""
-AHEAD_TABLES = ("meta", "controls", "required_plugins", "enrolments", "budgets")
+AHEAD_TABLES = ("meta", "policy", "controls", "required_plugins", "enrolments", "budgets")
 AHEAD = ("SELECT " + ", ".join((
     _rows_json("key, value", "meta"),
+    _rows_json("key, value", "policy"),
     _rows_json("id, kind, agent, instance, task, at, by, reason, lifted_at, lifted_by",
                "controls", "lifted_at IS NULL", "id"),
     _rows_json("name, kind, digest, settings, at, by", "required_plugins", "",
@@ -436,6 +437,21 @@ class PostgresTx(ViewRows):
             self._ahead.setdefault("overdue", [(found[-1],)])
         return self._ahead.get(name)
 
+    def crowded(self) -> tuple[bool, frozenset[str]] | None:
+        """What kept this write's holders out of the plain case, as it read the rows sent
+        ahead: whether a control was live or a plugin required, and the agents with an
+        enrolment or a budget (None: it did not read them, or changed them). Only to
+        choose a path (``PostgresStore.not_plain``), never an outcome."""
+        if self._first is None or "" in self._ahead:
+            return None
+        tables = [self._ahead.get(name) for name in
+                  ("controls", "required_plugins", "enrolments", "budgets")]
+        if any(rows is None for rows in tables):
+            return None
+        controls, required, enrolments, budgets = tables
+        return bool(controls or required), frozenset(
+            str(r[0]) for r in [*(enrolments or ()), *(budgets or ())])
+
     def _changed(self, table: str) -> None:
         """This write changes ``table``: its rows read ahead no longer hold (None: read
         it afresh, whether or not the rows sent ahead have arrived yet)."""
@@ -563,17 +579,44 @@ class PostgresTx(ViewRows):
 
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
-        return None  # not a statement here (PostgresStore.statements)
+        if not self.plain(lease.holder):  # (read with the BEGIN: no round trip)
+            return None
+        return self._take(self.next_ready(lease.holder, project=project, label=label,
+                                          skip=skip), lease, at)
 
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        return None  # not a statement here (PostgresStore.statements)
+        if not self.plain(lease.holder):
+            return None
+        # the rules refuse a task not ready, or not the holder's (its state, its
+        # assignee, its role): the full run then says which
+        return self._take(self.lock_task(ref), lease, at)  # (taken with the BEGIN)
+
+    def _take(self, row: TaskRow | None, lease: Lease, at: str) -> Taken | None:
+        """The claim of a ready task ``row``, taken ``FOR UPDATE``, in the plain case:
+        routed -> accepted under ``lease``. Its seq is known at the commit (the write
+        path names it on the receipt)."""
+        if row is None:
+            return None
+        token = row.lease_token + 1
+        self.start_lease(row.number, "routed", "accepted", lease_id=lease.lease_id,
+                         token=token, holder=lease.holder, instance=lease.instance,
+                         session=lease.session, expires=lease.expires, at=at,
+                         reason="claimed",
+                         detail={"fencing_token": token, "instance": lease.instance,
+                                 "session": lease.session, "expires_at": lease.expires})
+        return Taken(row.number, row.id, token, 0)
 
     def plain(self, holder: str) -> bool:
-        return False  # not a statement here (PostgresStore.statements)
+        return not (self.controls() or self.enrolments(holder) or self.budgets(holder))
 
     def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
              instance: str, at: str) -> Held | None:
-        return None  # not a statement here (PostgresStore.statements)
+        row = self.lock_task(ref)  # (taken with the BEGIN: no round trip)
+        if (row is None or row.lease_id != lease_id or row.lease_token != token
+                or row.lease_holder != holder or row.lease_instance != instance
+                or (row.lease_expires or "") <= at or not self.plain(holder)):
+            return None  # (a live lease is the holder's state's: the rules hold it)
+        return Held(row.number, row.id, row.state, row.lease_session, row.project)
 
     def overdue(self, at: str) -> list[TaskRow]:
         return [TaskRow(*r) for r in self._all(
@@ -734,7 +777,9 @@ class PostgresTx(ViewRows):
         return None if value is None else str(value)
 
     def policy(self) -> dict[str, str]:
-        return {str(k): str(v) for k, v in self._all("SELECT key, value FROM policy")}
+        rows = self._read_ahead("policy")
+        return {str(k): str(v) for k, v in (
+            self._all("SELECT key, value FROM policy") if rows is None else rows)}
 
     def required_plugins(self) -> list[RequiredPlugin]:
         rows = self._read_ahead("required_plugins")
@@ -1020,6 +1065,7 @@ class PostgresTx(ViewRows):
 
     def set_policy(self, key: str, value: str | None, *, at: str, by: str) -> None:
         self._store_wide()
+        self._changed("policy")
         self.conn.execute("DELETE FROM policy WHERE key = %s", (key,))
         if value is not None:
             self.conn.execute("INSERT INTO policy(key, value, at, by) VALUES (%s, %s, %s, %s)",
@@ -1186,11 +1232,11 @@ def connect_failure(exc: psycopg.Error, where: str) -> HiveliteError:
 class PostgresStore:
     """One hivelite store in a PostgreSQL database; a connection per thread."""
 
-    statements: frozenset[str] = frozenset()
-    """None: every write takes the full run here."""
+    statements: frozenset[str] = STATEMENTS
 
     def not_plain(self, holder: str) -> bool:
-        return True  # no statement here (statements)
+        crowded = getattr(self._local, "crowded", None)  # as this thread's last write
+        return crowded is not None and (crowded[0] or holder in crowded[1])  # read them
 
     def __init__(self, url: str, *, create: bool = True, upgrade: bool = True) -> None:
         if not is_url(url):
@@ -1512,6 +1558,7 @@ class PostgresStore:
                                   " another read or write of this thread")
         begun = False
         self._local.writing = True
+        tx: PostgresTx | None = None
         try:
             with conn.pipeline():
                 tx = self._begin(conn, wide=STORE_WIDE.get(), about=about)
@@ -1545,6 +1592,7 @@ class PostgresStore:
             raise
         finally:
             self._local.writing = False
+            self._local.crowded = None if tx is None else tx.crowded()
         self.key, self._key_named = key, True  # named in the store now: every write seals
         if ends is not None:
             first, last = ends()

@@ -56,6 +56,7 @@ from .columns import (
     pick_where,
     usage_sum,
 )
+from .contract import STATEMENTS
 from .doctor import schema_problem
 from .group import Group, Turn
 from .keys import (
@@ -152,9 +153,6 @@ PLAIN = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL)"
 """The plain case of a holder's statement (its two ``?``: the holder): no control of the
 owner's is live, and the holder has no enrolment and no budget. Outside it the write path's
 full run takes the write: it reads the vetoes, the enrolment's scope and the day's spend."""
-STATEMENTS = frozenset({"checkpoint", "claim", "next", "pause", "release", "renew", "submit",
-                        "update"})
-"""The verbs this engine writes as their statements in the plain case."""
 
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
 

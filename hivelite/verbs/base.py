@@ -122,6 +122,19 @@ WRITE_ATTEMPTS = 3
 """How many times a write that only met other writes (a deadlock) is tried."""
 
 
+def _retried(attempt: Callable[[], T]) -> T:
+    """``attempt`` (one write transaction), again when the store gave it up as meeting
+    other writes (PostgreSQL's deadlock or serialization failure: ``StoreBusy`` with
+    ``retry``; nothing was written), at most :data:`WRITE_ATTEMPTS` times."""
+    for tried in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            return attempt()
+        except StoreBusy as error:
+            if not error.extra.get("retry") or tried == WRITE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
 class HiveBase:
     """One open store with its owner, plugins and clock; shared by threads."""
 
@@ -219,13 +232,7 @@ class HiveBase:
         (PostgreSQL's deadlock or serialization failure: ``StoreBusy`` with ``retry``;
         nothing was written, and the verb decides afresh), at most
         :data:`WRITE_ATTEMPTS` times."""
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
-            try:
-                return self._attempt(caller, body, verb, mode, right, about=about)
-            except StoreBusy as error:
-                if not error.extra.get("retry") or attempt == WRITE_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")
+        return _retried(lambda: self._attempt(caller, body, verb, mode, right, about=about))
 
     def _attempt(self, caller: Caller | None, body: Callable[[Unit], T], verb: str,
                  mode: Mode, right: Right | None, *,
@@ -279,7 +286,8 @@ class HiveBase:
         return result
 
     def _statement(self, caller: Caller, verb: str,
-                   statements: Callable[[Writer, datetime, str], T | None]) -> T | None:
+                   statements: Callable[[Writer, datetime, str], T | None], *,
+                   about: str | int | Pick) -> T | None:
         """``verb`` as its ``statements`` (the store's, in one transaction), in the
         plain case; None when it is not, and the caller runs :meth:`_write`, whose full run
         decides and says precisely why it refuses.
@@ -291,13 +299,15 @@ class HiveBase:
         the full run). Python checks nothing the database checks: a statement the store's
         rules refuse is undone, and the full run explains it. ``statements`` may answer
         with an error that needs no explaining (``next``'s ``queue_empty`` in the plain
-        case): nothing they wrote is kept, and the error is the verb's answer."""
+        case): nothing they wrote is kept, and the error is the verb's answer. ``about``:
+        the task (or the pick) they take, which an engine may take with the ``BEGIN``. A
+        transaction the store gave up as meeting others is run again, as in :meth:`_run`."""
         if (verb not in self.store.statements or PENDING.get() is not None
                 or self.store.not_plain(caller.name)):
             return None
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
 
-        def job(tx: Writer) -> tuple[T, int, int]:
+        def job(tx: Writer) -> tuple[T, Callable[[], tuple[int, int]]]:
             now = self.clock()  # under the lock: a lease that ran out while this
             at = format_ts(now)  # verb waited for it is stale, as in the full run
             if tx.required_plugins() or tx.lock_overdue(at):
@@ -305,11 +315,10 @@ class HiveBase:
             answer = statements(tx, now, at)
             if answer is None:
                 raise _NotPlain  # undo what it wrote
-            first, last = tx.journal_end()()
-            return answer, first, last
+            return answer, tx.journal_end()  # (known at the commit at the latest)
 
         try:
-            answer, first, last = self.store.transact(job)
+            answer, ends = _retried(lambda: self.store.transact(job, about=about))
         except _NotPlain:
             return None
         except (InvalidState, ForbiddenRight, RateLimited, InvalidInput) as error:
@@ -318,6 +327,7 @@ class HiveBase:
             log.debug("%s: the store refused its statement (%s); the full run explains",
                       verb, error)
             return None
+        first, last = ends()
         if last > first:  # it journaled: the answer names its task's last row
             if isinstance(answer, Receipt):
                 answer.seq = last

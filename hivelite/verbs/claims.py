@@ -166,7 +166,8 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
     target = State.working if resume else State.accepted
     if not resume:
         taken = hive._statement(agent, verb, _taking(
-            agent, lease_id, minutes, lambda tx, lease, at: tx.take_task(ref, lease, at=at)))
+            agent, lease_id, minutes, lambda tx, lease, at: tx.take_task(ref, lease, at=at)),
+            about=ref)
         if taken is not None:
             return taken
 
@@ -284,7 +285,8 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
     taken = hive._statement(agent, "next", _taking(
         agent, lease_id, minutes, lambda tx, lease, at: tx.take_next(
             lease, at=at, project=project, label=label, skip=skip),
-        lambda: _queue_empty(agent.name, project, label)))
+        lambda: _queue_empty(agent.name, project, label)),
+        about=Pick(agent.name, project, label, tuple(skip)))
     if taken is not None:
         return taken
 
@@ -373,7 +375,7 @@ def renew(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, toke
             "fencing_token": token, "holder": agent.name, "instance": agent.instance or "",
             "session": held.session, "expires_at": expires, "question": None})
 
-    renewed = hive._statement(agent, "renew", statement)
+    renewed = hive._statement(agent, "renew", statement, about=ref)
     if renewed is not None:
         return renewed
     return hive._write(agent, "renew", body, about=ref)
@@ -415,7 +417,7 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
                                   "state": State.routed, "waiting_on": None, "at": at,
                                   "seq": None})
 
-        released = hive._statement(caller, "release", statement)
+        released = hive._statement(caller, "release", statement, about=ref)
         if released is not None:
             return released
 
@@ -475,7 +477,7 @@ def _holder_write(hive: HiveBase, caller: Caller, ref: str | int, verb: str, lea
             return made(Receipt, {"number": held.number, "id": held.id, "state": state,
                                   "waiting_on": waiting, "at": at, "seq": None})
 
-        done = hive._statement(agent, verb, statement)
+        done = hive._statement(agent, verb, statement, about=ref)
         if done is not None:
             return done
 

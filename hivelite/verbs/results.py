@@ -204,7 +204,7 @@ def submit(
                              threshold=threshold, drafted=drafted, receipts=receipts,
                              sealed=sealed, judged=(target, reason, detail))
 
-        returned = hive._statement(agent, "submit", statement)
+        returned = hive._statement(agent, "submit", statement, about=ref)
         if returned is not None:
             return returned
 
@@ -278,7 +278,7 @@ def _submit_by_policy(hive: HiveBase, agent: Caller, ref: str | int, *, lease_id
                          threshold=threshold, drafted=drafted, receipts=None, sealed=sealed,
                          judged=_judged(outcome, summary, [], threshold, decided_by))
 
-    return hive._statement(agent, "submit", statement)
+    return hive._statement(agent, "submit", statement, about=ref)
 
 
 def _returned(tx: Writer, held: Held, holder: str, instance: str, at: str, *, kept: str,
