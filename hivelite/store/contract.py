@@ -355,7 +355,8 @@ class Store(Protocol):
         budget, a plugin was required): the write path then takes the full run at once,
         without trying the statements first. It only chooses the path, never the outcome:
         when another process has changed that since, the full run reads the file afresh,
-        and the write after it knows. False when it does not know."""
+        and the write after it knows (PostgreSQL's statements read it with their
+        ``BEGIN``). False when it does not know."""
         ...
     def read(self) -> AbstractContextManager[Reader]: ...
     def write(self, *, about: str | int | Pick | None = None

@@ -217,7 +217,8 @@ class Lease:
 @record(frozen=True)
 class Taken:
     """What a claim's statement answers: the task it took, its id, the new fencing token,
-    and the seq of the move's journal row."""
+    and the seq of the move's journal row (0 on an engine that numbers its rows at the
+    commit: the write path then names it, ``Writer.journal_end``)."""
 
     number: int
     id: str
