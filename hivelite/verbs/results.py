@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -23,6 +24,7 @@ from ..core.caller import Caller, require_agent, require_owner
 from ..core.clock import format_ts
 from ..core.errors import (
     ForbiddenRight,
+    HiveliteError,
     InvalidInput,
     InvalidState,
     PluginError,
@@ -45,7 +47,7 @@ from ..core.models import (
 )
 from ..core.protocol import State
 from ..core.receipts import check as check_receipt
-from ..store import ConfirmationRow, Held, TaskRow, Writer
+from ..store import Bodies, ConfirmationRow, Held, TaskRow, Writer
 from ..store.columns import submission_detail
 from ..store.keys import load_signer
 from . import guard
@@ -58,6 +60,7 @@ from .unit import Unit, updated
 from .views import evidence_views, task_of, verified_of
 
 _COMMIT = TypeAdapter(CommitHash, config=DEFERRED)
+T = TypeVar("T")
 Outcome = Literal["completed", "failed"]
 MAX_THRESHOLD = 1000
 THRESHOLD = "hivelite.default_threshold"
@@ -109,6 +112,30 @@ def _uncounted_by_plugin(hive: HiveBase, task: Task, confirmation: Confirmation)
         raise PluginError(plugin, "hivelite_count_confirmation",
                           f"returned {value!r}; expected True, False or None")
     return None if value else f"the plugin {plugin} does not count it"
+
+
+ASKS = 3
+"""How many times a verdict or an amendment asks its plugins (before the write lock) when
+the result they were asked about changed before the write could take it."""
+
+
+class _AskAgain(Exception):
+    """The result the plugins were asked about is not the one the write found: the write
+    is undone, and the plugins are asked about the result as it is now."""
+
+
+def _asking(name: str, ask: Callable[[], T], write: Callable[[T], Receipt]) -> Receipt:
+    """``write`` given what ``ask`` learnt from the plugins before the write lock (each
+    asked outside it: a plugin that takes its time holds up no other writer), asked
+    afresh while the write finds that the result asked about changed meanwhile (at most
+    :data:`ASKS` times; then ``503 store_busy``)."""
+    for _ in range(ASKS):
+        try:
+            return write(ask())
+        except _AskAgain:
+            continue
+    raise StoreBusy("busy", f"the result changed {ASKS} times while the plugins were asked"
+                    f" about it; nothing was written by this {name}. Try again", retry=True)
 
 # -- submit --------------------------------------------------------------
 
@@ -404,8 +431,34 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
                            f" {verdict!r}", field="verdict")
     reason = guard.reason_fits(reason, required=verdict == "reject")
     instance = str(agent.instance)
+    asking = bool(hive.plugins.hook.hivelite_count_confirmation.get_hookimpls())
 
-    def body(unit: Unit) -> Receipt:
+    def ask() -> _Counted | None:
+        """The plugins' word on this verdict, from a snapshot (None: nobody to ask, or no
+        verdict the store's mode would count: the write decides)."""
+        if not asking:
+            return None
+        with hive.store.read() as reader:
+            found = reader.task_with_bodies(ref)
+            meta = None if found is None else reader.result_meta(found[0].number)
+            if found is None or meta is None or found[0].state != State.approval.value:
+                return None
+            given = reader.confirmations(found[0].number, meta.version)
+            mode = store_policy(reader.policy()).mode
+        if (agent.name == meta.worker or instance == normal_instance(meta.instance)
+                or why_not_counted(mode, hive.owner, meta.worker, agent.name, instance,
+                                   given) is not None):
+            return None
+        confirmation = Confirmation(reviewer=agent.name, instance=instance,
+                                    session=agent.session, verdict=verdict, reason=reason,
+                                    at=format_ts(hive.clock()))
+        return _Counted(meta.version, _uncounted_by_plugin(
+            hive, task_of(found[0], found[1], hive._packets), confirmation))
+
+    def write(asked: _Counted | None) -> Receipt:
+        return hive._write(agent, "verify", lambda unit: body(unit, asked), about=ref)
+
+    def body(unit: Unit, asked: _Counted | None) -> Receipt:
         row = unit.task(ref)
         guard.awaiting_decision(row)
         meta = unit.tx.result_meta(row.number)
@@ -425,12 +478,10 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
         # from one instance) neither completes nor sends back: it is kept, with why.
         why = why_not_counted(unit.policy().mode, hive.owner, meta.worker, agent.name,
                               instance, given)
-        if why is None:
-            confirmation = Confirmation(reviewer=agent.name, instance=instance,
-                                        session=agent.session, verdict=verdict,
-                                        reason=reason, at=unit.at)
-            task = task_of(row, unit.tx.bodies(row.number), hive._packets)
-            why = _uncounted_by_plugin(hive, task, confirmation)
+        if why is None and asking:  # the plugins' word, asked about this very result
+            if asked is None or asked.version != meta.version:
+                raise _AskAgain
+            why = asked.why
         counted = why is None
         unit.tx.add_confirmation(row.number, meta.version, ConfirmationRow(
             reviewer=agent.name, instance=instance, session=agent.session,
@@ -453,7 +504,16 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
                        | ({"why": why} if why else {}))
         return unit.receipt(row)
 
-    return hive._write(agent, "verify", body, about=ref)
+    return _asking("verify", ask, write)
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """What the plugins said of a verdict before the lock: about which version of the
+    result, and why one of them does not count it (None: it counts)."""
+
+    version: int
+    why: str | None
 
 
 def _owner_decision(hive: HiveBase, caller: Caller, ref: str | int, target: State, verb: str,
@@ -505,7 +565,29 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
             raise InvalidInput("invalid_commit", "merge_commit is 7-64 lowercase hex"
                                " characters", field="merge_commit") from None
 
-    def body(unit: Unit) -> Receipt:
+    def ask() -> _Amended | None:
+        """The new result and what the plugins say of its evidence, from a snapshot
+        (None: nothing to replace, or not the caller's to amend: the write says why)."""
+        if merge_commit is not None or (summary is None and evidence is None):
+            return None
+        with hive.store.read() as reader:
+            found = reader.task_with_bodies(ref)
+            meta = None if found is None else reader.result_meta(found[0].number)
+            if (found is None or meta is None or found[0].state != State.approval.value
+                    or caller.is_owner or who != meta.worker):
+                return None
+            kept = reader.receipts(found[0].number) if evidence is None else None
+            store_id = reader.meta("store_id") if evidence is not None else None
+        try:
+            return _Amended(meta.version, *_amended(
+                hive, found[0], found[1], kept, store_id, summary, evidence))
+        except HiveliteError as error:  # said by the write, after its own checks
+            return _Amended(meta.version, "", None, [], error)
+
+    def write(asked: _Amended | None) -> Receipt:
+        return hive._write(caller, "amend", lambda unit: body(unit, asked))
+
+    def body(unit: Unit, asked: _Amended | None) -> Receipt:
         row = unit.task(ref)
         meta = unit.tx.result_meta(row.number)
         state = State(row.state)
@@ -519,7 +601,12 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
             if caller.is_owner or who != meta.worker:
                 raise ForbiddenRight("not_submitter",
                                      f"only {meta.worker}, who submitted it, may amend")
-            _replace_result(hive, unit, row, meta.version, summary, evidence)
+            if summary is None and evidence is None:
+                raise InvalidInput("nothing_to_amend", "give a new summary or new evidence",
+                                   field="summary")
+            if asked is None or asked.version != meta.version:
+                raise _AskAgain  # (the plugins were asked about another result)
+            _replace_result(unit, row, meta.version, asked)
             row = updated(row, updated_at=unit.at)
         else:
             if summary is not None or evidence is not None:
@@ -544,15 +631,29 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
             unit.tx.record_merge(row.number, merge_commit, who)
         return unit.receipt(row)
 
-    return hive._write(caller, "amend", body)
+    return _asking("amend", ask, write)
 
 
-def _replace_result(hive: HiveBase, unit: Unit, row: TaskRow, version: int, summary: str | None,
-                    evidence: Sequence[Evidence | Mapping[str, Any]] | None) -> None:
-    if summary is None and evidence is None:
-        raise InvalidInput("nothing_to_amend", "give a new summary or new evidence",
-                           field="summary")
-    bodies = unit.tx.bodies(row.number)
+@dataclass(frozen=True)
+class _Amended:
+    """A result awaiting a decision as its amendment makes it, worked out before the lock:
+    which version it replaces, the new result's JSON and receipts, and what the plugins
+    said of its evidence (or the error the amendment meets, said after the write's own
+    checks)."""
+
+    version: int
+    result: str
+    receipts: str | None
+    problems: list[dict[str, str]]
+    error: HiveliteError | None = None
+
+
+def _amended(hive: HiveBase, row: TaskRow, bodies: Bodies, kept: str | None,
+             store_id: str | None, summary: str | None,
+             evidence: Sequence[Evidence | Mapping[str, Any]] | None
+             ) -> tuple[str, str | None, list[dict[str, str]]]:
+    """The amended result (its JSON), its receipts (new evidence: new receipts, checked
+    here; else those ``kept``) and what the plugins say of its evidence."""
     data = json.loads(bodies.result or "{}")
     if summary is not None:
         data["summary"] = summary
@@ -563,17 +664,24 @@ def _replace_result(hive: HiveBase, unit: Unit, row: TaskRow, version: int, summ
         result = Result.model_validate(data)
     except ValidationError as exc:
         raise invalid(exc, "result") from None
-    receipts = (_checked(unit.tx.meta("store_id"), result, given) if given is not None
-                else unit.tx.receipts(row.number))  # new evidence, new receipts
+    receipts = _checked(store_id, result, given) if given is not None else kept
     problems = _evidence_problems(hive, task_of(row, bodies, hive._packets), result,
                                   evidence_views(result, receipts))
-    if problems:
-        raise InvalidInput("evidence_refused", "; ".join(p["problem"] for p in problems),
-                           field="evidence", problems=problems)
+    return result.model_dump_json(exclude_none=True), receipts, problems
+
+
+def _replace_result(unit: Unit, row: TaskRow, version: int, amended: _Amended) -> None:
+    """Write the amendment worked out before the lock (or refuse it, as it found)."""
+    if amended.error is not None:
+        raise amended.error
+    if amended.problems:
+        raise InvalidInput("evidence_refused",
+                           "; ".join(p["problem"] for p in amended.problems),
+                           field="evidence", problems=amended.problems)
     dismissed = len(unit.tx.confirmations(row.number, version))
     # the journal row first, naming the new version: the store changes a result awaiting a
     # decision only right after its worker's amend is journaled
     unit.event(row, "amended", {"version": version + 1, "dismissed": dismissed}
-               | ({"verified": verified_of(receipts)} if receipts else {}))
-    unit.tx.amend_result(row.number, result.model_dump_json(exclude_none=True), receipts)
+               | ({"verified": verified_of(amended.receipts)} if amended.receipts else {}))
+    unit.tx.amend_result(row.number, amended.result, amended.receipts)
     unit.tx.touch(row.number, unit.at)
