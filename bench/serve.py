@@ -3,7 +3,8 @@ in-process.
 
 A store with N routed tasks for each of A agents (default 32 agents), each with its own
 token. Over HTTP: one ``hivelite serve`` process on a loopback port, A client threads
-each running ``next -> checkpoint -> submit`` (threshold 0: a submit completes the task)
+each running ``next -> checkpoint -> submit`` (threshold 0: a submit completes the task;
+the agent reads the task ``next`` gave it)
 until the time is up or its tasks run out. In-process: the same loop, A threads on one
 ``Hive``. Prints cycles/s, p50/p99 latency of a cycle, and checks: no task completed twice,
 no cycle lost (every claim ended in a completion), no 5xx answer.
@@ -55,8 +56,12 @@ def build(path: Path, agents: int, tasks: int) -> list[str]:
 
 
 def cycle(hive: Any, caller: Caller | None) -> int:
-    """One next -> checkpoint -> submit; the task's number (``NotFound``: none left)."""
+    """One next -> checkpoint -> submit; the task's number (``NotFound``: none left). The
+    agent reads the task it was given (its packet says what to do): over HTTP it comes
+    with ``next``'s answer, in process it is read when first asked for."""
     lease = hive.claim_next(caller, project="load")
+    if not lease.task.task.packet.task:
+        raise RuntimeError(f"task {lease.number} came without its packet")
     fence = {"lease_id": lease.lease_id, "token": lease.fencing_token}
     hive.checkpoint(caller, lease.number, **fence, progress="working")
     hive.submit(caller, lease.number, **fence, summary="done", evidence=EVIDENCE)
