@@ -48,6 +48,7 @@ from ..core.models import (
     StoreInfo,
     StorePolicy,
     TaskView,
+    made,
 )
 from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, Right, State
 from ..store import ListFilter, Reader, RequestRow, Store, TaskRow, Writer
@@ -334,6 +335,26 @@ class HiveBase:
             if notifiers:
                 self._notify(first, last)
         return answer
+
+    def _moved_by_owner(self, owner: Caller, verb: str, ref: str | int, target: State, *,
+                        reason: str, accepts: Callable[[TaskRow], bool] | None = None,
+                        detail: dict[str, Any] | None = None) -> Receipt | None:
+        """The owner's move of task ``ref`` to ``target`` as its statement (see
+        :meth:`_statement`; no control, enrolment or budget bears on the owner). The
+        store's rules check the move; ``accepts`` narrows it to the state the verb moves
+        from where the protocol has the same move for another verb (the owner's release
+        moves a claimed task to ``routed`` too, not a decline). None: the full run decides,
+        and says why it refuses."""
+        def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
+            row = tx.lock_task(ref)
+            if row is None or (accepts is not None and not accepts(row)):
+                return None
+            tx.move(row.number, row.state, target.value, at=at, actor=owner.name,
+                    reason=reason, detail=detail, end_lease=row.lease_id is not None)
+            return made(Receipt, {"number": row.number, "id": row.id, "state": target,
+                                  "waiting_on": None, "at": at, "seq": None})
+
+        return self._statement(owner, verb, statement, about=ref)
 
     def _replay(self, caller: object, pending: Pending) -> object | None:
         """The first answer to this request, read when the verb's own checks before its

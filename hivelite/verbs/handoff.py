@@ -362,6 +362,10 @@ def _owner_move(hive: HiveBase, caller: Caller, ref: str | int, target: State, v
     caller = hive._caller(caller, verb)
     who = require_owner(caller, hive.owner, verb)
     reason = guard.reason_fits(reason)
+    moved = hive._moved_by_owner(caller, verb, ref, target, reason=reason or verb,
+                                 accepts=_held_for_the_owner)
+    if moved is not None:
+        return moved
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
@@ -371,6 +375,11 @@ def _owner_move(hive: HiveBase, caller: Caller, ref: str | int, target: State, v
         return unit.receipt(row)
 
     return hive._write(caller, verb, body, about=ref)
+
+
+def _held_for_the_owner(row: TaskRow) -> bool:
+    return row.state == State.waiting.value and (
+        row.waiting_on == WaitingOn.owner_approval.value)
 
 
 @idempotent
@@ -397,6 +406,11 @@ def cancel(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None
     (seed 000: the requesting agent's owner cancels)."""
     caller = hive._caller(caller, "cancel")
     given = guard.reason_fits(reason) if caller.is_owner else reason  # an agent: who first
+    if caller.is_owner:
+        moved = hive._moved_by_owner(caller, "cancel", ref, State.cancelled,
+                                     reason=given or "cancel")  # (the rules: which states)
+        if moved is not None:
+            return moved
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)

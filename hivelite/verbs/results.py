@@ -522,6 +522,11 @@ def _owner_decision(hive: HiveBase, caller: Caller, ref: str | int, target: Stat
     caller = hive._caller(caller, name)
     who = require_owner(caller, hive.owner, verb)
     reason = guard.reason_fits(reason, required=target is State.routed)
+    moved = hive._moved_by_owner(caller, name, ref, target, reason=reason or verb,
+                                 accepts=lambda row: row.state == State.approval.value,
+                                 detail={"decided_by": "person"})
+    if moved is not None:
+        return moved
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
