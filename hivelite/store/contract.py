@@ -55,7 +55,8 @@ from .rows import (
 T = TypeVar("T")
 
 STATEMENTS = frozenset({"approve", "cancel", "checkpoint", "claim", "decline", "deny", "next",
-                        "pause", "release", "renew", "sign_off", "submit", "update"})
+                        "pause", "release", "renew", "resume", "sign_off", "submit",
+                        "update"})
 """The verbs a store writes as their statements in the plain case (``Store.statements``):
 every engine takes the same ones, through the same ``Writer`` methods."""
 STORE_WIDE: ContextVar[bool] = ContextVar("hivelite_store_wide", default=False)
@@ -251,6 +252,12 @@ class Writer(Reader, Protocol):
         and assigned to the holder and has no role, taken under ``lease`` (as
         :meth:`take_next` takes the one it picks). None when it is not: the write path
         undoes whatever this wrote, and the full run decides (and says why it refuses)."""
+        ...
+    def take_paused(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
+        """``resume`` as its statement, in the plain case: task ``ref``, when it is paused
+        on a person or an agent and assigned to the holder, taken again under ``lease``
+        (waiting -> working, reason ``resumed``). None when it is not: the write path undoes
+        whatever this wrote, and the full run decides (and says why it refuses)."""
         ...
     def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
              instance: str, at: str) -> Held | None:

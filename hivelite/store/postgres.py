@@ -591,17 +591,28 @@ class PostgresTx(ViewRows):
         # assignee, its role): the full run then says which
         return self._take(self.lock_task(ref), lease, at)  # (taken with the BEGIN)
 
-    def _take(self, row: TaskRow | None, lease: Lease, at: str) -> Taken | None:
+    def take_paused(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
+        if not self.plain(lease.holder):
+            return None
+        row = self.lock_task(ref)  # (taken with the BEGIN)
+        if row is None or row.state != "waiting":  # (a claimed task's holder moves it
+            return None  # to working too; the rules refuse one paused on the owner, or
+        return self._take(row, lease, at, resume=True)  # not the holder's)
+
+    def _take(self, row: TaskRow | None, lease: Lease, at: str, *,
+              resume: bool = False) -> Taken | None:
         """The claim of a ready task ``row``, taken ``FOR UPDATE``, in the plain case:
-        routed -> accepted under ``lease``. Its seq is known at the commit (the write
-        path names it on the receipt)."""
+        routed -> accepted under ``lease`` (``resume``: a paused one, waiting -> working),
+        the move from the state the row is in, which the rules refuse when it is not that
+        verb's. Its seq is known at the commit (the write path names it on the receipt)."""
         if row is None:
             return None
         token = row.lease_token + 1
-        self.start_lease(row.number, "routed", "accepted", lease_id=lease.lease_id,
+        target, reason = ("working", "resumed") if resume else ("accepted", "claimed")
+        self.start_lease(row.number, row.state, target, lease_id=lease.lease_id,
                          token=token, holder=lease.holder, instance=lease.instance,
                          session=lease.session, expires=lease.expires, at=at,
-                         reason="claimed",
+                         reason=reason,
                          detail={"fencing_token": token, "instance": lease.instance,
                                  "session": lease.session, "expires_at": lease.expires})
         return Taken(row.number, row.id, token, 0)

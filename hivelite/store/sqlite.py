@@ -375,28 +375,42 @@ class SqliteTx(ViewRows):
             f"SELECT number, id, lease_token FROM tasks WHERE {where} = ? AND assignee = ?"
             f" AND {READY} AND role IS NULL", (key, lease.holder)).fetchone(), lease, at)
 
-    def _take(self, picked: tuple[Any, ...] | None, lease: Lease, at: str) -> Taken | None:
+    def take_paused(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
+        where, key = task_key(ref)
+        if where is None:
+            return None
+        # the update takes a waiting task alone; the rules refuse one that is not the
+        # holder's or waits on the owner (the full run then says which)
+        return self._take(self.conn.execute(
+            f"SELECT number, id, lease_token FROM tasks WHERE {where} = ?", (key,)
+        ).fetchone(), lease, at, source="waiting")
+
+    def _take(self, picked: tuple[Any, ...] | None, lease: Lease, at: str, *,
+              source: str = "routed") -> Taken | None:
         """The claim of a ready task ``picked`` (its number, id and token), when the case is
-        plain (:data:`PLAIN`): routed -> accepted under ``lease``, journaled and chained."""
+        plain (:data:`PLAIN`): routed -> accepted under ``lease``, journaled and chained;
+        or, ``source`` waiting (a paused task), its resumption: waiting -> working."""
         if picked is None:
             return None
         number, task_id, token = int(picked[0]), str(picked[1]), int(picked[2]) + 1
+        target, reason = ("accepted", "claimed") if source == "routed" else (
+            "working", "resumed")
         detail = dump({"fencing_token": token, "instance": lease.instance,
                        "session": lease.session, "expires_at": lease.expires})
-        seq, chain = self._link(number, at, lease.holder, "routed", "accepted", None,
-                                "claimed", detail)
-        self.conn.execute("UPDATE claim_counts SET claims = claims + 1 WHERE agent = ?",
-                          (lease.holder,))
+        seq, chain = self._link(number, at, lease.holder, source, target, None, reason,
+                                detail)
+        # (no claim to count: in the plain case the holder has no budget, so no row in
+        # claim_counts, which a budget's end removes)
         if self.conn.execute(
-                "UPDATE tasks SET state = 'accepted', waiting_on = NULL, lease_id = ?,"
+                "UPDATE tasks SET state = ?, waiting_on = NULL, lease_id = ?,"
                 " lease_token = ?, lease_holder = ?, lease_instance = ?, lease_session = ?,"
-                " lease_expires = ?, updated_at = ?, actor = ?, reason = 'claimed',"
+                " lease_expires = ?, updated_at = ?, actor = ?, reason = ?,"
                 " detail = ?, chain = ?, lease_scope = NULL, last_seq = ?"
-                f" WHERE number = ? AND state = 'routed' AND {PLAIN} RETURNING number",
-                (lease.lease_id, token, lease.holder, lease.instance, lease.session,
-                 lease.expires, at, lease.holder, detail, chain, seq, number,
+                f" WHERE number = ? AND state = ? AND {PLAIN} RETURNING number",
+                (target, lease.lease_id, token, lease.holder, lease.instance, lease.session,
+                 lease.expires, at, lease.holder, reason, detail, chain, seq, number, source,
                  lease.holder, lease.holder)).fetchone() is None:
-            return None  # not the plain case: the write path undoes the count and the link
+            return None  # not the plain case: the write path undoes the link
         if self.known is not None:
             self.known.lease_until(lease.expires)
         return Taken(number, task_id, token, seq)

@@ -164,12 +164,12 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
     lease_minutes(minutes)
     lease_id = new_lease_id()
     target = State.working if resume else State.accepted
-    if not resume:
-        taken = hive._statement(agent, verb, _taking(
-            agent, lease_id, minutes, lambda tx, lease, at: tx.take_task(ref, lease, at=at)),
-            about=ref)
-        if taken is not None:
-            return taken
+    taken = hive._statement(agent, verb, _taking(
+        agent, lease_id, minutes,
+        (lambda tx, lease, at: tx.take_paused(ref, lease, at=at)) if resume else
+        (lambda tx, lease, at: tx.take_task(ref, lease, at=at)), resumed=resume), about=ref)
+    if taken is not None:
+        return taken
 
     def body(unit: Unit) -> ClaimReceipt:
         row = unit.task(ref)  # a veto on it is refused here
@@ -186,12 +186,13 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
 
 def _taking(agent: Caller, lease_id: str, minutes: int,
             take: Callable[[Writer, Lease, str], Taken | None],
-            empty: Callable[[], NotFound] | None = None
+            empty: Callable[[], NotFound] | None = None, *, resumed: bool = False
             ) -> Callable[[Writer, datetime, str], ClaimReceipt | None]:
     """A claim's statement for :meth:`HiveBase._statement`: ``take`` under a lease of
     ``minutes`` from the write's time, answered as the claim's receipt (None: it took
     nothing). ``empty``: the answer when it took nothing in the plain case (``next``: the
-    full run's pick would find nothing either, and need not look again)."""
+    full run's pick would find nothing either, and need not look again). ``resumed``: a
+    paused task taken again, working, its receipt with the question and its answers."""
     def statement(tx: Writer, now: datetime, at: str) -> ClaimReceipt | None:
         assert agent.instance is not None
         expires = lease_expiry(now, minutes)
@@ -202,10 +203,12 @@ def _taking(agent: Caller, lease_id: str, minutes: int,
                 raise empty()
             return None
         return made(ClaimReceipt, {
-            "number": taken.number, "id": taken.id, "state": State.accepted,
+            "number": taken.number, "id": taken.id,
+            "state": State.working if resumed else State.accepted,
             "waiting_on": None, "at": at, "seq": taken.seq, "lease_id": lease_id,
             "fencing_token": taken.token, "holder": agent.name, "instance": agent.instance,
-            "session": agent.session, "expires_at": expires, "question": None})
+            "session": agent.session, "expires_at": expires,
+            "question": question_of(tx.question(taken.number)) if resumed else None})
     return statement
 
 
