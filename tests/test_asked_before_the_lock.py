@@ -18,21 +18,13 @@ import pytest
 import hivelite
 from hivelite import Hive, State, StoreBusy
 
-from .conftest import CODER, OWNER, REVIEWER, OpenHive, own_task
+from .both_ways import in_approval
+from .conftest import CODER, OWNER, REVIEWER, OpenHive
 
 pytestmark = pytest.mark.contract
 
-EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 WAIT_S = 30.0
 """How long a plugin waits for the other write it set going (a failing run's bound)."""
-
-
-def in_approval(hive: Hive) -> int:
-    number = own_task(hive)
-    lease = hive.claim(CODER, number)
-    assert hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
-                       summary="done", evidence=EVIDENCE).state is State.approval
-    return number
 
 
 class Meanwhile:

@@ -8,24 +8,18 @@ words it always used.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hivelite import Hive, HiveliteError, ManualClock, State, hookimpl
+from hivelite import Hive, ManualClock, State, hookimpl
 
+from .both_ways import full_run_only, in_approval, refusals_both_ways
 from .conftest import CODER, OWNER, START, OpenHive, held_task, own_task
-from .test_statements import EVIDENCE, FullRuns, refusal
+from .test_statements import FullRuns
 
 pytestmark = pytest.mark.contract
-
-
-def in_approval(hive: Hive) -> int:
-    number = own_task(hive)
-    lease = hive.claim(CODER, number)
-    hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
-                summary="done", evidence=EVIDENCE)
-    return number
 
 
 def claimed(hive: Hive) -> int:
@@ -98,28 +92,19 @@ def wrong_cases(hive: Hive) -> dict[str, Callable[[], Any]]:
 
 
 def test_the_refusals_read_the_same_with_statements_and_without(
-        open_hive: OpenHive, tmp_path: Any) -> None:
-    said: dict[bool, dict[str, tuple[type[HiveliteError], str, str]]] = {}
-    for statements in (True, False):
-        hive = open_hive(path=tmp_path / f"{statements}.db", clock=ManualClock(START))
-        if not statements:
-            hive.store.statements = frozenset()  # type: ignore[misc]
-        cases = wrong_cases(hive)
-        before = hive.last_seq()
-        said[statements] = {case: refusal(call) for case, call in cases.items()}
-        assert hive.last_seq() == before
-    assert said[True] == said[False]
-    assert said[True]["cancel a result awaiting a decision"][1] == "not_cancellable"
-    assert said[True]["sign off a held task"][1] == "not_submitted"
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    said = refusals_both_ways(open_hive, tmp_path, wrong_cases)
+    assert said["cancel a result awaiting a decision"][1] == "not_cancellable"
+    assert said["sign off a held task"][1] == "not_submitted"
 
 
 def test_the_statements_leave_the_journal_the_full_run_leaves(
-        open_hive: OpenHive, tmp_path: Any) -> None:
+        open_hive: OpenHive, tmp_path: Path) -> None:
     written = []
     for statements in (True, False):
         hive = open_hive(path=tmp_path / f"{statements}.db", clock=ManualClock(START))
         if not statements:
-            hive.store.statements = frozenset()  # type: ignore[misc]
+            full_run_only(hive)
         numbers = []
         for make, move, _ in MOVES.values():
             numbers.append(make(hive))

@@ -7,14 +7,16 @@ other case takes the full run, which refuses in the words it always used.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hivelite import Caller, Hive, HiveliteError, ManualClock, State
+from hivelite import Caller, Hive, ManualClock, State
 
+from .both_ways import full_run_only, refusals_both_ways
 from .conftest import CODER, OWNER, START, OpenHive, held_task, own_task
-from .test_statements import FullRuns, refusal
+from .test_statements import FullRuns
 
 pytestmark = pytest.mark.contract
 
@@ -39,12 +41,12 @@ def said(receipt: Any) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("on", ["human", "agent"])
 def test_resume_is_its_statement_and_answers_as_the_full_run(
-        open_hive: OpenHive, tmp_path: Any, on: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        open_hive: OpenHive, tmp_path: Path, on: str, monkeypatch: pytest.MonkeyPatch) -> None:
     answers = []
     for statements in (True, False):
         hive = open_hive(path=tmp_path / f"{statements}.db", clock=ManualClock(START))
         if not statements:
-            hive.store.statements = frozenset()  # type: ignore[misc]
+            full_run_only(hive)
         number = paused(hive, on=on)
         hive.answer(OWNER, number, text="16")
         runs = FullRuns(monkeypatch)
@@ -79,19 +81,10 @@ def wrong_cases(hive: Hive) -> dict[str, Callable[[], Any]]:
 
 
 def test_resume_refusals_read_the_same_with_statements_and_without(
-        open_hive: OpenHive, tmp_path: Any) -> None:
-    found: dict[bool, dict[str, tuple[type[HiveliteError], str, str]]] = {}
-    for statements in (True, False):
-        hive = open_hive(path=tmp_path / f"{statements}.db", clock=ManualClock(START))
-        if not statements:
-            hive.store.statements = frozenset()  # type: ignore[misc]
-        cases = wrong_cases(hive)
-        before = hive.last_seq()
-        found[statements] = {case: refusal(call) for case, call in cases.items()}
-        assert hive.last_seq() == before
-    assert found[True] == found[False]
-    assert found[True]["resume a routed task"][1] == "task_not_open"
-    assert found[True]["resume another agent's paused task"][1] == "not_permitted"
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    said = refusals_both_ways(open_hive, tmp_path, wrong_cases)
+    assert said["resume a routed task"][1] == "task_not_open"
+    assert said["resume another agent's paused task"][1] == "not_permitted"
 
 
 def test_a_budget_takes_the_full_run(open_hive: OpenHive,
