@@ -288,7 +288,7 @@ class HiveBase:
 
     def _statement(self, caller: Caller, verb: str,
                    statements: Callable[[Writer, datetime, str], T | None], *,
-                   about: str | int | Pick) -> T | None:
+                   about: str | int | Pick | None) -> T | None:
         """``verb`` as its ``statements`` (the store's, in one transaction), in the
         plain case; None when it is not, and the caller runs :meth:`_write`, whose full run
         decides and says precisely why it refuses.
@@ -301,7 +301,8 @@ class HiveBase:
         rules refuse is undone, and the full run explains it. ``statements`` may answer
         with an error that needs no explaining (``next``'s ``queue_empty`` in the plain
         case): nothing they wrote is kept, and the error is the verb's answer. ``about``:
-        the task (or the pick) they take, which an engine may take with the ``BEGIN``. A
+        the task (or the pick) they take, which an engine may take with the ``BEGIN``
+        (None: a task they make). A
         transaction the store gave up as meeting others is run again, as in :meth:`_run`."""
         if (verb not in self.store.statements or PENDING.get() is not None
                 or self.store.not_plain(caller.name)):

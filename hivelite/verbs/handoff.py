@@ -15,10 +15,19 @@ from ..core.caller import Caller, require_owner
 from ..core.clock import format_ts
 from ..core.errors import ForbiddenRight, HiveliteError, InvalidInput, PluginError
 from ..core.ids import new_task_id
-from ..core.models import DependsOn, GateDecision, HandoffRequest, Packet, Receipt, Task
+from ..core.models import (
+    DependsOn,
+    GateDecision,
+    HandoffRequest,
+    Packet,
+    Receipt,
+    Task,
+    made,
+)
 from ..core.protocol import State, WaitingOn
-from ..store import NewTask, Reader, TaskRow
+from ..store import NewTask, Reader, TaskRow, Writer
 from . import guard
+from .authority import store_policy
 from .base import HiveBase, invalid
 from .plugins import call_each
 from .retries import idempotent
@@ -119,6 +128,18 @@ def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = Non
     if isinstance(handed, Receipt):
         return handed
     gated = _gate(hive, handed.task(format_ts(asked)))
+
+    def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
+        if not tx.plain(caller.name):  # an enrolment's projects, a control: the full run
+            return None
+        # (an id another write took meanwhile: the store refuses it, and the full run
+        # answers with that task, or says duplicate_id)
+        return _inserted(hive, tx, at, caller, handed, gated, limit,
+                         store_policy(tx.policy()).proposals)
+
+    made_ = hive._statement(caller, "handoff", statement, about=None)
+    if made_ is not None:
+        return made_
 
     def body(unit: Unit) -> Receipt:
         earlier = _earlier(hive, unit.tx, handed.task_id, req, handed.packet_json)
@@ -233,33 +254,40 @@ def _checked(hive: HiveBase, reader: Reader | None, req: HandoffRequest, where: 
 
 def _insert(hive: HiveBase, unit: Unit, caller: Caller, handed: Handed,
             gated: tuple[GateDecision, list[dict[str, str]]], limit: int) -> Receipt:
-    """Insert the task and make the gate's move (or the store policy's hold)."""
+    """Insert the task and make the gate's move (or the store policy's hold), in the full
+    run: an enrolled agent hands off within its projects."""
+    unit.check_project(handed.req.project)
+    unit.journaled = True
+    return _inserted(hive, unit.tx, unit.at, caller, handed, gated, limit,
+                     unit.policy().proposals)
+
+
+def _inserted(hive: HiveBase, tx: Writer, at: str, caller: Caller, handed: Handed,
+              gated: tuple[GateDecision, list[dict[str, str]]], limit: int,
+              proposals: str) -> Receipt:
+    """The task inserted and moved where the gate decided (or, the policy's
+    ``proposals`` being ``owner``, held for the owner when an agent proposed it); the
+    store's rules check the move."""
     req, (decision, answers) = handed.req, gated
-    unit.check_project(req.project)  # an enrolled agent hands off within its projects
-    number = unit.tx.insert_task(
+    number = tx.insert_task(
         NewTask(id=handed.task_id, project=req.project, requester=req.requester,
-                assignee=req.assignee, at=unit.at, priority=req.priority,
+                assignee=req.assignee, at=at, priority=req.priority,
                 labels=handed.labels, depends=len(handed.depends_on),
                 packet=handed.packet_json, depends_on=handed.depends_on,
                 attempt_limit=limit, role=req.role),
-        actor=unit.who, reason="handoff")
-    row = TaskRow(
-        number=number, id=handed.task_id, state=State.requested.value, waiting_on=None,
-        project=req.project, requester=req.requester, assignee=req.assignee,
-        created_at=unit.at, updated_at=unit.at, lease_id=None, lease_token=0,
-        lease_holder=None, lease_instance=None, lease_session=None, lease_expires=None,
-        priority=req.priority, labels=handed.labels, fields_version=1, reason="handoff",
-        depends=len(handed.depends_on), attempt_limit=limit, role=req.role)
+        actor=caller.name, reason="handoff")
     moved, reason, decided_by = GATE_TARGET[decision.action], decision.reason, decision.plugin
     if (moved is State.routed and not caller.is_owner
-            and unit.policy().proposals == "owner"):  # seed 004: a person approves
+            and proposals == "owner"):  # seed 004: a person approves
         moved, decided_by = State.waiting, "store policy"
         reason = (f"proposed by {caller.name}; this store holds every task an agent"
                   f" proposes for {hive.owner}'s approval (policy proposals=owner)")
-    row = unit.move(row, moved, actor="gate", reason=reason,
-                    waiting_on=WaitingOn.owner_approval if moved is State.waiting else None,
-                    detail={"decided_by": decided_by, "answers": answers})
-    return unit.receipt(row)
+    waiting = WaitingOn.owner_approval if moved is State.waiting else None
+    tx.move(number, State.requested.value, moved.value, at=at, actor="gate", reason=reason,
+            waiting_on=waiting.value if waiting is not None else None,
+            detail={"decided_by": decided_by, "answers": answers})
+    return made(Receipt, {"number": number, "id": handed.task_id, "state": moved,
+                          "waiting_on": waiting, "at": at, "seq": None})
 
 
 def _earlier(hive: HiveBase, reader: Reader, task_id: str, req: HandoffRequest,
