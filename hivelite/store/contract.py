@@ -56,7 +56,7 @@ T = TypeVar("T")
 
 STATEMENTS = frozenset({"approve", "cancel", "checkpoint", "claim", "decline", "deny",
                         "handoff", "next", "pause", "release", "renew", "resume", "sign_off",
-                        "submit", "update"})
+                        "submit", "update", "verify"})
 """The verbs a store writes as their statements in the plain case (``Store.statements``):
 every engine takes the same ones, through the same ``Writer`` methods."""
 STORE_WIDE: ContextVar[bool] = ContextVar("hivelite_store_wide", default=False)

@@ -456,7 +456,10 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
             hive, task_of(found[0], found[1], hive._packets), confirmation))
 
     def write(asked: _Counted | None) -> Receipt:
-        return hive._write(agent, "verify", lambda unit: body(unit, asked), about=ref)
+        done = hive._statement(agent, "verify", lambda tx, now, at: statement(tx, at, asked),
+                               about=ref)
+        return done if done is not None else hive._write(
+            agent, "verify", lambda unit: body(unit, asked), about=ref)
 
     def body(unit: Unit, asked: _Counted | None) -> Receipt:
         row = unit.task(ref)
@@ -482,29 +485,60 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
             if asked is None or asked.version != meta.version:
                 raise _AskAgain
             why = asked.why
-        counted = why is None
-        unit.tx.add_confirmation(row.number, meta.version, ConfirmationRow(
-            reviewer=agent.name, instance=instance, session=agent.session,
-            verdict=verdict, reason=reason, at=unit.at, counted=counted, why=why))
-        accepts = sum(1 for c in given if c.verdict == "accept" and c.counted)
-        accepts += int(counted and verdict == "accept")
-        threshold = meta.threshold or 1
-        if verdict == "reject" and counted:
-            row = unit.move(row, State.routed, actor=agent.name, reason=reason,
-                            detail={"verdict": "reject"})
-        elif accepts >= threshold:
-            row = unit.move(row, State.completed, actor=agent.name,
-                            reason=f"threshold met: {accepts} of {threshold}"
-                            " confirmation(s)",
-                            detail={"decided_by": "threshold", "confirmations": accepts})
-        else:
-            unit.event(row, ("confirmed" if verdict == "accept" else "rejected")
-                       if counted else "not_counted",
-                       {"confirmations": accepts, "threshold": threshold}
-                       | ({"why": why} if why else {}))
-        return unit.receipt(row)
+        unit.journaled = True
+        state = _recorded(unit.tx, unit.at, row, meta.version, meta.threshold, given,
+                          ConfirmationRow(reviewer=agent.name, instance=instance,
+                                          session=agent.session, verdict=verdict,
+                                          reason=reason, at=unit.at, counted=why is None,
+                                          why=why))
+        return unit.receipt(updated(row, state=state.value, updated_at=unit.at))
+
+    def statement(tx: Writer, at: str, asked: _Counted | None) -> Receipt | None:
+        """The verdict as its statement, written as one that counts. The rules refuse a
+        counted verdict the store's mode does not count (a stranger's, a second from one
+        instance or owner), the worker's own, one from its instance, a second one, or one
+        on a task not in approval: the full run then says which, or keeps it uncounted
+        with why."""
+        row = tx.lock_task(ref)
+        meta = None if row is None else tx.result_meta(row.number)
+        if row is None or meta is None or not tx.plain(agent.name):
+            return None
+        given = tx.confirmations(row.number, meta.version)
+        if asking and (asked is None or asked.version != meta.version or asked.why):
+            return None  # (asked about another result, or a plugin does not count it)
+        state = _recorded(tx, at, row, meta.version, meta.threshold, given, ConfirmationRow(
+            reviewer=agent.name, instance=instance, session=agent.session, verdict=verdict,
+            reason=reason, at=at, counted=True, why=None))
+        return made(Receipt, {"number": row.number, "id": row.id, "state": state,
+                              "waiting_on": None, "at": at, "seq": None})
 
     return _asking("verify", ask, write)
+
+
+def _recorded(tx: Writer, at: str, row: TaskRow, version: int, threshold: int | None,
+              given: Sequence[ConfirmationRow], verdict: ConfirmationRow) -> State:
+    """A verdict's writes: the confirmation, then what it makes of the task (a counted
+    reject sends it back, enough counted accepts complete it, else an event says it was
+    given); the state the task is left in."""
+    tx.add_confirmation(row.number, version, verdict)
+    accepts = sum(1 for c in given if c.verdict == "accept" and c.counted)
+    accepts += int(verdict.counted and verdict.verdict == "accept")
+    needed = threshold or 1
+    if verdict.verdict == "reject" and verdict.counted:
+        tx.move(row.number, row.state, State.routed.value, at=at, actor=verdict.reviewer,
+                reason=verdict.reason, detail={"verdict": "reject"})
+        return State.routed
+    if accepts >= needed:
+        tx.move(row.number, row.state, State.completed.value, at=at, actor=verdict.reviewer,
+                reason=f"threshold met: {accepts} of {needed} confirmation(s)",
+                detail={"decided_by": "threshold", "confirmations": accepts})
+        return State.completed
+    tx.record_event(row.number, at=at, actor=verdict.reviewer, state=row.state,
+                    reason=("confirmed" if verdict.verdict == "accept" else "rejected")
+                    if verdict.counted else "not_counted",
+                    detail={"confirmations": accepts, "threshold": needed}
+                    | ({"why": verdict.why} if verdict.why else {}))
+    return State(row.state)
 
 
 @dataclass(frozen=True)
