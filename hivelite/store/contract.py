@@ -54,7 +54,7 @@ from .rows import (
 
 T = TypeVar("T")
 
-STATEMENTS = frozenset({"approve", "cancel", "checkpoint", "claim", "decline", "deny",
+STATEMENTS = frozenset({"amend", "approve", "cancel", "checkpoint", "claim", "decline", "deny",
                         "handoff", "next", "pause", "release", "renew", "resume", "sign_off",
                         "submit", "update", "verify"})
 """The verbs a store writes as their statements in the plain case (``Store.statements``):

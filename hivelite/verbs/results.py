@@ -624,7 +624,25 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
             return _Amended(meta.version, "", None, [], error)
 
     def write(asked: _Amended | None) -> Receipt:
-        return hive._write(caller, "amend", lambda unit: body(unit, asked))
+        done = hive._statement(caller, "amend", lambda tx, now, at: statement(tx, at, asked),
+                               about=ref)
+        return done if done is not None else hive._write(
+            caller, "amend", lambda unit: body(unit, asked))
+
+    def statement(tx: Writer, at: str, asked: _Amended | None) -> Receipt | None:
+        """The worker's amendment worked out before the lock, as its statement, when it is
+        sound (no refusal of its own). The rules take a result awaiting a decision changed
+        only by its worker's journaled amend naming the version it makes: an amendment
+        worked out on a result replaced meanwhile is refused, and the full run asks
+        again. A merge record takes the full run."""
+        if asked is None or asked.error is not None or asked.problems:
+            return None
+        row = tx.lock_task(ref)
+        if row is None or not tx.plain(who):
+            return None
+        _replaced(tx, at, who, row, asked)
+        return made(Receipt, {"number": row.number, "id": row.id, "state": State(row.state),
+                              "waiting_on": None, "at": at, "seq": None})
 
     def body(unit: Unit, asked: _Amended | None) -> Receipt:
         row = unit.task(ref)
@@ -645,7 +663,7 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
                                    field="summary")
             if asked is None or asked.version != meta.version:
                 raise _AskAgain  # (the plugins were asked about another result)
-            _replace_result(unit, row, meta.version, asked)
+            _replace_result(unit, row, asked)
             row = updated(row, updated_at=unit.at)
         else:
             if summary is not None or evidence is not None:
@@ -709,7 +727,7 @@ def _amended(hive: HiveBase, row: TaskRow, bodies: Bodies, kept: str | None,
     return result.model_dump_json(exclude_none=True), receipts, problems
 
 
-def _replace_result(unit: Unit, row: TaskRow, version: int, amended: _Amended) -> None:
+def _replace_result(unit: Unit, row: TaskRow, amended: _Amended) -> None:
     """Write the amendment worked out before the lock (or refuse it, as it found)."""
     if amended.error is not None:
         raise amended.error
@@ -717,10 +735,18 @@ def _replace_result(unit: Unit, row: TaskRow, version: int, amended: _Amended) -
         raise InvalidInput("evidence_refused",
                            "; ".join(p["problem"] for p in amended.problems),
                            field="evidence", problems=amended.problems)
-    dismissed = len(unit.tx.confirmations(row.number, version))
-    # the journal row first, naming the new version: the store changes a result awaiting a
-    # decision only right after its worker's amend is journaled
-    unit.event(row, "amended", {"version": version + 1, "dismissed": dismissed}
-               | ({"verified": verified_of(amended.receipts)} if amended.receipts else {}))
-    unit.tx.amend_result(row.number, amended.result, amended.receipts)
-    unit.tx.touch(row.number, unit.at)
+    unit.journaled = True
+    _replaced(unit.tx, unit.at, unit.who, row, amended)
+
+
+def _replaced(tx: Writer, at: str, who: str, row: TaskRow, amended: _Amended) -> None:
+    """An amendment's writes: the journal row first, naming the new version (the store
+    changes a result awaiting a decision only right after its worker's amend is
+    journaled), then the result and the task's time."""
+    dismissed = len(tx.confirmations(row.number, amended.version))
+    tx.record_event(row.number, at=at, actor=who, state=row.state, reason="amended",
+                    detail={"version": amended.version + 1, "dismissed": dismissed}
+                    | ({"verified": verified_of(amended.receipts)} if amended.receipts
+                       else {}))
+    tx.amend_result(row.number, amended.result, amended.receipts)
+    tx.touch(row.number, at)

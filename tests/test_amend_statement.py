@@ -1,0 +1,111 @@
+"""``amend`` as its statement (issue 47, item 1), on both engines: the worker's amendment
+of a result awaiting a decision, worked out before the lock, is one write in the plain
+case (its journal row, the result, the task's time); the rules take a result changed only
+by its worker's journaled amend. A refusal, a merge record or a result changed meanwhile
+take the full run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hivelite import Caller, Hive, ManualClock, State, hookimpl
+
+from .both_ways import full_run_only, in_approval, refusals_both_ways
+from .conftest import CODER, OWNER, REVIEWER, START, OpenHive, own_task
+from .test_statements import FullRuns
+
+pytestmark = pytest.mark.contract
+
+NEW_EVIDENCE = [{"kind": "test_output", "summary": "4 passed"}]
+SECOND = Caller.agent("ana/second", "tablet")
+
+
+def scenario(hive: Hive) -> list[tuple[Any, ...]]:
+    hive.set_policy(OWNER, "threshold", 2)
+    first, second = in_approval(hive), in_approval(hive)
+    hive.verify(REVIEWER, first)  # dismissed by the amendment
+    answers = [hive.amend(CODER, first, summary="done, fixed"),
+               hive.amend(CODER, second, evidence=NEW_EVIDENCE),
+               hive.amend(CODER, second, summary="done, again")]
+    hive.verify(REVIEWER, first)
+    hive.verify(SECOND, first)
+    said: list[tuple[Any, ...]] = [(a.number, a.state, a.seq is not None) for a in answers]
+    for number in (first, second):
+        view = hive.get(number)
+        assert view.task.result is not None
+        said.append((view.task.state, view.task.result.summary,
+                     [e.summary for e in view.task.result.evidence]))
+        said += [(e.from_state, e.to_state, e.actor, e.reason, e.detail)
+                 for e in hive.history(number)]
+    return said
+
+
+def test_an_amendment_is_its_statement_and_leaves_what_the_full_run_leaves(
+        open_hive: OpenHive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    written, ran = [], []
+    for statements in (True, False):
+        hive = open_hive(path=tmp_path / f"{statements}.db", clock=ManualClock(START))
+        if not statements:
+            full_run_only(hive)
+        runs = FullRuns(monkeypatch)
+        written.append(scenario(hive))
+        ran.append([v for v in runs.verbs if v == "amend"])
+        monkeypatch.undo()
+    assert written[0] == written[1]
+    assert ran == [[], ["amend"] * 3]
+    assert written[0][3][:2] == (State.completed, "done, fixed")
+
+
+class Refuses:
+    @hookimpl
+    def hivelite_check_evidence(self, task: Any, result: Any, hive: Any) -> list[str]:
+        return ["no logs"] if result.summary == "refuse me" else []
+
+
+def wrong_cases(hive: Hive) -> dict[str, Any]:
+    waiting, done = in_approval(hive), in_approval(hive)
+    hive.sign_off(OWNER, done)
+    routed = own_task(hive)
+    other = Caller.agent("ana/other", "desktop")
+    stopped = own_task(hive, assignee="ana/other")
+    lease = hive.claim(other, stopped)
+    hive.submit(other, stopped, lease_id=lease.lease_id, token=lease.fencing_token,
+                summary="done", evidence=NEW_EVIDENCE)
+    hive.stop(OWNER, agent="ana/other")
+    return {
+        "a stopped worker amends": lambda: hive.amend(other, stopped, summary="still me"),
+        "the owner amends": lambda: hive.amend(OWNER, waiting, summary="by the owner"),
+        "another agent amends": lambda: hive.amend(REVIEWER, waiting, summary="not mine"),
+        "nothing to amend": lambda: hive.amend(CODER, waiting),
+        "evidence a plugin refuses": lambda: hive.amend(CODER, waiting, summary="refuse me"),
+        "a result that does not validate": lambda: hive.amend(CODER, waiting, summary=""),
+        "a completed result's summary": lambda: hive.amend(CODER, done, summary="later"),
+        "a routed task": lambda: hive.amend(CODER, routed, summary="nothing there"),
+        "a merge record of a result awaiting a decision": lambda: hive.amend(
+            CODER, waiting, merge_commit="abcdef1"),
+    }
+
+
+def test_amend_refusals_read_the_same_with_statements_and_without(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    def opened(**options: Any) -> Hive:
+        return open_hive(plugins=[Refuses()], **options)
+
+    said = refusals_both_ways(opened, tmp_path, wrong_cases)
+    assert said["another agent amends"][1] == "not_submitter"
+    assert said["evidence a plugin refuses"][1] == "evidence_refused"
+
+
+def test_a_merge_record_takes_the_full_run(open_hive: OpenHive,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    hive = open_hive()
+    number = in_approval(hive)
+    hive.sign_off(OWNER, number)
+    runs = FullRuns(monkeypatch)
+    assert hive.amend(CODER, number, merge_commit="abcdef1").state is State.completed
+    assert runs.verbs == ["amend"]
+    assert [e.reason for e in hive.history(number)][-1] == "merge_recorded"
