@@ -70,14 +70,7 @@ def wrong_cases(hive: Hive) -> dict[str, Any]:
     waiting, done = in_approval(hive), in_approval(hive)
     hive.sign_off(OWNER, done)
     routed = own_task(hive)
-    other = Caller.agent("ana/other", "desktop")
-    stopped = own_task(hive, assignee="ana/other")
-    lease = hive.claim(other, stopped)
-    hive.submit(other, stopped, lease_id=lease.lease_id, token=lease.fencing_token,
-                summary="done", evidence=NEW_EVIDENCE)
-    hive.stop(OWNER, agent="ana/other")
     return {
-        "a stopped worker amends": lambda: hive.amend(other, stopped, summary="still me"),
         "the owner amends": lambda: hive.amend(OWNER, waiting, summary="by the owner"),
         "another agent amends": lambda: hive.amend(REVIEWER, waiting, summary="not mine"),
         "nothing to amend": lambda: hive.amend(CODER, waiting),
@@ -109,3 +102,17 @@ def test_a_merge_record_takes_the_full_run(open_hive: OpenHive,
     assert hive.amend(CODER, number, merge_commit="abcdef1").state is State.completed
     assert runs.verbs == ["amend"]
     assert [e.reason for e in hive.history(number)][-1] == "merge_recorded"
+
+
+def stopped(hive: Hive) -> dict[str, Any]:
+    """A worker the owner stopped (a live control sends every statement to the full run,
+    so it has a store of its own)."""
+    number = in_approval(hive)
+    hive.stop(OWNER, agent="ana/coder")
+    return {"a stopped worker amends": lambda: hive.amend(CODER, number, summary="still me")}
+
+
+def test_a_stopped_worker_is_refused_the_same_with_statements_and_without(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    said = refusals_both_ways(open_hive, tmp_path, stopped)
+    assert said["a stopped worker amends"][1] == "vetoed"

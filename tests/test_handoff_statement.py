@@ -80,17 +80,12 @@ def wrong_cases(hive: Hive) -> dict[str, Any]:
                  packet=packet(task="Named"), id="T-named")
     enrolled = Caller.agent("ana/enrolled", "desktop")
     hive.enrol(OWNER, "ana/enrolled", projects=["demo"])
-    stopped = Caller.agent("ana/stopped", "desktop")
-    hive.stop(OWNER, agent="ana/stopped")
     return {
         "an id taken by another task": lambda: hive.handoff(
             OWNER, requester="ana/planner", assignee="ana/coder", project="demo",
             packet=packet(task="Other"), id="T-named"),
         "an enrolled agent outside its projects": lambda: hive.handoff(
             enrolled, requester="ana/enrolled", assignee="ana/coder", project="site",
-            packet=packet()),
-        "a stopped agent": lambda: hive.handoff(
-            stopped, requester="ana/stopped", assignee="ana/coder", project="demo",
             packet=packet()),
         "an unknown dependency": lambda: hive.handoff(
             OWNER, requester="ana/planner", assignee="ana/coder", project="demo",
@@ -106,6 +101,21 @@ def test_handoff_refusals_read_the_same_with_statements_and_without(
     said = refusals_both_ways(open_hive, tmp_path, wrong_cases)
     assert said["an id taken by another task"][1] == "duplicate_id"
     assert said["an enrolled agent outside its projects"][1] == "optin_scope"
+
+
+def stopped(hive: Hive) -> dict[str, Any]:
+    """An agent the owner stopped (a live control sends every statement to the full run,
+    so it has a store of its own)."""
+    agent = Caller.agent("ana/stopped", "desktop")
+    hive.stop(OWNER, agent="ana/stopped")
+    return {"a stopped agent": lambda: hive.handoff(
+        agent, requester="ana/stopped", assignee="ana/coder", project="demo",
+        packet=packet())}
+
+
+def test_a_stopped_agent_is_refused_the_same_with_statements_and_without(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    assert refusals_both_ways(open_hive, tmp_path, stopped)["a stopped agent"][1] == "vetoed"
 
 
 def test_an_enrolled_or_budgeted_caller_takes_the_full_run(

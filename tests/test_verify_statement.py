@@ -67,10 +67,7 @@ def wrong_cases(hive: Hive) -> dict[str, Any]:
     hive.verify(REVIEWER, twice)
     routed = own_task(hive)
     hive.sign_off(OWNER, done)
-    stopped = in_approval(hive)
-    hive.stop(OWNER, agent="ana/second")
     return {
-        "a stopped reviewer": lambda: hive.verify(SECOND, stopped),
         "the worker's own": lambda: hive.verify(CODER, waiting),
         "from the worker's instance": lambda: hive.verify(
             Caller.agent("ana/reviewer", "laptop"), waiting),
@@ -106,3 +103,16 @@ def test_a_verdict_a_plugin_does_not_count_takes_the_full_run(
     kept = hive.get(number).confirmations
     assert [(c.counted, c.why) for c in kept] == [(False, "the plugin CountsNot does not"
                                                    " count it")]
+
+
+def stopped(hive: Hive) -> dict[str, Any]:
+    """A reviewer the owner stopped (a live control sends every statement to the full run,
+    so it has a store of its own)."""
+    number = in_approval(hive)
+    hive.stop(OWNER, agent="ana/second")
+    return {"a stopped reviewer": lambda: hive.verify(SECOND, number)}
+
+
+def test_a_stopped_reviewer_is_refused_the_same_with_statements_and_without(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    assert refusals_both_ways(open_hive, tmp_path, stopped)["a stopped reviewer"][1] == "vetoed"

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from ..core.caller import Caller
 from ..core.errors import ForbiddenRight, InvalidInput, InvalidState
-from ..core.models import Receipt
-from ..core.protocol import PRIORITIES
+from ..core.models import Receipt, made
+from ..core.protocol import PRIORITIES, State, WaitingOn
+from ..store import TaskRow, Writer
 from ..store.records import replace
 from . import guard
 from .base import HiveBase
@@ -77,6 +79,45 @@ def set_fields(hive: HiveBase, caller: Caller, ref: str | int, *, base_version: 
         raise InvalidInput("no_fields", "name something to change: priority, labels or"
                            " max_attempts", field="fields")
 
+    def changed(tx: Writer, at: str, row: TaskRow) -> Receipt:
+        """The fields' writes on ``row`` (read under the lock, at ``version``): the new
+        fields, then the event naming what changed."""
+        current = json.loads(row.labels)
+        chosen = list(replacing if replacing is not None else current)
+        chosen = sorted((set(chosen) | set(adding)) - set(removing))
+        if len(chosen) > MAX_LABELS:
+            raise InvalidInput("too_many_labels", f"a task has at most {MAX_LABELS}"
+                               f" labels; this would give it {len(chosen)}",
+                               field="labels")
+        after = replace(row, priority=priority or row.priority,
+                        labels=json.dumps(chosen), fields_version=version + 1,
+                        attempt_limit=max_attempts or row.attempt_limit, updated_at=at)
+        tx.set_fields(row.number, priority=after.priority, labels=after.labels,
+                      attempt_limit=after.attempt_limit, version=after.fields_version)
+        told: dict[str, Any] = {"fields_version": after.fields_version}
+        if after.priority != row.priority:
+            told["priority"] = after.priority
+        if chosen != current:
+            told["labels"] = chosen
+        if after.attempt_limit != row.attempt_limit:
+            told["max_attempts"] = after.attempt_limit
+        tx.record_event(row.number, at=at, actor=caller.name, state=row.state,
+                        reason="fields", detail=told)
+        return made(Receipt, {"number": row.number, "id": row.id, "state": State(row.state),
+                              "waiting_on": WaitingOn(row.waiting_on) if row.waiting_on
+                              else None, "at": at, "seq": None})
+
+    def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
+        row = tx.lock_task(ref)
+        if row is None or not tx.plain(caller.name) or not (
+                caller.is_owner or caller.name in (row.requester, row.assignee)):
+            return None  # (not the caller's to change: the full run says so)
+        return changed(tx, at, row)  # (the rules take only the version after the one read)
+
+    done = hive._statement(caller, "fields", statement, about=ref)
+    if done is not None:
+        return done
+
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
         guard.still_open(row)
@@ -88,28 +129,8 @@ def set_fields(hive: HiveBase, caller: Caller, ref: str | int, *, base_version: 
                                f" {row.fields_version}, not {version}: read it again and"
                                " decide on what it holds now",
                                fields_version=row.fields_version)
-        current = json.loads(row.labels)
-        chosen = list(replacing if replacing is not None else current)
-        chosen = sorted((set(chosen) | set(adding)) - set(removing))
-        if len(chosen) > MAX_LABELS:
-            raise InvalidInput("too_many_labels", f"a task has at most {MAX_LABELS}"
-                               f" labels; this would give it {len(chosen)}",
-                               field="labels")
-        after = replace(row, priority=priority or row.priority,
-                        labels=json.dumps(chosen), fields_version=version + 1,
-                        attempt_limit=max_attempts or row.attempt_limit)
-        unit.tx.set_fields(row.number, priority=after.priority, labels=after.labels,
-                           attempt_limit=after.attempt_limit,
-                           version=after.fields_version)
-        changed: dict[str, Any] = {"fields_version": after.fields_version}
-        if after.priority != row.priority:
-            changed["priority"] = after.priority
-        if chosen != current:
-            changed["labels"] = chosen
-        if after.attempt_limit != row.attempt_limit:
-            changed["max_attempts"] = after.attempt_limit
-        unit.event(after, "fields", changed)
-        return unit.receipt(after)
+        unit.journaled = True
+        return changed(unit.tx, unit.at, row)
 
     return hive._write(caller, "fields", body)
 
