@@ -7,10 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hivelite import Hive, HiveliteError, ManualClock, State
 
 from .conftest import CODER, START, OpenHive, own_task
-from .test_statements import EVIDENCE, refusal
+from .test_statements import EVIDENCE, FullRuns, refusal
 
 Refusal = tuple[type[HiveliteError], str, str]
 
@@ -37,6 +39,26 @@ def refusals_both_ways(open_hive: OpenHive, folder: Path,
         assert hive.last_seq() == before
     assert said[True] == said[False]
     return said[True]
+
+
+def written_both_ways(open_hive: OpenHive, folder: Path, scenario: Callable[[Hive], Any],
+                      monkeypatch: pytest.MonkeyPatch, verb: str, **options: Any
+                      ) -> tuple[Any, list[int]]:
+    """What ``scenario`` (on a fresh store) answered and left with statements, checked to
+    be what it left with the full run alone; and how many times ``verb`` took the full run,
+    with statements and without."""
+    written, ran = [], []
+    for statements in (True, False):
+        hive = open_hive(path=folder / f"{statements}.db", clock=ManualClock(START),
+                         **options)
+        if not statements:
+            full_run_only(hive)
+        runs = FullRuns(monkeypatch)
+        written.append(scenario(hive))
+        ran.append(runs.verbs.count(verb))
+        monkeypatch.undo()
+    assert written[0] == written[1]
+    return written[0], ran
 
 
 def in_approval(hive: Hive) -> int:

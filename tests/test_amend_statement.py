@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from hivelite import Caller, Hive, ManualClock, State, hookimpl
+from hivelite import Caller, Hive, State, hookimpl
 
-from .both_ways import full_run_only, in_approval, refusals_both_ways
-from .conftest import CODER, OWNER, REVIEWER, START, OpenHive, own_task
+from .both_ways import in_approval, refusals_both_ways, written_both_ways
+from .conftest import CODER, OWNER, REVIEWER, OpenHive, own_task
 from .test_statements import FullRuns
 
 pytestmark = pytest.mark.contract
@@ -46,18 +46,9 @@ def scenario(hive: Hive) -> list[tuple[Any, ...]]:
 
 def test_an_amendment_is_its_statement_and_leaves_what_the_full_run_leaves(
         open_hive: OpenHive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    written, ran = [], []
-    for statements in (True, False):
-        hive = open_hive(path=tmp_path / f"{statements}.db", clock=ManualClock(START))
-        if not statements:
-            full_run_only(hive)
-        runs = FullRuns(monkeypatch)
-        written.append(scenario(hive))
-        ran.append([v for v in runs.verbs if v == "amend"])
-        monkeypatch.undo()
-    assert written[0] == written[1]
-    assert ran == [[], ["amend"] * 3]
-    assert written[0][3][:2] == (State.completed, "done, fixed")
+    written, ran = written_both_ways(open_hive, tmp_path, scenario, monkeypatch, "amend")
+    assert ran == [0, 3]
+    assert written[3][:2] == (State.completed, "done, fixed")
 
 
 class Refuses:

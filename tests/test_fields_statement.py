@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
-from hivelite import Caller, Hive, ManualClock
+from hivelite import Caller, Hive
 
-from .both_ways import full_run_only, refusals_both_ways
-from .conftest import CODER, OWNER, PLANNER, START, OpenHive, own_task
-from .test_statements import FullRuns
+from .both_ways import refusals_both_ways, written_both_ways
+from .conftest import CODER, OWNER, PLANNER, OpenHive, own_task
 
 pytestmark = pytest.mark.contract
 
@@ -39,18 +38,9 @@ def scenario(hive: Hive) -> list[tuple[Any, ...]]:
 
 def test_a_change_of_fields_is_its_statement_and_leaves_what_the_full_run_leaves(
         open_hive: OpenHive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    written, ran = [], []
-    for statements in (True, False):
-        hive = open_hive(path=tmp_path / f"{statements}.db", clock=ManualClock(START))
-        if not statements:
-            full_run_only(hive)
-        runs = FullRuns(monkeypatch)
-        written.append(scenario(hive))
-        ran.append(runs.verbs.count("fields"))
-        monkeypatch.undo()
-    assert written[0] == written[1]
+    written, ran = written_both_ways(open_hive, tmp_path, scenario, monkeypatch, "fields")
     assert ran == [0, 4]
-    assert written[0][4] == ("high", ["bug"], 3, 4)
+    assert written[4] == ("high", ["bug"], 3, 4)
 
 
 def wrong_cases(hive: Hive) -> dict[str, Any]:
