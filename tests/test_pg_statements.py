@@ -288,6 +288,6 @@ def test_a_write_reads_the_policy_it_set(hive: Hive) -> None:
     the new one afterwards."""
     assert hive.set_policy(OWNER, "threshold", 0).threshold == 0
     number = own_task(hive)
-    assert cycle(hive)[1].state is State.completed and cycle is not None
+    assert cycle(hive)[1].state is State.completed
     assert hive.set_policy(OWNER, "threshold", 2).threshold == 2
     assert hive.get(number).task.state is State.completed
