@@ -288,14 +288,15 @@ class HiveBase:
 
     def _statement(self, caller: Caller, verb: str,
                    statements: Callable[[Writer, datetime, str], T | None], *,
-                   about: str | int | Pick | None) -> T | None:
+                   about: str | int | Pick | None,
+                   swept: builtins.list[TaskRow] | None = None) -> T | None:
         """``verb`` as its ``statements`` (the store's, in one transaction), in the
         plain case; None when it is not, and the caller runs :meth:`_write`, whose full run
         decides and says precisely why it refuses.
 
         Plain: the engine writes this verb as a statement (``Store.statements``), no
-        request id is kept for it, the store requires no plugin, no lease has run out
-        (the full run sweeps first), and ``statements`` find their own case plain (no live
+        request id is kept for it, the store requires no plugin, and ``statements`` find
+        their own case plain (no live
         control, no enrolment or budget of the holder: the rules those bring are read by
         the full run). Python checks nothing the database checks: a statement the store's
         rules refuse is undone, and the full run explains it. ``statements`` may answer
@@ -303,7 +304,10 @@ class HiveBase:
         case): nothing they wrote is kept, and the error is the verb's answer. ``about``:
         the task (or the pick) they take, which an engine may take with the ``BEGIN``
         (None: a task they make). A
-        transaction the store gave up as meeting others is run again, as in :meth:`_run`."""
+        transaction the store gave up as meeting others is run again, as in :meth:`_run`.
+
+        Every lease that ran out is ended first, in the same transaction, as the full run's
+        sweep ends it (:func:`expired`); ``swept`` (when given) holds the claims it ended."""
         if (verb not in self.store.statements or PENDING.get() is not None
                 or self.store.not_plain(caller.name)):
             return None
@@ -312,8 +316,11 @@ class HiveBase:
         def job(tx: Writer) -> tuple[T, Callable[[], tuple[int, int]]]:
             now = self.clock()  # under the lock: a lease that ran out while this
             at = format_ts(now)  # verb waited for it is stale, as in the full run
-            if tx.required_plugins() or tx.lock_overdue(at):
+            if tx.required_plugins():
                 raise _NotPlain
+            ended = expired(tx, at)
+            if swept is not None:
+                swept[:] = ended
             answer = statements(tx, now, at)
             if answer is None:
                 raise _NotPlain  # undo what it wrote
@@ -472,12 +479,7 @@ class HiveBase:
 
     def _sweep(self, unit: Unit) -> None:
         """Every claim whose lease ran out goes back to ``routed`` first (moves 8/9)."""
-        for row in unit.tx.lock_overdue(unit.at):
-            unit.tx.move(row.number, row.state, State.routed.value, at=unit.at, actor="clock",
-                         reason="expired", end_lease=True,
-                         detail={"holder": row.lease_holder, "fencing_token": row.lease_token,
-                                 "expired_at": row.lease_expires})
-            unit.swept.append(row)
+        unit.swept.extend(expired(unit.tx, unit.at))
 
     def _notify(self, after: int, upto: int) -> None:
         """After the commit: tell ``hivelite_on_transition`` plugins of each move journaled
@@ -700,7 +702,15 @@ class HiveBase:
                request_id: str | None = None) -> builtins.list[ExpiredClaim]:
         """Return every task whose claim has expired to ``routed`` now; report what reopened
         (including what opening this store already reopened). Any caller may."""
-        reopened = self._write(caller, "expire", _reopened)
+        checked = self._caller(caller, "expire")
+        swept: builtins.list[TaskRow] = []
+
+        def statement(tx: Writer, now: datetime, at: str) -> builtins.list[ExpiredClaim] | None:
+            return _claims(swept, at) if tx.plain(checked.name) else None
+
+        reopened = self._statement(checked, "expire", statement, about=None, swept=swept)
+        if reopened is None:
+            reopened = self._write(checked, "expire", _reopened)
         with self._expired_lock:
             earlier, self.expired_on_open = self.expired_on_open, []
         return earlier + reopened
@@ -728,8 +738,25 @@ def _search(text: object) -> str | None:
     return text.strip().lower() or None
 
 
+def expired(tx: Writer, at: str) -> builtins.list[TaskRow]:
+    """The sweep: every claim whose lease ran out by ``at`` ends, its task routed again
+    (moves 8/9, the clock's), before anything else the write does; the claims it ended."""
+    found = tx.lock_overdue(at)
+    for row in found:
+        tx.move(row.number, row.state, State.routed.value, at=at, actor="clock",
+                reason="expired", end_lease=True,
+                detail={"holder": row.lease_holder, "fencing_token": row.lease_token,
+                        "expired_at": row.lease_expires})
+    return found
+
+
 def _reopened(unit: Unit) -> builtins.list[ExpiredClaim]:
     """The body of a write that only sweeps: what it reopened."""
+    return _claims(unit.swept, unit.at)
+
+
+def _claims(swept: builtins.list[TaskRow], at: str) -> builtins.list[ExpiredClaim]:
+    """The claims a sweep at ``at`` ended, as ``expire`` answers them."""
     return [ExpiredClaim(number=r.number, id=r.id, holder=r.lease_holder or "",
-                         from_state=State(r.state), expired_at=r.lease_expires or unit.at)
-            for r in unit.swept]
+                         from_state=State(r.state), expired_at=r.lease_expires or at)
+            for r in swept]
