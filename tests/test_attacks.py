@@ -1454,10 +1454,38 @@ SUBMISSIONS = [
          "forbidden_right:journal_forged"),
 ]
 
+
+
+def answered(task: str, actor: str) -> dict[str, str]:
+    """A raw answer to ``task``'s question, from ``actor`` (SQL)."""
+    return event("{" + task + "}", f"'{NOW}', {actor}, 'waiting', 'waiting', 'answered',"
+                 " '{{\"text\":\"16\"}}'", "at, actor, from_state, to_state, reason, detail")
+
+
+# -- who answers which question (migration 20) ------------------------------------------
+
+OWNER_SQL = "(SELECT value FROM meta WHERE key = 'owner')"
+ANSWERS = [
+    case("an answer to a task held for the owner, which asks nothing",
+         answered("r_owner_approval", OWNER_SQL), "invalid_state:not_asking"),
+    case("an agent's answer to a question to a person",
+         answered("r_human", "'ana/planner'"), "forbidden_right:not_permitted"),
+    case("the asker's answer to its own question", answered("r_agent", "'ana/coder'"),
+         "forbidden_right:self_answer"),
+    case("an answer to a task that is not waiting is no journal row of its",
+         answered("r_routed", OWNER_SQL), "forbidden_right:journal_forged"),
+    case("the owner's answer to a question to a person stands",
+         answered("r_human", OWNER_SQL), None,
+         then=[(newest("r_human", "reason"), "answered")]),
+    case("another agent's answer to an agent's question stands",
+         answered("r_agent", "'ana/planner'"), None,
+         then=[(newest("r_agent", "actor"), "ana/planner")]),
+]
+
 CASES: list[Case] = [
     *JOURNAL, *BIRTH, *CLOSED, *WAITING, *RESULTS_EXIST, *LEASES, *COLUMNS, *MOVES_TABLE,
     *PROTOCOL, *ROWS_KEPT, *RESULTS, *QUEUE, *CONTROLS, *OWNERS, *DECISIONS, *SCOPES, *DRAFTS,
-    *SUBMISSIONS,
+    *SUBMISSIONS, *ANSWERS,
 ]
 
 

@@ -41,6 +41,7 @@ RELEASED = {
     17: "a6448e8f81a3cd523c9e968fe05b19574aeafb93e120e88c7f7da059ff385314",
     18: "3cd9c93d6fcbd271a2f67294f648359d7b90340172383b078f0074e4f4f848f4",
     19: "bc6757ffc35a239f8c13d98e5eb63c84e18ea08846cd6a7cea0e3fa95942f77e",
+    20: "cc6bada86b9090e72bc9423ee7ec8dc341cf5a999381a9c6fb7848cc191c2898",
 }
 """sha256 of every migration a release has shipped. A released migration is never edited:
 change the schema with a new file, and add its hash here when it ships."""
@@ -64,7 +65,7 @@ def by_migrations(upto: int = SCHEMA_VERSION) -> apsw.Connection:
 
 def test_migrations_are_numbered_from_one_without_gaps() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 19
+    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 20
 
 
 def test_released_migrations_are_frozen() -> None:
@@ -280,3 +281,22 @@ def test_migration_19_makes_its_rules_as_the_code_does_in_the_order_they_fire() 
     order = ("SELECT name FROM sqlite_schema WHERE type = 'trigger'"
              " AND tbl_name IN ('tasks', 'journal') ORDER BY rowid")
     assert list(by_migrations(18).execute(order)) == list(by_migrations(19).execute(order))
+
+
+def test_migration_20_makes_the_rule_of_answers_and_keeps_the_journal_s_rules_first() -> None:
+    """Migration 20's rule is the code's own text, and the journal's rules are made again
+    after it in the order they were: each still fires as it did, and before it."""
+    from hivelite.store import schema
+
+    (sqlite20,) = [m for m in MIGRATIONS if m.version == 20]
+    made = schema.ANSWERS.lstrip("\n")
+    assert made[made.index("CREATE TRIGGER"):] + ";\n" in sqlite20.sql
+    at19 = by_migrations(19)
+    before = list(at19.execute(
+        "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger' ORDER BY rowid"))
+    rules = dict(at19.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'"))
+    assert sqlite20.sql.endswith(schema.remade_in_order(before, rules, ["journal_insert"]))
+    order = ("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'journal'"
+             " ORDER BY rowid")
+    assert [r[0] for r in by_migrations(20).execute(order)] == ["journal_answered"] + [
+        r[0] for r in at19.execute(order)]

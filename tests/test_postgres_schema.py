@@ -27,6 +27,7 @@ RELEASED = {
     17: "7eba69ca3cd9c2ac176d706d5f6ee0027674ed352a93cbce113f2ab63366c77d",
     18: "69920557f1c3f4f5c95fc4d87d90d7246fbb0c88e2f71fa2ac2eefd8173b8094",
     19: "8139bcdb3d9f673e9c92e96383c79dff650290d0d24668de3baa080bd8cd0009",
+    20: "bc42bf93d3a4124fe431cf30b806ae03f6a3ede00dbb788b7ac62c64c0bae077",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 
@@ -103,7 +104,7 @@ def test_released_migrations_are_never_edited() -> None:
 def test_both_engines_are_at_the_same_contract_version() -> None:
     from hivelite.store.migrations import SCHEMA_VERSION as SQLITE_VERSION
 
-    assert SCHEMA_VERSION == SQLITE_VERSION == MIGRATIONS[-1].version == 19
+    assert SCHEMA_VERSION == SQLITE_VERSION == MIGRATIONS[-1].version == 20
 
 
 def test_migration_19_makes_each_rule_of_one_row_submissions_as_the_code_does() -> None:
@@ -120,6 +121,19 @@ def test_migration_19_makes_each_rule_of_one_row_submissions_as_the_code_does() 
     rules = ("task_move", "journal_insert", "task_completion_decided", "task_attempt_failed",
              "task_holder_enrolled")
     assert frozenset(rules) == pg_schema.ONE_ROW_SUBMISSIONS
+
+
+def test_migration_20_makes_the_rule_of_answers_as_the_code_does() -> None:
+    """Migration 20's statements are the code's own text: the rule of answers made in its
+    place, every other rule renamed to the place SQLite's order at 20 gives it; no rule
+    replaced."""
+    (pg20,) = [m for m in MIGRATIONS if m.version == 20]
+    assert pg20.sql.endswith(pg_schema.answers_sql())
+    assert "CREATE OR REPLACE" not in pg20.sql
+    made = [line.split()[2][:-2] for line in pg20.sql.splitlines()
+            if line.startswith("CREATE FUNCTION")]
+    assert made == [name for name, rule, _ in pg_schema.rule_functions(
+        pg_schema._in_firing_order(pg_schema.rules(), 20)) if rule.name == "journal_answered"]
 
 
 def test_every_move_and_every_refusal_comes_from_the_same_sources() -> None:

@@ -492,6 +492,7 @@ FILTERED = frozenset({
     "task_attempt_failed", "task_holder_enrolled", "task_lease_controlled",
     "task_lease_enrolled", "task_role_fixed", "results_receipts_shape", "results_draft_shape",
     "results_receipts_fixed", "results_draft_fixed", "results_draft_reshaped",
+    "journal_answered",
 })
 """The rules whose trigger carries their :func:`guard` as a ``WHEN``: those whose guard
 skips most of a task's moves (a claim, a submission, a decision), or that a cycle never
@@ -762,6 +763,7 @@ def rules() -> list[Rule]:
     add("updates_insert", "BEFORE", "INSERT", "updates",
         _refuse("invalid_state:task_closed", _closed("NEW")))
     add("journal_insert", "BEFORE", "INSERT", "journal", journal_insert_rule())
+    add("journal_answered", "BEFORE", "INSERT", "journal", ANSWERED)
 
     # -- the owner's authority -----------------------------------------------------------
     add("policy_values", "BEFORE", "INSERT", "policy", _refuse(
@@ -997,6 +999,22 @@ def task_move_rule() -> str:
         " AND EXISTS (SELECT 1 FROM results WHERE task = NEW.number)) END)")
 
 
+ANSWERED = _only_if(
+    "NEW.reason = 'answered' AND NEW.task IS NOT NULL AND NEW.from_state = 'waiting'"
+    " AND NEW.to_state = 'waiting'", _cases(
+        ("(SELECT waiting_on FROM tasks WHERE number = NEW.task) NOT IN ('human', 'agent')",
+         "invalid_state:not_asking"),
+        ("NEW.actor IS DISTINCT FROM (SELECT value FROM meta WHERE key = 'owner')"
+         " AND (SELECT waiting_on FROM tasks WHERE number = NEW.task) = 'human'",
+         "forbidden_right:not_permitted"),
+        ("NEW.actor IS DISTINCT FROM (SELECT value FROM meta WHERE key = 'owner')"
+         " AND NEW.actor = (SELECT assignee FROM tasks WHERE number = NEW.task)",
+         "forbidden_right:self_answer")))
+"""Who answers which question (migration 20, ``schema.ANSWERS``): a task paused on a
+question, a person's answered by the owner alone, an agent's by the owner or another agent
+than its assignee."""
+
+
 def journal_insert_rule() -> str:
     """The rule on every journal row (``schema.journal_insert_sql``; migration 19 added the
     submission's row): it ends in its task's state, and a row that changes state is one of
@@ -1087,12 +1105,20 @@ def sqlite_triggers(upto: int | None = None) -> tuple[str, ...]:
         conn.close()
 
 
+MADE_IN: dict[str, int] = {"journal_answered": 20}
+"""The rules a migration after the first PostgreSQL one made, by its version: a store at
+an earlier version has none of them."""
+
+
 def _in_firing_order(items: list[Rule], upto: int | None = None) -> list[Rule]:
-    """``items`` in the order PostgreSQL should run them (it runs a table's triggers by
-    name, and each name starts with its place here): the numbering first, then SQLite's
-    triggers in the order SQLite runs them (at version ``upto``; None: today's), so a
-    write breaking two rules names the same one on both engines; ``TRUNCATE`` last."""
+    """``items`` a store at version ``upto`` (None: today's) has, in the order PostgreSQL
+    should run them (it runs a table's triggers by name, and each name starts with its
+    place here): the numbering first, then SQLite's triggers in the order SQLite runs
+    them at that version, so a write breaking two rules names the same one on both
+    engines; ``TRUNCATE`` last."""
     made = {name: n for n, name in enumerate(sqlite_triggers(upto))}
+    if upto is not None:
+        items = [rule for rule in items if MADE_IN.get(rule.name, 0) <= upto]
 
     def place(rule: Rule) -> tuple[int, int]:
         if rule.name.endswith("_number"):
@@ -1201,16 +1227,18 @@ one journal row: each reads a row's ``via`` as the seed moves it stands for."""
 
 def replaced_sql(before: int, after: int, changed: Iterable[str]) -> str:
     """A migration's statements on PostgreSQL when SQLite's migration ``after`` changes the
-    rules ``changed`` (and makes triggers again, which moves them in SQLite's order): each
-    rule whose place differs from the one it had at version ``before`` is renamed to its
-    new one (trigger and function, by way of ``hlx`` names: no two at once), then each
-    changed rule's function is replaced and its trigger made again, its ``WHEN`` too (as
-    migration 18 did by hand)."""
+    rules ``changed`` or makes new ones (:data:`MADE_IN`), and makes triggers again, which
+    moves them in SQLite's order: each rule whose place differs from the one it had at
+    version ``before`` is renamed to its new one (trigger and function, by way of ``hlx``
+    names: no two at once), then each changed rule's function is replaced and its trigger
+    made again, its ``WHEN`` too (as migration 18 did by hand), and each new rule is
+    made."""
+    fresh = {name for name, version in MADE_IN.items() if version == after}
     was = {rule.name: name for name, rule, _ in rule_functions(_in_firing_order(
         rules(), before))}
     made = rule_functions(_in_firing_order(rules(), after))
     moved = sorted((was[rule.name], name, rule) for name, rule, _ in made
-                   if was[rule.name] != name)
+                   if rule.name not in fresh and was[rule.name] != name)
     lines = []
     for old, _, rule in moved:
         lines.append(f"ALTER TRIGGER {old} ON {rule.table} RENAME TO hlx{old[2:]};")
@@ -1220,7 +1248,11 @@ def replaced_sql(before: int, after: int, changed: Iterable[str]) -> str:
         lines.append(f"ALTER FUNCTION hlx{old[2:]}() RENAME TO {new};")
     wanted = set(changed)
     for name, rule, body in made:
-        if rule.name in wanted:
+        if rule.name in fresh:
+            lines.append(f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql"
+                         f" SET search_path FROM CURRENT AS $${body}$$;")
+            lines.append(f"{trigger_of(name, rule)};")
+        elif rule.name in wanted:
             lines.append(f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE"
                          f" plpgsql SET search_path FROM CURRENT AS $${body}$$;")
             lines.append(f"DROP TRIGGER {name} ON {rule.table};")
@@ -1234,3 +1266,10 @@ def one_row_submissions_sql() -> str:
     rule renamed to its place in SQLite's order at 19 (each keeps its order among its
     table's rules, as SQLite's migration keeps it)."""
     return replaced_sql(18, 19, ONE_ROW_SUBMISSIONS)
+
+
+def answers_sql() -> str:
+    """Migration 20's statements on PostgreSQL: the rule of who answers which question
+    (:data:`ANSWERED`) made, and every rule renamed to the place SQLite's order at 20 gives
+    it (SQLite makes the journal's rules again after it)."""
+    return replaced_sql(19, 20, ())

@@ -791,7 +791,8 @@ def target_sql() -> str:
     return (TABLES + "\n" + insert_moves_sql() + protocol_triggers() + "\n"
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
             + REQUESTS + authority_sql() + TOKENS + TASK_BOARD + decisions_sql()
-            + scope_sql() + draft_sql() + lean_sql() + KEPT_BY_DAY + WATCHES)
+            + scope_sql() + draft_sql() + lean_sql() + KEPT_BY_DAY + WATCHES + ANSWERS
+            + ";\n")
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
@@ -1431,3 +1432,27 @@ made it; what it waits for is read from the task each time it is asked, so a wat
 only what was asked and, for the queue, the claim that answered it. It is face state,
 not the protocol's: no trigger guards it, an export leaves it out, and it is deleted once
 it expires."""
+
+
+ANSWERS = f"""
+-- An answer (migration 20) is a journal row that leaves its task waiting, reason
+-- 'answered': only a task paused on a question takes one, a question to a person only
+-- from the owner, one to an agent from the owner or another agent than its assignee (who
+-- asked it). A row that is no journal row of the task's (journal_insert) is refused as such
+-- first: this rule is older than the journal's others, so SQLite runs it after them.
+CREATE TRIGGER journal_answered BEFORE INSERT ON journal
+WHEN NEW.reason = 'answered' AND NEW.task IS NOT NULL AND NEW.from_state IS 'waiting'
+    AND NEW.to_state IS 'waiting'
+BEGIN
+    SELECT CASE
+        WHEN (SELECT waiting_on FROM tasks WHERE number = NEW.task) NOT IN ('human', 'agent')
+            THEN RAISE(ABORT, 'invalid_state:not_asking')
+        WHEN NEW.actor IS {OWNER} THEN NULL
+        WHEN (SELECT waiting_on FROM tasks WHERE number = NEW.task) = 'human'
+            THEN RAISE(ABORT, 'forbidden_right:not_permitted')
+        WHEN NEW.actor IS (SELECT assignee FROM tasks WHERE number = NEW.task)
+            THEN RAISE(ABORT, 'forbidden_right:self_answer')
+    END;
+END"""
+"""Who answers which question, held by the store (migration 20): the rule ``answer``'s
+statement counts on, as the guard's ``asking`` says it to people."""

@@ -9,8 +9,12 @@ and reads every answer given in its receipt, as ``show`` shows them until the ne
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from ..core.caller import Caller
-from ..core.models import Receipt
+from ..core.models import Receipt, made
+from ..core.protocol import State, WaitingOn
+from ..store import Writer
 from . import guard
 from .base import HiveBase
 from .retries import idempotent
@@ -24,6 +28,22 @@ def answer(hive: HiveBase, caller: Caller, ref: str | int, *, text: str,
     one on an agent. The task stays waiting until its assignee resumes it."""
     checked = hive._caller(caller, "answer")
     given = guard.answer_fits(text)
+
+    def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
+        row = tx.lock_task(ref)
+        if row is None or not tx.plain(checked.name):
+            return None
+        # journaled as a row that leaves the task waiting: the store's rules take it only
+        # on a task paused on a question, from one who may answer it (journal_answered)
+        tx.record_event(row.number, at=at, actor=checked.name, state=State.waiting.value,
+                        reason="answered", detail={"text": given})
+        return made(Receipt, {"number": row.number, "id": row.id, "state": State.waiting,
+                              "waiting_on": WaitingOn(row.waiting_on) if row.waiting_on
+                              else None, "at": at, "seq": None})
+
+    done = hive._statement(checked, "answer", statement, about=ref)
+    if done is not None:
+        return done
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
