@@ -55,8 +55,9 @@ from .rows import (
 T = TypeVar("T")
 
 STATEMENTS = frozenset({"amend", "answer", "approve", "cancel", "checkpoint", "claim", "decline",
-                        "deny", "expire", "fields", "handoff", "next", "pause", "release",
-                        "renew", "resume", "sign_off", "submit", "update", "verify"})
+                        "deny", "expire", "fields", "handoff", "hold", "lift", "next", "pause",
+                        "release", "renew", "resume", "sign_off", "stop", "submit", "update",
+                        "verify", "veto"})
 """The verbs a store writes as their statements in the plain case (``Store.statements``):
 every engine takes the same ones, through the same ``Writer`` methods."""
 STORE_WIDE: ContextVar[bool] = ContextVar("hivelite_store_wide", default=False)

@@ -10,14 +10,15 @@ refuses a lease to whom it binds (the ``task_lease_controlled`` trigger).
 from __future__ import annotations
 
 import builtins
+from datetime import datetime
 
 from pydantic import TypeAdapter, ValidationError
 
 from ..core.caller import Caller, require_owner
 from ..core.errors import InvalidInput, NotFound
 from ..core.models import DEFERRED, AgentName, Control, ControlKind, InstanceName
-from ..core.protocol import CONTROL_ENDINGS, State
-from ..store import ControlRow
+from ..core.protocol import CONTROL_ENDINGS, STATE_OF, TERMINAL, State
+from ..store import ControlRow, Writer
 from ..store.records import replace
 from . import guard
 from .authority import control_view, scope
@@ -59,27 +60,43 @@ def _control(hive: HiveBase, caller: Caller, kind: ControlKind, *, agent: str | 
     why = guard.reason_fits(reason)
     agent, instance = names(agent, instance)
 
+    def placed(tx: Writer, at: str, number: int | None) -> Control:
+        """The control's writes: its row, its journal row, and the end of every live
+        lease it covers (the store's rules check each move)."""
+        row = ControlRow(id=0, kind=kind, agent=agent, instance=instance, task=number,
+                         at=at, by=who, reason=why)
+        row = replace(row, id=tx.add_control(row))
+        tx.record_event(None, at=at, actor=who, state=None, reason=kind,
+                        detail={"control": row.id, "agent": agent, "instance": instance,
+                                "task": number, "why": why})
+        ended = []
+        for leased in tx.lock_leases(agent=agent, instance=instance, task=number):
+            tx.move(leased.number, leased.state, State.routed.value, at=at, actor=who,
+                    reason=CONTROL_ENDINGS[kind], end_lease=True,
+                    detail={"control": row.id, "holder": leased.lease_holder,
+                            "fencing_token": leased.lease_token})
+            ended.append(leased.number)
+        return control_view(row, ended)
+
+    def statement(tx: Writer, now: datetime, at: str) -> Control | None:
+        if task is None:
+            return placed(tx, at, None)
+        found = tx.lock_task(task)  # a veto: on a task still open (no rule of the
+        if found is None or STATE_OF[found.state] in TERMINAL:  # store's: the full run
+            return None  # says which)
+        return placed(tx, at, found.number)
+
+    done = hive._statement(checked, kind, statement, about=task)
+    if done is not None:
+        return done
+
     def body(unit: Unit) -> Control:
         number = None
         if task is not None:  # a veto: on a task still open
             found = unit.task(task)
             guard.still_open(found)
             number = found.number
-        row = ControlRow(id=0, kind=kind, agent=agent, instance=instance, task=number,
-                         at=unit.at, by=who, reason=why)
-        row = replace(row, id=unit.tx.add_control(row))
-        unit.tx.record_event(None, at=unit.at, actor=who, state=None, reason=kind,
-                             detail={"control": row.id, "agent": agent,
-                                     "instance": instance, "task": number,
-                                     "why": why})
-        ended = []
-        for leased in unit.tx.lock_leases(agent=agent, instance=instance, task=number):
-            unit.move(leased, State.routed, actor=who, reason=CONTROL_ENDINGS[kind],
-                      end_lease=True, detail={"control": row.id,
-                                              "holder": leased.lease_holder,
-                                              "fencing_token": leased.lease_token})
-            ended.append(leased.number)
-        return control_view(row, ended)
+        return placed(unit.tx, unit.at, number)
 
     return hive._write(checked, kind, body)
 
@@ -136,10 +153,11 @@ def lift(hive: HiveBase, caller: Caller, control: int | None = None, *, kind: st
                            field="control")
     who_agent, where = names(agent, instance)
 
-    def body(unit: Unit) -> builtins.list[Control]:
-        number = unit.task(task).number if task is not None else None
+    def lifted(tx: Writer, at: str, number: int | None) -> builtins.list[Control]:
+        """The live controls named lifted, each journaled; ``404 no_such_control`` when
+        none is."""
         picked: builtins.list[ControlRow] = []
-        for row in unit.tx.controls():
+        for row in tx.controls():
             if control is not None:
                 hit = row.id == control
             elif everyone:
@@ -155,12 +173,24 @@ def lift(hive: HiveBase, caller: Caller, control: int | None = None, *, kind: st
                 f"{control}" if control is not None else "matches that") +
                 "; hivelite controls lists them")
         for row in picked:
-            unit.tx.lift_control(row.id, at=unit.at, by=who)
-            unit.tx.record_event(None, at=unit.at, actor=who, state=None, reason="lift",
-                                 detail={"control": row.id, "kind": row.kind,
-                                         "scope": scope(row), "why": why})
-        return [control_view(replace(row, lifted_at=unit.at, lifted_by=who))
-                for row in picked]
+            tx.lift_control(row.id, at=at, by=who)
+            tx.record_event(None, at=at, actor=who, state=None, reason="lift",
+                            detail={"control": row.id, "kind": row.kind,
+                                    "scope": scope(row), "why": why})
+        return [control_view(replace(row, lifted_at=at, lifted_by=who)) for row in picked]
+
+    def statement(tx: Writer, now: datetime, at: str) -> builtins.list[Control] | None:
+        if task is None:
+            return lifted(tx, at, None)
+        found = tx.lock_task(task)
+        return None if found is None else lifted(tx, at, found.number)
+
+    done = hive._statement(checked, "lift", statement, about=task)
+    if done is not None:
+        return done
+
+    def body(unit: Unit) -> builtins.list[Control]:
+        return lifted(unit.tx, unit.at, unit.task(task).number if task is not None else None)
 
     return hive._write(checked, "lift", body)
 
