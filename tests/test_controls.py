@@ -68,10 +68,11 @@ def working(hive: Hive, caller: Caller = CODER, **overrides: Any) -> tuple[int, 
     return number, lease
 
 
-def paused(hive: Hive, caller: Caller = CODER) -> int:
-    """A task its holder paused mid-work (waiting on a human, no claim)."""
+def paused(hive: Hive, caller: Caller = CODER, on: str = "human") -> int:
+    """A task its holder paused mid-work (waiting on a human, or ``on`` an agent; no
+    claim)."""
     number, lease = working(hive, caller)
-    hive.pause(caller, number, **fence(lease), on="human", reason="which parser?")
+    hive.pause(caller, number, **fence(lease), on=on, reason="which parser?")
     return number
 
 
@@ -459,6 +460,10 @@ def _expire(h: Hive, c: Caller, t: dict[str, int]) -> object:
     return h.expire(c)
 
 
+def _answer(h: Hive, c: Caller, t: dict[str, int]) -> object:
+    return h.answer(c, t["asking"], text="the fast one")
+
+
 def _claim(h: Hive, c: Caller, t: dict[str, int]) -> object:
     return h.claim(c, t["mine"])
 
@@ -472,20 +477,23 @@ def _resume(h: Hive, c: Caller, t: dict[str, int]) -> object:
 
 
 ANY_WRITE = {"claim": _claim, "next": _next, "resume": _resume, "verify": _verify,
-             "handoff": _handoff, "fields": _fields, "amend": _amend, "expire": _expire}
+             "handoff": _handoff, "fields": _fields, "amend": _amend, "expire": _expire,
+             "answer": _answer}
 NAMES_A_TASK = {"claim": "mine", "resume": "paused", "verify": "approval", "fields": "mine",
-                "amend": "mine_in_approval"}
+                "amend": "mine_in_approval", "answer": "asking"}
 """The task each write names, which its refusal names too (next, handoff, expire: none)."""
 
 
 @pytest.fixture
 def tasks(hive: Hive) -> dict[str, int]:
     """Work the reviewer could touch: one of its own routed, one paused, one of its results
-    awaiting a decision, and the coder's result awaiting the reviewer's confirmation."""
+    awaiting a decision, the coder's result awaiting the reviewer's confirmation, and the
+    coder's question to an agent."""
     return {"mine": own_task(hive, assignee=REVIEWER.name),
             "paused": paused(hive, REVIEWER),
             "mine_in_approval": in_approval(hive, REVIEWER),
-            "approval": in_approval(hive)}
+            "approval": in_approval(hive),
+            "asking": paused(hive, on="agent")}
 
 
 STOPS: dict[str, Callable[[Hive], Control]] = {

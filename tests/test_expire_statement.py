@@ -123,4 +123,4 @@ def test_a_stopped_agent_s_expire_takes_the_full_run(
         hive.expire(OTHER)
     assert refused.value.reason == "vetoed"
     assert [e.number for e in hive.expire(OWNER)] == [1]
-    assert runs.verbs == ["expire", "expire"]  # (a live control: the full run)
+    assert runs.verbs == ["expire"]  # (the stop bears on its agent alone)

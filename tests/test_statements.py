@@ -108,10 +108,6 @@ def case_veto(hive: Hive) -> None:
     hive.veto(OWNER, other, agent="ana/coder")
 
 
-def case_hold(hive: Hive) -> None:
-    hive.hold(OWNER, agent="ana/other")
-
-
 def case_enrolment(hive: Hive) -> None:
     hive.enrol(OWNER, "ana/coder", projects=["demo"])
 
@@ -121,7 +117,7 @@ def case_budget(hive: Hive) -> None:
 
 
 CASES: dict[str, Callable[[Hive], None]] = {
-    "a live control": case_veto, "a hold of another agent": case_hold,
+    "a veto of the holder": case_veto,
     "an enrolment": case_enrolment, "a budget": case_budget,
 }
 
@@ -139,6 +135,39 @@ def test_outside_the_plain_case_the_full_run_decides(
     assert lease.number == number
     assert receipt.state is State.approval
     assert runs.verbs == ["next", "submit"]
+
+
+@pytest.mark.parametrize("control", ["hold", "stop", "veto"])
+def test_a_control_on_another_agent_or_instance_leaves_the_statements(
+        opened: Callable[..., Hive], control: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a control that names the holder or its instance, or stops every agent, sends
+    its statements to the full run: the owner holding one agent slows no other."""
+    hive = opened()
+    number = own_task(hive, priority="high")
+    other = own_task(hive, assignee="ana/other")
+    {"hold": lambda: hive.hold(OWNER, agent="ana/other"),
+     "stop": lambda: hive.stop(OWNER, instance="desk"),
+     "veto": lambda: hive.veto(OWNER, other, agent="ana/other")}[control]()
+    runs = FullRuns(monkeypatch)
+    lease, receipt = cycle(hive)
+    assert (lease.number, receipt.state) == (number, State.approval)
+    assert runs.verbs == []
+
+
+@pytest.mark.parametrize(("control", "reason"), [("stop", "vetoed"), ("hold", "held")])
+def test_a_stop_of_every_agent_or_a_hold_of_the_holder_s_instance_takes_the_full_run(
+        opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch, control: str,
+        reason: str) -> None:
+    hive = opened()
+    own_task(hive)
+    if control == "stop":
+        hive.stop(OWNER, everyone=True)
+    else:
+        hive.hold(OWNER, instance="Laptop.")  # (the holder's, as the owner spells it)
+    runs = FullRuns(monkeypatch)
+    with pytest.raises(ForbiddenRight) as refused:
+        hive.claim_next(CODER)
+    assert (refused.value.reason, runs.verbs) == (reason, ["next"])
 
 
 def test_a_lease_run_out_is_swept_by_the_statement_first(

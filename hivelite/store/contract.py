@@ -66,6 +66,27 @@ budgets, enrolments, signers, tokens): the owner's authority verbs. A store whos
 run side by side (PostgreSQL) lets such a write run alone; SQLite has one writer anyway."""
 
 
+def bears_on(agent: str | None, instance: str | None, holder: str,
+             acting_from: str | None) -> bool:
+    """Whether a live control naming ``agent`` and ``instance`` (a hold, a veto, a stop)
+    bears on ``holder`` acting from ``acting_from`` (an instance as callers and controls
+    spell it): it names the holder (a veto of it on any task too) or its instance, or it
+    stops every agent. Outside the plain case of that holder's statements (the full run
+    reads what it forbids); a control on another agent leaves them plain."""
+    return (agent == holder or (instance is not None and instance == acting_from)
+            or (agent is None and instance is None))
+
+
+PLAIN_SQL = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL"
+             " AND (agent = {holder} OR instance = {instance}"
+             " OR (agent IS NULL AND instance IS NULL)))"
+             " AND NOT EXISTS (SELECT 1 FROM enrolments WHERE agent = {holder})"
+             " AND NOT EXISTS (SELECT 1 FROM budgets WHERE agent = {holder})")
+"""The plain case of a holder's statement as SQL (its ``{holder}`` and ``{instance}`` the
+engine's parameters): :func:`bears_on` for each live control, and no enrolment or budget
+of the holder's."""
+
+
 @dataclass(frozen=True, slots=True)
 class Pick:
     """What ``next`` picks from (``Writer.next_ready``'s arguments but the owner's vetoes
@@ -244,9 +265,10 @@ class Writer(Reader, Protocol):
         undoes whatever this wrote (it may have written before it found out), and its full
         run decides (and says why it refuses)."""
         ...
-    def plain(self, holder: str) -> bool:
-        """Whether a statement of ``holder``'s is in the plain case: no control is live,
-        and the holder has no enrolment and no budget."""
+    def plain(self, holder: str, instance: str | None) -> bool:
+        """Whether a statement of ``holder``'s (acting from ``instance``) is in the plain
+        case: no live control names the holder or its instance, nor stops every agent
+        (:func:`bears_on`), and the holder has no enrolment and no budget."""
         ...
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         """``claim`` as its statement, in the plain case: task ``ref``, when it is ready
@@ -357,9 +379,9 @@ class Store(Protocol):
     """The verbs this engine writes as their statements in the plain case
     (:meth:`Writer.take_next`, :meth:`Writer.take_task`, :meth:`Writer.held`); the other
     verbs, and every case that is not plain, take the write path's full run."""
-    def not_plain(self, holder: str) -> bool:
+    def not_plain(self, holder: str, instance: str | None) -> bool:
         """True when this thread's last write found that a statement of ``holder``'s would
-        not be in the plain case (a control was live, the holder had an enrolment or a
+        not be in the plain case (a control bore on it, the holder had an enrolment or a
         budget, a plugin was required): the write path then takes the full run at once,
         without trying the statements first. It only chooses the path, never the outcome:
         when another process has changed that since, the full run reads the file afresh,

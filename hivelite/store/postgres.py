@@ -32,7 +32,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -71,7 +71,7 @@ from .columns import (
     pick_where,
     usage_sum,
 )
-from .contract import STATEMENTS, STORE_WIDE, Pick
+from .contract import STATEMENTS, STORE_WIDE, Pick, bears_on
 from .keys import (
     META_KEY,
     ChainKey,
@@ -333,6 +333,17 @@ def _pick(assignee: str, project: str | None, label: str | None, skip: Sequence[
             " LIMIT 1 FOR UPDATE SKIP LOCKED", args)
 
 
+class Crowded(NamedTuple):
+    """What kept a write's holders out of the plain case (``PostgresTx.crowded``)."""
+
+    required: bool
+    """A plugin was required."""
+    controls: tuple[tuple[str | None, str | None], ...]
+    """The agent and instance each live control named."""
+    agents: frozenset[str]
+    """The agents with an enrolment or a budget."""
+
+
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
@@ -437,20 +448,20 @@ class PostgresTx(ViewRows):
             self._ahead.setdefault("overdue", [(found[-1],)])
         return self._ahead.get(name)
 
-    def crowded(self) -> tuple[bool, frozenset[str]] | None:
+    def crowded(self) -> Crowded | None:
         """What kept this write's holders out of the plain case, as it read the rows sent
-        ahead: whether a control was live or a plugin required, and the agents with an
-        enrolment or a budget (None: it did not read them, or changed them). Only to
-        choose a path (``PostgresStore.not_plain``), never an outcome."""
+        ahead: whether a plugin was required, whom the live controls name, and the agents
+        with an enrolment or a budget (None: it did not read them, or changed them). Only
+        to choose a path (``PostgresStore.not_plain``), never an outcome."""
         if self._first is None or "" in self._ahead:
             return None
-        tables = [self._ahead.get(name) for name in
-                  ("controls", "required_plugins", "enrolments", "budgets")]
-        if any(rows is None for rows in tables):
+        tables = [self._ahead.get(name) for name in ("required_plugins", "enrolments",
+                                                     "budgets")]
+        if any(rows is None for rows in tables) or self._ahead.get("controls") is None:
             return None
-        controls, required, enrolments, budgets = tables
-        return bool(controls or required), frozenset(
-            str(r[0]) for r in [*(enrolments or ()), *(budgets or ())])
+        required, enrolments, budgets = tables
+        return Crowded(bool(required), tuple((c.agent, c.instance) for c in self.controls()),
+                       frozenset(str(r[0]) for r in [*(enrolments or ()), *(budgets or ())]))
 
     def _changed(self, table: str) -> None:
         """This write changes ``table``: its rows read ahead no longer hold (None: read
@@ -579,20 +590,20 @@ class PostgresTx(ViewRows):
 
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
-        if not self.plain(lease.holder):  # (read with the BEGIN: no round trip)
+        if not self.plain(lease.holder, lease.instance):  # (read with the BEGIN)
             return None
         return self._take(self.next_ready(lease.holder, project=project, label=label,
                                           skip=skip), lease, at)
 
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        if not self.plain(lease.holder):
+        if not self.plain(lease.holder, lease.instance):
             return None
         # the rules refuse a task not ready, or not the holder's (its state, its
         # assignee, its role): the full run then says which
         return self._take(self.lock_task(ref), lease, at)  # (taken with the BEGIN)
 
     def take_paused(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        if not self.plain(lease.holder):
+        if not self.plain(lease.holder, lease.instance):
             return None
         row = self.lock_task(ref)  # (taken with the BEGIN)
         if row is None or row.state != "waiting":  # (a claimed task's holder moves it
@@ -617,15 +628,16 @@ class PostgresTx(ViewRows):
                                  "session": lease.session, "expires_at": lease.expires})
         return Taken(row.number, row.id, token, 0)
 
-    def plain(self, holder: str) -> bool:
-        return not (self.controls() or self.enrolments(holder) or self.budgets(holder))
+    def plain(self, holder: str, instance: str | None) -> bool:
+        return not (self.enrolments(holder) or self.budgets(holder) or any(
+            bears_on(c.agent, c.instance, holder, instance) for c in self.controls()))
 
     def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
              instance: str, at: str) -> Held | None:
         row = self.lock_task(ref)  # (taken with the BEGIN: no round trip)
         if (row is None or row.lease_id != lease_id or row.lease_token != token
                 or row.lease_holder != holder or row.lease_instance != instance
-                or (row.lease_expires or "") <= at or not self.plain(holder)):
+                or (row.lease_expires or "") <= at or not self.plain(holder, instance)):
             return None  # (a live lease is the holder's state's: the rules hold it)
         return Held(row.number, row.id, row.state, row.lease_session, row.project)
 
@@ -1245,9 +1257,12 @@ class PostgresStore:
 
     statements: frozenset[str] = STATEMENTS
 
-    def not_plain(self, holder: str) -> bool:
-        crowded = getattr(self._local, "crowded", None)  # as this thread's last write
-        return crowded is not None and (crowded[0] or holder in crowded[1])  # read them
+    def not_plain(self, holder: str, instance: str | None) -> bool:
+        crowded: Crowded | None = getattr(self._local, "crowded", None)  # as this thread's
+        return crowded is not None and (crowded.required or holder in crowded.agents  # last
+                                        or any(bears_on(agent, where, holder, instance)  # write
+                                               for agent, where in crowded.controls))  # read
+
 
     def __init__(self, url: str, *, create: bool = True, upgrade: bool = True) -> None:
         if not is_url(url):

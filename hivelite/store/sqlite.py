@@ -56,7 +56,7 @@ from .columns import (
     pick_where,
     usage_sum,
 )
-from .contract import STATEMENTS
+from .contract import PLAIN_SQL, STATEMENTS, bears_on
 from .doctor import schema_problem
 from .group import Group, Turn
 from .keys import (
@@ -147,12 +147,16 @@ TASK_VIEW = VIEW_OF.format(columns="{columns}", creator=(
     " WHERE seq = (SELECT min(seq) FROM history))"))
 """``columns.VIEW`` with the task's creator found through the links."""
 
-PLAIN = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL)"
-         " AND NOT EXISTS (SELECT 1 FROM enrolments WHERE agent = ?)"
-         " AND NOT EXISTS (SELECT 1 FROM budgets WHERE agent = ?)")
-"""The plain case of a holder's statement (its two ``?``: the holder): no control of the
-owner's is live, and the holder has no enrolment and no budget. Outside it the write path's
-full run takes the write: it reads the vetoes, the enrolment's scope and the day's spend."""
+PLAIN = PLAIN_SQL.format(holder="?", instance="?")
+"""The plain case of a holder's statement (``contract.PLAIN_SQL``; its four ``?``:
+:func:`plain_args`). Outside it the write path's full run takes the write: it reads the
+controls, the enrolment's scope and the day's spend."""
+
+
+def plain_args(holder: str, instance: str | None) -> tuple[str, str | None, str, str]:
+    """The parameters of :data:`PLAIN`, in its order."""
+    return (holder, instance, holder, holder)
+
 
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
 
@@ -364,8 +368,9 @@ class SqliteTx(ViewRows):
             "number, id, lease_token", lease.holder, project, label, skip, None, ())
         ).fetchone(), lease, at)
 
-    def plain(self, holder: str) -> bool:
-        return self.conn.execute(f"SELECT 1 WHERE {PLAIN}", (holder, holder)).fetchone() is not None
+    def plain(self, holder: str, instance: str | None) -> bool:
+        return self.conn.execute(f"SELECT 1 WHERE {PLAIN}",
+                                 plain_args(holder, instance)).fetchone() is not None
 
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         where, key = task_key(ref)
@@ -409,7 +414,7 @@ class SqliteTx(ViewRows):
                 f" WHERE number = ? AND state = ? AND {PLAIN} RETURNING number",
                 (target, lease.lease_id, token, lease.holder, lease.instance, lease.session,
                  lease.expires, at, lease.holder, reason, detail, chain, seq, number, source,
-                 lease.holder, lease.holder)).fetchone() is None:
+                 *plain_args(lease.holder, lease.instance))).fetchone() is None:
             return None  # not the plain case: the write path undoes the link
         if self.known is not None:
             self.known.lease_until(lease.expires)
@@ -424,7 +429,8 @@ class SqliteTx(ViewRows):
             f"SELECT number, id, state, lease_session, project FROM tasks WHERE {where} = ?"
             " AND lease_id = ? AND lease_token = ? AND lease_holder = ? AND lease_instance = ?"
             f" AND lease_expires > ? AND state IN ('accepted', 'working') AND {PLAIN}",
-            (key, lease_id, token, holder, instance, at, holder, holder)).fetchone()
+            (key, lease_id, token, holder, instance, at, *plain_args(holder, instance))
+        ).fetchone()
         return None if row is None else Held(int(row[0]), str(row[1]), str(row[2]), row[3],
                                              str(row[4]))
 
@@ -1426,13 +1432,15 @@ class SqliteStore:
                 _rollback(conn)
                 _reraise(failure, exc)
 
-    def not_plain(self, holder: str) -> bool:
+    def not_plain(self, holder: str, instance: str | None) -> bool:
         slot = self._writer or getattr(self._local, "slot", None)
         if slot is None:
             return False
         known = slot.last  # as the last write committed on its connection left it
-        return bool(known.controls or known.required or known.budgets.get(holder)
-                    or known.enrolments.get(holder))
+        return bool(known.required or known.budgets.get(holder)
+                    or known.enrolments.get(holder) or any(
+                        bears_on(c.agent, c.instance, holder, instance)
+                        for c in known.controls or ()))
 
     def _writable(self, slot: Callable[[], _Slot] | None = None) -> _Slot:
         """This thread's connection (or ``slot()``), when the store takes writes."""

@@ -309,7 +309,8 @@ class HiveBase:
         Every lease that ran out is ended first, in the same transaction, as the full run's
         sweep ends it (:func:`expired`); ``swept`` (when given) holds the claims it ended."""
         if (verb not in self.store.statements or PENDING.get() is not None
-                or (not caller.is_owner and self.store.not_plain(caller.name))):
+                or (not caller.is_owner
+                    and self.store.not_plain(caller.name, caller.instance))):
             return None  # (no control, enrolment or budget bears on the owner)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         authority = mode_of(verb) is Mode.authority  # (no plugin bears on the owner's word)
@@ -708,7 +709,8 @@ class HiveBase:
         swept: builtins.list[TaskRow] = []
 
         def statement(tx: Writer, now: datetime, at: str) -> builtins.list[ExpiredClaim] | None:
-            return _claims(swept, at) if tx.plain(checked.name) else None
+            plain = checked.is_owner or tx.plain(checked.name, checked.instance)
+            return _claims(swept, at) if plain else None
 
         reopened = self._statement(checked, "expire", statement, about=None, swept=swept)
         if reopened is None:

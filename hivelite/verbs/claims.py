@@ -199,7 +199,7 @@ def _taking(agent: Caller, lease_id: str, minutes: int,
         taken = take(tx, Lease(lease_id, agent.name, agent.instance, agent.session, expires),
                      at)
         if taken is None:
-            if empty is not None and tx.plain(agent.name):
+            if empty is not None and tx.plain(agent.name, agent.instance):
                 raise empty()
             return None
         return made(ClaimReceipt, {

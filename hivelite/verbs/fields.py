@@ -109,7 +109,7 @@ def set_fields(hive: HiveBase, caller: Caller, ref: str | int, *, base_version: 
 
     def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
         row = tx.lock_task(ref)
-        if row is None or not tx.plain(caller.name) or not (
+        if row is None or not (caller.is_owner or tx.plain(caller.name, caller.instance)) or not (
                 caller.is_owner or caller.name in (row.requester, row.assignee)):
             return None  # (not the caller's to change: the full run says so)
         return changed(tx, at, row)  # (the rules take only the version after the one read)

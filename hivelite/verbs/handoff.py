@@ -130,7 +130,8 @@ def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = Non
     gated = _gate(hive, handed.task(format_ts(asked)))
 
     def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
-        if not tx.plain(caller.name):  # an enrolment's projects, a control: the full run
+        if not (caller.is_owner or tx.plain(caller.name, caller.instance)):  # (an
+            # enrolment's projects, a control on the caller: the full run)
             return None
         # (an id another write took meanwhile: the store refuses it, and the full run
         # answers with that task, or says duplicate_id)

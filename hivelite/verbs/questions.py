@@ -31,7 +31,7 @@ def answer(hive: HiveBase, caller: Caller, ref: str | int, *, text: str,
 
     def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
         row = tx.lock_task(ref)
-        if row is None or not tx.plain(checked.name):
+        if row is None or not (checked.is_owner or tx.plain(checked.name, checked.instance)):
             return None
         # journaled as a row that leaves the task waiting: the store's rules take it only
         # on a task paused on a question, from one who may answer it (journal_answered)

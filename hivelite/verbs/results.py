@@ -501,7 +501,7 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
         with why."""
         row = tx.lock_task(ref)
         meta = None if row is None else tx.result_meta(row.number)
-        if row is None or meta is None or not tx.plain(agent.name):
+        if row is None or meta is None or not tx.plain(agent.name, agent.instance):
             return None
         given = tx.confirmations(row.number, meta.version)
         if asking and (asked is None or asked.version != meta.version or asked.why):
@@ -638,7 +638,7 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
         if asked is None or asked.error is not None or asked.problems:
             return None
         row = tx.lock_task(ref)
-        if row is None or not tx.plain(who):
+        if row is None or not (caller.is_owner or tx.plain(who, caller.instance)):
             return None
         _replaced(tx, at, who, row, asked)
         return made(Receipt, {"number": row.number, "id": row.id, "state": State(row.state),
