@@ -16,7 +16,6 @@ from hivelite import Caller, Hive, State, hookimpl
 
 from .both_ways import in_approval, refusals_both_ways, written_both_ways
 from .conftest import CODER, OWNER, REVIEWER, OpenHive, own_task
-from .test_statements import FullRuns
 
 pytestmark = pytest.mark.contract
 
@@ -84,26 +83,81 @@ def test_amend_refusals_read_the_same_with_statements_and_without(
     assert said["evidence a plugin refuses"][1] == "evidence_refused"
 
 
-def test_a_merge_record_takes_the_full_run(open_hive: OpenHive,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    hive = open_hive()
-    number = in_approval(hive)
-    hive.sign_off(OWNER, number)
-    runs = FullRuns(monkeypatch)
-    assert hive.amend(CODER, number, merge_commit="abcdef1").state is State.completed
-    assert runs.verbs == ["amend"]
-    assert [e.reason for e in hive.history(number)][-1] == "merge_recorded"
+@pytest.mark.parametrize("merger", ["worker", "owner"])
+def test_a_merge_record_is_its_statement_and_leaves_what_the_full_run_leaves(
+        open_hive: OpenHive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        merger: str) -> None:
+    def scenario(hive: Hive) -> Any:
+        number = in_approval(hive)
+        hive.sign_off(OWNER, number)
+        receipt = hive.amend(CODER if merger == "worker" else OWNER, number,
+                             merge_commit="abcdef1")
+        merge = hive.get(number).merge
+        assert merge is not None
+        return ((receipt.state, receipt.seq), (merge.commit, merge.by),
+                [(e.seq, e.actor, e.reason) for e in hive.history(number)])
+
+    written, ran = written_both_ways(open_hive, tmp_path, scenario, monkeypatch, "amend")
+    assert ran == [0, 1]
+    (state, seq), merge, history = written
+    assert state is State.completed and history[-1][0] == seq
+    assert merge == ("abcdef1", "ana/coder" if merger == "worker" else "ana")
+    assert history[-1][2] == "merge_recorded"
+
+
+def merge_cases(hive: Hive) -> dict[str, Any]:
+    open_one = in_approval(hive)
+    done = in_approval(hive)
+    hive.verify(REVIEWER, done)
+    recorded = in_approval(hive)
+    hive.sign_off(OWNER, recorded)
+    hive.amend(CODER, recorded, merge_commit="1234567")
+    stranger = in_approval(hive)
+    hive.sign_off(OWNER, stranger)
+    routed, cancelled = own_task(hive), own_task(hive)
+    hive.cancel(OWNER, cancelled)
+    return {
+        "a merge of a task with no result": lambda: hive.amend(OWNER, routed,
+                                                               merge_commit="abcdef1"),
+        "a merge of a task cancelled with no result": lambda: hive.amend(
+            CODER, cancelled, merge_commit="abcdef1"),
+        "a merge of a result awaiting a decision": lambda: hive.amend(
+            CODER, open_one, merge_commit="abcdef1"),
+        "a merge recorded by the reviewer who confirmed it": lambda: hive.amend(
+            REVIEWER, done, merge_commit="abcdef1"),
+        "a second merge record": lambda: hive.amend(CODER, recorded, merge_commit="abcdef1"),
+        "a merge recorded by another agent": lambda: hive.amend(
+            SECOND, stranger, merge_commit="abcdef1"),
+        "a merge of no such task": lambda: hive.amend(CODER, 999, merge_commit="abcdef1"),
+    }
+
+
+def test_merge_refusals_read_the_same_with_statements_and_without(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    said = refusals_both_ways(open_hive, tmp_path, merge_cases)
+    assert {case: reason for case, (_, reason, _) in said.items()} == {
+        "a merge of a task with no result": "not_amendable",
+        "a merge of a task cancelled with no result": "not_amendable",
+        "a merge of a result awaiting a decision": "not_amendable",
+        "a merge recorded by the reviewer who confirmed it": "not_merger",
+        "a second merge record": "merge_recorded",
+        "a merge recorded by another agent": "not_submitter",
+        "a merge of no such task": "no_such_task"}
 
 
 def stopped(hive: Hive) -> dict[str, Any]:
     """A worker the owner stopped (a live control sends every statement to the full run,
     so it has a store of its own)."""
-    number = in_approval(hive)
+    number, done = in_approval(hive), in_approval(hive)
+    hive.sign_off(OWNER, done)
     hive.stop(OWNER, agent="ana/coder")
-    return {"a stopped worker amends": lambda: hive.amend(CODER, number, summary="still me")}
+    return {"a stopped worker amends": lambda: hive.amend(CODER, number, summary="still me"),
+            "a stopped worker records a merge": lambda: hive.amend(CODER, done,
+                                                                   merge_commit="abcdef1")}
 
 
 def test_a_stopped_worker_is_refused_the_same_with_statements_and_without(
         open_hive: OpenHive, tmp_path: Path) -> None:
     said = refusals_both_ways(open_hive, tmp_path, stopped)
     assert said["a stopped worker amends"][1] == "vetoed"
+    assert said["a stopped worker records a merge"][1] == "vetoed"

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from hivelite import Hive, ManualClock, State, hookimpl
+from hivelite import Caller, Hive, ManualClock, State, hookimpl
 
-from .both_ways import full_run_only, in_approval, refusals_both_ways
-from .conftest import CODER, OWNER, START, OpenHive, held_task, own_task
+from .both_ways import full_run_only, in_approval, refusals_both_ways, written_both_ways
+from .conftest import CODER, GUEST, OWNER, START, OpenHive, held_task, own_task, packet
 from .test_statements import FullRuns
 
 pytestmark = pytest.mark.contract
@@ -39,6 +39,8 @@ MOVES: dict[str, tuple[Callable[[Hive], int], Callable[[Hive, int], Any], State]
                              State.cancelled),
     "cancel a claimed task": (claimed, lambda hive, n: hive.cancel(OWNER, n, reason="gone"),
                               State.cancelled),
+    "release a claimed task": (claimed, lambda hive, n: hive.release(OWNER, n, reason="mine"),
+                               State.routed),
 }
 
 
@@ -88,6 +90,13 @@ def wrong_cases(hive: Hive) -> dict[str, Callable[[], Any]]:
         "cancel no such id": lambda: hive.cancel(OWNER, "T-nope"),
         "an agent signs off": lambda: hive.sign_off(CODER, waiting),
         "an agent cancels": lambda: hive.cancel(CODER, routed),
+        "an agent cancels with a reason too long": lambda: hive.cancel(CODER, routed,
+                                                                       reason="x" * 501),
+        "release a routed task": lambda: hive.release(OWNER, routed),
+        "release a paused task": lambda: hive.release(OWNER, paused),
+        "release a held task": lambda: hive.release(OWNER, held),
+        "release a completed task": lambda: hive.release(OWNER, done),
+        "release no such task": lambda: hive.release(OWNER, 999),
     }
 
 
@@ -96,6 +105,77 @@ def test_the_refusals_read_the_same_with_statements_and_without(
     said = refusals_both_ways(open_hive, tmp_path, wrong_cases)
     assert said["cancel a result awaiting a decision"][1] == "not_cancellable"
     assert said["sign off a held task"][1] == "not_submitted"
+    assert said["an agent cancels with a reason too long"][1] == "not_permitted"
+    assert [said[f"release a {what} task"][1] for what in ("routed", "paused", "held",
+                                                            "completed")
+            ] == ["not_claimed", "not_claimed", "not_claimed", "task_closed"]
+
+
+GUEST_PLANNER = Caller.agent("guest/planner", "elsewhere")
+
+
+def team(hive: Hive) -> dict[str, int]:
+    """A team store: a guest's request (routed, and one claimed), and the owner's own."""
+    hive.set_policy(OWNER, "mode", "team")
+    guests = [hive.handoff(GUEST, requester=GUEST.name, assignee="ana/coder",
+                           project="demo", packet=packet()).number for _ in range(2)]
+    for number in guests:
+        if hive.get(number).task.state is State.waiting:  # (held for the owner)
+            hive.approve(OWNER, number)
+    hive.claim(CODER, guests[1])
+    return {"routed": guests[0], "claimed": guests[1], "owners": own_task(hive)}
+
+
+def test_a_guest_s_agent_withdraws_its_owner_s_request_as_a_statement(
+        open_hive: OpenHive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def scenario(hive: Hive) -> Any:
+        made = team(hive)
+        receipts = [hive.cancel(GUEST_PLANNER, made[k], reason="not needed")
+                    for k in ("routed", "claimed")]
+        return ([(r.state, r.seq) for r in receipts],
+                [(e.seq, e.from_state, e.to_state, e.actor, e.reason)
+                 for k in ("routed", "claimed") for e in hive.history(made[k])])
+
+    written, ran = written_both_ways(open_hive, tmp_path, scenario, monkeypatch, "cancel")
+    assert ran == [0, 2]
+    receipts, rows = written
+    assert [r[0] for r in receipts] == [State.cancelled] * 2
+    assert rows[-1][3:] == ("guest/planner", "not needed")
+
+
+def team_cases(hive: Hive) -> dict[str, Callable[[], Any]]:
+    made = team(hive)
+    return {
+        "a guest's agent cancels the owner's task": lambda: hive.cancel(GUEST_PLANNER,
+                                                                        made["owners"]),
+        "the owner's agent cancels a guest's request": lambda: hive.cancel(CODER,
+                                                                           made["routed"]),
+        "a guest's agent withdraws with a reason too long": lambda: hive.cancel(
+            GUEST_PLANNER, made["routed"], reason="x" * 501),
+    }
+
+
+def test_a_withdrawal_not_the_agent_s_reads_the_same_with_statements_and_without(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    said = refusals_both_ways(open_hive, tmp_path, team_cases)
+    assert {case: reason for case, (_, reason, _) in said.items()} == {
+        "a guest's agent cancels the owner's task": "not_permitted",
+        "the owner's agent cancels a guest's request": "not_permitted",
+        "a guest's agent withdraws with a reason too long": "reason_too_long"}
+
+
+def stopped_guest(hive: Hive) -> dict[str, Callable[[], Any]]:
+    """A guest's agent the owner stopped (a store of its own: the control is live)."""
+    made = team(hive)
+    hive.stop(OWNER, agent=GUEST_PLANNER.name)
+    return {"a stopped guest's agent withdraws": lambda: hive.cancel(GUEST_PLANNER,
+                                                                     made["routed"])}
+
+
+def test_a_stopped_guest_s_withdrawal_is_refused_the_same_with_statements_and_without(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    said = refusals_both_ways(open_hive, tmp_path, stopped_guest)
+    assert said["a stopped guest's agent withdraws"][1] == "vetoed"
 
 
 def test_the_statements_leave_the_journal_the_full_run_leaves(

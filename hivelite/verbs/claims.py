@@ -423,6 +423,26 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
         released = hive._statement(caller, "release", statement, about=ref)
         if released is not None:
             return released
+    elif caller.is_owner:
+        owner = caller
+
+        def given_back(tx: Writer, now: datetime, at: str) -> Receipt | None:
+            """The owner's release as its statement: a claimed task routed again (the
+            rules check the move); a task with no claim left takes the full run, which
+            says why (or answers a claim the clock ended just now)."""
+            row = tx.lock_task(ref)
+            if row is None or row.lease_id is None:
+                return None
+            tx.move(row.number, row.state, State.routed.value, at=at, actor=owner.name,
+                    reason=reason or "released", end_lease=True,
+                    detail={"holder": row.lease_holder, "fencing_token": row.lease_token})
+            return made(Receipt, {"number": row.number, "id": row.id,
+                                  "state": State.routed, "waiting_on": None, "at": at,
+                                  "seq": None})
+
+        released = hive._statement(caller, "release", given_back, about=ref)
+        if released is not None:
+            return released
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)

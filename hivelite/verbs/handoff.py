@@ -440,6 +440,12 @@ def cancel(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None
                                      reason=given or "cancel")  # (the rules: which states)
         if moved is not None:
             return moved
+    elif reason is None or (isinstance(reason, str) and len(reason) <= guard.MAX_REASON):
+        why = guard.reason_fits(reason) or "cancel"  # named after who may cancel)
+        moved = hive._statement(caller, "cancel", lambda tx, now, at: _withdrawn(
+            tx, at, caller, ref, why), about=ref)
+        if moved is not None:
+            return moved
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
@@ -453,6 +459,19 @@ def cancel(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None
         return unit.receipt(row)
 
     return hive._write(caller, "cancel", body, about=ref)
+
+
+def _withdrawn(tx: Writer, at: str, agent: Caller, ref: str | int, why: str) -> Receipt | None:
+    """An agent's cancel as its statement: the task cancelled by the agent, which the
+    rules take only in team mode, from an agent of the guest owner whose agent requested
+    it, and from a state a task is cancelled from; else the full run says which."""
+    row = tx.lock_task(ref)
+    if row is None or not tx.plain(agent.name, agent.instance):
+        return None
+    tx.move(row.number, row.state, State.cancelled.value, at=at, actor=agent.name,
+            reason=why, end_lease=row.lease_id is not None)
+    return made(Receipt, {"number": row.number, "id": row.id, "state": State.cancelled,
+                          "waiting_on": None, "at": at, "seq": None})
 
 
 def _withdraws(unit: Unit, agent: Caller, row: TaskRow, owner: str) -> None:

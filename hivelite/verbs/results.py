@@ -634,7 +634,9 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
         sound (no refusal of its own). The rules take a result awaiting a decision changed
         only by its worker's journaled amend naming the version it makes: an amendment
         worked out on a result replaced meanwhile is refused, and the full run asks
-        again. A merge record takes the full run."""
+        again. A merge record alone is :func:`merged`."""
+        if merge_commit is not None and summary is None and evidence is None:
+            return merged(tx, at)
         if asked is None or asked.error is not None or asked.problems:
             return None
         row = tx.lock_task(ref)
@@ -642,6 +644,22 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
             return None
         _replaced(tx, at, who, row, asked)
         return made(Receipt, {"number": row.number, "id": row.id, "state": State(row.state),
+                              "waiting_on": None, "at": at, "seq": None})
+
+    def merged(tx: Writer, at: str) -> Receipt | None:
+        """The merge record as its statement: the journal row naming the commit, written
+        as one on a completed task (a task with no result takes no record, and no rule of
+        the record's would see it), then the record. The rules take it only on a
+        completed task, from its worker or the owner, right after its journal row, once;
+        a reviewer who confirmed the result is no worker, so the full run names it."""
+        row = tx.lock_task(ref)
+        if row is None or not (caller.is_owner or tx.plain(who, caller.instance)):
+            return None
+        assert merge_commit is not None
+        tx.record_event(row.number, at=at, actor=who, state=State.completed.value,
+                        reason="merge_recorded", detail={"merge_commit": merge_commit})
+        tx.record_merge(row.number, merge_commit, who)
+        return made(Receipt, {"number": row.number, "id": row.id, "state": State.completed,
                               "waiting_on": None, "at": at, "seq": None})
 
     def body(unit: Unit, asked: _Amended | None) -> Receipt:
