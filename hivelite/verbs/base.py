@@ -294,9 +294,8 @@ class HiveBase:
         plain case; None when it is not, and the caller runs :meth:`_write`, whose full run
         decides and says precisely why it refuses.
 
-        Plain: the engine writes this verb as a statement (``Store.statements``), no
-        request id is kept for it, the store requires no plugin, and ``statements`` find
-        their own case plain (no live
+        Plain: the engine writes this verb as a statement (``Store.statements``), the
+        store requires no plugin, and ``statements`` find their own case plain (no live
         control, no enrolment or budget of the holder: the rules those bring are read by
         the full run). Python checks nothing the database checks: a statement the store's
         rules refuse is undone, and the full run explains it. ``statements`` may answer
@@ -307,26 +306,43 @@ class HiveBase:
         transaction the store gave up as meeting others is run again, as in :meth:`_run`.
 
         Every lease that ran out is ended first, in the same transaction, as the full run's
-        sweep ends it (:func:`expired`); ``swept`` (when given) holds the claims it ended."""
-        if (verb not in self.store.statements or PENDING.get() is not None
-                or (not caller.is_owner
-                    and self.store.not_plain(caller.name, caller.instance))):
+        sweep ends it (:func:`expired`); ``swept`` (when given) holds the claims it ended.
+        A call with a request id (``PENDING``) is answered with the answer kept for it, if
+        any, before anything is written; else its answer is kept with its writes, as the
+        full run keeps it."""
+        if verb not in self.store.statements or (
+                not caller.is_owner and self.store.not_plain(caller.name, caller.instance)):
             return None  # (no control, enrolment or budget bears on the owner)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         authority = mode_of(verb) is Mode.authority  # (no plugin bears on the owner's word)
+        pending = PENDING.get()
 
-        def job(tx: Writer) -> tuple[T, Callable[[], tuple[int, int]]]:
+        def job(tx: Writer) -> tuple[T, Callable[[], tuple[int, int]] | None]:
             now = self.clock()  # under the lock: a lease that ran out while this
             at = format_ts(now)  # verb waited for it is stale, as in the full run
             if not authority and tx.required_plugins():
                 raise _NotPlain
+            if pending is not None:  # a retry: its first answer, kept, if there is one
+                kept = self._answered(tx.request(caller.name, pending.id,
+                                                 since=kept_since(now)), pending, now)
+                if kept is not None:
+                    return kept, None  # type: ignore[return-value]
             ended = expired(tx, at)
             if swept is not None:
                 swept[:] = ended
             answer = statements(tx, now, at)
             if answer is None:
                 raise _NotPlain  # undo what it wrote
-            return answer, tx.journal_end()  # (known at the commit at the latest)
+            ends = tx.journal_end()  # (known at the commit at the latest)
+            if pending is not None:  # the answer kept with the write, its seq named
+                if isinstance(answer, Receipt):
+                    first, last = ends()
+                    if last > first:
+                        answer.seq = last
+                tx.save_request(RequestRow(caller.name, pending.id, pending.verb,
+                                           pending.digest, dump_answer(answer), at),
+                                prune_before=kept_since(now))
+            return answer, ends
 
         try:
             with store_wide(authority):
@@ -339,6 +355,8 @@ class HiveBase:
             log.debug("%s: the store refused its statement (%s); the full run explains",
                       verb, error)
             return None
+        if ends is None:  # a retry answered as it was first
+            return answer
         first, last = ends()
         if last > first:  # it journaled: the answer names its task's last row
             if isinstance(answer, Receipt):
