@@ -382,7 +382,7 @@ class Store(Protocol):
     def not_plain(self, holder: str, instance: str | None) -> bool:
         """True when this thread's last write found that a statement of ``holder``'s would
         not be in the plain case (a control bore on it, the holder had an enrolment or a
-        budget, a plugin was required): the write path then takes the full run at once,
+        budget): the write path then takes the full run at once,
         without trying the statements first. It only chooses the path, never the outcome:
         when another process has changed that since, the full run reads the file afresh,
         and the write after it knows (PostgreSQL's statements read it with their

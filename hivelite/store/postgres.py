@@ -336,8 +336,6 @@ def _pick(assignee: str, project: str | None, label: str | None, skip: Sequence[
 class Crowded(NamedTuple):
     """What kept a write's holders out of the plain case (``PostgresTx.crowded``)."""
 
-    required: bool
-    """A plugin was required."""
     controls: tuple[tuple[str | None, str | None], ...]
     """The agent and instance each live control named."""
     agents: frozenset[str]
@@ -450,18 +448,16 @@ class PostgresTx(ViewRows):
 
     def crowded(self) -> Crowded | None:
         """What kept this write's holders out of the plain case, as it read the rows sent
-        ahead: whether a plugin was required, whom the live controls name, and the agents
-        with an enrolment or a budget (None: it did not read them, or changed them). Only
-        to choose a path (``PostgresStore.not_plain``), never an outcome."""
+        ahead: whom the live controls name, and the agents with an enrolment or a budget
+        (None: it did not read them, or changed them). Only to choose a path
+        (``PostgresStore.not_plain``), never an outcome."""
         if self._first is None or "" in self._ahead:
             return None
-        tables = [self._ahead.get(name) for name in ("required_plugins", "enrolments",
-                                                     "budgets")]
-        if any(rows is None for rows in tables) or self._ahead.get("controls") is None:
+        enrolments, budgets = (self._ahead.get(name) for name in ("enrolments", "budgets"))
+        if enrolments is None or budgets is None or self._ahead.get("controls") is None:
             return None
-        required, enrolments, budgets = tables
-        return Crowded(bool(required), tuple((c.agent, c.instance) for c in self.controls()),
-                       frozenset(str(r[0]) for r in [*(enrolments or ()), *(budgets or ())]))
+        return Crowded(tuple((c.agent, c.instance) for c in self.controls()),
+                       frozenset(str(r[0]) for r in [*enrolments, *budgets]))
 
     def _changed(self, table: str) -> None:
         """This write changes ``table``: its rows read ahead no longer hold (None: read
@@ -1259,9 +1255,8 @@ class PostgresStore:
 
     def not_plain(self, holder: str, instance: str | None) -> bool:
         crowded: Crowded | None = getattr(self._local, "crowded", None)  # as this thread's
-        return crowded is not None and (crowded.required or holder in crowded.agents  # last
-                                        or any(bears_on(agent, where, holder, instance)  # write
-                                               for agent, where in crowded.controls))  # read
+        return crowded is not None and (holder in crowded.agents or any(  # last write read
+            bears_on(agent, where, holder, instance) for agent, where in crowded.controls))
 
 
     def __init__(self, url: str, *, create: bool = True, upgrade: bool = True) -> None:

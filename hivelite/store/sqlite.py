@@ -1437,7 +1437,7 @@ class SqliteStore:
         if slot is None:
             return False
         known = slot.last  # as the last write committed on its connection left it
-        return bool(known.required or known.budgets.get(holder)
+        return bool(known.budgets.get(holder)
                     or known.enrolments.get(holder) or any(
                         bears_on(c.agent, c.instance, holder, instance)
                         for c in known.controls or ()))

@@ -294,8 +294,8 @@ class HiveBase:
         plain case; None when it is not, and the caller runs :meth:`_write`, whose full run
         decides and says precisely why it refuses.
 
-        Plain: the engine writes this verb as a statement (``Store.statements``), the
-        store requires no plugin, and ``statements`` find their own case plain (no live
+        Plain: the engine writes this verb as a statement (``Store.statements``), and
+        ``statements`` find their own case plain (no live
         control, no enrolment or budget of the holder: the rules those bring are read by
         the full run). Python checks nothing the database checks: a statement the store's
         rules refuse is undone, and the full run explains it. ``statements`` may answer
@@ -309,7 +309,9 @@ class HiveBase:
         sweep ends it (:func:`expired`); ``swept`` (when given) holds the claims it ended.
         A call with a request id (``PENDING``) is answered with the answer kept for it, if
         any, before anything is written; else its answer is kept with its writes, as the
-        full run keeps it."""
+        full run keeps it. A process that does not run the plugins the store requires is
+        refused before anything is written (an agent's verbs; the owner's authority is
+        bound by none), as in the full run's admission."""
         if verb not in self.store.statements or (
                 not caller.is_owner and self.store.not_plain(caller.name, caller.instance)):
             return None  # (no control, enrolment or budget bears on the owner)
@@ -320,8 +322,12 @@ class HiveBase:
         def job(tx: Writer) -> tuple[T, Callable[[], tuple[int, int]] | None]:
             now = self.clock()  # under the lock: a lease that ran out while this
             at = format_ts(now)  # verb waited for it is stale, as in the full run
-            if not authority and tx.required_plugins():
-                raise _NotPlain
+            if not authority:  # the plugins the store requires: this process runs them?
+                required = tx.required_plugins()  # (what the store cannot know)
+                refusal = binding_refusal(required, self._loaded(), enabled_names(
+                    tx.policy())) if required else None
+                if refusal is not None:
+                    raise refusal
             if pending is not None:  # a retry: its first answer, kept, if there is one
                 kept = self._answered(tx.request(caller.name, pending.id,
                                                  since=kept_since(now)), pending, now)
