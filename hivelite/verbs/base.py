@@ -350,9 +350,15 @@ class HiveBase:
                                 prune_before=kept_since(now))
             return answer, ends
 
+        def transact() -> tuple[T, Callable[[], tuple[int, int]] | None]:
+            return _retried(lambda: self.store.transact(job, about=about))
+
         try:
-            with store_wide(authority):
-                answer, ends = _retried(lambda: self.store.transact(job, about=about))
+            if authority:  # (an agent's verb, the common one, sets nothing)
+                with store_wide(True):
+                    answer, ends = transact()
+            else:
+                answer, ends = transact()
         except _NotPlain:
             return None
         except (InvalidState, ForbiddenRight, RateLimited, InvalidInput) as error:
