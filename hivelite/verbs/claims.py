@@ -405,40 +405,38 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
                            " fencing token", field="lease_id")
     if token is not None:
         token = fencing_token(token)
+    def routed(tx: Writer, at: str, number: int, task_id: str, state: str,
+               holder: str | None, held_with: int) -> Receipt:
+        """The release's move: the claim ends and the task is routed again (the rules
+        check the move), as its statement answers it."""
+        tx.move(number, state, State.routed.value, at=at, actor=caller.name,
+                reason=reason or "released", end_lease=True,
+                detail={"holder": holder, "fencing_token": held_with})
+        return made(Receipt, {"number": number, "id": task_id, "state": State.routed,
+                              "waiting_on": None, "at": at, "seq": None})
+
     if not caller.is_owner and lease_id is not None and token is not None:
         given_id, given_token, holder = lease_id, token, caller  # as narrowed here
 
         def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
             held = tx.held(ref, lease_id=given_id, token=given_token, holder=holder.name,
                            instance=holder.instance or "", at=at)
-            if held is None:
-                return None
-            tx.move(held.number, held.state, State.routed.value, at=at, actor=holder.name,
-                    reason=reason or "released", end_lease=True,
-                    detail={"holder": holder.name, "fencing_token": given_token})
-            return made(Receipt, {"number": held.number, "id": held.id,
-                                  "state": State.routed, "waiting_on": None, "at": at,
-                                  "seq": None})
+            return None if held is None else routed(
+                tx, at, held.number, held.id, held.state, holder.name, given_token)
 
         released = hive._statement(caller, "release", statement, about=ref)
         if released is not None:
             return released
     elif caller.is_owner:
-        owner = caller
-
         def given_back(tx: Writer, now: datetime, at: str) -> Receipt | None:
-            """The owner's release as its statement: a claimed task routed again (the
-            rules check the move); a task with no claim left takes the full run, which
-            says why (or answers a claim the clock ended just now)."""
+            """The owner's release as its statement: a claimed task only; a task with no
+            claim left takes the full run, which says why (or answers a claim the clock
+            ended just now)."""
             row = tx.lock_task(ref)
             if row is None or row.lease_id is None:
                 return None
-            tx.move(row.number, row.state, State.routed.value, at=at, actor=owner.name,
-                    reason=reason or "released", end_lease=True,
-                    detail={"holder": row.lease_holder, "fencing_token": row.lease_token})
-            return made(Receipt, {"number": row.number, "id": row.id,
-                                  "state": State.routed, "waiting_on": None, "at": at,
-                                  "seq": None})
+            return routed(tx, at, row.number, row.id, row.state, row.lease_holder,
+                          row.lease_token)
 
         released = hive._statement(caller, "release", given_back, about=ref)
         if released is not None:
