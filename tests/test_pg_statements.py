@@ -249,7 +249,6 @@ def test_another_agents_lease_is_not_taken_for_the_callers(
 
 
 ANOTHERS = {
-    "a budget": lambda owner: owner.set_budget(OWNER, "ana/coder", tasks=5),
     "an enrolment": lambda owner: owner.enrol(OWNER, "ana/coder", projects=["demo"]),
     "a veto of another task": lambda owner: owner.veto(OWNER, own_task(owner),
                                                        agent="ana/coder"),
@@ -260,8 +259,8 @@ ANOTHERS = {
 def test_what_another_connection_set_is_read_by_the_statement(
         stores: Callable[[], str], clock: ManualClock, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture, change: str) -> None:
-    """This thread's last write saw the plain case; the owner then sets a budget, an
-    enrolment or a control from another process: the holder's next statement reads it
+    """This thread's last write saw the plain case; the owner then sets an enrolment or a
+    control from another process: the holder's next statement reads it
     with its BEGIN and writes nothing (no rule had to refuse it), and the full run,
     which reads what it brings, writes the checkpoint (or, the holder's enrolment having
     changed since its claim, refuses it)."""

@@ -39,10 +39,11 @@ from . import rawsql
 from .conftest import CODER, OWNER, START, own_task, packet, traced
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
-ADMISSION = re.compile(r"SELECT [^()]* FROM (controls|enrolments|budgets)\b")
+ADMISSION = re.compile(r"SELECT [^()]* FROM (controls|enrolments)\b")
 """What the full run reads before a holder's write (the statements fold the plain case's
-test into their own ``WHERE``). The plugins a store requires are this process's question:
-read, as every write reads them, when another connection may have changed them."""
+test into their own ``WHERE``). The plugins a store requires are this process's question,
+and a claim's budget the day's: each read, as every write reads them, when another
+connection may have changed them."""
 
 
 class FullRuns:
@@ -95,6 +96,7 @@ def test_next_and_submit_are_one_write_transaction_each_in_the_plain_case(
     alone = [s for s in seen if s.startswith("SELECT")]
     assert not [s for s in alone if ADMISSION.match(s)], alone
     assert len([s for s in alone if "FROM required_plugins" in s]) <= 1, alone
+    assert len([s for s in alone if "FROM budgets" in s]) <= 1, alone
     assert (lease.number, lease.fencing_token, lease.holder) == (first, 1, "ana/coder")
     view = hive.get(first)
     assert view.task.state is State.approval and receipt.state is State.approval
@@ -112,13 +114,8 @@ def case_enrolment(hive: Hive) -> None:
     hive.enrol(OWNER, "ana/coder", projects=["demo"])
 
 
-def case_budget(hive: Hive) -> None:
-    hive.set_budget(OWNER, "ana/coder", tasks=5)
-
-
 CASES: dict[str, Callable[[Hive], None]] = {
-    "a veto of the holder": case_veto,
-    "an enrolment": case_enrolment, "a budget": case_budget,
+    "a veto of the holder": case_veto, "an enrolment": case_enrolment,
 }
 
 
@@ -608,14 +605,14 @@ def test_an_empty_queue_is_answered_by_the_statement_in_the_plain_case(
     runs = FullRuns(monkeypatch)
     words = refusal(lambda: hive.claim_next(CODER, project="demo"))
     assert words[:2] == (NotFound, "queue_empty") and runs.verbs == []
-    hive.set_budget(OWNER, "ana/coder", tasks=5)
+    hive.enrol(OWNER, "ana/coder", projects=["demo"])
     runs.verbs.clear()
     hive.store.statements = frozenset()  # type: ignore[misc]
     assert refusal(lambda: hive.claim_next(CODER, project="demo")) == words
     del hive.store.statements
     runs.verbs.clear()
     assert refusal(lambda: hive.claim_next(CODER, project="demo")) == words
-    assert runs.verbs == ["next"]  # a budget: the full run answers
+    assert runs.verbs == ["next"]  # an enrolment: the full run answers
 
 
 def test_a_case_known_not_to_be_plain_goes_to_the_full_run_at_once(

@@ -80,11 +80,10 @@ def bears_on(agent: str | None, instance: str | None, holder: str,
 PLAIN_SQL = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL"
              " AND (agent = {holder} OR instance = {instance}"
              " OR (agent IS NULL AND instance IS NULL)))"
-             " AND NOT EXISTS (SELECT 1 FROM enrolments WHERE agent = {holder})"
-             " AND NOT EXISTS (SELECT 1 FROM budgets WHERE agent = {holder})")
+             " AND NOT EXISTS (SELECT 1 FROM enrolments WHERE agent = {holder})")
 """The plain case of a holder's statement as SQL (its ``{holder}`` and ``{instance}`` the
-engine's parameters): :func:`bears_on` for each live control, and no enrolment or budget
-of the holder's."""
+engine's parameters): :func:`bears_on` for each live control, and no enrolment of the
+holder's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,7 +267,7 @@ class Writer(Reader, Protocol):
     def plain(self, holder: str, instance: str | None) -> bool:
         """Whether a statement of ``holder``'s (acting from ``instance``) is in the plain
         case: no live control names the holder or its instance, nor stops every agent
-        (:func:`bears_on`), and the holder has no enrolment and no budget."""
+        (:func:`bears_on`), and the holder has no enrolment."""
         ...
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         """``claim`` as its statement, in the plain case: task ``ref``, when it is ready
@@ -381,8 +380,8 @@ class Store(Protocol):
     verbs, and every case that is not plain, take the write path's full run."""
     def not_plain(self, holder: str, instance: str | None) -> bool:
         """True when this thread's last write found that a statement of ``holder``'s would
-        not be in the plain case (a control bore on it, the holder had an enrolment or a
-        budget): the write path then takes the full run at once,
+        not be in the plain case (a control bore on it, the holder had an enrolment): the
+        write path then takes the full run at once,
         without trying the statements first. It only chooses the path, never the outcome:
         when another process has changed that since, the full run reads the file afresh,
         and the write after it knows (PostgreSQL's statements read it with their

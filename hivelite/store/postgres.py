@@ -339,7 +339,7 @@ class Crowded(NamedTuple):
     controls: tuple[tuple[str | None, str | None], ...]
     """The agent and instance each live control named."""
     agents: frozenset[str]
-    """The agents with an enrolment or a budget."""
+    """The agents with an enrolment."""
 
 
 class PostgresTx(ViewRows):
@@ -448,16 +448,16 @@ class PostgresTx(ViewRows):
 
     def crowded(self) -> Crowded | None:
         """What kept this write's holders out of the plain case, as it read the rows sent
-        ahead: whom the live controls name, and the agents with an enrolment or a budget
-        (None: it did not read them, or changed them). Only to choose a path
+        ahead: whom the live controls name, and the agents with an enrolment (None: it
+        did not read them, or changed them). Only to choose a path
         (``PostgresStore.not_plain``), never an outcome."""
         if self._first is None or "" in self._ahead:
             return None
-        enrolments, budgets = (self._ahead.get(name) for name in ("enrolments", "budgets"))
-        if enrolments is None or budgets is None or self._ahead.get("controls") is None:
+        enrolments = self._ahead.get("enrolments")
+        if enrolments is None or self._ahead.get("controls") is None:
             return None
         return Crowded(tuple((c.agent, c.instance) for c in self.controls()),
-                       frozenset(str(r[0]) for r in [*enrolments, *budgets]))
+                       frozenset(str(r[0]) for r in enrolments))
 
     def _changed(self, table: str) -> None:
         """This write changes ``table``: its rows read ahead no longer hold (None: read
@@ -625,7 +625,7 @@ class PostgresTx(ViewRows):
         return Taken(row.number, row.id, token, 0)
 
     def plain(self, holder: str, instance: str | None) -> bool:
-        return not (self.enrolments(holder) or self.budgets(holder) or any(
+        return not (self.enrolments(holder) or any(
             bears_on(c.agent, c.instance, holder, instance) for c in self.controls()))
 
     def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,

@@ -148,14 +148,14 @@ TASK_VIEW = VIEW_OF.format(columns="{columns}", creator=(
 """``columns.VIEW`` with the task's creator found through the links."""
 
 PLAIN = PLAIN_SQL.format(holder="?", instance="?")
-"""The plain case of a holder's statement (``contract.PLAIN_SQL``; its four ``?``:
+"""The plain case of a holder's statement (``contract.PLAIN_SQL``; its three ``?``:
 :func:`plain_args`). Outside it the write path's full run takes the write: it reads the
-controls, the enrolment's scope and the day's spend."""
+controls and the enrolment's scope."""
 
 
-def plain_args(holder: str, instance: str | None) -> tuple[str, str | None, str, str]:
+def plain_args(holder: str, instance: str | None) -> tuple[str, str | None, str]:
     """The parameters of :data:`PLAIN`, in its order."""
-    return (holder, instance, holder, holder)
+    return (holder, instance, holder)
 
 
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
@@ -404,8 +404,9 @@ class SqliteTx(ViewRows):
                        "session": lease.session, "expires_at": lease.expires})
         seq, chain = self._link(number, at, lease.holder, source, target, None, reason,
                                 detail)
-        # (no claim to count: in the plain case the holder has no budget, so no row in
-        # claim_counts, which a budget's end removes)
+        if source == "routed" and self.budgets(lease.holder):  # a claim of the day, counted
+            self.conn.execute("UPDATE claim_counts SET claims = claims + 1 WHERE agent = ?",
+                              (lease.holder,))  # (its row begun by the charge's spend)
         if self.conn.execute(
                 "UPDATE tasks SET state = ?, waiting_on = NULL, lease_id = ?,"
                 " lease_token = ?, lease_holder = ?, lease_instance = ?, lease_session = ?,"
@@ -1447,8 +1448,7 @@ class SqliteStore:
         if slot is None:
             return False
         known = slot.last  # as the last write committed on its connection left it
-        return bool(known.budgets.get(holder)
-                    or known.enrolments.get(holder) or any(
+        return bool(known.enrolments.get(holder) or any(
                         bears_on(c.agent, c.instance, holder, instance)
                         for c in known.controls or ()))
 

@@ -316,7 +316,9 @@ class HiveBase:
                 not caller.is_owner and self.store.not_plain(caller.name, caller.instance)):
             return None  # (no control, enrolment or budget bears on the owner)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
-        authority = mode_of(verb) is Mode.authority  # (no plugin bears on the owner's word)
+        mode = mode_of(verb)
+        authority = mode is Mode.authority  # (no plugin bears on the owner's word)
+        charged = mode is Mode.claiming and not caller.is_owner  # (a claim: the budget's)
         pending = PENDING.get()
 
         def job(tx: Writer) -> tuple[T, Callable[[], tuple[int, int]] | None]:
@@ -336,6 +338,8 @@ class HiveBase:
             ended = expired(tx, at)
             if swept is not None:
                 swept[:] = ended
+            if charged:  # a day's claims, counted by the claim's own write
+                charge(tx, now, caller.name)
             answer = statements(tx, now, at)
             if answer is None:
                 raise _NotPlain  # undo what it wrote
@@ -469,19 +473,9 @@ class HiveBase:
             raise refuse_veto(veto, agent.name, row.number)
 
     def _charge(self, unit: Unit, *, usage: bool = False) -> None:
-        """``429 rate_limited daily_budget`` when the calling agent has used up a daily
-        limit: any of them before a claim; tokens or money before it reports usage
-        (``usage=True``: the report that crosses a limit is kept, the next is refused)."""
+        """:func:`charge` in the full run."""
         assert unit.caller is not None
-        rows = unit.tx.budgets(unit.caller.name)
-        if not rows:
-            return
-        day = day_of(unit.now, unit.policy().timezone)
-        budget = budget_view(rows[0], unit.tx.spend(rows[0].agent, day.start, day.end), day)
-        refusal = over_budget(budget, unit.now, day.reset,
-                              limits=USAGE_LIMITS if usage else ("tasks", *USAGE_LIMITS))
-        if refusal is not None:
-            raise refusal
+        charge(unit.tx, unit.now, unit.caller.name, usage=usage)
 
     def _loaded(self) -> dict[str, Loaded]:
         """This process's policy plugins as a store's requirements compare them."""
@@ -770,6 +764,22 @@ def _search(text: object) -> str | None:
         raise InvalidInput("invalid_search", f"search is text of at most {MAX_SEARCH}"
                            " characters", field="search")
     return text.strip().lower() or None
+
+
+def charge(tx: Writer, now: datetime, agent: str, *, usage: bool = False) -> None:
+    """``429 rate_limited daily_budget`` when ``agent`` has used up a daily limit: any of
+    them before a claim; tokens or money before it reports usage (``usage=True``: the
+    report that crosses a limit is kept, the next is refused). An agent with no budget is
+    never refused, and costs one read of what is known."""
+    rows = tx.budgets(agent)
+    if not rows:
+        return
+    day = day_of(now, store_policy(tx.policy()).timezone)
+    budget = budget_view(rows[0], tx.spend(rows[0].agent, day.start, day.end), day)
+    refusal = over_budget(budget, now, day.reset,
+                          limits=USAGE_LIMITS if usage else ("tasks", *USAGE_LIMITS))
+    if refusal is not None:
+        raise refusal
 
 
 def expired(tx: Writer, at: str) -> builtins.list[TaskRow]:
