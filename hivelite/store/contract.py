@@ -258,8 +258,8 @@ class Writer(Reader, Protocol):
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
         """``next`` as its statement, in the plain case: the holder's best ready task
-        (as :meth:`next_ready` picks it) taken under ``lease``, when no control is live, the
-        holder has no enrolment and no budget; the rules are the store's (its triggers).
+        (as :meth:`next_ready` picks it) taken under ``lease``, in the plain case
+        (:meth:`plain`); the rules are the store's (its triggers).
         None when there is no such task or the case is not plain: the write path then
         undoes whatever this wrote (it may have written before it found out), and its full
         run decides (and says why it refuses)."""
@@ -285,9 +285,8 @@ class Writer(Reader, Protocol):
              instance: str, at: str) -> Held | None:
         """A holder's fence as its statement, in the plain case: task ``ref`` when its
         live claim is ``lease_id`` with ``token``, held by ``holder`` from ``instance``
-        and running at ``at``, no control is live and the holder has no enrolment and
-        no budget. None when any of that does not hold: the full run decides (and says
-        why it refuses)."""
+        and running at ``at``, in the plain case (:meth:`plain`). None when any of that
+        does not hold: the full run decides (and says why it refuses)."""
         ...
     def next_ready(self, assignee: str, *, project: str | None = None,
                    label: str | None = None, skip: Sequence[int] = (),
