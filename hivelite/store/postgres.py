@@ -586,20 +586,21 @@ class PostgresTx(ViewRows):
 
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
-        if not self.plain(lease.holder, lease.instance):  # (read with the BEGIN)
+        if not self.uncontrolled(lease.holder, lease.instance):  # (read with the BEGIN)
             return None
         return self._take(self.next_ready(lease.holder, project=project, label=label,
-                                          skip=skip), lease, at)
+                                          skip=skip, projects=lease.projects,
+                                          roles=lease.roles), lease, at)
 
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        if not self.plain(lease.holder, lease.instance):
+        if not self.uncontrolled(lease.holder, lease.instance):
             return None
         # the rules refuse a task not ready, or not the holder's (its state, its
         # assignee, its role): the full run then says which
         return self._take(self.lock_task(ref), lease, at)  # (taken with the BEGIN)
 
     def take_paused(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        if not self.plain(lease.holder, lease.instance):
+        if not self.uncontrolled(lease.holder, lease.instance):
             return None
         row = self.lock_task(ref)  # (taken with the BEGIN)
         if row is None or row.state != "waiting":  # (a claimed task's holder moves it
@@ -621,19 +622,32 @@ class PostgresTx(ViewRows):
                          session=lease.session, expires=lease.expires, at=at,
                          reason=reason,
                          detail={"fencing_token": token, "instance": lease.instance,
-                                 "session": lease.session, "expires_at": lease.expires})
+                                 "session": lease.session, "expires_at": lease.expires},
+                         scope=lease.scope)
         return Taken(row.number, row.id, token, 0)
 
     def plain(self, holder: str, instance: str | None) -> bool:
-        return not (self.enrolments(holder) or any(
-            bears_on(c.agent, c.instance, holder, instance) for c in self.controls()))
+        return not self.enrolments(holder) and self.uncontrolled(holder, instance)
+
+    def uncontrolled(self, holder: str, instance: str | None) -> bool:
+        """No live control bears on the holder (``contract.UNCONTROLLED_SQL``), as the rows
+        read with the ``BEGIN`` say."""
+        return not any(bears_on(c.agent, c.instance, holder, instance)
+                       for c in self.controls())
+
+    def _in_scope(self, row: TaskRow) -> bool:
+        """A live claim still under its holder's enrolment (``sqlite.HELD_IN_SCOPE``)."""
+        enrolled = self.enrolments(row.lease_holder or "")
+        return row.lease_scope == (enrolled[0].seq if enrolled and enrolled[0].active
+                                   else None)
 
     def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
              instance: str, at: str) -> Held | None:
         row = self.lock_task(ref)  # (taken with the BEGIN: no round trip)
         if (row is None or row.lease_id != lease_id or row.lease_token != token
                 or row.lease_holder != holder or row.lease_instance != instance
-                or (row.lease_expires or "") <= at or not self.plain(holder, instance)):
+                or (row.lease_expires or "") <= at or not self.uncontrolled(holder, instance)
+                or not self._in_scope(row)):
             return None  # (a live lease is the holder's state's: the rules hold it)
         return Held(row.number, row.id, row.state, row.lease_session, row.project)
 
@@ -1253,10 +1267,11 @@ class PostgresStore:
 
     statements: frozenset[str] = STATEMENTS
 
-    def not_plain(self, holder: str, instance: str | None) -> bool:
+    def not_plain(self, holder: str, instance: str | None, *, enrolled: bool = True) -> bool:
         crowded: Crowded | None = getattr(self._local, "crowded", None)  # as this thread's
-        return crowded is not None and (holder in crowded.agents or any(  # last write read
-            bears_on(agent, where, holder, instance) for agent, where in crowded.controls))
+        return crowded is not None and ((enrolled and holder in crowded.agents) or any(
+            bears_on(agent, where, holder, instance)  # (as its last write read them)
+            for agent, where in crowded.controls))
 
 
     def __init__(self, url: str, *, create: bool = True, upgrade: bool = True) -> None:

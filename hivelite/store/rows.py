@@ -212,6 +212,12 @@ class Lease:
     instance: str
     session: str | None
     expires: str
+    scope: int | None = None
+    """The holder's enrolment it is taken under (its seq; None: the holder has none)."""
+    projects: tuple[str, ...] | None = None
+    """The projects that enrolment covers, for ``next``'s pick (None: every one)."""
+    roles: tuple[str, ...] = ()
+    """The roles that enrolment takes tasks for, for ``next``'s pick."""
 
 
 @record(frozen=True)

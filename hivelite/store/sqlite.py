@@ -56,7 +56,7 @@ from .columns import (
     pick_where,
     usage_sum,
 )
-from .contract import PLAIN_SQL, STATEMENTS, bears_on
+from .contract import PLAIN_SQL, STATEMENTS, UNCONTROLLED_SQL, bears_on
 from .doctor import schema_problem
 from .group import Group, Turn
 from .keys import (
@@ -156,6 +156,15 @@ controls and the enrolment's scope."""
 def plain_args(holder: str, instance: str | None) -> tuple[str, str | None, str]:
     """The parameters of :data:`PLAIN`, in its order."""
     return (holder, instance, holder)
+
+
+UNCONTROLLED = UNCONTROLLED_SQL.format(holder="?", instance="?")
+"""The plain case of a claim, and of a holder's fence (``contract.UNCONTROLLED_SQL``; its
+two ``?``: the holder and its instance)."""
+HELD_IN_SCOPE = "lease_scope IS (SELECT seq FROM enrolments WHERE agent = ? AND active)"
+"""A live claim still under its holder's enrolment (its one ``?``: the holder): taken under
+the one in force and active, or under none when the holder has none (a changed or ended
+enrolment: the full run says which, and lets the claim be given back)."""
 
 
 _OUR_TABLES = frozenset({"meta", "moves", "tasks", "packets", "journal"})
@@ -365,8 +374,8 @@ class SqliteTx(ViewRows):
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
         return self._take(self.conn.execute(*_queue_pick(
-            "number, id, lease_token", lease.holder, project, label, skip, None, ())
-        ).fetchone(), lease, at)
+            "number, id, lease_token", lease.holder, project, label, skip, lease.projects,
+            lease.roles)).fetchone(), lease, at)
 
     def plain(self, holder: str, instance: str | None) -> bool:
         return self.conn.execute(f"SELECT 1 WHERE {PLAIN}",
@@ -376,9 +385,11 @@ class SqliteTx(ViewRows):
         where, key = task_key(ref)
         if where is None:
             return None
+        # a task's role: an enrolled holder's the rules decide; one with none takes none
+        roles = "" if lease.scope is not None else " AND role IS NULL"
         return self._take(self.conn.execute(
             f"SELECT number, id, lease_token FROM tasks WHERE {where} = ? AND assignee = ?"
-            f" AND {READY} AND role IS NULL", (key, lease.holder)).fetchone(), lease, at)
+            f" AND {READY}{roles}", (key, lease.holder)).fetchone(), lease, at)
 
     def take_paused(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         where, key = task_key(ref)
@@ -411,11 +422,11 @@ class SqliteTx(ViewRows):
                 "UPDATE tasks SET state = ?, waiting_on = NULL, lease_id = ?,"
                 " lease_token = ?, lease_holder = ?, lease_instance = ?, lease_session = ?,"
                 " lease_expires = ?, updated_at = ?, actor = ?, reason = ?,"
-                " detail = ?, chain = ?, lease_scope = NULL, last_seq = ?"
-                f" WHERE number = ? AND state = ? AND {PLAIN} RETURNING number",
+                " detail = ?, chain = ?, lease_scope = ?, last_seq = ?"
+                f" WHERE number = ? AND state = ? AND {UNCONTROLLED} RETURNING number",
                 (target, lease.lease_id, token, lease.holder, lease.instance, lease.session,
-                 lease.expires, at, lease.holder, reason, detail, chain, seq, number, source,
-                 *plain_args(lease.holder, lease.instance))).fetchone() is None:
+                 lease.expires, at, lease.holder, reason, detail, chain, lease.scope, seq,
+                 number, source, lease.holder, lease.instance)).fetchone() is None:
             return None  # not the plain case: the write path undoes the link
         if self.known is not None:
             self.known.lease_until(lease.expires)
@@ -429,9 +440,9 @@ class SqliteTx(ViewRows):
         row = self.conn.execute(
             f"SELECT number, id, state, lease_session, project FROM tasks WHERE {where} = ?"
             " AND lease_id = ? AND lease_token = ? AND lease_holder = ? AND lease_instance = ?"
-            f" AND lease_expires > ? AND state IN ('accepted', 'working') AND {PLAIN}",
-            (key, lease_id, token, holder, instance, at, *plain_args(holder, instance))
-        ).fetchone()
+            f" AND lease_expires > ? AND state IN ('accepted', 'working') AND {UNCONTROLLED}"
+            f" AND {HELD_IN_SCOPE}", (key, lease_id, token, holder, instance, at, holder,
+                                      instance, holder)).fetchone()
         return None if row is None else Held(int(row[0]), str(row[1]), str(row[2]), row[3],
                                              str(row[4]))
 
@@ -1443,12 +1454,12 @@ class SqliteStore:
             _rollback(conn)
             _reraise(failure, exc)
 
-    def not_plain(self, holder: str, instance: str | None) -> bool:
+    def not_plain(self, holder: str, instance: str | None, *, enrolled: bool = True) -> bool:
         slot = self._writer or getattr(self._local, "slot", None)
         if slot is None:
             return False
         known = slot.last  # as the last write committed on its connection left it
-        return bool(known.enrolments.get(holder) or any(
+        return bool((enrolled and known.enrolments.get(holder)) or any(
                         bears_on(c.agent, c.instance, holder, instance)
                         for c in known.controls or ()))
 

@@ -312,11 +312,13 @@ class HiveBase:
         full run keeps it. A process that does not run the plugins the store requires is
         refused before anything is written (an agent's verbs; the owner's authority is
         bound by none), as in the full run's admission."""
+        mode = mode_of(verb)
         if verb not in self.store.statements or (
-                not caller.is_owner and self.store.not_plain(caller.name, caller.instance)):
+                not caller.is_owner and self.store.not_plain(
+                    caller.name, caller.instance,  # (a claim, or a write under one, names
+                    enrolled=mode not in LEASED)):  # its enrolment: the rules hold it)
             return None  # (no control, enrolment or budget bears on the owner)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
-        mode = mode_of(verb)
         authority = mode is Mode.authority  # (no plugin bears on the owner's word)
         charged = mode is Mode.claiming and not caller.is_owner  # (a claim: the budget's)
         pending = PENDING.get()
@@ -764,6 +766,11 @@ def _search(text: object) -> str | None:
         raise InvalidInput("invalid_search", f"search is text of at most {MAX_SEARCH}"
                            " characters", field="search")
     return text.strip().lower() or None
+
+
+LEASED = frozenset({Mode.claiming, Mode.holder})
+"""The verbs whose statements take an enrolled agent's writes: a claim names the enrolment
+it is taken under, and the store's rules hold a lease and its holder's moves to it."""
 
 
 def charge(tx: Writer, now: datetime, agent: str, *, usage: bool = False) -> None:

@@ -196,8 +196,13 @@ def _taking(agent: Caller, lease_id: str, minutes: int,
     def statement(tx: Writer, now: datetime, at: str) -> ClaimReceipt | None:
         assert agent.instance is not None
         expires = lease_expiry(now, minutes)
-        taken = take(tx, Lease(lease_id, agent.name, agent.instance, agent.session, expires),
-                     at)
+        enrolled = tx.enrolments(agent.name)  # taken under it, within its projects and
+        scope = enrolled[0] if enrolled else None  # roles (the rules hold the lease to it)
+        taken = take(tx, Lease(
+            lease_id, agent.name, agent.instance, agent.session, expires,
+            scope=scope.seq if scope else None,
+            projects=tuple(json.loads(scope.projects)) or None if scope else None,
+            roles=tuple(json.loads(scope.roles)) if scope else ()), at)
         if taken is None:
             if empty is not None and tx.plain(agent.name, agent.instance):
                 raise empty()
