@@ -74,3 +74,48 @@ def test_the_day_s_count_starts_again_the_next_day(open_hive: OpenHive) -> None:
     clock.advance(minutes=2)  # (the store's time zone: UTC)
     hive.claim(CODER, second)
     assert hive.budgets(CODER.name)[0].used_tasks == 1
+
+
+def reported(hive: Hive) -> Any:
+    """Usage reported with an update and with a submission, under a token budget."""
+    hive.set_budget(OWNER, CODER.name, tokens=1000)
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    fence = {"lease_id": lease.lease_id, "token": lease.fencing_token}
+    hive.update(CODER, number, summary="half", tokens=400, **fence)
+    hive.submit(CODER, number, summary="done", evidence=EVIDENCE, tokens=300,
+                usd_micros=5, **fence)
+    (budget,) = hive.budgets(CODER.name)
+    view = hive.get(number)
+    return (budget.used_tokens, budget.used_usd_micros, view.usage.tokens,
+            [(u.summary, u.tokens) for u in view.updates],
+            [(e.seq, e.from_state, e.to_state, e.actor, e.reason) for e in hive.journal()])
+
+
+@pytest.mark.parametrize("verb", ["update", "submit"])
+def test_usage_reported_is_charged_by_the_statement(
+        open_hive: OpenHive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        verb: str) -> None:
+    written, ran = written_both_ways(open_hive, tmp_path, reported, monkeypatch, verb)
+    assert ran == [0, 1]
+    assert written[:3] == (700, 5, 700)
+
+
+def spent(hive: Hive) -> dict[str, Callable[[], Any]]:
+    """An agent whose usage crossed its day's token budget (the report that crossed it
+    was kept), still holding a claim."""
+    hive.set_budget(OWNER, CODER.name, tokens=100)
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    fence = {"lease_id": lease.lease_id, "token": lease.fencing_token}
+    hive.update(CODER, number, summary="a lot", tokens=150, **fence)
+    return {"a report after the budget was crossed": lambda: hive.update(
+                CODER, number, summary="more", tokens=1, **fence),
+            "a submission reporting usage after it": lambda: hive.submit(
+                CODER, number, summary="done", evidence=EVIDENCE, tokens=1, **fence)}
+
+
+def test_usage_over_the_budget_is_refused_as_the_full_run_refuses_it(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    said = refusals_both_ways(open_hive, tmp_path, spent)
+    assert {reason for _, reason, _ in said.values()} == {"daily_budget"}

@@ -17,7 +17,7 @@ from typing import TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from ..core.caller import Caller, require_agent, require_caller
-from ..core.clock import format_ts
+from ..core.clock import format_ts, parse_ts
 from ..core.errors import ForbiddenRight, InvalidInput, InvalidState, NotFound
 from ..core.ids import new_lease_id
 from ..core.models import (
@@ -42,7 +42,7 @@ from ..core.protocol import (
 from ..store import Held, Lease, Store, Taken, TaskRow, Writer
 from ..store.contract import Pick
 from . import guard
-from .base import HiveBase, invalid
+from .base import HiveBase, charge, invalid
 from .retries import idempotent, idempotent_as
 from .unit import Unit, updated
 from .views import question_of
@@ -564,14 +564,16 @@ def update(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, tok
                            tokens=tokens, usd_micros=usd_micros)
         return _start_work(hive, unit, row, "update")
 
+    usage = tokens is not None or usd_micros is not None
+
     def plain(tx: Writer, held: Held, at: str, who: str) -> tuple[State, WaitingOn | None]:
-        tx.add_update(held.number, at=at, actor=who, summary=summary, tokens=None,
-                      usd_micros=None)
+        if usage:  # charged against the day's budget (the report that crosses it is kept)
+            charge(tx, parse_ts(at), who, usage=True)
+        tx.add_update(held.number, at=at, actor=who, summary=summary, tokens=tokens,
+                      usd_micros=usd_micros)
         return _started(tx, held, at, who, "update"), None
 
-    usage = tokens is not None or usd_micros is not None  # charged: the full run
-    return _holder_write(hive, caller, ref, "update", lease_id, token, write,
-                         None if usage else plain)
+    return _holder_write(hive, caller, ref, "update", lease_id, token, write, plain)
 
 
 @idempotent

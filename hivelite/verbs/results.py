@@ -52,7 +52,7 @@ from ..store.columns import submission_detail
 from ..store.keys import load_signer
 from . import guard
 from .authority import store_policy, why_not_counted
-from .base import HiveBase, invalid
+from .base import HiveBase, charge, invalid
 from .claims import fencing_token, usage_fits
 from .plugins import call_each, call_first
 from .retries import idempotent
@@ -162,7 +162,7 @@ def submit(
     usage_fits(tokens, usd_micros)
     drafted = _draft(draft, outcome)
     plain, given = _split_receipts(evidence)
-    charged = tokens is not None or usd_micros is not None  # against a budget: the full run
+    charged = tokens is not None or usd_micros is not None  # against the day's budget
     plainly = (not charged and not any(given) and "submit" in hive.store.statements
                and _by_policy_alone(hive))
     if plainly:
@@ -219,7 +219,7 @@ def submit(
         return unit.receipt(row)
 
     target, reason, detail = _judged(outcome, summary, problems, threshold, decided_by)
-    if not charged and not plainly:  # (a plain one was offered to the statements first)
+    if not plainly:  # (a plain one was offered to the statements first)
         instance = agent.instance or ""
 
         def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
@@ -227,6 +227,11 @@ def submit(
                            instance=instance, at=at)
             if held is None:
                 return None
+            if charged:  # the usage it reports, charged and kept as the full run keeps it
+                charge(tx, now, agent.name, usage=True)
+                tx.add_update(held.number, at=at, actor=agent.name,
+                              summary=f"result returned ({outcome})", tokens=tokens,
+                              usd_micros=usd_micros)
             return _returned(tx, held, agent.name, instance, at, kept=kept, outcome=outcome,
                              threshold=threshold, drafted=drafted, receipts=receipts,
                              sealed=sealed, judged=(target, reason, detail))
