@@ -148,14 +148,9 @@ TASK_VIEW = VIEW_OF.format(columns="{columns}", creator=(
 """``columns.VIEW`` with the task's creator found through the links."""
 
 PLAIN = PLAIN_SQL.format(holder="?", instance="?")
-"""The plain case of a holder's statement (``contract.PLAIN_SQL``; its three ``?``:
-:func:`plain_args`). Outside it the write path's full run takes the write: it reads the
-controls and the enrolment's scope."""
-
-
-def plain_args(holder: str, instance: str | None) -> tuple[str, str | None, str]:
-    """The parameters of :data:`PLAIN`, in its order."""
-    return (holder, instance, holder)
+"""The plain case of an agent's statement (``contract.PLAIN_SQL``; its three ``?``: the
+holder, its instance, the holder). Outside it the write path's full run takes the write:
+it reads the controls and the enrolment's scope."""
 
 
 UNCONTROLLED = UNCONTROLLED_SQL.format(holder="?", instance="?")
@@ -379,7 +374,7 @@ class SqliteTx(ViewRows):
 
     def plain(self, holder: str, instance: str | None) -> bool:
         return self.conn.execute(f"SELECT 1 WHERE {PLAIN}",
-                                 plain_args(holder, instance)).fetchone() is not None
+                                 (holder, instance, holder)).fetchone() is not None
 
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         where, key = task_key(ref)
@@ -404,7 +399,8 @@ class SqliteTx(ViewRows):
     def _take(self, picked: tuple[Any, ...] | None, lease: Lease, at: str, *,
               source: str = "routed") -> Taken | None:
         """The claim of a ready task ``picked`` (its number, id and token), when the case is
-        plain (:data:`PLAIN`): routed -> accepted under ``lease``, journaled and chained;
+        plain (:data:`UNCONTROLLED`, the lease under its enrolment): routed -> accepted
+        under ``lease``, journaled and chained;
         or, ``source`` waiting (a paused task), its resumption: waiting -> working."""
         if picked is None:
             return None

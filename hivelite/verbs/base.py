@@ -256,9 +256,7 @@ class HiveBase:
             self._sweep(unit)
             self._admit(unit)
             if pending is not None and caller is not None:  # a retry raced its first call
-                answered = self._answered(tx.request(caller.name, pending.id,
-                                                     since=kept_since(unit.now)),
-                                          pending, unit.now)
+                answered = self._kept(tx, caller, pending, unit.now)
                 if answered is not None:
                     return answered, None, False  # type: ignore[return-value]
             try:
@@ -271,9 +269,7 @@ class HiveBase:
             if pending is not None and caller is not None:
                 if receipt and ends is not None:  # the kept answer holds the receipt's seq
                     result.seq = ends()[1]  # type: ignore[attr-defined]
-                tx.save_request(RequestRow(caller.name, pending.id, pending.verb,
-                                           pending.digest, dump_answer(result), unit.at),
-                                prune_before=kept_since(unit.now))
+                _keep(tx, caller, pending, result, unit.now)
             return result, ends, receipt
 
         with store_wide(mode is Mode.authority):
@@ -295,15 +291,15 @@ class HiveBase:
         decides and says precisely why it refuses.
 
         Plain: the engine writes this verb as a statement (``Store.statements``), and
-        ``statements`` find their own case plain (no live
-        control, no enrolment or budget of the holder: the rules those bring are read by
-        the full run). Python checks nothing the database checks: a statement the store's
-        rules refuse is undone, and the full run explains it. ``statements`` may answer
-        with an error that needs no explaining (``next``'s ``queue_empty`` in the plain
-        case): nothing they wrote is kept, and the error is the verb's answer. ``about``:
-        the task (or the pick) they take, which an engine may take with the ``BEGIN``
-        (None: a task they make). A
-        transaction the store gave up as meeting others is run again, as in :meth:`_run`.
+        ``statements`` find their own case plain (no live control bearing on the caller;
+        for a verb that is not a claim or a write under one, no enrolment of the caller's:
+        what those bring is read by the full run). Python checks nothing the database
+        checks: a statement the store's rules refuse is undone, and the full run explains
+        it. ``statements`` may answer with an error that needs no explaining (``next``'s
+        ``queue_empty`` in the plain case): nothing they wrote is kept, and the error is
+        the verb's answer. ``about``: the task (or the pick) they take, which an engine may
+        take with the ``BEGIN`` (None: a task they make). A transaction the store gave up
+        as meeting others is run again, as in :meth:`_run`.
 
         Every lease that ran out is ended first, in the same transaction, as the full run's
         sweep ends it (:func:`expired`); ``swept`` (when given) holds the claims it ended.
@@ -327,14 +323,9 @@ class HiveBase:
             now = self.clock()  # under the lock: a lease that ran out while this
             at = format_ts(now)  # verb waited for it is stale, as in the full run
             if not authority:  # the plugins the store requires: this process runs them?
-                required = tx.required_plugins()  # (what the store cannot know)
-                refusal = binding_refusal(required, self._loaded(), enabled_names(
-                    tx.policy())) if required else None
-                if refusal is not None:
-                    raise refusal
+                self._bound(tx)  # (what the store cannot know)
             if pending is not None:  # a retry: its first answer, kept, if there is one
-                kept = self._answered(tx.request(caller.name, pending.id,
-                                                 since=kept_since(now)), pending, now)
+                kept = self._kept(tx, caller, pending, now)
                 if kept is not None:
                     return kept, None  # type: ignore[return-value]
             ended = expired(tx, at)
@@ -351,9 +342,7 @@ class HiveBase:
                     first, last = ends()
                     if last > first:
                         answer.seq = last
-                tx.save_request(RequestRow(caller.name, pending.id, pending.verb,
-                                           pending.digest, dump_answer(answer), at),
-                                prune_before=kept_since(now))
+                _keep(tx, caller, pending, answer, now)
             return answer, ends
 
         def transact() -> tuple[T, Callable[[], tuple[int, int]] | None]:
@@ -436,6 +425,21 @@ class HiveBase:
         answer: object = load_answer(row.answer)
         return answer
 
+    def _kept(self, tx: Writer, caller: Caller, pending: Pending,
+              now: datetime) -> object | None:
+        """The answer kept for this request, read under the write lock (:meth:`_answered`)."""
+        return self._answered(tx.request(caller.name, pending.id, since=kept_since(now)),
+                              pending, now)
+
+    def _bound(self, tx: Writer) -> None:
+        """``403 policy_missing`` or ``policy_changed`` when this process does not run the
+        policy plugins the store requires, as they were approved (``binding_refusal``)."""
+        required = tx.required_plugins()
+        refusal = binding_refusal(required, self._loaded(), enabled_names(
+            tx.policy())) if required else None
+        if refusal is not None:
+            raise refusal
+
     def _admit(self, unit: Unit) -> None:
         """What every write passes before its body runs, in its transaction: the policy
         plugins the store requires, the owner's controls (hold, veto, stop) and the daily
@@ -455,11 +459,7 @@ class HiveBase:
                 if refusal is not None:
                     raise refusal
         if unit.mode is not Mode.authority:
-            required = unit.tx.required_plugins()
-            refusal = binding_refusal(required, self._loaded(), enabled_names(
-                unit.tx.policy())) if required else None
-            if refusal is not None:
-                raise refusal
+            self._bound(unit.tx)
         if not caller.is_owner and unit.mode is Mode.claiming:
             self._charge(unit)
 
@@ -799,6 +799,15 @@ def expired(tx: Writer, at: str) -> builtins.list[TaskRow]:
                 detail={"holder": row.lease_holder, "fencing_token": row.lease_token,
                         "expired_at": row.lease_expires})
     return found
+
+
+def _keep(tx: Writer, caller: Caller, pending: Pending, answer: object,
+          now: datetime) -> None:
+    """Keep ``answer`` as this request's, with the write that made it (a retry within
+    ``KEEP`` is answered with it); a batch of day-old records leaves."""
+    tx.save_request(RequestRow(caller.name, pending.id, pending.verb, pending.digest,
+                               dump_answer(answer), format_ts(now)),
+                    prune_before=kept_since(now))
 
 
 def _reopened(unit: Unit) -> builtins.list[ExpiredClaim]:
