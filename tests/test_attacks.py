@@ -1482,10 +1482,58 @@ ANSWERS = [
          then=[(newest("r_agent", "actor"), "ana/planner")]),
 ]
 
+def by_tester(task: str, reason: str) -> dict[str, str]:
+    """A raw journal row of the enrolled ``ana/tester``'s about ``task`` (left in its
+    state), with ``reason`` (SQL)."""
+    return event("{" + task + "}", f"'{NOW}', 'ana/tester', (SELECT state FROM tasks"
+                 f" WHERE number = {{{task}}}), (SELECT state FROM tasks WHERE number ="
+                 f" {{{task}}}), '{reason}'", "at, actor, from_state, to_state, reason")
+
+
+def reenrolled(**given: object) -> tuple[str, str, str]:
+    """The tester's enrolment replaced as the owner replaces it (its journal row, the old
+    row out, the new one in): demo and writer, both rights, unless ``given``."""
+    row: dict[str, object] = {"projects": '["demo"]', "roles": '["writer"]'} | given
+    journaled, written = enrolment("ana/tester", **row)  # type: ignore[arg-type]
+    return journaled, "DELETE FROM enrolments WHERE agent = 'ana/tester'", written
+
+
+# -- an enrolled agent's writes within its enrolment (migration 21) -----------------------
+
+ENROLLED = [
+    case("an enrolled agent's answer after its enrolment ended",
+         answered("r_agent", "'ana/tester'"), "invalid_state:optin_inactive",
+         *reenrolled(active=0)),
+    case("an enrolled agent's answer without tasks.work",
+         answered("r_agent", "'ana/tester'"), "forbidden_right:optin_scope",
+         *reenrolled(rights="tasks.propose")),
+    case("an enrolled agent's answer on a task outside its projects",
+         answered("r_agent", "'ana/tester'"), "forbidden_right:optin_scope",
+         *reenrolled(projects='["shop"]')),
+    case("an enrolled agent's answer within its enrolment stands",
+         answered("r_agent", "'ana/tester'"), None,
+         then=[(newest("r_agent", "actor"), "ana/tester")]),
+    case("an enrolled agent's change of fields without tasks.propose",
+         by_tester("r_routed", "fields"), "forbidden_right:optin_scope",
+         *reenrolled(rights="tasks.work")),
+    case("an enrolled agent's change of fields with tasks.propose alone stands",
+         by_tester("r_routed", "fields"), None, *reenrolled(rights="tasks.propose"),
+         then=[(newest("r_routed", "reason"), "fields")]),
+    case("an enrolled agent's note without tasks.work",
+         by_tester("r_approval", "confirmed"), "forbidden_right:optin_scope",
+         *reenrolled(rights="tasks.propose")),
+    case("an enrolled agent's note on a task outside its projects, every project before",
+         by_tester("r_approval", "confirmed"), "forbidden_right:optin_scope",
+         *reenrolled(projects='["shop","docs"]')),
+    case("an enrolled agent's note in every project stands",
+         by_tester("r_approval", "confirmed"), None, *reenrolled(projects="[]"),
+         then=[(newest("r_approval", "actor"), "ana/tester")]),
+]
+
 CASES: list[Case] = [
     *JOURNAL, *BIRTH, *CLOSED, *WAITING, *RESULTS_EXIST, *LEASES, *COLUMNS, *MOVES_TABLE,
     *PROTOCOL, *ROWS_KEPT, *RESULTS, *QUEUE, *CONTROLS, *OWNERS, *DECISIONS, *SCOPES, *DRAFTS,
-    *SUBMISSIONS, *ANSWERS,
+    *SUBMISSIONS, *ANSWERS, *ENROLLED,
 ]
 
 

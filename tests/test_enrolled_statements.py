@@ -1,8 +1,8 @@
-"""An enrolled agent's claims and its writes under them as their statements (issue 47,
-item 1), on both engines: a claim names the enrolment it is taken under (``next`` picks
-within its projects and roles), and the store's rules hold the lease and the holder's
-moves to it; a claim or a write outside it takes the full run, which refuses in its own
-words. (An enrolled agent's other verbs keep the full run.)
+"""An enrolled agent's verbs as their statements (issue 47, item 1), on both engines: a
+claim names the enrolment it is taken under (``next`` picks within its projects and roles),
+and the store's rules hold the lease and the holder's moves to it; every other journal row
+of an enrolled agent's is held to its enrolment by the store (migration 21). A write
+outside it takes the full run, which refuses in its own words.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 
 from hivelite import Hive
 
-from .both_ways import refusals_both_ways, written_both_ways
-from .conftest import CODER, OWNER, OpenHive, own_task
+from .both_ways import in_approval, refusals_both_ways, written_both_ways
+from .conftest import CODER, OWNER, PLANNER, REVIEWER, OpenHive, own_task, packet
 from .test_statements import EVIDENCE
 
 pytestmark = pytest.mark.contract
@@ -98,3 +98,84 @@ def test_a_claim_is_given_back_under_a_changed_enrolment(open_hive: OpenHive) ->
     hive.end_enrolment(OWNER, CODER.name)
     receipt = hive.release(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token)
     assert receipt.state.value == "routed"
+
+
+def others(hive: Hive) -> Any:
+    """Enrolled agents' other verbs, each within its enrolment: a handoff, a change of its
+    fields, an amended result and its verdict, an answer to a question."""
+    for agent in (CODER, PLANNER, REVIEWER):
+        hive.enrol(OWNER, agent.name, projects=["demo"])
+    made = hive.handoff(PLANNER, requester=PLANNER.name, assignee=CODER.name,
+                        project="demo", packet=packet())
+    hive.set_fields(PLANNER, made.number, base_version=1, priority="high")
+    number = in_approval(hive)
+    hive.amend(CODER, number, summary="done, and better")
+    hive.verify(REVIEWER, number, verdict="accept")
+    paused = own_task(hive)
+    lease = hive.claim(CODER, paused)
+    hive.pause(CODER, paused, lease_id=lease.lease_id, token=lease.fencing_token,
+               on="agent", reason="which parser?")
+    hive.answer(PLANNER, paused, text="the small one")
+    return [(e.seq, e.number, e.from_state, e.to_state, e.actor, e.reason)
+            for e in hive.journal()]
+
+
+@pytest.mark.parametrize("verb", ["handoff", "fields", "amend", "verify", "answer"])
+def test_an_enrolled_agent_s_other_verbs_take_no_full_run(
+        open_hive: OpenHive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        verb: str) -> None:
+    _, ran = written_both_ways(open_hive, tmp_path, others, monkeypatch, verb)
+    assert ran[0] == 0 and ran[1] > 0
+
+
+def beyond(hive: Hive) -> dict[str, Callable[[], Any]]:
+    """Enrolled agents' other verbs outside their enrolments, each refused."""
+    hive.enrol(OWNER, PLANNER.name, projects=["demo"], rights=["tasks.propose"])
+    hive.enrol(OWNER, REVIEWER.name, projects=["shop"])
+    number = in_approval(hive)
+    paused, held = own_task(hive), own_task(hive)
+    lease = hive.claim(CODER, paused)
+    hive.pause(CODER, paused, lease_id=lease.lease_id, token=lease.fencing_token,
+               on="agent", reason="which parser?")
+    hive.enrol(OWNER, CODER.name, rights=["tasks.propose", "tasks.work"])
+    hive.claim(CODER, held)
+    hive.enrol(OWNER, CODER.name, rights=["tasks.propose"])  # changed under the claim
+    return {
+        "a handoff outside its projects": lambda: hive.handoff(
+            PLANNER, requester=PLANNER.name, assignee=CODER.name, project="shop",
+            packet=packet()),
+        "an answer without tasks.work": lambda: hive.answer(PLANNER, paused, text="x"),
+        "a verdict outside its projects": lambda: hive.verify(REVIEWER, number),
+        "an amendment without tasks.work": lambda: hive.amend(CODER, number, summary="y"),
+        "a change of fields by its holder under a changed enrolment": lambda: (
+            hive.set_fields(CODER, held, base_version=1, priority="low")),
+    }
+
+
+def test_other_verbs_beyond_an_enrolment_are_refused_the_same_both_ways(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    said = refusals_both_ways(open_hive, tmp_path, beyond)
+    assert {case: reason for case, (_, reason, _) in said.items()} == {
+        "a handoff outside its projects": "optin_scope",
+        "an answer without tasks.work": "optin_scope",
+        "a verdict outside its projects": "optin_scope",
+        "an amendment without tasks.work": "optin_scope",
+        "a change of fields by its holder under a changed enrolment": "optin_changed"}
+
+
+def ended_others(hive: Hive) -> dict[str, Callable[[], Any]]:
+    hive.enrol(OWNER, REVIEWER.name)
+    hive.enrol(OWNER, PLANNER.name)
+    number = in_approval(hive)
+    hive.end_enrolment(OWNER, REVIEWER.name)
+    hive.end_enrolment(OWNER, PLANNER.name)
+    return {"a verdict after its enrolment ended": lambda: hive.verify(REVIEWER, number),
+            "a handoff after its enrolment ended": lambda: hive.handoff(
+                PLANNER, requester=PLANNER.name, assignee=CODER.name, project="demo",
+                packet=packet())}
+
+
+def test_other_verbs_after_an_enrolment_ended_are_refused_the_same_both_ways(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    said = refusals_both_ways(open_hive, tmp_path, ended_others)
+    assert {reason for _, reason, _ in said.values()} == {"optin_inactive"}

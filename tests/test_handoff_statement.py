@@ -15,7 +15,7 @@ from hivelite import Caller, Hive, ManualClock, State, hookimpl
 
 from .both_ways import full_run_only, refusals_both_ways
 from .conftest import GUEST, OWNER, PLANNER, START, OpenHive, held_task, own_task, packet
-from .test_statements import FullRuns
+from .test_statements import FullRuns, refusal
 
 pytestmark = pytest.mark.contract
 
@@ -118,15 +118,21 @@ def test_a_stopped_agent_is_refused_the_same_with_statements_and_without(
     assert refusals_both_ways(open_hive, tmp_path, stopped)["a stopped agent"][1] == "vetoed"
 
 
-def test_an_enrolled_or_budgeted_caller_takes_the_full_run(
+def test_an_enrolled_caller_s_handoff_is_its_statement(
         open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store holds an enrolment's projects (migration 21): within them, an enrolled
+    agent's handoff is its statement; outside them, the full run refuses it."""
     hive = open_hive()
     hive.enrol(OWNER, "ana/planner", projects=["demo"])
     runs = FullRuns(monkeypatch)
     assert own_task(hive) and hive.handoff(
         PLANNER, requester="ana/planner", assignee="ana/coder", project="demo",
         packet=packet()).state is State.routed
-    assert runs.verbs == ["handoff"]  # the owner's own: the statement; the agent's: not
+    assert runs.verbs == []
+    assert refusal(lambda: hive.handoff(
+        PLANNER, requester="ana/planner", assignee="ana/coder", project="shop",
+        packet=packet()))[1] == "optin_scope"
+    assert runs.verbs == ["handoff"]
 
 
 class Racer:

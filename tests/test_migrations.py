@@ -42,6 +42,7 @@ RELEASED = {
     18: "3cd9c93d6fcbd271a2f67294f648359d7b90340172383b078f0074e4f4f848f4",
     19: "bc6757ffc35a239f8c13d98e5eb63c84e18ea08846cd6a7cea0e3fa95942f77e",
     20: "cc6bada86b9090e72bc9423ee7ec8dc341cf5a999381a9c6fb7848cc191c2898",
+    21: "f29e9291d6de05330da7baf38fe960e8e0d6a7e9287e9c3e5c7cc4a3f9891ce8",
 }
 """sha256 of every migration a release has shipped. A released migration is never edited:
 change the schema with a new file, and add its hash here when it ships."""
@@ -65,7 +66,7 @@ def by_migrations(upto: int = SCHEMA_VERSION) -> apsw.Connection:
 
 def test_migrations_are_numbered_from_one_without_gaps() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 20
+    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 21
 
 
 def test_released_migrations_are_frozen() -> None:
@@ -300,3 +301,23 @@ def test_migration_20_makes_the_rule_of_answers_and_keeps_the_journal_s_rules_fi
              " ORDER BY rowid")
     assert [r[0] for r in by_migrations(20).execute(order)] == ["journal_answered"] + [
         r[0] for r in at19.execute(order)]
+
+
+def test_migration_21_makes_the_rule_of_enrolled_writes_and_keeps_the_journal_s_rules_first(
+        ) -> None:
+    """Migration 21's rule is the code's own text, and the journal's rules are made again
+    after it in the order they were: each still fires as it did, and before it."""
+    from hivelite.store import schema
+
+    (sqlite21,) = [m for m in MIGRATIONS if m.version == 21]
+    made = schema.ENROLLED.lstrip("\n")
+    assert made[made.index("CREATE TRIGGER"):] + ";\n" in sqlite21.sql
+    at20 = by_migrations(20)
+    before = list(at20.execute(
+        "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger' ORDER BY rowid"))
+    rules = dict(at20.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'"))
+    assert sqlite21.sql.endswith(schema.remade_in_order(before, rules, ["journal_answered"]))
+    order = ("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'journal'"
+             " ORDER BY rowid")
+    assert [r[0] for r in by_migrations(21).execute(order)] == ["journal_enrolled"] + [
+        r[0] for r in at20.execute(order)]

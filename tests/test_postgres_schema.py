@@ -28,6 +28,7 @@ RELEASED = {
     18: "69920557f1c3f4f5c95fc4d87d90d7246fbb0c88e2f71fa2ac2eefd8173b8094",
     19: "8139bcdb3d9f673e9c92e96383c79dff650290d0d24668de3baa080bd8cd0009",
     20: "bc42bf93d3a4124fe431cf30b806ae03f6a3ede00dbb788b7ac62c64c0bae077",
+    21: "77f7febde053c990c3de833ec24850b7fcf91911676321d1bc77bafff820a0e2",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 
@@ -104,7 +105,7 @@ def test_released_migrations_are_never_edited() -> None:
 def test_both_engines_are_at_the_same_contract_version() -> None:
     from hivelite.store.migrations import SCHEMA_VERSION as SQLITE_VERSION
 
-    assert SCHEMA_VERSION == SQLITE_VERSION == MIGRATIONS[-1].version == 20
+    assert SCHEMA_VERSION == SQLITE_VERSION == MIGRATIONS[-1].version == 21
 
 
 def test_migration_19_makes_each_rule_of_one_row_submissions_as_the_code_does() -> None:
@@ -134,6 +135,19 @@ def test_migration_20_makes_the_rule_of_answers_as_the_code_does() -> None:
             if line.startswith("CREATE FUNCTION")]
     assert made == [name for name, rule, _ in pg_schema.rule_functions(
         pg_schema._in_firing_order(pg_schema.rules(), 20)) if rule.name == "journal_answered"]
+
+
+def test_migration_21_makes_the_rule_of_enrolled_writes_as_the_code_does() -> None:
+    """Migration 21's statements are the code's own text: the rule of an enrolled agent's
+    writes made in its place, every other rule renamed to the place SQLite's order at 21
+    gives it; no rule replaced."""
+    (pg21,) = [m for m in MIGRATIONS if m.version == 21]
+    assert pg21.sql.endswith(pg_schema.enrolled_sql())
+    assert "CREATE OR REPLACE" not in pg21.sql
+    made = [line.split()[2][:-2] for line in pg21.sql.splitlines()
+            if line.startswith("CREATE FUNCTION")]
+    assert made == [name for name, rule, _ in pg_schema.rule_functions(
+        pg_schema._in_firing_order(pg_schema.rules(), 21)) if rule.name == "journal_enrolled"]
 
 
 def test_every_move_and_every_refusal_comes_from_the_same_sources() -> None:

@@ -613,19 +613,25 @@ def test_the_time_is_read_under_the_write_lock(
 def test_an_empty_queue_is_answered_by_the_statement_in_the_plain_case(
         opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch) -> None:
     """``next`` finding nothing in the plain case answers ``queue_empty`` at once (the full
-    run's pick would find nothing either); outside it the full run looks and answers."""
+    run's pick would find nothing either), an enrolled agent's too; an enrolment that ended
+    or gives no ``tasks.work`` is refused by the full run, in its words."""
     hive = opened()
     runs = FullRuns(monkeypatch)
     words = refusal(lambda: hive.claim_next(CODER, project="demo"))
     assert words[:2] == (NotFound, "queue_empty") and runs.verbs == []
     hive.enrol(OWNER, "ana/coder", projects=["demo"])
     runs.verbs.clear()
-    hive.store.statements = frozenset()  # type: ignore[misc]
     assert refusal(lambda: hive.claim_next(CODER, project="demo")) == words
-    del hive.store.statements
-    runs.verbs.clear()
-    assert refusal(lambda: hive.claim_next(CODER, project="demo")) == words
-    assert runs.verbs == ["next"]  # an enrolment: the full run answers
+    assert runs.verbs == []
+    for change, reason in ((lambda: hive.end_enrolment(OWNER, "ana/coder"), "optin_inactive"),
+                           (lambda: hive.enrol(OWNER, "ana/coder", rights=["tasks.propose"]),
+                            "optin_scope")):
+        change()
+        said = refusal(lambda: hive.claim_next(CODER, project="demo"))
+        hive.store.statements = frozenset()  # type: ignore[misc]
+        assert refusal(lambda: hive.claim_next(CODER, project="demo")) == said
+        del hive.store.statements
+        assert said[1] == reason
 
 
 def test_a_case_known_not_to_be_plain_goes_to_the_full_run_at_once(

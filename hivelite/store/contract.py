@@ -81,12 +81,9 @@ UNCONTROLLED_SQL = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL"
                     " AND (agent = {holder} OR instance = {instance}"
                     " OR (agent IS NULL AND instance IS NULL)))")
 """No live control bears on the holder (:func:`bears_on`), as SQL (its ``{holder}`` and
-``{instance}`` the engine's parameters): the plain case of a claim, and of a write under
-one (whose lease names the enrolment it was taken under, which the store's rules hold)."""
-PLAIN_SQL = UNCONTROLLED_SQL + " AND NOT EXISTS (SELECT 1 FROM enrolments WHERE agent = {holder})"
-"""The plain case of any other statement of an agent's as SQL: no live control bears on it,
-and it has no enrolment (whose scope over a verdict, an answer, a change of fields or a
-handoff's project is read by the full run)."""
+``{instance}`` the engine's parameters): the plain case of an agent's statement. (Its
+enrolment is the store's rules': a claim names the enrolment it is taken under, and every
+journal row of an enrolled agent's is held to it.)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +267,7 @@ class Writer(Reader, Protocol):
     def plain(self, holder: str, instance: str | None) -> bool:
         """Whether a statement of ``holder``'s (acting from ``instance``) is in the plain
         case: no live control names the holder or its instance, nor stops every agent
-        (:func:`bears_on`), and the holder has no enrolment."""
+        (:func:`bears_on`; :data:`UNCONTROLLED_SQL`)."""
         ...
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         """``claim`` as its statement, in the plain case: task ``ref``, when it is ready
@@ -380,10 +377,10 @@ class Store(Protocol):
     """The verbs this engine writes as their statements in the plain case
     (:meth:`Writer.take_next`, :meth:`Writer.take_task`, :meth:`Writer.held`); the other
     verbs, and every case that is not plain, take the write path's full run."""
-    def not_plain(self, holder: str, instance: str | None, *, enrolled: bool = True) -> bool:
+    def not_plain(self, holder: str, instance: str | None) -> bool:
         """True when this thread's last write found that a statement of ``holder``'s would
-        not be in the plain case (a control bore on it; ``enrolled``: or it had an
-        enrolment): the write path then takes the full run at once,
+        not be in the plain case (a control bore on it): the write path then takes the
+        full run at once,
         without trying the statements first. It only chooses the path, never the outcome:
         when another process has changed that since, the full run reads the file afresh,
         and the write after it knows (PostgreSQL's statements read it with their

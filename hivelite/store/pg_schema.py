@@ -492,7 +492,7 @@ FILTERED = frozenset({
     "task_attempt_failed", "task_holder_enrolled", "task_lease_controlled",
     "task_lease_enrolled", "task_role_fixed", "results_receipts_shape", "results_draft_shape",
     "results_receipts_fixed", "results_draft_fixed", "results_draft_reshaped",
-    "journal_answered",
+    "journal_answered", "journal_enrolled",
 })
 """The rules whose trigger carries their :func:`guard` as a ``WHEN``: those whose guard
 skips most of a task's moves (a claim, a submission, a decision), or that a cycle never
@@ -764,6 +764,7 @@ def rules() -> list[Rule]:
         _refuse("invalid_state:task_closed", _closed("NEW")))
     add("journal_insert", "BEFORE", "INSERT", "journal", journal_insert_rule())
     add("journal_answered", "BEFORE", "INSERT", "journal", ANSWERED)
+    add("journal_enrolled", "BEFORE", "INSERT", "journal", ENROLLED)
 
     # -- the owner's authority -----------------------------------------------------------
     add("policy_values", "BEFORE", "INSERT", "policy", _refuse(
@@ -1015,6 +1016,32 @@ question, a person's answered by the owner alone, an agent's by the owner or ano
 than its assignee."""
 
 
+ENROLLED = _only_if(
+    "NEW.task IS NOT NULL AND EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor)"
+    " AND NOT (coalesce(NEW.from_state, '') IN ('accepted', 'working')"
+    f" AND NEW.to_state = 'routed' AND {via('NEW', 'NEW.from_state')} IS NULL)", _cases(
+        ("EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor AND active = 0)",
+         "invalid_state:optin_inactive"),
+        ("EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor AND NOT (CASE WHEN"
+         " (NEW.from_state IS NULL AND NEW.to_state = 'requested')"
+         " OR NEW.to_state = 'cancelled'"
+         " OR (NEW.from_state IS NOT DISTINCT FROM NEW.to_state AND NEW.reason = 'fields')"
+         " THEN 'tasks.propose' ELSE 'tasks.work' END) = ANY(string_to_array(rights, ',')))",
+         "forbidden_right:optin_scope"),
+        ("EXISTS (SELECT 1 FROM enrolments e, tasks t WHERE e.agent = NEW.actor"
+         " AND t.number = NEW.task AND jsonb_array_length(hl_json(e.projects)) > 0"
+         " AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(hl_json(e.projects)) p"
+         " WHERE p = t.project))", "forbidden_right:optin_scope"),
+        ("EXISTS (SELECT 1 FROM tasks t WHERE t.number = NEW.task"
+         " AND t.lease_holder = NEW.actor AND t.lease_scope IS DISTINCT FROM"
+         " (SELECT seq FROM enrolments WHERE agent = NEW.actor))",
+         "invalid_state:optin_changed")))
+"""An enrolled agent's writes within its enrolment (migration 21, ``schema.ENROLLED``): a
+journal row of its own about a task, but a claim given back, is refused when the enrolment
+ended, lacks the right the row needs, leaves out the task's project, or is newer than the
+claim the agent holds the task under."""
+
+
 def journal_insert_rule() -> str:
     """The rule on every journal row (``schema.journal_insert_sql``; migration 19 added the
     submission's row): it ends in its task's state, and a row that changes state is one of
@@ -1105,7 +1132,7 @@ def sqlite_triggers(upto: int | None = None) -> tuple[str, ...]:
         conn.close()
 
 
-MADE_IN: dict[str, int] = {"journal_answered": 20}
+MADE_IN: dict[str, int] = {"journal_answered": 20, "journal_enrolled": 21}
 """The rules a migration after the first PostgreSQL one made, by its version: a store at
 an earlier version has none of them."""
 
@@ -1273,3 +1300,10 @@ def answers_sql() -> str:
     (:data:`ANSWERED`) made, and every rule renamed to the place SQLite's order at 20 gives
     it (SQLite makes the journal's rules again after it)."""
     return replaced_sql(19, 20, ())
+
+
+def enrolled_sql() -> str:
+    """Migration 21's statements on PostgreSQL: the rule of an enrolled agent's writes
+    (:data:`ENROLLED`) made, and every rule renamed to the place SQLite's order at 21 gives
+    it (SQLite makes the journal's rules again after it)."""
+    return replaced_sql(20, 21, ())

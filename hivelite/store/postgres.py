@@ -338,8 +338,6 @@ class Crowded(NamedTuple):
 
     controls: tuple[tuple[str | None, str | None], ...]
     """The agent and instance each live control named."""
-    agents: frozenset[str]
-    """The agents with an enrolment."""
 
 
 class PostgresTx(ViewRows):
@@ -448,16 +446,11 @@ class PostgresTx(ViewRows):
 
     def crowded(self) -> Crowded | None:
         """What kept this write's holders out of the plain case, as it read the rows sent
-        ahead: whom the live controls name, and the agents with an enrolment (None: it
-        did not read them, or changed them). Only to choose a path
-        (``PostgresStore.not_plain``), never an outcome."""
-        if self._first is None or "" in self._ahead:
+        ahead: whom the live controls name (None: it did not read them, or changed them).
+        Only to choose a path (``PostgresStore.not_plain``), never an outcome."""
+        if self._first is None or "" in self._ahead or self._ahead.get("controls") is None:
             return None
-        enrolments = self._ahead.get("enrolments")
-        if enrolments is None or self._ahead.get("controls") is None:
-            return None
-        return Crowded(tuple((c.agent, c.instance) for c in self.controls()),
-                       frozenset(str(r[0]) for r in enrolments))
+        return Crowded(tuple((c.agent, c.instance) for c in self.controls()))
 
     def _changed(self, table: str) -> None:
         """This write changes ``table``: its rows read ahead no longer hold (None: read
@@ -627,7 +620,7 @@ class PostgresTx(ViewRows):
         return Taken(row.number, row.id, token, 0)
 
     def plain(self, holder: str, instance: str | None) -> bool:
-        return not self.enrolments(holder) and self.uncontrolled(holder, instance)
+        return self.uncontrolled(holder, instance)
 
     def uncontrolled(self, holder: str, instance: str | None) -> bool:
         """No live control bears on the holder (``contract.UNCONTROLLED_SQL``), as the rows
@@ -1267,11 +1260,11 @@ class PostgresStore:
 
     statements: frozenset[str] = STATEMENTS
 
-    def not_plain(self, holder: str, instance: str | None, *, enrolled: bool = True) -> bool:
+    def not_plain(self, holder: str, instance: str | None) -> bool:
         crowded: Crowded | None = getattr(self._local, "crowded", None)  # as this thread's
-        return crowded is not None and ((enrolled and holder in crowded.agents) or any(
+        return crowded is not None and any(
             bears_on(agent, where, holder, instance)  # (as its last write read them)
-            for agent, where in crowded.controls))
+            for agent, where in crowded.controls)
 
 
     def __init__(self, url: str, *, create: bool = True, upgrade: bool = True) -> None:

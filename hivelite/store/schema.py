@@ -792,7 +792,7 @@ def target_sql() -> str:
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
             + REQUESTS + authority_sql() + TOKENS + TASK_BOARD + decisions_sql()
             + scope_sql() + draft_sql() + lean_sql() + KEPT_BY_DAY + WATCHES + ANSWERS
-            + ";\n")
+            + ";\n" + ENROLLED + ";\n")
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
@@ -1456,3 +1456,44 @@ BEGIN
 END"""
 """Who answers which question, held by the store (migration 20): the rule ``answer``'s
 statement counts on, as the guard's ``asking`` says it to people."""
+
+
+PROPOSING = ("(NEW.from_state IS NULL AND NEW.to_state = 'requested')"
+             " OR NEW.to_state = 'cancelled'"
+             " OR (NEW.from_state IS NEW.to_state AND NEW.reason = 'fields')")
+"""The journal rows an enrolment's ``tasks.propose`` right covers (a task handed off, one
+withdrawn, a change of its fields); every other row of an agent's needs ``tasks.work``."""
+
+ENROLLED = f"""
+-- An enrolled agent writes within its enrolment (migration 21), whatever the verb: a
+-- journal row of its own about a task is refused when the enrolment ended, when it needs
+-- a right the enrolment does not give (tasks.propose to hand off, withdraw or change
+-- fields; tasks.work for the rest), when the task's project is outside it, and while the
+-- agent holds the task under a claim taken under an earlier enrolment. A claim given back
+-- (the holder's move to routed that is no submission) is never refused. This rule is older
+-- than the journal's others, so SQLite runs it after them.
+CREATE TRIGGER journal_enrolled BEFORE INSERT ON journal
+WHEN NEW.task IS NOT NULL AND EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor)
+    AND NOT (coalesce(NEW.from_state, '') IN ('accepted', 'working') AND NEW.to_state IS 'routed'
+             AND {via("NEW", "NEW.from_state")} IS NULL)
+BEGIN
+    SELECT CASE
+        WHEN EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor AND NOT active)
+            THEN RAISE(ABORT, 'invalid_state:optin_inactive')
+        WHEN EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor
+                     AND instr(',' || rights || ',', CASE WHEN {PROPOSING}
+                               THEN ',tasks.propose,' ELSE ',tasks.work,' END) = 0)
+            THEN RAISE(ABORT, 'forbidden_right:optin_scope')
+        WHEN EXISTS (SELECT 1 FROM enrolments e, tasks t
+                     WHERE e.agent = NEW.actor AND t.number = NEW.task
+                       AND json_array_length(e.projects) > 0
+                       AND NOT EXISTS (SELECT 1 FROM json_each(e.projects) WHERE value = t.project))
+            THEN RAISE(ABORT, 'forbidden_right:optin_scope')
+        WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.number = NEW.task AND t.lease_holder = NEW.actor
+                     AND t.lease_scope IS NOT (SELECT seq FROM enrolments WHERE agent = NEW.actor))
+            THEN RAISE(ABORT, 'invalid_state:optin_changed')
+    END;
+END"""
+"""An enrolled agent's writes within its enrolment, held by the store (migration 21): the
+rule that lets every verb of an enrolled agent's be its statement, as the write path's
+``check_scope`` says it to people."""

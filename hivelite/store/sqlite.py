@@ -56,7 +56,7 @@ from .columns import (
     pick_where,
     usage_sum,
 )
-from .contract import PLAIN_SQL, STATEMENTS, UNCONTROLLED_SQL, bears_on
+from .contract import STATEMENTS, UNCONTROLLED_SQL, bears_on
 from .doctor import schema_problem
 from .group import Group, Turn
 from .keys import (
@@ -147,15 +147,10 @@ TASK_VIEW = VIEW_OF.format(columns="{columns}", creator=(
     " WHERE seq = (SELECT min(seq) FROM history))"))
 """``columns.VIEW`` with the task's creator found through the links."""
 
-PLAIN = PLAIN_SQL.format(holder="?", instance="?")
-"""The plain case of an agent's statement (``contract.PLAIN_SQL``; its three ``?``: the
-holder, its instance, the holder). Outside it the write path's full run takes the write:
-it reads the controls and the enrolment's scope."""
-
-
 UNCONTROLLED = UNCONTROLLED_SQL.format(holder="?", instance="?")
-"""The plain case of a claim, and of a holder's fence (``contract.UNCONTROLLED_SQL``; its
-two ``?``: the holder and its instance)."""
+"""The plain case of an agent's statement (``contract.UNCONTROLLED_SQL``; its two ``?``: the
+holder and its instance). Outside it the write path's full run takes the write: it reads
+the controls."""
 HELD_IN_SCOPE = "lease_scope IS (SELECT seq FROM enrolments WHERE agent = ? AND active)"
 """A live claim still under its holder's enrolment (its one ``?``: the holder): taken under
 the one in force and active, or under none when the holder has none (a changed or ended
@@ -373,8 +368,8 @@ class SqliteTx(ViewRows):
             lease.roles)).fetchone(), lease, at)
 
     def plain(self, holder: str, instance: str | None) -> bool:
-        return self.conn.execute(f"SELECT 1 WHERE {PLAIN}",
-                                 (holder, instance, holder)).fetchone() is not None
+        return self.conn.execute(f"SELECT 1 WHERE {UNCONTROLLED}",
+                                 (holder, instance)).fetchone() is not None
 
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         where, key = task_key(ref)
@@ -1450,14 +1445,13 @@ class SqliteStore:
             _rollback(conn)
             _reraise(failure, exc)
 
-    def not_plain(self, holder: str, instance: str | None, *, enrolled: bool = True) -> bool:
+    def not_plain(self, holder: str, instance: str | None) -> bool:
         slot = self._writer or getattr(self._local, "slot", None)
         if slot is None:
             return False
         known = slot.last  # as the last write committed on its connection left it
-        return bool((enrolled and known.enrolments.get(holder)) or any(
-                        bears_on(c.agent, c.instance, holder, instance)
-                        for c in known.controls or ()))
+        return any(bears_on(c.agent, c.instance, holder, instance)
+                   for c in known.controls or ())
 
     def _writable(self, slot: Callable[[], _Slot] | None = None) -> _Slot:
         """This thread's connection (or ``slot()``), when the store takes writes."""

@@ -291,15 +291,14 @@ class HiveBase:
         decides and says precisely why it refuses.
 
         Plain: the engine writes this verb as a statement (``Store.statements``), and
-        ``statements`` find their own case plain (no live control bearing on the caller;
-        for a verb that is not a claim or a write under one, no enrolment of the caller's:
-        what those bring is read by the full run). Python checks nothing the database
-        checks: a statement the store's rules refuse is undone, and the full run explains
-        it. ``statements`` may answer with an error that needs no explaining (``next``'s
-        ``queue_empty`` in the plain case): nothing they wrote is kept, and the error is
-        the verb's answer. ``about``: the task (or the pick) they take, which an engine may
-        take with the ``BEGIN`` (None: a task they make). A transaction the store gave up
-        as meeting others is run again, as in :meth:`_run`.
+        ``statements`` find their own case plain (no live control bearing on the caller:
+        what it brings is read by the full run; an enrolment is the store's rules'). Python
+        checks nothing the database checks: a statement the store's rules refuse is undone,
+        and the full run explains it. ``statements`` may answer with an error that needs no
+        explaining (``next``'s ``queue_empty`` in the plain case): nothing they wrote is
+        kept, and the error is the verb's answer. ``about``: the task (or the pick) they
+        take, which an engine may take with the ``BEGIN`` (None: a task they make). A
+        transaction the store gave up as meeting others is run again, as in :meth:`_run`.
 
         Every lease that ran out is ended first, in the same transaction, as the full run's
         sweep ends it (:func:`expired`); ``swept`` (when given) holds the claims it ended.
@@ -310,9 +309,7 @@ class HiveBase:
         bound by none), as in the full run's admission."""
         mode = mode_of(verb)
         if verb not in self.store.statements or (
-                not caller.is_owner and self.store.not_plain(
-                    caller.name, caller.instance,  # (a claim, or a write under one, names
-                    enrolled=mode not in LEASED)):  # its enrolment: the rules hold it)
+                not caller.is_owner and self.store.not_plain(caller.name, caller.instance)):
             return None  # (no control, enrolment or budget bears on the owner)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         authority = mode is Mode.authority  # (no plugin bears on the owner's word)
@@ -735,8 +732,9 @@ class HiveBase:
         swept: builtins.list[TaskRow] = []
 
         def statement(tx: Writer, now: datetime, at: str) -> builtins.list[ExpiredClaim] | None:
-            plain = checked.is_owner or tx.plain(checked.name, checked.instance)
-            return _claims(swept, at) if plain else None
+            plain = checked.is_owner or (tx.plain(checked.name, checked.instance) and all(
+                e.active for e in tx.enrolments(checked.name)))  # (an ended enrolment's
+            return _claims(swept, at) if plain else None  # sweep: the full run refuses it)
 
         reopened = self._statement(checked, "expire", statement, about=None, swept=swept)
         if reopened is None:
@@ -766,11 +764,6 @@ def _search(text: object) -> str | None:
         raise InvalidInput("invalid_search", f"search is text of at most {MAX_SEARCH}"
                            " characters", field="search")
     return text.strip().lower() or None
-
-
-LEASED = frozenset({Mode.claiming, Mode.holder})
-"""The verbs whose statements take an enrolled agent's writes: a claim names the enrolment
-it is taken under, and the store's rules hold a lease and its holder's moves to it."""
 
 
 def charge(tx: Writer, now: datetime, agent: str, *, usage: bool = False) -> None:

@@ -44,6 +44,7 @@ from ..store.contract import Pick
 from . import guard
 from .base import HiveBase, charge, invalid
 from .retries import idempotent, idempotent_as
+from .scope import inactive, outside_rights
 from .unit import Unit, updated
 from .views import question_of
 
@@ -203,8 +204,10 @@ def _taking(agent: Caller, lease_id: str, minutes: int,
             scope=scope.seq if scope else None,
             projects=tuple(json.loads(scope.projects)) or None if scope else None,
             roles=tuple(json.loads(scope.roles)) if scope else ()), at)
-        if taken is None:
-            if empty is not None and tx.plain(agent.name, agent.instance):
+        if taken is None:  # nothing to take: empty, unless a control or the enrolment
+            if empty is not None and tx.plain(agent.name, agent.instance) and (  # refuses
+                    scope is None or not (inactive(scope, agent.name) or outside_rights(
+                        scope, agent.name, "next", "tasks.work"))):  # (the full run's words)
                 raise empty()
             return None
         return made(ClaimReceipt, {

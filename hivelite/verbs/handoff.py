@@ -130,9 +130,8 @@ def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = Non
     gated = _gate(hive, handed.task(format_ts(asked)))
 
     def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
-        if not (caller.is_owner or tx.plain(caller.name, caller.instance)):  # (an
-            # enrolment's projects, a control on the caller: the full run)
-            return None
+        if not (caller.is_owner or tx.plain(caller.name, caller.instance)):
+            return None  # (a control on the caller: the full run)
         # (an id another write took meanwhile: the store refuses it, and the full run
         # answers with that task, or says duplicate_id)
         return _inserted(hive, tx, at, caller, handed, gated, limit,
@@ -464,9 +463,12 @@ def cancel(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None
 def _withdrawn(tx: Writer, at: str, agent: Caller, ref: str | int, why: str) -> Receipt | None:
     """An agent's cancel as its statement: the task cancelled by the agent, which the
     rules take only in team mode, from an agent of the guest owner whose agent requested
-    it, and from a state a task is cancelled from; else the full run says which."""
+    it, and from a state a task is cancelled from; else the full run says which. A task the
+    agent holds takes the full run too (the claim ends with the move, and the rules read
+    an enrolment against the claim it holds)."""
     row = tx.lock_task(ref)
-    if row is None or not tx.plain(agent.name, agent.instance):
+    if (row is None or row.lease_holder == agent.name
+            or not tx.plain(agent.name, agent.instance)):
         return None
     tx.move(row.number, row.state, State.cancelled.value, at=at, actor=agent.name,
             reason=why, end_lease=row.lease_id is not None)
