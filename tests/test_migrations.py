@@ -284,40 +284,26 @@ def test_migration_19_makes_its_rules_as_the_code_does_in_the_order_they_fire() 
     assert list(by_migrations(18).execute(order)) == list(by_migrations(19).execute(order))
 
 
-def test_migration_20_makes_the_rule_of_answers_and_keeps_the_journal_s_rules_first() -> None:
-    """Migration 20's rule is the code's own text, and the journal's rules are made again
-    after it in the order they were: each still fires as it did, and before it."""
+@pytest.mark.parametrize(("version", "rule", "made", "first_remade"), [
+    (20, "journal_answered", "ANSWERS", "journal_insert"),
+    (21, "journal_enrolled", "ENROLLED", "journal_answered"),
+])
+def test_a_new_journal_rule_is_the_code_s_and_the_journal_s_rules_still_fire_first(
+        version: int, rule: str, made: str, first_remade: str) -> None:
+    """Migrations 20 and 21 each make a rule on the journal: its text is the code's own, and
+    the journal's rules are made again after it in the order they were (from
+    ``first_remade``): each still fires as it did, and before it."""
     from hivelite.store import schema
 
-    (sqlite20,) = [m for m in MIGRATIONS if m.version == 20]
-    made = schema.ANSWERS.lstrip("\n")
-    assert made[made.index("CREATE TRIGGER"):] + ";\n" in sqlite20.sql
-    at19 = by_migrations(19)
-    before = list(at19.execute(
+    (migration,) = [m for m in MIGRATIONS if m.version == version]
+    text = getattr(schema, made).lstrip("\n")
+    assert text[text.index("CREATE TRIGGER"):] + ";\n" in migration.sql
+    earlier = by_migrations(version - 1)
+    before = list(earlier.execute(
         "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger' ORDER BY rowid"))
-    rules = dict(at19.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'"))
-    assert sqlite20.sql.endswith(schema.remade_in_order(before, rules, ["journal_insert"]))
+    rules = dict(earlier.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'"))
+    assert migration.sql.endswith(schema.remade_in_order(before, rules, [first_remade]))
     order = ("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'journal'"
              " ORDER BY rowid")
-    assert [r[0] for r in by_migrations(20).execute(order)] == ["journal_answered"] + [
-        r[0] for r in at19.execute(order)]
-
-
-def test_migration_21_makes_the_rule_of_enrolled_writes_and_keeps_the_journal_s_rules_first(
-        ) -> None:
-    """Migration 21's rule is the code's own text, and the journal's rules are made again
-    after it in the order they were: each still fires as it did, and before it."""
-    from hivelite.store import schema
-
-    (sqlite21,) = [m for m in MIGRATIONS if m.version == 21]
-    made = schema.ENROLLED.lstrip("\n")
-    assert made[made.index("CREATE TRIGGER"):] + ";\n" in sqlite21.sql
-    at20 = by_migrations(20)
-    before = list(at20.execute(
-        "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger' ORDER BY rowid"))
-    rules = dict(at20.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'"))
-    assert sqlite21.sql.endswith(schema.remade_in_order(before, rules, ["journal_answered"]))
-    order = ("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'journal'"
-             " ORDER BY rowid")
-    assert [r[0] for r in by_migrations(21).execute(order)] == ["journal_enrolled"] + [
-        r[0] for r in at20.execute(order)]
+    assert [r[0] for r in by_migrations(version).execute(order)] == [rule] + [
+        r[0] for r in earlier.execute(order)]

@@ -4,6 +4,7 @@ into a real server's database (issue 20, point 2)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -124,30 +125,22 @@ def test_migration_19_makes_each_rule_of_one_row_submissions_as_the_code_does() 
     assert frozenset(rules) == pg_schema.ONE_ROW_SUBMISSIONS
 
 
-def test_migration_20_makes_the_rule_of_answers_as_the_code_does() -> None:
-    """Migration 20's statements are the code's own text: the rule of answers made in its
-    place, every other rule renamed to the place SQLite's order at 20 gives it; no rule
-    replaced."""
-    (pg20,) = [m for m in MIGRATIONS if m.version == 20]
-    assert pg20.sql.endswith(pg_schema.answers_sql())
-    assert "CREATE OR REPLACE" not in pg20.sql
-    made = [line.split()[2][:-2] for line in pg20.sql.splitlines()
-            if line.startswith("CREATE FUNCTION")]
-    assert made == [name for name, rule, _ in pg_schema.rule_functions(
-        pg_schema._in_firing_order(pg_schema.rules(), 20)) if rule.name == "journal_answered"]
-
-
-def test_migration_21_makes_the_rule_of_enrolled_writes_as_the_code_does() -> None:
-    """Migration 21's statements are the code's own text: the rule of an enrolled agent's
-    writes made in its place, every other rule renamed to the place SQLite's order at 21
-    gives it; no rule replaced."""
-    (pg21,) = [m for m in MIGRATIONS if m.version == 21]
-    assert pg21.sql.endswith(pg_schema.enrolled_sql())
-    assert "CREATE OR REPLACE" not in pg21.sql
-    made = [line.split()[2][:-2] for line in pg21.sql.splitlines()
-            if line.startswith("CREATE FUNCTION")]
-    assert made == [name for name, rule, _ in pg_schema.rule_functions(
-        pg_schema._in_firing_order(pg_schema.rules(), 21)) if rule.name == "journal_enrolled"]
+@pytest.mark.parametrize(("version", "rule", "made"), [
+    (20, "journal_answered", pg_schema.answers_sql),
+    (21, "journal_enrolled", pg_schema.enrolled_sql),
+])
+def test_a_new_journal_rule_is_made_as_the_code_does(
+        version: int, rule: str, made: Callable[[], str]) -> None:
+    """Migrations 20 and 21 are the code's own text: the new rule on the journal made in
+    its place, every other rule renamed to the place SQLite's order at that version gives
+    it; no rule replaced."""
+    (migration,) = [m for m in MIGRATIONS if m.version == version]
+    assert migration.sql.endswith(made())
+    assert "CREATE OR REPLACE" not in migration.sql
+    functions = [line.split()[2][:-2] for line in migration.sql.splitlines()
+                 if line.startswith("CREATE FUNCTION")]
+    assert functions == [name for name, found, _ in pg_schema.rule_functions(
+        pg_schema._in_firing_order(pg_schema.rules(), version)) if found.name == rule]
 
 
 def test_every_move_and_every_refusal_comes_from_the_same_sources() -> None:
