@@ -257,9 +257,9 @@ class Writer(Reader, Protocol):
     def add_confirmation(self, number: int, version: int, row: ConfirmationRow) -> None: ...
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
-        """``next`` as its statement, in the plain case: the holder's best ready task
-        (as :meth:`next_ready` picks it) taken under ``lease``, in the plain case
-        (:meth:`plain`); the rules are the store's (its triggers).
+        """``next`` as its statement, in the plain case (:meth:`plain`): the holder's best
+        ready task (as :meth:`next_ready` picks it) taken under ``lease``; the rules are
+        the store's (its triggers).
         None when there is no such task or the case is not plain: the write path then
         undoes whatever this wrote (it may have written before it found out), and its full
         run decides (and says why it refuses)."""
@@ -380,11 +380,10 @@ class Store(Protocol):
     def not_plain(self, holder: str, instance: str | None) -> bool:
         """True when this thread's last write found that a statement of ``holder``'s would
         not be in the plain case (a control bore on it): the write path then takes the
-        full run at once,
-        without trying the statements first. It only chooses the path, never the outcome:
-        when another process has changed that since, the full run reads the file afresh,
-        and the write after it knows (PostgreSQL's statements read it with their
-        ``BEGIN``). False when it does not know."""
+        full run at once, without trying the statements first. It only chooses the path,
+        never the outcome: when another process has changed that since, the full run reads
+        the file afresh, and the write after it knows (PostgreSQL's statements read it with
+        their ``BEGIN``). False when it does not know."""
         ...
     def read(self) -> AbstractContextManager[Reader]: ...
     def write(self, *, about: str | int | Pick | None = None

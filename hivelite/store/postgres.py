@@ -579,21 +579,21 @@ class PostgresTx(ViewRows):
 
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
-        if not self.uncontrolled(lease.holder, lease.instance):  # (read with the BEGIN)
+        if not self.plain(lease.holder, lease.instance):  # (read with the BEGIN)
             return None
         return self._take(self.next_ready(lease.holder, project=project, label=label,
                                           skip=skip, projects=lease.projects,
                                           roles=lease.roles), lease, at)
 
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        if not self.uncontrolled(lease.holder, lease.instance):
+        if not self.plain(lease.holder, lease.instance):
             return None
         # the rules refuse a task not ready, or not the holder's (its state, its
         # assignee, its role): the full run then says which
         return self._take(self.lock_task(ref), lease, at)  # (taken with the BEGIN)
 
     def take_paused(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        if not self.uncontrolled(lease.holder, lease.instance):
+        if not self.plain(lease.holder, lease.instance):
             return None
         row = self.lock_task(ref)  # (taken with the BEGIN)
         if row is None or row.state != "waiting":  # (a claimed task's holder moves it
@@ -620,9 +620,6 @@ class PostgresTx(ViewRows):
         return Taken(row.number, row.id, token, 0)
 
     def plain(self, holder: str, instance: str | None) -> bool:
-        return self.uncontrolled(holder, instance)
-
-    def uncontrolled(self, holder: str, instance: str | None) -> bool:
         """No live control bears on the holder (``contract.UNCONTROLLED_SQL``), as the rows
         read with the ``BEGIN`` say."""
         return not any(bears_on(c.agent, c.instance, holder, instance)
@@ -639,7 +636,7 @@ class PostgresTx(ViewRows):
         row = self.lock_task(ref)  # (taken with the BEGIN: no round trip)
         if (row is None or row.lease_id != lease_id or row.lease_token != token
                 or row.lease_holder != holder or row.lease_instance != instance
-                or (row.lease_expires or "") <= at or not self.uncontrolled(holder, instance)
+                or (row.lease_expires or "") <= at or not self.plain(holder, instance)
                 or not self._in_scope(row)):
             return None  # (a live lease is the holder's state's: the rules hold it)
         return Held(row.number, row.id, row.state, row.lease_session, row.project)
@@ -1265,7 +1262,6 @@ class PostgresStore:
         return crowded is not None and any(
             bears_on(agent, where, holder, instance)  # (as its last write read them)
             for agent, where in crowded.controls)
-
 
     def __init__(self, url: str, *, create: bool = True, upgrade: bool = True) -> None:
         if not is_url(url):

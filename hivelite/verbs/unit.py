@@ -37,6 +37,17 @@ def updated(row: TaskRow, **changes: Any) -> TaskRow:
     return after
 
 
+def receipt(number: int, task_id: str, state: State | str, at: str,
+            waiting_on: WaitingOn | str | None = None) -> Receipt:
+    """The answer of a write (``TaskAckV1``): the task as the write left it, at its time
+    (the write path names the journal seq after the commit)."""
+    return made(Receipt, {
+        "number": number, "id": task_id,
+        "state": STATE_OF[state] if isinstance(state, str) else state,
+        "waiting_on": WAITING_OF[waiting_on] if isinstance(waiting_on, str) else waiting_on,
+        "at": at, "seq": None})
+
+
 @dataclass
 class Unit:
     """One write in progress: its transaction, caller and time, and what it changed."""
@@ -192,10 +203,7 @@ class Unit:
     def receipt(self, row: TaskRow) -> Receipt:
         """The answer of a write (``TaskAckV1``) from the row as this write left it (the
         write path adds the journal seq after the body)."""
-        return made(Receipt, {
-            "number": row.number, "id": row.id, "state": STATE_OF[row.state],
-            "waiting_on": WAITING_OF[row.waiting_on] if row.waiting_on else None,
-            "at": self.at, "seq": None})
+        return receipt(row.number, row.id, row.state, self.at, row.waiting_on)
 
     def claim_receipt(self, row: TaskRow) -> ClaimReceipt:
         """The answer of claim, resume and renew (``TaskClaimAckV1``)."""
