@@ -17,6 +17,7 @@ from hivelite import Hive
 
 from .both_ways import in_approval, refusals_both_ways, written_both_ways
 from .conftest import CODER, OWNER, PLANNER, REVIEWER, OpenHive, own_task, packet
+from .test_owner_statements import GUEST_PLANNER, team
 from .test_statements import EVIDENCE
 
 pytestmark = pytest.mark.contract
@@ -179,3 +180,24 @@ def test_other_verbs_after_an_enrolment_ended_are_refused_the_same_both_ways(
         open_hive: OpenHive, tmp_path: Path) -> None:
     said = refusals_both_ways(open_hive, tmp_path, ended_others)
     assert {reason for _, reason, _ in said.values()} == {"optin_inactive"}
+
+
+def without_proposing(hive: Hive) -> dict[str, Callable[[], Any]]:
+    """Agents enrolled with ``tasks.work`` alone, in a team store: a handoff and a guest's
+    withdrawal of its owner's request need ``tasks.propose``."""
+    made = team(hive)
+    hive.enrol(OWNER, PLANNER.name, rights=["tasks.work"])
+    hive.enrol(OWNER, GUEST_PLANNER.name, rights=["tasks.work"])
+    return {"a handoff without tasks.propose": lambda: hive.handoff(
+                PLANNER, requester=PLANNER.name, assignee=CODER.name, project="demo",
+                packet=packet()),
+            "a withdrawal without tasks.propose": lambda: hive.cancel(
+                GUEST_PLANNER, made["routed"], reason="not needed")}
+
+
+def test_a_handoff_and_a_withdrawal_need_tasks_propose_both_ways(
+        open_hive: OpenHive, tmp_path: Path) -> None:
+    said = refusals_both_ways(open_hive, tmp_path, without_proposing)
+    assert {case: reason for case, (_, reason, _) in said.items()} == {
+        "a handoff without tasks.propose": "optin_scope",
+        "a withdrawal without tasks.propose": "optin_scope"}

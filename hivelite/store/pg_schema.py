@@ -49,6 +49,7 @@ from .schema import (
     OWNER,
     OWNER_ROWS,
     PROPOSALS,
+    PROPOSING,
     RIGHTS,
     _in_list,
     _quote,
@@ -1023,11 +1024,8 @@ ENROLLED = _only_if(
         ("EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor AND active = 0)",
          "invalid_state:optin_inactive"),
         ("EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor AND NOT (CASE WHEN"
-         " (NEW.from_state IS NULL AND NEW.to_state = 'requested')"
-         " OR NEW.to_state = 'cancelled'"
-         " OR (NEW.from_state IS NOT DISTINCT FROM NEW.to_state AND NEW.reason = 'fields')"
-         " THEN 'tasks.propose' ELSE 'tasks.work' END) = ANY(string_to_array(rights, ',')))",
-         "forbidden_right:optin_scope"),
+         f" {PROPOSING} THEN 'tasks.propose' ELSE 'tasks.work' END)"
+         " = ANY(string_to_array(rights, ',')))", "forbidden_right:optin_scope"),
         ("EXISTS (SELECT 1 FROM enrolments e, tasks t WHERE e.agent = NEW.actor"
          " AND t.number = NEW.task AND jsonb_array_length(hl_json(e.projects)) > 0"
          " AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(hl_json(e.projects)) p"
@@ -1295,15 +1293,9 @@ def one_row_submissions_sql() -> str:
     return replaced_sql(18, 19, ONE_ROW_SUBMISSIONS)
 
 
-def answers_sql() -> str:
-    """Migration 20's statements on PostgreSQL: the rule of who answers which question
-    (:data:`ANSWERED`) made, and every rule renamed to the place SQLite's order at 20 gives
-    it (SQLite makes the journal's rules again after it)."""
-    return replaced_sql(19, 20, ())
-
-
-def enrolled_sql() -> str:
-    """Migration 21's statements on PostgreSQL: the rule of an enrolled agent's writes
-    (:data:`ENROLLED`) made, and every rule renamed to the place SQLite's order at 21 gives
-    it (SQLite makes the journal's rules again after it)."""
-    return replaced_sql(20, 21, ())
+def new_rule_sql(version: int) -> str:
+    """The statements on PostgreSQL of a migration that makes a new rule (:data:`MADE_IN`:
+    20, who answers which question, :data:`ANSWERED`; 21, an enrolled agent's writes,
+    :data:`ENROLLED`): the rule made, and every rule renamed to the place SQLite's order at
+    that version gives it (SQLite makes the journal's rules again after it)."""
+    return replaced_sql(version - 1, version, ())

@@ -1460,9 +1460,10 @@ statement counts on, as the guard's ``asking`` says it to people."""
 
 PROPOSING = ("(NEW.from_state IS NULL AND NEW.to_state = 'requested')"
              " OR NEW.to_state = 'cancelled'"
-             " OR (NEW.from_state IS NEW.to_state AND NEW.reason = 'fields')")
+             " OR (NEW.from_state = NEW.to_state AND NEW.reason = 'fields')")
 """The journal rows an enrolment's ``tasks.propose`` right covers (a task handed off, one
-withdrawn, a change of its fields); every other row of an agent's needs ``tasks.work``."""
+withdrawn, a change of its fields), in SQL both engines read alike; every other row of an
+agent's needs ``tasks.work``."""
 
 ENROLLED = f"""
 -- An enrolled agent writes within its enrolment (migration 21), whatever the verb: a

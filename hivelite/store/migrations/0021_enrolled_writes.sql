@@ -16,7 +16,7 @@ BEGIN
         WHEN EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor AND NOT active)
             THEN RAISE(ABORT, 'invalid_state:optin_inactive')
         WHEN EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor
-                     AND instr(',' || rights || ',', CASE WHEN (NEW.from_state IS NULL AND NEW.to_state = 'requested') OR NEW.to_state = 'cancelled' OR (NEW.from_state IS NEW.to_state AND NEW.reason = 'fields')
+                     AND instr(',' || rights || ',', CASE WHEN (NEW.from_state IS NULL AND NEW.to_state = 'requested') OR NEW.to_state = 'cancelled' OR (NEW.from_state = NEW.to_state AND NEW.reason = 'fields')
                                THEN ',tasks.propose,' ELSE ',tasks.work,' END) = 0)
             THEN RAISE(ABORT, 'forbidden_right:optin_scope')
         WHEN EXISTS (SELECT 1 FROM enrolments e, tasks t

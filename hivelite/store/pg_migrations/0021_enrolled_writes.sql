@@ -427,7 +427,7 @@ BEGIN
     IF NEW.task IS NOT NULL AND EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor) AND NOT (coalesce(NEW.from_state, '') IN ('accepted', 'working') AND NEW.to_state = 'routed' AND CASE WHEN NEW.from_state IN ('accepted', 'working') AND jsonb_typeof(hl_json(NEW.detail) -> 'via') = 'array' THEN hl_json(NEW.detail) -> 'via' END IS NULL) THEN
     IF EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor AND active = 0) THEN
         RAISE EXCEPTION 'invalid_state:optin_inactive';
-    ELSIF EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor AND NOT (CASE WHEN (NEW.from_state IS NULL AND NEW.to_state = 'requested') OR NEW.to_state = 'cancelled' OR (NEW.from_state IS NOT DISTINCT FROM NEW.to_state AND NEW.reason = 'fields') THEN 'tasks.propose' ELSE 'tasks.work' END) = ANY(string_to_array(rights, ','))) THEN
+    ELSIF EXISTS (SELECT 1 FROM enrolments WHERE agent = NEW.actor AND NOT (CASE WHEN (NEW.from_state IS NULL AND NEW.to_state = 'requested') OR NEW.to_state = 'cancelled' OR (NEW.from_state = NEW.to_state AND NEW.reason = 'fields') THEN 'tasks.propose' ELSE 'tasks.work' END) = ANY(string_to_array(rights, ','))) THEN
         RAISE EXCEPTION 'forbidden_right:optin_scope';
     ELSIF EXISTS (SELECT 1 FROM enrolments e, tasks t WHERE e.agent = NEW.actor AND t.number = NEW.task AND jsonb_array_length(hl_json(e.projects)) > 0 AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(hl_json(e.projects)) p WHERE p = t.project)) THEN
         RAISE EXCEPTION 'forbidden_right:optin_scope';
