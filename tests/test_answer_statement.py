@@ -85,7 +85,7 @@ def test_every_refusal_reads_the_same_with_statements_and_without(
         "no answer": "answer_required"}
 
 
-def test_a_stopped_agent_s_answer_takes_the_full_run(
+def test_a_stopped_agent_s_answer_is_refused_before_anything_is_written(
         open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
     hive = open_hive()
     number = paused(hive, on="agent")
@@ -94,5 +94,5 @@ def test_a_stopped_agent_s_answer_takes_the_full_run(
     before = hive.last_seq()
     with pytest.raises(HiveliteError) as refused:
         hive.answer(PLANNER, number, text="16")
-    assert (refused.value.reason, runs.verbs) == ("vetoed", ["answer"])
+    assert (refused.value.reason, runs.verbs) == ("vetoed", [])  # (the full run's words)
     assert hive.last_seq() == before

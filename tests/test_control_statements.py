@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from hivelite import Caller, Hive, State, hookimpl
+from hivelite import Caller, Hive, HiveliteError, State, hookimpl
+from hivelite.store import ControlRow
 
 from .both_ways import refusals_both_ways, written_both_ways
 from .conftest import CODER, OWNER, OpenHive, own_task
@@ -106,3 +107,32 @@ def test_the_owner_s_word_takes_no_full_run_for_a_live_control_or_a_required_plu
     hive.lift(OWNER, instance="desk")
     assert hive.cancel(OWNER, number).state is State.cancelled  # (the hold is live)
     assert runs.verbs == []
+
+
+UNENDED = {
+    "a hold of the holder": ("hold", CODER.name, None, False, "held"),
+    "a hold of its instance": ("hold", None, "laptop", False, "held"),
+    "a stop of every agent": ("stop", None, None, False, "vetoed"),
+    "a veto of the holder on the task": ("veto", CODER.name, None, True, "vetoed"),
+}
+
+
+@pytest.mark.parametrize("control", UNENDED.values(), ids=UNENDED.keys())
+def test_a_holder_bound_by_a_control_that_left_its_claim_writes_nothing_under_it(
+        open_hive: OpenHive, control: tuple[str, str | None, str | None, bool, str]) -> None:
+    """A control written straight into the store (which ends no claim, as the verbs do)
+    binds the holder all the same: its statement takes nothing, and the full run refuses
+    in words; nothing is written."""
+    kind, agent, instance, on_task, reason = control
+    hive = open_hive()
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+    with hive.store.write() as tx:
+        tx.add_control(ControlRow(0, kind, agent, instance, number if on_task else None,
+                                  "2026-12-02T09:00:00.000Z", OWNER.name, None))
+    before = hive.last_seq()
+    with pytest.raises(HiveliteError) as refused:
+        hive.checkpoint(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                        progress="half")
+    assert refused.value.reason == reason
+    assert hive.last_seq() == before and hive.get(number).task.state is State.accepted

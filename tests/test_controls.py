@@ -517,6 +517,18 @@ def test_every_write_of_a_stopped_agent_is_refused(
                          **({"number": tasks[named]} if named else {})}
 
 
+@pytest.mark.parametrize("write", ["verify", "fields", "amend", "answer"])
+def test_a_veto_refuses_every_write_of_its_agent_on_its_task(
+        hive: Hive, snap: Snap, tasks: dict[str, int], write: str) -> None:
+    """A veto binds its agent on its task for every write, not only a claim: a verdict, a
+    change of fields, an amendment, an answer is 403 vetoed, naming the control and the
+    task; nothing is written."""
+    number = tasks[NAMES_A_TASK[write]]
+    control = hive.veto(OWNER, number, agent=REVIEWER.name)
+    err = refused(snap, ForbiddenRight, "vetoed", lambda: ANY_WRITE[write](hive, REVIEWER, tasks))
+    assert err.extra == {"control": control.id, "number": number}
+
+
 @pytest.mark.parametrize("write", ANY_WRITE.values(), ids=ANY_WRITE.keys())
 def test_an_agent_on_another_instance_is_not_stopped_by_an_instance_stop(
         hive: Hive, tasks: dict[str, int],

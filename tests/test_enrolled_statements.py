@@ -18,7 +18,7 @@ from hivelite import Hive
 from .both_ways import in_approval, refusals_both_ways, written_both_ways
 from .conftest import CODER, OWNER, PLANNER, REVIEWER, OpenHive, own_task, packet
 from .test_owner_statements import GUEST_PLANNER, team
-from .test_statements import EVIDENCE
+from .test_statements import EVIDENCE, FullRuns
 
 pytestmark = pytest.mark.contract
 
@@ -91,14 +91,17 @@ def test_an_ended_enrolment_is_refused_the_same_with_statements_and_without(
     assert {reason for _, reason, _ in said.values()} == {"optin_inactive"}
 
 
-def test_a_claim_is_given_back_under_a_changed_enrolment(open_hive: OpenHive) -> None:
+def test_a_claim_is_given_back_under_a_changed_enrolment(
+        open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claim is always given back, its statement too (no rule refuses it)."""
     hive = open_hive()
     hive.enrol(OWNER, CODER.name)
     number = own_task(hive)
     lease = hive.claim(CODER, number)
     hive.end_enrolment(OWNER, CODER.name)
+    runs = FullRuns(monkeypatch)
     receipt = hive.release(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token)
-    assert receipt.state.value == "routed"
+    assert receipt.state.value == "routed" and runs.verbs == []
 
 
 def others(hive: Hive) -> Any:

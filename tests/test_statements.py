@@ -106,31 +106,28 @@ def test_next_and_submit_are_one_write_transaction_each_in_the_plain_case(
     assert all(f.ok for f in diagnose_file(db_path)), diagnose_file(db_path)
 
 
-def case_veto(hive: Hive) -> None:
-    other = own_task(hive, priority="low")
-    hive.veto(OWNER, other, agent="ana/coder")
-
-
 def case_enrolment(hive: Hive) -> None:
     hive.enrol(OWNER, "ana/coder", projects=["demo"])
 
 
-CASES: dict[str, Callable[[Hive], None]] = {"a veto of the holder": case_veto}
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_outside_the_plain_case_the_full_run_decides(
-        opened: Callable[..., Hive], case: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A live control, an enrolment or a budget of the holder: the statements take nothing,
-    and the full run reads what they bring (the veto's task is passed over)."""
+def test_a_veto_of_the_holder_is_passed_over_by_its_statements(
+        opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A veto of the holder on its best task: ``next``'s statement passes over that task and
+    takes the next, and the holder's writes there are their statements; a claim of the
+    vetoed task is refused (the full run's words), nothing written."""
     hive = opened()
-    number = own_task(hive, priority="high")
-    CASES[case](hive)
+    vetoed = own_task(hive, priority="high")
+    number = own_task(hive)
+    hive.veto(OWNER, vetoed, agent="ana/coder")
     runs = FullRuns(monkeypatch)
     lease, receipt = cycle(hive)
-    assert lease.number == number
-    assert receipt.state is State.approval
-    assert runs.verbs == ["next", "submit"]
+    assert (lease.number, receipt.state) == (number, State.approval)
+    assert runs.verbs == []
+    seq = hive.last_seq()
+    with pytest.raises(ForbiddenRight) as refused:
+        hive.claim(CODER, vetoed)
+    assert refused.value.reason == "vetoed" and runs.verbs == ["claim"]
+    assert hive.last_seq() == seq and hive.get(vetoed).task.state is State.routed
 
 
 def test_an_enrolled_agent_s_claim_and_writes_under_it_are_their_statements(
@@ -363,7 +360,9 @@ def test_a_statement_the_stores_rules_refuse_is_undone_and_the_full_run_answers(
 
     def refused_after_writing(tx: SqliteTx, *args: Any, **kwargs: Any) -> Any:
         taken = take_next(tx, *args, **kwargs)  # the move is made, then a rule refuses
-        raise InvalidState("no_such_move", f"refused after taking {taken}")
+        refusal = InvalidState("no_such_move", f"refused after taking {taken}")
+        refusal.by_store = True  # (as a rule of the store's refuses: from_trigger)
+        raise refusal
 
     monkeypatch.setattr(SqliteTx, "take_next", refused_after_writing)
     runs = FullRuns(monkeypatch)
@@ -634,40 +633,20 @@ def test_an_empty_queue_is_answered_by_the_statement_in_the_plain_case(
         assert said[1] == reason
 
 
-def test_a_case_known_not_to_be_plain_goes_to_the_full_run_at_once(
+def test_a_veto_lifted_by_another_connection_is_read_by_the_next_statement(
         opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A live control: once a write of this connection has read it (and nobody wrote the
-    file since), the next write takes the full run without trying its statements first;
-    after the control is lifted, the statements take the writes again."""
-    hive = opened()
-    vetoed, number = own_task(hive), own_task(hive)
-    hive.veto(OWNER, vetoed, agent="ana/coder")
-    hive.claim(CODER, number)  # reads the controls: now known
-    seen = traced(hive)
-    lease = hive.lease(CODER, number)
-    hive.renew(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token)
-    assert seen.count("BEGIN IMMEDIATE") == 1 and "ROLLBACK" not in seen, seen
-    hive.lift(OWNER, task=vetoed, agent="ana/coder")
-    runs = FullRuns(monkeypatch)
-    hive.renew(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token)
-    assert runs.verbs == []
-
-
-def test_what_another_connection_changed_is_known_after_one_full_run(
-        opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The control is lifted by another process: this connection's next write takes the
-    full run (which reads the file afresh), and the one after it the statements again."""
+    """The controls are read in the write's own transaction (what a connection knows of
+    them is kept only while nobody else writes the file): a veto another process lifts
+    frees its task for this connection's very next claim, its statement."""
     hive, other = opened(), opened()
-    vetoed, number = own_task(hive), own_task(hive)
+    vetoed = own_task(hive)
     hive.veto(OWNER, vetoed, agent="ana/coder")
-    lease = hive.claim(CODER, number)  # the full run, which reads the controls
+    with pytest.raises(ForbiddenRight):
+        hive.claim(CODER, vetoed)  # (the veto, as this connection knows it now)
     other.lift(OWNER, task=vetoed, agent="ana/coder")
     runs = FullRuns(monkeypatch)
-    fence = {"lease_id": lease.lease_id, "token": lease.fencing_token}
-    hive.renew(CODER, number, **fence)
-    hive.renew(CODER, number, **fence)
-    assert runs.verbs == ["renew"]
-
+    assert hive.claim(CODER, vetoed).number == vetoed
+    assert runs.verbs == []
 
 
 class Judge:

@@ -2,7 +2,8 @@
 is one write in the plain case (the confirmation, then the task completed, sent back, or
 the event that says it was given); the rules refuse a counted verdict that is the
 worker's, from its instance, a second one, or on a task not in approval, and the full run
-says which. A verdict that does not count takes the full run.
+says which. A verdict that does not count (the store's mode, or a plugin, says so) is
+its statement too, kept uncounted with why.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def scenario(hive: Hive) -> list[tuple[Any, ...]]:
 def test_a_counted_verdict_is_its_statement_and_leaves_what_the_full_run_leaves(
         open_hive: OpenHive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     written, ran = written_both_ways(open_hive, tmp_path, scenario, monkeypatch, "verify")
-    assert ran == [1, 5]  # the stranger's: refused as counted, kept by the full run
+    assert ran == [0, 5]  # the stranger's too: kept uncounted, as the full run keeps it
     assert [row[1] for row in written[:5]] == [State.completed, State.routed,
                                                   State.approval, State.completed,
                                                   State.approval]
@@ -84,13 +85,13 @@ class CountsNot:
         return False
 
 
-def test_a_verdict_a_plugin_does_not_count_takes_the_full_run(
+def test_a_verdict_a_plugin_does_not_count_is_its_statement(
         open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
     hive = open_hive(plugins=[CountsNot()])
     number = in_approval(hive)
     runs = FullRuns(monkeypatch)
     assert hive.verify(REVIEWER, number).state is State.approval
-    assert runs.verbs == ["verify"]
+    assert runs.verbs == []
     kept = hive.get(number).confirmations
     assert [(c.counted, c.why) for c in kept] == [(False, "the plugin CountsNot does not"
                                                    " count it")]

@@ -16,6 +16,9 @@ class HiveliteError(Exception):
     status: ClassVar[int] = 500
     code: ClassVar[str] = "internal"
     exit_code: ClassVar[int] = 1
+    by_store: bool = False
+    """A rule of the store's refused the write (:func:`from_trigger`): its words are the
+    trigger's few, and the write path's full run says precisely why."""
 
     def __init__(self, reason: str, message: str | None = None, **extra: Any) -> None:
         self.reason = reason
@@ -154,4 +157,6 @@ def from_trigger(exc: BaseException) -> HiveliteError | None:
     if match is None:
         return None
     code, reason = match.groups()
-    return ERROR_CLASSES[code](reason, f"refused by the store: {reason.replace('_', ' ')}")
+    error = ERROR_CLASSES[code](reason, f"refused by the store: {reason.replace('_', ' ')}")
+    error.by_store = True
+    return error

@@ -58,32 +58,23 @@ STATEMENTS = frozenset({"amend", "answer", "approve", "cancel", "checkpoint", "c
                         "deny", "expire", "fields", "handoff", "hold", "lift", "next", "pause",
                         "release", "renew", "resume", "sign_off", "stop", "submit", "update",
                         "verify", "veto"})
-"""The verbs a store writes as their statements in the plain case (``Store.statements``):
-every engine takes the same ones, through the same ``Writer`` methods."""
+"""The verbs a store writes as their statements (``Store.statements``): every engine takes
+the same ones, through the same ``Writer`` methods."""
 STORE_WIDE: ContextVar[bool] = ContextVar("hivelite_store_wide", default=False)
 """True around a write that changes the store-wide rows (the owner's controls, policy,
 budgets, enrolments, signers, tokens): the owner's authority verbs. A store whose writers
 run side by side (PostgreSQL) lets such a write run alone; SQLite has one writer anyway."""
 
 
-def bears_on(agent: str | None, instance: str | None, holder: str,
-             acting_from: str | None) -> bool:
-    """Whether a live control naming ``agent`` and ``instance`` (a hold, a veto, a stop)
-    bears on ``holder`` acting from ``acting_from`` (an instance as callers and controls
-    spell it): it names the holder (a veto of it on any task too) or its instance, or it
-    stops every agent. Outside the plain case of that holder's statements (the full run
-    reads what it forbids); a control on another agent leaves them plain."""
-    return (agent == holder or (instance is not None and instance == acting_from)
-            or (agent is None and instance is None))
-
-
-UNCONTROLLED_SQL = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL"
-                    " AND (agent = {holder} OR instance = {instance}"
-                    " OR (agent IS NULL AND instance IS NULL)))")
-"""No live control bears on the holder (:func:`bears_on`), as SQL (its ``{holder}`` and
-``{instance}`` the engine's parameters): the plain case of an agent's statement. (Its
-enrolment is the store's rules': a claim names the enrolment it is taken under, and every
-journal row of an enrolled agent's is held to it.)"""
+def binds(control: ControlRow, holder: str, instance: str | None, number: int) -> bool:
+    """Whether a live ``control`` binds ``holder``, acting from ``instance``, on task
+    ``number``: a stop or a hold of it, of its instance or of everyone, or a veto of it on
+    this task (``sqlite.UNBOUND``: a holder's statement outside it takes the full run,
+    which refuses in words)."""
+    return (control.agent == holder or (control.instance is not None
+                                        and control.instance == instance)
+            or (control.agent is None and control.instance is None)) and (
+        control.kind != "veto" or control.task == number)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,36 +248,30 @@ class Writer(Reader, Protocol):
     def add_confirmation(self, number: int, version: int, row: ConfirmationRow) -> None: ...
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
-        """``next`` as its statement, in the plain case (:meth:`plain`): the holder's best
-        ready task (as :meth:`next_ready` picks it) taken under ``lease``; the rules are
-        the store's (its triggers).
-        None when there is no such task or the case is not plain: the write path then
-        undoes whatever this wrote (it may have written before it found out), and its full
-        run decides (and says why it refuses)."""
-        ...
-    def plain(self, holder: str, instance: str | None) -> bool:
-        """Whether a statement of ``holder``'s (acting from ``instance``) is in the plain
-        case: no live control names the holder or its instance, nor stops every agent
-        (:func:`bears_on`; :data:`UNCONTROLLED_SQL`)."""
+        """``next`` as its statement: the holder's best ready task (as :meth:`next_ready`
+        picks it, passing over ``skip``) taken under ``lease``; the rules are the store's
+        (its triggers). None when there is no such task."""
         ...
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        """``claim`` as its statement, in the plain case: task ``ref``, when it is ready
+        """``claim`` as its statement: task ``ref``, when it is ready
         and assigned to the holder and has no role, taken under ``lease`` (as
         :meth:`take_next` takes the one it picks). None when it is not: the write path
         undoes whatever this wrote, and the full run decides (and says why it refuses)."""
         ...
     def take_paused(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        """``resume`` as its statement, in the plain case: task ``ref``, when it is paused
+        """``resume`` as its statement: task ``ref``, when it is paused
         on a person or an agent and assigned to the holder, taken again under ``lease``
         (waiting -> working, reason ``resumed``). None when it is not: the write path undoes
         whatever this wrote, and the full run decides (and says why it refuses)."""
         ...
     def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
-             instance: str, at: str) -> Held | None:
-        """A holder's fence as its statement, in the plain case: task ``ref`` when its
-        live claim is ``lease_id`` with ``token``, held by ``holder`` from ``instance``
-        and running at ``at``, in the plain case (:meth:`plain`). None when any of that
-        does not hold: the full run decides (and says why it refuses)."""
+             instance: str, at: str, scoped: bool = True) -> Held | None:
+        """A holder's fence as its statement: task ``ref`` when its live claim is
+        ``lease_id`` with ``token``, held by ``holder`` from ``instance`` under its
+        enrolment in force (if any; ``scoped=False``, under any: a claim given back is
+        never refused for its enrolment) and running at ``at``. None when any of that does not
+        hold: the full run decides (and says why it refuses). (The owner's controls are
+        the write path's: it asks them before the statement.)"""
         ...
     def next_ready(self, assignee: str, *, project: str | None = None,
                    label: str | None = None, skip: Sequence[int] = (),
@@ -374,17 +359,9 @@ class Store(Protocol):
         """Raw access to the kept tables, for ``hivelite export`` and ``import``."""
         ...
     statements: frozenset[str]
-    """The verbs this engine writes as their statements in the plain case
-    (:meth:`Writer.take_next`, :meth:`Writer.take_task`, :meth:`Writer.held`); the other
-    verbs, and every case that is not plain, take the write path's full run."""
-    def not_plain(self, holder: str, instance: str | None) -> bool:
-        """True when this thread's last write found that a statement of ``holder``'s would
-        not be in the plain case (a control bore on it): the write path then takes the
-        full run at once, without trying the statements first. It only chooses the path,
-        never the outcome: when another process has changed that since, the full run reads
-        the file afresh, and the write after it knows (PostgreSQL's statements read it with
-        their ``BEGIN``). False when it does not know."""
-        ...
+    """The verbs this engine writes as their statements (:meth:`Writer.take_next`,
+    :meth:`Writer.take_task`, :meth:`Writer.held`, ...); the other verbs take the write
+    path's full run."""
     def read(self) -> AbstractContextManager[Reader]: ...
     def write(self, *, about: str | int | Pick | None = None
               ) -> AbstractContextManager[Writer]:

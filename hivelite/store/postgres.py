@@ -32,7 +32,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -71,7 +71,7 @@ from .columns import (
     pick_where,
     usage_sum,
 )
-from .contract import STATEMENTS, STORE_WIDE, Pick, bears_on
+from .contract import STATEMENTS, STORE_WIDE, Pick, binds
 from .keys import (
     META_KEY,
     ChainKey,
@@ -333,13 +333,6 @@ def _pick(assignee: str, project: str | None, label: str | None, skip: Sequence[
             " LIMIT 1 FOR UPDATE SKIP LOCKED", args)
 
 
-class Crowded(NamedTuple):
-    """What kept a write's holders out of the plain case (``PostgresTx.crowded``)."""
-
-    controls: tuple[tuple[str | None, str | None], ...]
-    """The agent and instance each live control named."""
-
-
 class PostgresTx(ViewRows):
     """One transaction (or snapshot) on one connection: the contract's reads and writes."""
 
@@ -443,14 +436,6 @@ class PostgresTx(ViewRows):
                 self._ahead.setdefault(table, [tuple(r) for r in rows])
             self._ahead.setdefault("overdue", [(found[-1],)])
         return self._ahead.get(name)
-
-    def crowded(self) -> Crowded | None:
-        """What kept this write's holders out of the plain case, as it read the rows sent
-        ahead: whom the live controls name (None: it did not read them, or changed them).
-        Only to choose a path (``PostgresStore.not_plain``), never an outcome."""
-        if self._first is None or "" in self._ahead or self._ahead.get("controls") is None:
-            return None
-        return Crowded(tuple((c.agent, c.instance) for c in self.controls()))
 
     def _changed(self, table: str) -> None:
         """This write changes ``table``: its rows read ahead no longer hold (None: read
@@ -579,22 +564,18 @@ class PostgresTx(ViewRows):
 
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
-        if not self.plain(lease.holder, lease.instance):  # (read with the BEGIN)
-            return None
+        vetoed = [c.task for c in self.controls()  # (read with the BEGIN)
+                  if c.kind == "veto" and c.agent == lease.holder and c.task is not None]
         return self._take(self.next_ready(lease.holder, project=project, label=label,
-                                          skip=skip, projects=lease.projects,
+                                          skip=[*vetoed, *skip], projects=lease.projects,
                                           roles=lease.roles), lease, at)
 
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        if not self.plain(lease.holder, lease.instance):
-            return None
         # the rules refuse a task not ready, or not the holder's (its state, its
         # assignee, its role): the full run then says which
         return self._take(self.lock_task(ref), lease, at)  # (taken with the BEGIN)
 
     def take_paused(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
-        if not self.plain(lease.holder, lease.instance):
-            return None
         row = self.lock_task(ref)  # (taken with the BEGIN)
         if row is None or row.state != "waiting":  # (a claimed task's holder moves it
             return None  # to working too; the rules refuse one paused on the owner, or
@@ -602,7 +583,7 @@ class PostgresTx(ViewRows):
 
     def _take(self, row: TaskRow | None, lease: Lease, at: str, *,
               resume: bool = False) -> Taken | None:
-        """The claim of a ready task ``row``, taken ``FOR UPDATE``, in the plain case:
+        """The claim of a ready task ``row``, taken ``FOR UPDATE``:
         routed -> accepted under ``lease`` (``resume``: a paused one, waiting -> working),
         the move from the state the row is in, which the rules refuse when it is not that
         verb's. Its seq is known at the commit (the write path names it on the receipt)."""
@@ -619,12 +600,6 @@ class PostgresTx(ViewRows):
                          scope=lease.scope)
         return Taken(row.number, row.id, token, 0)
 
-    def plain(self, holder: str, instance: str | None) -> bool:
-        """No live control bears on the holder (``contract.UNCONTROLLED_SQL``), as the rows
-        read with the ``BEGIN`` say."""
-        return not any(bears_on(c.agent, c.instance, holder, instance)
-                       for c in self.controls())
-
     def _in_scope(self, row: TaskRow) -> bool:
         """A live claim still under its holder's enrolment (``sqlite.HELD_IN_SCOPE``)."""
         enrolled = self.enrolments(row.lease_holder or "")
@@ -632,12 +607,12 @@ class PostgresTx(ViewRows):
                                    else None)
 
     def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
-             instance: str, at: str) -> Held | None:
+             instance: str, at: str, scoped: bool = True) -> Held | None:
         row = self.lock_task(ref)  # (taken with the BEGIN: no round trip)
         if (row is None or row.lease_id != lease_id or row.lease_token != token
                 or row.lease_holder != holder or row.lease_instance != instance
-                or (row.lease_expires or "") <= at or not self.plain(holder, instance)
-                or not self._in_scope(row)):
+                or (row.lease_expires or "") <= at or (scoped and not self._in_scope(row))
+                or any(binds(c, holder, instance, row.number) for c in self.controls())):
             return None  # (a live lease is the holder's state's: the rules hold it)
         return Held(row.number, row.id, row.state, row.lease_session, row.project)
 
@@ -1257,12 +1232,6 @@ class PostgresStore:
 
     statements: frozenset[str] = STATEMENTS
 
-    def not_plain(self, holder: str, instance: str | None) -> bool:
-        crowded: Crowded | None = getattr(self._local, "crowded", None)  # as this thread's
-        return crowded is not None and any(
-            bears_on(agent, where, holder, instance)  # (as its last write read them)
-            for agent, where in crowded.controls)
-
     def __init__(self, url: str, *, create: bool = True, upgrade: bool = True) -> None:
         if not is_url(url):
             raise StoreError("not_a_url", f"a PostgreSQL store is named by a URL"
@@ -1617,7 +1586,6 @@ class PostgresStore:
             raise
         finally:
             self._local.writing = False
-            self._local.crowded = None if tx is None else tx.crowded()
         self.key, self._key_named = key, True  # named in the store now: every write seals
         if ends is not None:
             first, last = ends()

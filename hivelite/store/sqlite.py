@@ -56,7 +56,7 @@ from .columns import (
     pick_where,
     usage_sum,
 )
-from .contract import STATEMENTS, UNCONTROLLED_SQL, bears_on
+from .contract import STATEMENTS
 from .doctor import schema_problem
 from .group import Group, Turn
 from .keys import (
@@ -147,10 +147,16 @@ TASK_VIEW = VIEW_OF.format(columns="{columns}", creator=(
     " WHERE seq = (SELECT min(seq) FROM history))"))
 """``columns.VIEW`` with the task's creator found through the links."""
 
-UNCONTROLLED = UNCONTROLLED_SQL.format(holder="?", instance="?")
-"""The plain case of an agent's statement (``contract.UNCONTROLLED_SQL``; its two ``?``: the
-holder and its instance). Outside it the write path's full run takes the write: it reads
-the controls."""
+UNVETOED = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL AND kind = 'veto'"
+            " AND agent = ? AND task = tasks.number)")
+"""No live veto of the assignee (its one ``?``) on the task: ``next`` passes over the tasks
+the owner vetoed it on (the rules refuse every other lease a control forbids)."""
+UNBOUND = ("NOT EXISTS (SELECT 1 FROM controls WHERE lifted_at IS NULL"
+           " AND (agent = ? OR instance = ? OR (agent IS NULL AND instance IS NULL))"
+           " AND (kind != 'veto' OR task = tasks.number))")
+"""No live control binds the holder (its two ``?``: the holder and its instance) on the
+task: no stop or hold of it, of its instance or of everyone, no veto of it on this task (a
+veto elsewhere leaves its claims here alone). Outside it the full run refuses, in words."""
 HELD_IN_SCOPE = "lease_scope IS (SELECT seq FROM enrolments WHERE agent = ? AND active)"
 """A live claim still under its holder's enrolment (its one ``?``: the holder): taken under
 the one in force and active, or under none when the holder has none (a changed or ended
@@ -363,13 +369,9 @@ class SqliteTx(ViewRows):
 
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
-        return self._take(self.conn.execute(*_queue_pick(
-            "number, id, lease_token", lease.holder, project, label, skip, lease.projects,
-            lease.roles)).fetchone(), lease, at)
-
-    def plain(self, holder: str, instance: str | None) -> bool:
-        return self.conn.execute(f"SELECT 1 WHERE {UNCONTROLLED}",
-                                 (holder, instance)).fetchone() is not None
+        sql, args = _queue_pick("number, id, lease_token", lease.holder, project, label,
+                                skip, lease.projects, lease.roles, unvetoed=True)
+        return self._take(self.conn.execute(sql, args).fetchone(), lease, at)
 
     def take_task(self, ref: str | int, lease: Lease, *, at: str) -> Taken | None:
         where, key = task_key(ref)
@@ -393,9 +395,9 @@ class SqliteTx(ViewRows):
 
     def _take(self, picked: tuple[Any, ...] | None, lease: Lease, at: str, *,
               source: str = "routed") -> Taken | None:
-        """The claim of a ready task ``picked`` (its number, id and token), when the case is
-        plain (:data:`UNCONTROLLED`, the lease under its enrolment): routed -> accepted
-        under ``lease``, journaled and chained;
+        """The claim of a ready task ``picked`` (its number, id and token): routed ->
+        accepted under ``lease``, journaled and chained (the rules refuse a lease the
+        owner's controls or the holder's enrolment forbid);
         or, ``source`` waiting (a paused task), its resumption: waiting -> working."""
         if picked is None:
             return None
@@ -414,26 +416,27 @@ class SqliteTx(ViewRows):
                 " lease_token = ?, lease_holder = ?, lease_instance = ?, lease_session = ?,"
                 " lease_expires = ?, updated_at = ?, actor = ?, reason = ?,"
                 " detail = ?, chain = ?, lease_scope = ?, last_seq = ?"
-                f" WHERE number = ? AND state = ? AND {UNCONTROLLED} RETURNING number",
+                " WHERE number = ? AND state = ? RETURNING number",
                 (target, lease.lease_id, token, lease.holder, lease.instance, lease.session,
                  lease.expires, at, lease.holder, reason, detail, chain, lease.scope, seq,
-                 number, source, lease.holder, lease.instance)).fetchone() is None:
-            return None  # not the plain case: the write path undoes the link
+                 number, source)).fetchone() is None:
+            return None  # moved since it was picked: the write path undoes the link
         if self.known is not None:
             self.known.lease_until(lease.expires)
         return Taken(number, task_id, token, seq)
 
     def held(self, ref: str | int, *, lease_id: str, token: int, holder: str,
-             instance: str, at: str) -> Held | None:
+             instance: str, at: str, scoped: bool = True) -> Held | None:
         where, key = task_key(ref)
         if where is None:
             return None
+        scope, args = (f" AND {HELD_IN_SCOPE}", (holder,)) if scoped else ("", ())
         row = self.conn.execute(
             f"SELECT number, id, state, lease_session, project FROM tasks WHERE {where} = ?"
             " AND lease_id = ? AND lease_token = ? AND lease_holder = ? AND lease_instance = ?"
-            f" AND lease_expires > ? AND state IN ('accepted', 'working') AND {UNCONTROLLED}"
-            f" AND {HELD_IN_SCOPE}", (key, lease_id, token, holder, instance, at, holder,
-                                      instance, holder)).fetchone()
+            f" AND lease_expires > ? AND state IN ('accepted', 'working') AND {UNBOUND}"
+            f"{scope}", (key, lease_id, token, holder, instance, at, holder, instance, *args)
+        ).fetchone()
         return None if row is None else Held(int(row[0]), str(row[1]), str(row[2]), row[3],
                                              str(row[4]))
 
@@ -1049,11 +1052,15 @@ class SqliteTx(ViewRows):
 
 def _queue_pick(columns: str, assignee: str, project: str | None, label: str | None,
                 skip: Sequence[int], projects: Sequence[str] | None,
-                roles: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
+                roles: Sequence[str], *, unvetoed: bool = False) -> tuple[str, tuple[Any, ...]]:
     """``next``'s pick as SQL and its arguments: ``columns`` of the assignee's best ready
     task (most pressing, then oldest), in ``project`` and the enrolment's ``projects`` and
-    ``roles``, with ``label``, leaving out ``skip``; from the queue index."""
+    ``roles``, with ``label``, leaving out ``skip`` (and, ``unvetoed``, the tasks the owner
+    vetoed the assignee on); from the queue index."""
     clauses, args = pick_where("?", READY, assignee, project, projects, roles)
+    if unvetoed:
+        clauses.append(UNVETOED)
+        args.append(assignee)
     if skip:
         clauses.append(f"number NOT IN ({', '.join('?' * len(skip))})")
         args.extend(skip)
@@ -1445,14 +1452,6 @@ class SqliteStore:
             _rollback(conn)
             _reraise(failure, exc)
 
-    def not_plain(self, holder: str, instance: str | None) -> bool:
-        slot = self._writer or getattr(self._local, "slot", None)
-        if slot is None:
-            return False
-        known = slot.last  # as the last write committed on its connection left it
-        return any(bears_on(c.agent, c.instance, holder, instance)
-                   for c in known.controls or ())
-
     def _writable(self, slot: Callable[[], _Slot] | None = None) -> _Slot:
         """This thread's connection (or ``slot()``), when the store takes writes."""
         if self.tampered is not None:
@@ -1488,7 +1487,7 @@ class SqliteStore:
             known.version = slot.conn.data_version()
         except apsw.ConnectionClosedError:  # committed; close() came between: keep nothing
             return
-        slot.known = slot.last = known
+        slot.known = known
         self.key, self._key_named = key, True  # named in the store now: every write seals
 
     @contextmanager
@@ -1663,14 +1662,12 @@ class _Lost(Exception):
 class _Slot:
     """Holds one thread's connection; dropped with the thread's locals when it ends."""
 
-    __slots__ = ("__weakref__", "conn", "known", "last")
+    __slots__ = ("__weakref__", "conn", "known")
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
         self.known = Known()
         """What the connection knows of the file (emptied while a write runs on it)."""
-        self.last = self.known
-        """As its last committed write left it (only to choose a path: Store.not_plain)."""
 
 
 def _close_quietly(conn: apsw.Connection) -> None:

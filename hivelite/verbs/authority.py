@@ -160,6 +160,12 @@ def vetoed(controls: Iterable[ControlRow], agent: str, number: int) -> ControlRo
     return None
 
 
+def vetoed_tasks(controls: Iterable[ControlRow], agent: str) -> list[int]:
+    """The tasks the owner vetoed ``agent`` on, among the live ``controls``."""
+    return [row.task for row in controls
+            if row.kind == "veto" and row.agent == agent and row.task is not None]
+
+
 def bearing_on(controls: Iterable[ControlRow], row: TaskRow) -> list[Control]:
     """The live controls a task view shows: a veto on it, a hold or stop of its assignee,
     of its holder's instance, or of everyone."""

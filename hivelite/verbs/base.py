@@ -33,7 +33,6 @@ from ..core.errors import (
     InvalidInput,
     InvalidState,
     PluginError,
-    RateLimited,
     StoreBusy,
     StoreCorrupt,
     StoreError,
@@ -50,7 +49,7 @@ from ..core.models import (
     TaskView,
 )
 from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, Right, State
-from ..store import ListFilter, Reader, RequestRow, Store, TaskRow, Writer
+from ..store import ControlRow, ListFilter, Reader, RequestRow, Store, TaskRow, Writer
 from ..store.contract import Pick, store_wide
 from . import guard
 from .authority import (
@@ -66,6 +65,7 @@ from .authority import (
     refuse_veto,
     store_policy,
     vetoed,
+    vetoed_tasks,
 )
 from .inputs import MAX_PAGE, MAX_SEARCH
 from .installed import entry_points
@@ -285,21 +285,22 @@ class HiveBase:
                    statements: Callable[[Writer, datetime, str], T | None], *,
                    about: str | int | Pick | None,
                    swept: builtins.list[TaskRow] | None = None) -> T | None:
-        """``verb`` as its ``statements`` (the store's, in one transaction), in the
-        plain case; None when it is not, and the caller runs :meth:`_write`, whose full run
-        decides and says precisely why it refuses.
+        """``verb`` as its ``statements`` (the store's, in one transaction); None when they
+        do not take its case, and the caller runs :meth:`_write`, whose full run decides and
+        says precisely why it refuses.
 
-        Plain: the engine writes this verb as a statement (``Store.statements``), no live
-        control bears on the caller (what it brings is read by the full run; an enrolment is
-        the store's rules'), and ``statements`` find their own case plain. The controls are
-        asked here, in the transaction, but of a claim and a holder's write, whose
-        statements ask them in their own SQL (:data:`FOLDED`). Python checks nothing the
-        database checks: a statement the store's rules refuse is undone, and the full run
-        explains it. ``statements`` may answer with an error that needs no explaining
-        (``next``'s ``queue_empty`` in the plain case): nothing they wrote is kept, and the
-        error is the verb's answer. ``about``: the task (or the pick) they take, which an
-        engine may take with the ``BEGIN`` (None: a task they make). A transaction the store
-        gave up as meeting others is run again, as in :meth:`_run`.
+        The owner's controls are asked here, in the transaction, of an agent's verb (the
+        caller's instance is what the store cannot know), but of a claim and a holder's
+        write, whose statements ask them in their own SQL (:data:`FOLDED`): a stop, or a
+        hold of a claim or a holder's write, is refused in the full run's words
+        (:func:`admit_controls`), and a write about a task the owner vetoed the caller on
+        is left to the full run, which refuses it. The rest is the database's: a statement
+        the store's rules refuse is undone, and the full run explains it. ``statements``
+        may answer with an error that needs no explaining (``next``'s ``queue_empty``):
+        nothing they wrote is kept, and the error is the verb's answer. ``about``: the task
+        (or the pick) they take, which an engine may take with the ``BEGIN`` (None: a task
+        they make). A transaction the store gave up as meeting others is run again, as in
+        :meth:`_run`.
 
         Every lease that ran out is ended first, in the same transaction, as the full run's
         sweep ends it (:func:`expired`); ``swept`` (when given) holds the claims it ended.
@@ -309,12 +310,11 @@ class HiveBase:
         refused before anything is written (an agent's verbs; the owner's authority is
         bound by none), as in the full run's admission."""
         mode = mode_of(verb)
-        if verb not in self.store.statements or (
-                not caller.is_owner and self.store.not_plain(caller.name, caller.instance)):
-            return None  # (no control, enrolment or budget bears on the owner)
+        if verb not in self.store.statements:
+            return None
         notifiers = bool(self.plugins.hook.hivelite_on_transition.get_hookimpls())
         authority = mode is Mode.authority  # (no plugin bears on the owner's word)
-        controlled = not caller.is_owner and mode not in FOLDED  # (asked here)
+        controlled = not caller.is_owner and mode not in FOLDED  # (none bears on the owner)
         charged = mode is Mode.claiming and not caller.is_owner  # (a claim: the budget's)
         pending = PENDING.get()
 
@@ -323,8 +323,7 @@ class HiveBase:
             at = format_ts(now)  # verb waited for it is stale, as in the full run
             if not authority:  # the plugins the store requires: this process runs them?
                 self._bound(tx)  # (what the store cannot know)
-            if controlled and not tx.plain(caller.name, caller.instance):
-                raise _NotPlain  # a control bears on the caller: the full run reads it
+            vetoes = controls_on(tx.controls(), caller, mode) if controlled else ()
             if pending is not None:  # a retry: its first answer, kept, if there is one
                 kept = self._kept(tx, caller, pending, now)
                 if kept is not None:
@@ -335,8 +334,8 @@ class HiveBase:
             if charged:  # a day's claims, counted by the claim's own write
                 charge(tx, now, caller.name)
             answer = statements(tx, now, at)
-            if answer is None:
-                raise _NotPlain  # undo what it wrote
+            if answer is None or getattr(answer, "number", None) in vetoes:
+                raise _NotPlain  # undo what it wrote (a vetoed task's: the full run refuses)
             ends = tx.journal_end()  # (known at the commit at the latest)
             if pending is not None:  # the answer kept with the write, its seq named
                 if isinstance(answer, Receipt):
@@ -357,8 +356,8 @@ class HiveBase:
                 answer, ends = transact()
         except _NotPlain:
             return None
-        except (InvalidState, ForbiddenRight, RateLimited, InvalidInput) as error:
-            if isinstance(error, StoreError):  # the store itself failed: no rule to explain
+        except HiveliteError as error:
+            if not error.by_store:  # said in words already (or the store itself failed)
                 raise
             log.debug("%s: the store refused its statement (%s); the full run explains",
                       verb, error)
@@ -771,9 +770,20 @@ def _search(text: object) -> str | None:
 
 
 FOLDED = frozenset({Mode.claiming, Mode.holder})
-"""The verbs whose statements ask the owner's controls in their own SQL (a claim's update,
-a holder's fence: ``contract.UNCONTROLLED_SQL``); :meth:`HiveBase._statement` asks them for
-every other verb of an agent's."""
+"""The verbs whose statements ask the owner's controls in their own SQL: a claim's lease
+(the store's rule refuses one a control forbids, and ``next`` passes over a vetoed task), a
+holder's fence (``sqlite.UNBOUND``); :meth:`HiveBase._statement` asks them of every other
+verb of an agent's."""
+
+
+def controls_on(controls: Sequence[ControlRow], caller: Caller, mode: Mode) -> frozenset[int]:
+    """The tasks the owner vetoed ``caller`` on, among the live ``controls``; ``403
+    forbidden_right`` first when a stop binds it, or a hold does and ``mode`` claims or
+    writes under a claim (:func:`admit_controls`)."""
+    if not controls:
+        return frozenset()
+    admit_controls(controls, caller, mode)
+    return frozenset(vetoed_tasks(controls, caller.name))
 
 
 def charge(tx: Writer, now: datetime, agent: str, *, usage: bool = False) -> None:

@@ -36,12 +36,14 @@ from ..core.protocol import (
     MAX_WAIT,
     MIN_LEASE_MINUTES,
     SERVED_WAIT,
+    Mode,
     State,
     WaitingOn,
 )
 from ..store import Held, Lease, Store, Taken, TaskRow, Writer
 from ..store.contract import Pick
 from . import guard
+from .authority import admit_controls, vetoed_tasks
 from .base import HiveBase, charge, invalid
 from .retries import idempotent, idempotent_as
 from .scope import inactive, outside_rights
@@ -205,10 +207,11 @@ def _taking(agent: Caller, lease_id: str, minutes: int,
             projects=tuple(json.loads(scope.projects)) or None if scope else None,
             roles=tuple(json.loads(scope.roles)) if scope else ()), at)
         if taken is None:  # nothing to take: empty, unless a control or the enrolment
-            if empty is not None and tx.plain(agent.name, agent.instance) and (  # refuses
-                    scope is None or not (inactive(scope, agent.name) or outside_rights(
-                        scope, agent.name, "next", "tasks.work"))):  # (the full run's words)
-                raise empty()
+            if empty is not None:  # refuses (in the full run's words)
+                admit_controls(tx.controls(), agent, Mode.claiming)
+                if scope is None or not (inactive(scope, agent.name) or outside_rights(
+                        scope, agent.name, "next", "tasks.work")):
+                    raise empty()
             return None
         return made(ClaimReceipt, {
             "number": taken.number, "id": taken.id,
@@ -302,8 +305,7 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
         return taken
 
     def body(unit: Unit) -> ClaimReceipt:
-        vetoed = [c.task for c in unit.controls  # tasks the owner vetoed it on
-                  if c.kind == "veto" and c.agent == agent.name and c.task is not None]
+        vetoed = vetoed_tasks(unit.controls, agent.name)  # (passed over)
         enrolment = unit.enrolment()  # only what it covers: its projects, its roles
         row = unit.tx.next_ready(
             agent.name, project=project, label=label, skip=[*vetoed, *skip],
@@ -427,7 +429,7 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
 
         def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
             held = tx.held(ref, lease_id=given_id, token=given_token, holder=holder.name,
-                           instance=holder.instance or "", at=at)
+                           instance=holder.instance or "", at=at, scoped=False)
             return None if held is None else routed(
                 tx, at, held.number, held.id, held.state, holder.name, given_token)
 
@@ -438,7 +440,7 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
         def given_back(tx: Writer, now: datetime, at: str) -> Receipt | None:
             """The owner's release as its statement: a claimed task only; a task with no
             claim left takes the full run, which says why (or answers a claim the clock
-            ended just now)."""
+            ended just now, its sweep the only write)."""
             row = tx.lock_task(ref)
             if row is None or row.lease_id is None:
                 return None

@@ -497,21 +497,27 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
         return unit.receipt(updated(row, state=state.value, updated_at=unit.at))
 
     def statement(tx: Writer, at: str, asked: _Counted | None) -> Receipt | None:
-        """The verdict as its statement, written as one that counts. The rules refuse a
-        counted verdict the store's mode does not count (a stranger's, a second from one
-        instance or owner), the worker's own, one from its instance, a second one, or one
-        on a task not in approval: the full run then says which, or keeps it uncounted
-        with why."""
+        """The verdict as its statement: counted, or kept uncounted with why when the
+        store's mode does not count it (a stranger's, a second from one instance or owner)
+        or a plugin said so. The rules refuse a counted verdict the mode does not count,
+        the worker's own, one from its instance, a second one, or one on a task not in
+        approval: the full run then says which."""
         row = tx.lock_task(ref)
         meta = None if row is None else tx.result_meta(row.number)
         if row is None or meta is None:
             return None
         given = tx.confirmations(row.number, meta.version)
-        if asking and (asked is None or asked.version != meta.version or asked.why):
-            return None  # (asked about another result, or a plugin does not count it)
+        why = None
+        if agent.name != meta.worker and instance != normal_instance(meta.instance):
+            why = why_not_counted(store_policy(tx.policy()).mode, hive.owner, meta.worker,
+                                  agent.name, instance, given)  # (else refused: in words)
+        if why is None and asking:  # the plugins' word, asked about this very result
+            if asked is None or asked.version != meta.version:
+                return None  # (the full run asks again)
+            why = asked.why
         state = _recorded(tx, at, row, meta.version, meta.threshold, given, ConfirmationRow(
             reviewer=agent.name, instance=instance, session=agent.session, verdict=verdict,
-            reason=reason, at=at, counted=True, why=None))
+            reason=reason, at=at, counted=why is None, why=why))
         return receipt(row.number, row.id, state, at)
 
     return _asking("verify", ask, write)
