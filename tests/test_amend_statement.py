@@ -146,8 +146,8 @@ def test_merge_refusals_read_the_same_with_statements_and_without(
 
 
 def stopped(hive: Hive) -> dict[str, Any]:
-    """A worker the owner stopped (a live control sends every statement to the full run,
-    so it has a store of its own)."""
+    """A worker the owner stopped (refused in the statement's transaction, in the
+    full run's words; a store of its own)."""
     number, done = in_approval(hive), in_approval(hive)
     hive.sign_off(OWNER, done)
     hive.stop(OWNER, agent="ana/coder")

@@ -1,8 +1,8 @@
 """``fields`` as its statement (issue 47, item 1), on both engines: a task's priority,
-labels and attempt limit, changed against the version the caller read, are one write in
-the plain case (the fields, then the event naming what changed). Another version, a
-caller who may not change them, or one with a control, enrolment or budget take the full
-run, which refuses in the words it always used.
+labels and attempt limit, changed against the version the caller read, are one write
+(the fields, then the event naming what changed). Another version, or a caller who may
+not change them, is refused by the store's rules, and the full run says why in the words
+it always used.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def test_fields_refusals_read_the_same_with_statements_and_without(
 
 
 def stopped(hive: Hive) -> dict[str, Any]:
-    """A party the owner stopped (a live control sends every statement to the full run,
-    so it has a store of its own)."""
+    """A party the owner stopped (refused in the statement's transaction, in the
+    full run's words; a store of its own)."""
     number = own_task(hive)
     hive.stop(OWNER, agent="ana/planner")
     return {"a stopped requester": lambda: hive.set_fields(PLANNER, number, base_version=1,

@@ -1,7 +1,8 @@
 """``handoff`` as its statement (issue 47, item 1), on both engines: the gate is asked
 before the write lock as ever; the task's row and the gate's move are then one write in
-the plain case (no control, enrolment or budget of the caller, no plugin required), and
-the store's rules check the move. Every other case takes the full run.
+every case (a control of the caller is asked in its transaction, an enrolment is the
+store's rules'), and the store's rules check the move; a refusal takes the full run,
+which says why.
 """
 
 from __future__ import annotations
@@ -104,8 +105,8 @@ def test_handoff_refusals_read_the_same_with_statements_and_without(
 
 
 def stopped(hive: Hive) -> dict[str, Any]:
-    """An agent the owner stopped (a live control sends every statement to the full run,
-    so it has a store of its own)."""
+    """An agent the owner stopped (refused in the statement's transaction, in the
+    full run's words; a store of its own)."""
     agent = Caller.agent("ana/stopped", "desktop")
     hive.stop(OWNER, agent="ana/stopped")
     return {"a stopped agent": lambda: hive.handoff(

@@ -1,12 +1,12 @@
 """The verbs a PostgreSQL store writes as their statements (issue 47, item 1): the same eight
-as SQLite's (``contract.STATEMENTS``), through the same ``Writer`` methods, in the plain case.
+as SQLite's (``contract.STATEMENTS``), through the same ``Writer`` methods.
 
 A verb there is two round trips: the ``BEGIN`` with the store's lock, the stamp of its rules,
 the rows every write reads first (the owner's controls, the enrolments and budgets, the
 store's policy) and the task's row taken ``FOR UPDATE`` (for ``next``: the pick); then the
 writes, sent with the ``COMMIT``. The store's rules check every write; a fence that does
-not hold, or a case that is not plain, takes nothing, and the full run decides and says
-why, in the words it always used.
+not hold takes nothing, and the full run decides and says why, in the words it always
+used.
 """
 
 from __future__ import annotations

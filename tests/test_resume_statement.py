@@ -1,6 +1,6 @@
 """``resume`` as its statement (issue 47, item 1), on both engines: a task paused on a
 person or an agent, taken again by its assignee under a new lease (waiting -> working),
-is one write in the plain case, its receipt carrying the question and its answers; every
+is one write, its receipt carrying the question and its answers; every
 other case takes the full run, which refuses in the words it always used.
 """
 

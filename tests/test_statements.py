@@ -1,7 +1,7 @@
 """The verbs a store writes as their statements (issue 47): on SQLite ``claim``, ``next``,
 ``submit`` and the holder's ``checkpoint``, ``update``, ``renew``, ``pause`` and
-``release``, in the plain case, are one write transaction each whose statements the
-store's rules check, reading none of the owner's controls, enrolments or budgets first;
+``release``, are one write transaction each whose statements the store's rules check,
+reading none of the owner's controls, enrolments or budgets first (they fold them in);
 every other case takes the write path's full run, which decides and explains as it always
 did.
 
@@ -40,8 +40,8 @@ from .conftest import CODER, OWNER, START, own_task, packet, traced
 
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 ADMISSION = re.compile(r"SELECT [^()]* FROM controls\b")
-"""What the full run reads before a holder's write (the statements fold the plain case's
-test into their own ``WHERE``). The plugins a store requires are this process's question,
+"""What the full run reads before a holder's write (the statements fold the controls into
+their own ``WHERE``). The plugins a store requires are this process's question,
 and a claim's budget the day's: each read, as every write reads them, when another
 connection may have changed them."""
 
@@ -609,9 +609,9 @@ def test_the_time_is_read_under_the_write_lock(
     assert [e.at for e in hive.journal()] == sorted(e.at for e in hive.journal())
 
 
-def test_an_empty_queue_is_answered_by_the_statement_in_the_plain_case(
+def test_an_empty_queue_is_answered_by_the_statement(
         opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch) -> None:
-    """``next`` finding nothing in the plain case answers ``queue_empty`` at once (the full
+    """``next`` finding nothing answers ``queue_empty`` at once (the full
     run's pick would find nothing either), an enrolled agent's too; an enrolment that ended
     or gives no ``tasks.work`` is refused by the full run, in its words."""
     hive = opened()

@@ -1,5 +1,5 @@
 """``verify`` as its statement (issue 47, item 1), on both engines: a verdict that counts
-is one write in the plain case (the confirmation, then the task completed, sent back, or
+is one write (the confirmation, then the task completed, sent back, or
 the event that says it was given); the rules refuse a counted verdict that is the
 worker's, from its instance, a second one, or on a task not in approval, and the full run
 says which. A verdict that does not count (the store's mode, or a plugin, says so) is
@@ -98,8 +98,8 @@ def test_a_verdict_a_plugin_does_not_count_is_its_statement(
 
 
 def stopped(hive: Hive) -> dict[str, Any]:
-    """A reviewer the owner stopped (a live control sends every statement to the full run,
-    so it has a store of its own)."""
+    """A reviewer the owner stopped (refused in the statement's transaction, in the
+    full run's words; a store of its own)."""
     number = in_approval(hive)
     hive.stop(OWNER, agent="ana/second")
     return {"a stopped reviewer": lambda: hive.verify(SECOND, number)}

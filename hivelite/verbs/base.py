@@ -115,7 +115,8 @@ _POLICY_HELD: ContextVar[dict[int, StorePolicy] | None] = ContextVar(
 """The policy :meth:`HiveBase._policy_once` holds, by hive."""
 
 class _NotPlain(Exception):
-    """A verb's statement did not take the write: undo it, and run the full path."""
+    """A verb's statement did not take the write: undo it, and run the full path (which
+    decides, and says why it refuses)."""
 
 
 WRITE_ATTEMPTS = 3

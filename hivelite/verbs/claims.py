@@ -193,8 +193,9 @@ def _taking(agent: Caller, lease_id: str, minutes: int,
             ) -> Callable[[Writer, datetime, str], ClaimReceipt | None]:
     """A claim's statement for :meth:`HiveBase._statement`: ``take`` under a lease of
     ``minutes`` from the write's time, answered as the claim's receipt (None: it took
-    nothing). ``empty``: the answer when it took nothing in the plain case (``next``: the
-    full run's pick would find nothing either, and need not look again). ``resumed``: a
+    nothing). ``empty``: the answer when it took nothing and no control or enrolment
+    refuses (``next``: the full run's pick would find nothing either, and need not look
+    again). ``resumed``: a
     paused task taken again, working, its receipt with the question and its answers."""
     def statement(tx: Writer, now: datetime, at: str) -> ClaimReceipt | None:
         assert agent.instance is not None
