@@ -191,8 +191,11 @@ def test_a_lease_that_ran_out_is_refused_by_the_fence_itself(
     assert hive.get(number).task.state is State.accepted
 
 
-def test_a_statement_the_stores_rules_refuse_is_undone_and_the_full_run_answers(
+def test_a_statement_the_stores_rules_refuse_is_undone_and_the_full_run_only_explains(
         hive: Hive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the statement wrote before a rule refused it is undone; the full run then
+    only explains, and writes nothing: here the guard finds nothing to say (the rule is a
+    stand-in), so the store's refusal is the answer, and the task stays routed."""
     number = own_task(hive)
     take_next = PostgresTx.take_next
 
@@ -204,10 +207,11 @@ def test_a_statement_the_stores_rules_refuse_is_undone_and_the_full_run_answers(
 
     monkeypatch.setattr(PostgresTx, "take_next", refused_after_writing)
     runs = FullRuns(monkeypatch)
-    lease = hive.claim_next(CODER)
-    assert runs.verbs == ["next"]
-    assert (lease.number, lease.fencing_token) == (number, 1)
-    assert [e.reason for e in hive.history(number)].count("claimed") == 1
+    seq = hive.last_seq()
+    with pytest.raises(InvalidState) as refused:
+        hive.claim_next(CODER)
+    assert refused.value.reason == "no_such_move" and runs.verbs == ["next"]
+    assert hive.last_seq() == seq and hive.get(number).task.state is State.routed
     assert sound(hive)
 
 

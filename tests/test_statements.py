@@ -350,10 +350,11 @@ def test_the_refusals_read_the_same_with_statements_and_without(tmp_path: Path) 
         assert said[(wrong, True)] == said[(wrong, False)], wrong
 
 
-def test_a_statement_the_stores_rules_refuse_is_undone_and_the_full_run_answers(
+def test_a_statement_the_stores_rules_refuse_is_undone_and_the_full_run_only_explains(
         opened: Callable[..., Hive], db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever the statement wrote before a rule refused it is undone; the full run then
-    writes the verb (or says why not)."""
+    only explains, and writes nothing: here the guard finds nothing to say (the rule is a
+    stand-in), so the store's refusal is the answer, and the task stays routed."""
     hive = opened()
     number = own_task(hive)
     take_next = SqliteTx.take_next
@@ -366,10 +367,11 @@ def test_a_statement_the_stores_rules_refuse_is_undone_and_the_full_run_answers(
 
     monkeypatch.setattr(SqliteTx, "take_next", refused_after_writing)
     runs = FullRuns(monkeypatch)
-    lease = hive.claim_next(CODER)
-    assert runs.verbs == ["next"]
-    assert (lease.number, lease.fencing_token) == (number, 1)
-    assert [e.reason for e in hive.history(number)].count("claimed") == 1
+    seq = hive.last_seq()
+    with pytest.raises(InvalidState) as refused:
+        hive.claim_next(CODER)
+    assert refused.value.reason == "no_such_move" and runs.verbs == ["next"]
+    assert hive.last_seq() == seq and hive.get(number).task.state is State.routed
     assert all(f.ok for f in diagnose_file(db_path)), diagnose_file(db_path)
 
 

@@ -116,7 +116,25 @@ _POLICY_HELD: ContextVar[dict[int, StorePolicy] | None] = ContextVar(
 
 class _NotPlain(Exception):
     """A verb's statement did not take the write: undo it, and run the full path (which
-    decides, and says why it refuses)."""
+    decides, and says why it refuses). ``refusal``: the write it refuses, which the full run
+    then only explains (None: the statement does not take this case)."""
+
+    def __init__(self, refusal: HiveliteError | None = None) -> None:
+        super().__init__()
+        self.refusal = refusal
+
+
+_REFUSED: ContextVar[HiveliteError | None] = ContextVar("hivelite_refused", default=None)
+"""The refusal of the verb's statement by a rule of the store's, which the full run that
+follows explains (:meth:`HiveBase._attempt`): it writes nothing."""
+
+
+class _Explained(Exception):
+    """The full run's answer after a refusal, carried out of its transaction so that
+    nothing it wrote is kept."""
+
+    def __init__(self, answer: object, journaled: bool) -> None:
+        self.answer, self.journaled = answer, journaled
 
 
 WRITE_ATTEMPTS = 3
@@ -232,14 +250,24 @@ class HiveBase:
         """:meth:`_attempt`, again when the store gave up a write that only met others
         (PostgreSQL's deadlock or serialization failure: ``StoreBusy`` with ``retry``;
         nothing was written, and the verb decides afresh), at most
-        :data:`WRITE_ATTEMPTS` times."""
-        return _retried(lambda: self._attempt(caller, body, verb, mode, right, about=about))
+        :data:`WRITE_ATTEMPTS` times. After a refusal of the verb's statement by a rule of
+        the store's (:data:`_REFUSED`), it only explains it."""
+        refused, _ = _REFUSED.get(), _REFUSED.set(None)  # (the statement's, just now)
+        return _retried(lambda: self._attempt(caller, body, verb, mode, right, about=about,
+                                              refused=refused))
 
     def _attempt(self, caller: Caller | None, body: Callable[[Unit], T], verb: str,
                  mode: Mode, right: Right | None, *,
-                 about: str | int | Pick | None = None) -> T:
+                 about: str | int | Pick | None = None,
+                 refused: HiveliteError | None = None) -> T:
         """One transaction: the time under the lock, the expiry sweep, the admission checks,
         the verb's body; after the commit, the moves it journaled are announced.
+
+        ``refused``: the store refused the verb's statement, and this run explains why: its
+        transaction is undone whatever the body does. The body's error is the answer; a
+        body that would have journaled finds no words for the refusal, which is then the
+        answer as the store said it; one that journals nothing answers (a handoff whose id
+        another write took: that task).
 
         Never from inside a hook (a hook may read, not write): that is refused here too,
         whatever way a write arrived.
@@ -264,6 +292,8 @@ class HiveBase:
             except HiveliteError as error:  # an error about one task names it (seed 004)
                 error.about(unit.subject)
                 raise
+            if refused is not None:  # it explains: nothing it wrote is kept
+                raise _Explained(result, unit.journaled)
             ends = tx.journal_end() if notifiers or unit.journaled else None
             receipted = unit.journaled and isinstance(result, Receipt)
             if pending is not None and caller is not None:
@@ -272,8 +302,14 @@ class HiveBase:
                 _keep(tx, caller, pending, result, unit.now)
             return result, ends, receipted
 
-        with store_wide(mode is Mode.authority):
-            result, ends, receipted = self.store.transact(job, about=about)
+        try:
+            with store_wide(mode is Mode.authority):
+                result, ends, receipted = self.store.transact(job, about=about)
+        except _Explained as explained:
+            assert refused is not None
+            if explained.journaled:  # the guard has no words for the store's refusal
+                raise refused from None
+            return explained.answer  # type: ignore[return-value]  # (it wrote nothing)
         if ends is not None:
             first, last = ends()
             if receipted:  # the task's own rows are the last this write added
@@ -310,6 +346,7 @@ class HiveBase:
         full run keeps it. A process that does not run the plugins the store requires is
         refused before anything is written (an agent's verbs; the owner's authority is
         bound by none), as in the full run's admission."""
+        _REFUSED.set(None)
         mode = mode_of(verb)
         if verb not in self.store.statements:
             return None
@@ -335,8 +372,12 @@ class HiveBase:
             if charged:  # a day's claims, counted by the claim's own write
                 charge(tx, now, caller.name)
             answer = statements(tx, now, at)
-            if answer is None or getattr(answer, "number", None) in vetoes:
-                raise _NotPlain  # undo what it wrote (a vetoed task's: the full run refuses)
+            if answer is None:
+                raise _NotPlain  # undo what it wrote: the full run decides
+            number = getattr(answer, "number", None)
+            if number in vetoes:  # the full run refuses it, naming the veto
+                raise _NotPlain(ForbiddenRight("vetoed", f"the owner vetoed {caller.name} on"
+                                               f" task {number}", number=number))
             ends = tx.journal_end()  # (known at the commit at the latest)
             if pending is not None:  # the answer kept with the write, its seq named
                 if isinstance(answer, Receipt):
@@ -355,13 +396,15 @@ class HiveBase:
                     answer, ends = transact()
             else:
                 answer, ends = transact()
-        except _NotPlain:
+        except _NotPlain as undone:
+            _REFUSED.set(undone.refusal)
             return None
         except HiveliteError as error:
             if not error.by_store:  # said in words already (or the store itself failed)
                 raise
             log.debug("%s: the store refused its statement (%s); the full run explains",
                       verb, error)
+            _REFUSED.set(error)
             return None
         if ends is None:  # a retry answered as it was first
             return answer
