@@ -176,7 +176,9 @@ def ended_others(hive: Hive) -> dict[str, Callable[[], Any]]:
     return {"a verdict after its enrolment ended": lambda: hive.verify(REVIEWER, number),
             "a handoff after its enrolment ended": lambda: hive.handoff(
                 PLANNER, requester=PLANNER.name, assignee=CODER.name, project="demo",
-                packet=packet())}
+                packet=packet()),
+            "a watch after its enrolment ended": lambda: hive.watch(
+                REVIEWER, "await", number=number)}
 
 
 def test_other_verbs_after_an_enrolment_ended_are_refused_the_same_both_ways(
@@ -204,3 +206,17 @@ def test_a_handoff_and_a_withdrawal_need_tasks_propose_both_ways(
     assert {case: reason for case, (_, reason, _) in said.items()} == {
         "a handoff without tasks.propose": "optin_scope",
         "a withdrawal without tasks.propose": "optin_scope"}
+
+
+def test_a_watch_and_its_settling_take_no_full_run(
+        open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watch journals no row: it is its statement, an enrolled agent's too (whose ended
+    enrolment the statement itself refuses: above)."""
+    hive = open_hive()
+    hive.enrol(OWNER, REVIEWER.name)
+    number = in_approval(hive)
+    runs = FullRuns(monkeypatch)
+    made = hive.watch(REVIEWER, "await", number=number)
+    settled = hive.settle_watch(REVIEWER, made.id, answer='{"state":"approval"}')
+    assert (settled.id, settled.answer) == (made.id, '{"state":"approval"}')
+    assert runs.verbs == []

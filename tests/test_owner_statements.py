@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hivelite import Caller, Hive, ManualClock, State, hookimpl
+from hivelite import Caller, Hive, HiveliteError, ManualClock, State, hookimpl
 
 from .both_ways import full_run_only, in_approval, refusals_both_ways, written_both_ways
 from .conftest import CODER, GUEST, OWNER, START, OpenHive, held_task, own_task, packet
@@ -162,6 +162,38 @@ def test_a_withdrawal_not_the_agent_s_reads_the_same_with_statements_and_without
         "a guest's agent cancels the owner's task": "not_permitted",
         "the owner's agent cancels a guest's request": "not_permitted",
         "a guest's agent withdraws with a reason too long": "reason_too_long"}
+
+
+def held_by_the_guest(hive: Hive) -> tuple[int, Any]:
+    """A team store: a guest's request assigned to another agent of the guest's, claimed
+    by it."""
+    hive.set_policy(OWNER, "mode", "team")
+    number = hive.handoff(GUEST, requester=GUEST.name, assignee=GUEST_PLANNER.name,
+                          project="demo", packet=packet()).number
+    if hive.get(number).task.state is State.waiting:  # (held for the owner)
+        hive.approve(OWNER, number)
+    return number, hive.claim(GUEST_PLANNER, number)
+
+
+def test_a_guest_s_agent_withdraws_a_request_it_holds_as_a_statement(
+        open_hive: OpenHive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The claim ends with the move; under the enrolment the claim was taken under (or
+    none), no rule of the store's needs the full run; under a later one the full run says
+    ``optin_changed``, nothing written."""
+    hive = open_hive()
+    number, _ = held_by_the_guest(hive)
+    runs = FullRuns(monkeypatch)
+    assert hive.cancel(GUEST_PLANNER, number, reason="not needed").state is State.cancelled
+    assert runs.verbs == [] and hive.get(number).claim is None
+    hive.enrol(OWNER, GUEST_PLANNER.name)
+    again, _ = held_by_the_guest(hive)
+    hive.enrol(OWNER, GUEST_PLANNER.name, projects=["demo"])  # changed under the claim
+    before = hive.last_seq()
+    runs.verbs.clear()
+    with pytest.raises(HiveliteError) as refused:
+        hive.cancel(GUEST_PLANNER, again, reason="not needed")
+    assert refused.value.reason == "optin_changed" and runs.verbs == ["cancel"]
+    assert hive.last_seq() == before
 
 
 def stopped_guest(hive: Hive) -> dict[str, Callable[[], Any]]:

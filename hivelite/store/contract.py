@@ -57,7 +57,7 @@ T = TypeVar("T")
 STATEMENTS = frozenset({"amend", "answer", "approve", "cancel", "checkpoint", "claim", "decline",
                         "deny", "expire", "fields", "handoff", "hold", "lift", "next", "pause",
                         "release", "renew", "resume", "sign_off", "stop", "submit", "update",
-                        "verify", "veto"})
+                        "verify", "veto", "watch"})
 """The verbs a store writes as their statements (``Store.statements``): every engine takes
 the same ones, through the same ``Writer`` methods."""
 STORE_WIDE: ContextVar[bool] = ContextVar("hivelite_store_wide", default=False)

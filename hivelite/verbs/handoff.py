@@ -460,11 +460,16 @@ def _withdrawn(tx: Writer, at: str, agent: Caller, ref: str | int, why: str) -> 
     """An agent's cancel as its statement: the task cancelled by the agent, which the
     rules take only in team mode, from an agent of the guest owner whose agent requested
     it, and from a state a task is cancelled from; else the full run says which. A task the
-    agent holds takes the full run too (the claim ends with the move, and the rules read
-    an enrolment against the claim it holds)."""
+    agent holds under an earlier enrolment than the one in force takes the full run (the
+    claim ends with the move, so no rule sees the enrolment it was taken under: the full
+    run says ``optin_changed``)."""
     row = tx.lock_task(ref)
-    if row is None or row.lease_holder == agent.name:
+    if row is None:
         return None
+    if row.lease_holder == agent.name:
+        enrolled = tx.enrolments(agent.name)
+        if row.lease_scope != (enrolled[0].seq if enrolled and enrolled[0].active else None):
+            return None
     tx.move(row.number, row.state, State.cancelled.value, at=at, actor=agent.name,
             reason=why, end_lease=row.lease_id is not None)
     return receipt(row.number, row.id, State.cancelled, at)

@@ -15,17 +15,17 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..core.caller import Caller, require_caller
 from ..core.clock import format_ts
 from ..core.errors import InvalidInput, NotFound
-from ..store import WatchRow
+from ..store import WatchRow, Writer
+from .scope import inactive
 
 if TYPE_CHECKING:
     from .base import HiveBase
-    from .unit import Unit
 
 WATCHED = ("handoff", "await", "next")
 """The verbs a watch follows: a handoff's outcome, an ``await``, a ``next`` with a wait."""
@@ -62,15 +62,18 @@ def watch(hive: HiveBase, caller: Caller, verb: str, *, number: int | None = Non
     poll = _milliseconds(poll_ms, "poll_ms", ttl)
     text = json.dumps(dict(asked or {}), separators=(",", ":"), sort_keys=True)
 
-    def body(unit: Unit) -> WatchRow:
-        assert unit.caller is not None
-        row = WatchRow(new_watch_id(), unit.caller.name, token, verb, number, text, None,
-                       unit.at, unit.at, format_ts(unit.now + timedelta(milliseconds=ttl)),
-                       poll, None)
-        unit.tx.add_watch(row, prune_before=unit.at)
+    checked = hive._caller(caller, "watch")
+
+    def statement(tx: Writer, now: datetime, at: str) -> WatchRow:
+        _enrolled(tx, checked)
+        row = WatchRow(new_watch_id(), checked.name, token, verb, number, text, None, at, at,
+                       format_ts(now + timedelta(milliseconds=ttl)), poll, None)
+        tx.add_watch(row, prune_before=at)
         return row
 
-    return hive._write(caller, "watch", body)
+    made = hive._statement(checked, "watch", statement, about=None)
+    return made if made is not None else hive._write(
+        checked, "watch", lambda unit: statement(unit.tx, unit.now, unit.at))
 
 
 def watched(hive: HiveBase, caller: Caller, watch_id: object, *,
@@ -101,15 +104,29 @@ def settle_watch(hive: HiveBase, caller: Caller, watch_id: str, *, token: str | 
     watch as it is after. A cancelled watch keeps the answer it had: one that comes after
     the cancel is not kept (the caller learns it from the watch it gets back)."""
     watched(hive, caller, watch_id, token=token)
+    checked = hive._caller(caller, "watch")
 
-    def body(unit: Unit) -> WatchRow:
-        unit.tx.settle_watch(watch_id, at=unit.at, answer=answer, cancelled=cancelled)
-        found = unit.tx.watch(watch_id)
+    def statement(tx: Writer, now: datetime, at: str) -> WatchRow:
+        _enrolled(tx, checked)
+        tx.settle_watch(watch_id, at=at, answer=answer, cancelled=cancelled)
+        found = tx.watch(watch_id)
         if found is None:  # pruned since it was found: it expired meanwhile
             raise NotFound("no_such_watch", f"no task {watch_id[:80]!r} of yours: expired")
         return found
 
-    return hive._write(caller, "watch", body)
+    settled = hive._statement(checked, "watch", statement, about=None)
+    return settled if settled is not None else hive._write(
+        checked, "watch", lambda unit: statement(unit.tx, unit.now, unit.at))
+
+
+def _enrolled(tx: Writer, caller: Caller) -> None:
+    """``409 optin_inactive`` for an agent whose enrolment ended, as every write of its is
+    refused: a watch journals no row, so no rule of the store's holds it to its enrolment."""
+    if not caller.is_owner:
+        enrolled = tx.enrolments(caller.name)
+        refusal = inactive(enrolled[0] if enrolled else None, caller.name)
+        if refusal is not None:
+            raise refusal
 
 
 __all__ = ["POLL_MS", "TTL_MS", "WATCHED", "new_watch_id", "settle_watch", "watch",
