@@ -244,6 +244,17 @@ class HiveBase:
         right = verb.right if isinstance(verb, Verb) else right_of(name)
         return self._run(self._caller(caller, verb), body, name, mode, right, about=about)
 
+    def _verb(self, caller: Caller, verb: str,
+              statement: Callable[[Writer, datetime, str], T | None],
+              explain: Callable[[Unit], T], *, about: str | int | Pick | None = None,
+              swept: builtins.list[TaskRow] | None = None) -> T:
+        """One write verb of the verb table, named once: its ``statement``
+        (:meth:`_statement`), else its full run, ``explain``, which decides a case the
+        statement does not take, and after a refusal by a rule of the store's only
+        explains it (:meth:`_write`). ``about``: the task (or pick) both take first."""
+        done = self._statement(caller, verb, statement, about=about, swept=swept)
+        return done if done is not None else self._write(caller, verb, explain, about=about)
+
     def _run(self, caller: Caller | None, body: Callable[[Unit], T], verb: str = "write",
              mode: Mode = Mode.write, right: Right | None = None, *,
              about: str | int | Pick | None = None) -> T:
@@ -417,14 +428,15 @@ class HiveBase:
         return answer
 
     def _moved_by_owner(self, owner: Caller, verb: str, ref: str | int, target: State, *,
-                        reason: str, accepts: Callable[[TaskRow], bool] | None = None,
-                        detail: dict[str, Any] | None = None) -> Receipt | None:
+                        reason: str, explain: Callable[[Unit], Receipt],
+                        accepts: Callable[[TaskRow], bool] | None = None,
+                        detail: dict[str, Any] | None = None) -> Receipt:
         """The owner's move of task ``ref`` to ``target`` as its statement (see
-        :meth:`_statement`; no control, enrolment or budget bears on the owner). The
-        store's rules check the move; ``accepts`` narrows it to the state the verb moves
-        from where the protocol has the same move for another verb (the owner's release
-        moves a claimed task to ``routed`` too, not a decline). None: the full run decides,
-        and says why it refuses."""
+        :meth:`_verb`; no control, enrolment or budget bears on the owner). The store's
+        rules check the move; ``accepts`` narrows it to the state the verb moves from where
+        the protocol has the same move for another verb (the owner's release moves a
+        claimed task to ``routed`` too, not a decline). Else ``explain``, the full run,
+        decides, and says why it refuses."""
         def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
             row = tx.lock_task(ref)
             if row is None or (accepts is not None and not accepts(row)):
@@ -433,7 +445,7 @@ class HiveBase:
                     reason=reason, detail=detail, end_lease=row.lease_id is not None)
             return receipt(row.number, row.id, target, at)
 
-        return self._statement(owner, verb, statement, about=ref)
+        return self._verb(owner, verb, statement, explain, about=ref)
 
     def _replay(self, caller: object, pending: Pending) -> object | None:
         """The first answer to this request, read when the verb's own checks before its
@@ -783,9 +795,7 @@ class HiveBase:
                 return None  # refuses it (the sweep names no task of the agent's)
             return _claims(swept, at)
 
-        reopened = self._statement(checked, "expire", statement, about=None, swept=swept)
-        if reopened is None:
-            reopened = self._write(checked, "expire", _reopened)
+        reopened = self._verb(checked, "expire", statement, _reopened, swept=swept)
         with self._expired_lock:
             earlier, self.expired_on_open = self.expired_on_open, []
         return earlier + reopened

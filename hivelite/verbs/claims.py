@@ -167,13 +167,6 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
     lease_minutes(minutes)
     lease_id = new_lease_id()
     target = State.working if resume else State.accepted
-    taken = hive._statement(agent, verb, _taking(
-        agent, lease_id, minutes,
-        (lambda tx, lease, at: tx.take_paused(ref, lease, at=at)) if resume else
-        (lambda tx, lease, at: tx.take_task(ref, lease, at=at)), resumed=resume), about=ref)
-    if taken is not None:
-        return taken
-
     def body(unit: Unit) -> ClaimReceipt:
         row = unit.task(ref)  # a veto on it is refused here
         guard.claimable(row, agent.name, resume=resume)
@@ -184,7 +177,11 @@ def _start(hive: HiveBase, caller: Caller, ref: str | int, minutes: int, *,
         receipt.question = question_of(unit.tx.question(row.number))  # the answers, to read
         return receipt
 
-    return hive._write(agent, verb, body, about=ref)
+    return hive._verb(agent, verb, _taking(
+        agent, lease_id, minutes,
+        (lambda tx, lease, at: tx.take_paused(ref, lease, at=at)) if resume else
+        (lambda tx, lease, at: tx.take_task(ref, lease, at=at)), resumed=resume), body,
+        about=ref)
 
 
 def _taking(agent: Caller, lease_id: str, minutes: int,
@@ -297,14 +294,6 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
     lease_minutes(minutes)
     lease_id = new_lease_id()
 
-    taken = hive._statement(agent, "next", _taking(
-        agent, lease_id, minutes, lambda tx, lease, at: tx.take_next(
-            lease, at=at, project=project, label=label, skip=skip),
-        lambda: _queue_empty(agent.name, project, label)),
-        about=Pick(agent.name, project, label, tuple(skip)))
-    if taken is not None:
-        return taken
-
     def body(unit: Unit) -> ClaimReceipt:
         vetoed = vetoed_tasks(unit.controls, agent.name)  # (passed over)
         enrolment = unit.enrolment()  # only what it covers: its projects, its roles
@@ -316,8 +305,11 @@ def _next_lease(hive: HiveBase, caller: Caller, *, minutes: int, project: str | 
             raise _queue_empty(agent.name, project, label)
         return _lease(hive, unit, row, State.accepted, lease_id, minutes)
 
-    return hive._write(agent, "next", body,
-                       about=Pick(agent.name, project, label, tuple(skip)))
+    return hive._verb(agent, "next", _taking(
+        agent, lease_id, minutes, lambda tx, lease, at: tx.take_next(
+            lease, at=at, project=project, label=label, skip=skip),
+        lambda: _queue_empty(agent.name, project, label)), body,
+        about=Pick(agent.name, project, label, tuple(skip)))
 
 
 @idempotent
@@ -389,10 +381,7 @@ def renew(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str, toke
             "fencing_token": token, "holder": agent.name, "instance": agent.instance or "",
             "session": held.session, "expires_at": expires, "question": None})
 
-    renewed = hive._statement(agent, "renew", statement, about=ref)
-    if renewed is not None:
-        return renewed
-    return hive._write(agent, "renew", body, about=ref)
+    return hive._verb(agent, "renew", statement, body, about=ref)
 
 
 @idempotent
@@ -416,6 +405,7 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
                            " fencing token", field="lease_id")
     if token is not None:
         token = fencing_token(token)
+
     def routed(tx: Writer, at: str, number: int, task_id: str, state: str,
                holder: str | None, held_with: int) -> Receipt:
         """The release's move: the claim ends and the task is routed again (the rules
@@ -424,33 +414,6 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
                 reason=reason or "released", end_lease=True,
                 detail={"holder": holder, "fencing_token": held_with})
         return receipt(number, task_id, State.routed, at)
-
-    if not caller.is_owner and lease_id is not None and token is not None:
-        given_id, given_token, holder = lease_id, token, caller  # as narrowed here
-
-        def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
-            held = tx.held(ref, lease_id=given_id, token=given_token, holder=holder.name,
-                           instance=holder.instance or "", at=at, scoped=False)
-            return None if held is None else routed(
-                tx, at, held.number, held.id, held.state, holder.name, given_token)
-
-        released = hive._statement(caller, "release", statement, about=ref)
-        if released is not None:
-            return released
-    elif caller.is_owner:
-        def given_back(tx: Writer, now: datetime, at: str) -> Receipt | None:
-            """The owner's release as its statement: a claimed task only; a task with no
-            claim left takes the full run, which says why (or answers a claim the clock
-            ended just now, its sweep the only write)."""
-            row = tx.lock_task(ref)
-            if row is None or row.lease_id is None:
-                return None
-            return routed(tx, at, row.number, row.id, row.state, row.lease_holder,
-                          row.lease_token)
-
-        released = hive._statement(caller, "release", given_back, about=ref)
-        if released is not None:
-            return released
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
@@ -467,7 +430,28 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
                                                 "fencing_token": row.lease_token})
         return unit.receipt(row)
 
-    return hive._write(caller, "release", body, about=ref)
+    if caller.is_owner:
+        def given_back(tx: Writer, now: datetime, at: str) -> Receipt | None:
+            """The owner's release as its statement: a claimed task only; a task with no
+            claim left takes the full run, which says why (or answers a claim the clock
+            ended just now, its sweep the only write)."""
+            row = tx.lock_task(ref)
+            if row is None or row.lease_id is None:
+                return None
+            return routed(tx, at, row.number, row.id, row.state, row.lease_holder,
+                          row.lease_token)
+
+        return hive._verb(caller, "release", given_back, body, about=ref)
+    assert lease_id is not None and token is not None  # (a holder's: narrowed above)
+    given_id, given_token = lease_id, token
+
+    def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
+        held = tx.held(ref, lease_id=given_id, token=given_token, holder=caller.name,
+                       instance=caller.instance or "", at=at, scoped=False)
+        return None if held is None else routed(
+            tx, at, held.number, held.id, held.state, caller.name, given_token)
+
+    return hive._verb(caller, "release", statement, body, about=ref)
 
 
 def _start_work(hive: HiveBase, unit: Unit, row: TaskRow, why: str) -> TaskRow:
@@ -491,32 +475,28 @@ def _started(tx: Writer, held: Held, at: str, actor: str, why: str) -> State:
 def _holder_write(hive: HiveBase, caller: Caller, ref: str | int, verb: str, lease_id: str,
                   token: int, write: Callable[[Unit, TaskRow], TaskRow],
                   plain: Callable[[Writer, Held, str, str], tuple[State, WaitingOn | None]]
-                  | None = None) -> Receipt:
+                  ) -> Receipt:
     """A write under the caller's live claim: fenced, then ``write``. ``plain``: the same
     write as its statements, given the task, the time and the holder's name after the
     fence's own statement (``Writer.held``), answering the state it left (see
     ``HiveBase._statement``)."""
     agent = require_agent(hive._caller(caller, verb), verb)
     token = fencing_token(token)
-    if plain is not None:
-        def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
-            held = tx.held(ref, lease_id=lease_id, token=token, holder=agent.name,
-                           instance=agent.instance or "", at=at)
-            if held is None:
-                return None
-            state, waiting = plain(tx, held, at, agent.name)
-            return receipt(held.number, held.id, state, at, waiting)
-
-        done = hive._statement(agent, verb, statement, about=ref)
-        if done is not None:
-            return done
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
         hive._fence(unit, row, lease_id, token)
         return unit.receipt(write(unit, row))
 
-    return hive._write(agent, verb, body, about=ref)
+    def statement(tx: Writer, now: datetime, at: str) -> Receipt | None:
+        held = tx.held(ref, lease_id=lease_id, token=token, holder=agent.name,
+                       instance=agent.instance or "", at=at)
+        if held is None:
+            return None
+        state, waiting = plain(tx, held, at, agent.name)
+        return receipt(held.number, held.id, state, at, waiting)
+
+    return hive._verb(agent, verb, statement, body, about=ref)
 
 
 @idempotent

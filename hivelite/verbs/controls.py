@@ -86,10 +86,6 @@ def _control(hive: HiveBase, caller: Caller, kind: ControlKind, *, agent: str | 
             return None  # says which)
         return placed(tx, at, found.number)
 
-    done = hive._statement(checked, kind, statement, about=task)
-    if done is not None:
-        return done
-
     def body(unit: Unit) -> Control:
         number = None
         if task is not None:  # a veto: on a task still open
@@ -98,7 +94,7 @@ def _control(hive: HiveBase, caller: Caller, kind: ControlKind, *, agent: str | 
             number = found.number
         return placed(unit.tx, unit.at, number)
 
-    return hive._write(checked, kind, body)
+    return hive._verb(checked, kind, statement, body, about=task)
 
 
 def hold(hive: HiveBase, caller: Caller, *, agent: str | None = None, instance: str | None = None,
@@ -185,14 +181,10 @@ def lift(hive: HiveBase, caller: Caller, control: int | None = None, *, kind: st
         found = tx.lock_task(task)
         return None if found is None else lifted(tx, at, found.number)
 
-    done = hive._statement(checked, "lift", statement, about=task)
-    if done is not None:
-        return done
-
     def body(unit: Unit) -> builtins.list[Control]:
         return lifted(unit.tx, unit.at, unit.task(task).number if task is not None else None)
 
-    return hive._write(checked, "lift", body)
+    return hive._verb(checked, "lift", statement, body, about=task)
 
 
 def controls(hive: HiveBase, *, live: bool = True) -> builtins.list[Control]:

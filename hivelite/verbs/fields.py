@@ -112,10 +112,6 @@ def set_fields(hive: HiveBase, caller: Caller, ref: str | int, *, base_version: 
             return None  # (not the caller's to change: the full run says so)
         return changed(tx, at, row)  # (the rules take only the version after the one read)
 
-    done = hive._statement(caller, "fields", statement, about=ref)
-    if done is not None:
-        return done
-
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
         guard.still_open(row)
@@ -130,7 +126,7 @@ def set_fields(hive: HiveBase, caller: Caller, ref: str | int, *, base_version: 
         unit.journaled = True
         return changed(unit.tx, unit.at, row)
 
-    return hive._write(caller, "fields", body)
+    return hive._verb(caller, "fields", statement, body, about=ref)
 
 
 __all__ = ["set_fields"]

@@ -134,17 +134,13 @@ def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = Non
         return _inserted(hive, tx, at, caller, handed, gated, limit,
                          store_policy(tx.policy()).proposals)
 
-    made_ = hive._statement(caller, "handoff", statement, about=None)
-    if made_ is not None:
-        return made_
-
     def body(unit: Unit) -> Receipt:
         earlier = _earlier(hive, unit.tx, handed.task_id, req, handed.packet_json)
         if earlier is not None:  # again, locked
             return earlier
         return _insert(hive, unit, caller, handed, gated, limit)
 
-    return hive._write(caller, "handoff", body)
+    return hive._verb(caller, "handoff", statement, body)
 
 
 def handoff_many(hive: HiveBase, caller: Caller,
@@ -386,11 +382,6 @@ def _owner_move(hive: HiveBase, caller: Caller, ref: str | int, target: State, v
     caller = hive._caller(caller, verb)
     who = require_owner(caller, hive.owner, verb)
     reason = guard.reason_fits(reason)
-    moved = hive._moved_by_owner(caller, verb, ref, target, reason=reason or verb,
-                                 accepts=_held_for_the_owner)
-    if moved is not None:
-        return moved
-
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
         check(row)
@@ -398,7 +389,8 @@ def _owner_move(hive: HiveBase, caller: Caller, ref: str | int, target: State, v
                         end_lease=row.lease_id is not None)
         return unit.receipt(row)
 
-    return hive._write(caller, verb, body, about=ref)
+    return hive._moved_by_owner(caller, verb, ref, target, reason=reason or verb,
+                                explain=body, accepts=_held_for_the_owner)
 
 
 def _held_for_the_owner(row: TaskRow) -> bool:
@@ -430,17 +422,6 @@ def cancel(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None
     (seed 000: the requesting agent's owner cancels)."""
     caller = hive._caller(caller, "cancel")
     given = guard.reason_fits(reason) if caller.is_owner else reason  # an agent: who first
-    if caller.is_owner:
-        moved = hive._moved_by_owner(caller, "cancel", ref, State.cancelled,
-                                     reason=given or "cancel")  # (the rules: which states)
-        if moved is not None:
-            return moved
-    elif reason is None or (isinstance(reason, str) and len(reason) <= guard.MAX_REASON):
-        why = guard.reason_fits(reason) or "cancel"  # named after who may cancel)
-        moved = hive._statement(caller, "cancel", lambda tx, now, at: _withdrawn(
-            tx, at, caller, ref, why), about=ref)
-        if moved is not None:
-            return moved
 
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
@@ -453,7 +434,15 @@ def cancel(hive: HiveBase, caller: Caller, ref: str | int, *, reason: str | None
                         end_lease=row.lease_id is not None)
         return unit.receipt(row)
 
-    return hive._write(caller, "cancel", body, about=ref)
+    if caller.is_owner:  # (the rules: which states)
+        return hive._moved_by_owner(caller, "cancel", ref, State.cancelled,
+                                    reason=given or "cancel", explain=body)
+    if reason is not None and not (isinstance(reason, str)
+                                   and len(reason) <= guard.MAX_REASON):
+        return hive._write(caller, "cancel", body, about=ref)  # (who first, then why)
+    why = guard.reason_fits(reason) or "cancel"  # (named after who may cancel)
+    return hive._verb(caller, "cancel", lambda tx, now, at: _withdrawn(tx, at, caller, ref, why),
+                      body, about=ref)
 
 
 def _withdrawn(tx: Writer, at: str, agent: Caller, ref: str | int, why: str) -> Receipt | None:

@@ -39,17 +39,13 @@ def answer(hive: HiveBase, caller: Caller, ref: str | int, *, text: str,
                         reason="answered", detail={"text": given})
         return receipt(row.number, row.id, State.waiting, at, row.waiting_on)
 
-    done = hive._statement(checked, "answer", statement, about=ref)
-    if done is not None:
-        return done
-
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
         guard.asking(row, None if checked.is_owner else checked.name, hive.owner)
         unit.event(row, "answered", {"text": given})
         return unit.receipt(row)
 
-    return hive._write(checked, "answer", body)
+    return hive._verb(checked, "answer", statement, body, about=ref)
 
 
 __all__ = ["answer"]

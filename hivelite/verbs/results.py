@@ -235,11 +235,8 @@ def submit(
                              threshold=threshold, drafted=drafted, receipts=receipts,
                              sealed=sealed, judged=(target, reason, detail))
 
-        returned = hive._statement(agent, "submit", statement, about=ref)
-        if returned is not None:
-            return returned
-
-    return hive._write(agent, "submit", body, about=ref)
+        return hive._verb(agent, "submit", statement, body, about=ref)
+    return hive._write(agent, "submit", body, about=ref)  # (the plain one's full run)
 
 def _read_before_the_lock(hive: HiveBase, agent: Caller, ref: str | int, lease_id: str,
                           token: int, at: str, *, receipts: bool
@@ -459,10 +456,8 @@ def verify(hive: HiveBase, caller: Caller, ref: str | int, *,
             hive, task_of(found[0], found[1], hive._packets), confirmation))
 
     def write(asked: _Counted | None) -> Receipt:
-        done = hive._statement(agent, "verify", lambda tx, now, at: statement(tx, at, asked),
-                               about=ref)
-        return done if done is not None else hive._write(
-            agent, "verify", lambda unit: body(unit, asked), about=ref)
+        return hive._verb(agent, "verify", lambda tx, now, at: statement(tx, at, asked),
+                          lambda unit: body(unit, asked), about=ref)
 
     def body(unit: Unit, asked: _Counted | None) -> Receipt:
         row = unit.task(ref)
@@ -564,12 +559,6 @@ def _owner_decision(hive: HiveBase, caller: Caller, ref: str | int, target: Stat
     caller = hive._caller(caller, name)
     who = require_owner(caller, hive.owner, verb)
     reason = guard.reason_fits(reason, required=target is State.routed)
-    moved = hive._moved_by_owner(caller, name, ref, target, reason=reason or verb,
-                                 accepts=lambda row: row.state == State.approval.value,
-                                 detail={"decided_by": "person"})
-    if moved is not None:
-        return moved
-
     def body(unit: Unit) -> Receipt:
         row = unit.task(ref)
         guard.awaiting_decision(row)
@@ -577,7 +566,10 @@ def _owner_decision(hive: HiveBase, caller: Caller, ref: str | int, target: Stat
                         detail={"decided_by": "person"})
         return unit.receipt(row)
 
-    return hive._write(caller, name, body, about=ref)
+    return hive._moved_by_owner(caller, name, ref, target, reason=reason or verb,
+                                explain=body,
+                                accepts=lambda row: row.state == State.approval.value,
+                                detail={"decided_by": "person"})
 
 
 @idempotent
@@ -632,10 +624,8 @@ def amend(hive: HiveBase, caller: Caller, ref: str | int, *, summary: str | None
             return _Amended(meta.version, "", None, [], error)
 
     def write(asked: _Amended | None) -> Receipt:
-        done = hive._statement(caller, "amend", lambda tx, now, at: statement(tx, at, asked),
-                               about=ref)
-        return done if done is not None else hive._write(
-            caller, "amend", lambda unit: body(unit, asked))
+        return hive._verb(caller, "amend", lambda tx, now, at: statement(tx, at, asked),
+                          lambda unit: body(unit, asked), about=ref)
 
     def statement(tx: Writer, at: str, asked: _Amended | None) -> Receipt | None:
         """The worker's amendment worked out before the lock, as its statement, when it is

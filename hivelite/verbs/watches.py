@@ -71,9 +71,8 @@ def watch(hive: HiveBase, caller: Caller, verb: str, *, number: int | None = Non
         tx.add_watch(row, prune_before=at)
         return row
 
-    made = hive._statement(checked, "watch", statement, about=None)
-    return made if made is not None else hive._write(
-        checked, "watch", lambda unit: statement(unit.tx, unit.now, unit.at))
+    return hive._verb(checked, "watch", statement,
+                      lambda unit: statement(unit.tx, unit.now, unit.at))
 
 
 def watched(hive: HiveBase, caller: Caller, watch_id: object, *,
@@ -114,9 +113,8 @@ def settle_watch(hive: HiveBase, caller: Caller, watch_id: str, *, token: str | 
             raise NotFound("no_such_watch", f"no task {watch_id[:80]!r} of yours: expired")
         return found
 
-    settled = hive._statement(checked, "watch", statement, about=None)
-    return settled if settled is not None else hive._write(
-        checked, "watch", lambda unit: statement(unit.tx, unit.now, unit.at))
+    return hive._verb(checked, "watch", statement,
+                      lambda unit: statement(unit.tx, unit.now, unit.at))
 
 
 def _enrolled(tx: Writer, caller: Caller) -> None:
