@@ -133,8 +133,8 @@ class _Explained(Exception):
     """The full run's answer after a refusal, carried out of its transaction so that
     nothing it wrote is kept."""
 
-    def __init__(self, answer: object, journaled: bool) -> None:
-        self.answer, self.journaled = answer, journaled
+    def __init__(self, answer: object, as_it_is: bool) -> None:
+        self.answer, self.as_it_is = answer, as_it_is
 
 
 WRITE_ATTEMPTS = 3
@@ -276,9 +276,9 @@ class HiveBase:
 
         ``refused``: the store refused the verb's statement, and this run explains why: its
         transaction is undone whatever the body does. The body's error is the answer; a
-        body that would have journaled finds no words for the refusal, which is then the
-        answer as the store said it; one that journals nothing answers (a handoff whose id
-        another write took: that task).
+        body that returns finds no words for the refusal, which is then the answer as the
+        store said it, unless it answers with what the store holds as it is, writing
+        nothing (``Unit.as_it_is``: a handoff whose id another write took, that task).
 
         Never from inside a hook (a hook may read, not write): that is refused here too,
         whatever way a write arrived.
@@ -304,7 +304,7 @@ class HiveBase:
                 error.about(unit.subject)
                 raise
             if refused is not None:  # it explains: nothing it wrote is kept
-                raise _Explained(result, unit.journaled)
+                raise _Explained(result, unit.as_it_is)
             ends = tx.journal_end() if notifiers or unit.journaled else None
             receipted = unit.journaled and isinstance(result, Receipt)
             if pending is not None and caller is not None:
@@ -318,9 +318,9 @@ class HiveBase:
                 result, ends, receipted = self.store.transact(job, about=about)
         except _Explained as explained:
             assert refused is not None
-            if explained.journaled:  # the guard has no words for the store's refusal
+            if not explained.as_it_is:  # the guard has no words for the store's refusal
                 raise refused from None
-            return explained.answer  # type: ignore[return-value]  # (it wrote nothing)
+            return explained.answer  # type: ignore[return-value]  # (nothing to write)
         if ends is not None:
             first, last = ends()
             if receipted:  # the task's own rows are the last this write added

@@ -136,7 +136,8 @@ def handoff(hive: HiveBase, caller: Caller, request: HandoffRequest | None = Non
 
     def body(unit: Unit) -> Receipt:
         earlier = _earlier(hive, unit.tx, handed.task_id, req, handed.packet_json)
-        if earlier is not None:  # again, locked
+        if earlier is not None:  # again, locked: made meanwhile, nothing to write
+            unit.as_it_is = True
             return earlier
         return _insert(hive, unit, caller, handed, gated, limit)
 

@@ -62,6 +62,10 @@ class Unit:
     journaled: bool = False
     """Whether this write journaled a row for the task it answers about; the write path
     then fills the receipt's ``seq``."""
+    as_it_is: bool = False
+    """The body answers with what the store holds as it is, and has nothing to write (a
+    handoff another write made already): an answer even after the store refused the
+    verb's statement, which a body that writes never is."""
     verb: str = "write"
     mode: Mode = Mode.write
     """How the write path admits this write: its verb's mode (the verb table's)."""
