@@ -136,3 +136,39 @@ def test_a_holder_bound_by_a_control_that_left_its_claim_writes_nothing_under_it
                         progress="half")
     assert refused.value.reason == reason
     assert hive.last_seq() == before and hive.get(number).task.state is State.accepted
+
+
+BEFORE_THE_BUDGET = {"a hold": "held", "a stop": "vetoed", "an ended enrolment": "optin_inactive"}
+
+
+@pytest.mark.parametrize("then", BEFORE_THE_BUDGET)
+def test_a_control_or_an_ended_enrolment_is_named_before_the_budget(
+        open_hive: OpenHive, then: str) -> None:
+    """The full run's order: the owner's controls, then the enrolment, then the day's
+    budget. A held or stopped agent, or one whose enrolment ended, that has used its
+    claims for the day is told why it may not claim at all, not to come back tomorrow."""
+    hive = open_hive()
+    hive.enrol(OWNER, CODER.name)
+    hive.set_budget(OWNER, CODER.name, tasks=1)
+    first, second = own_task(hive), own_task(hive)
+    hive.claim(CODER, first)
+    {"a hold": lambda: hive.hold(OWNER, agent=CODER.name),
+     "a stop": lambda: hive.stop(OWNER, agent=CODER.name),
+     "an ended enrolment": lambda: hive.end_enrolment(OWNER, CODER.name)}[then]()
+    before = hive.last_seq()
+    for claim in (lambda: hive.claim(CODER, second), lambda: hive.claim_next(CODER)):
+        with pytest.raises(HiveliteError) as refused:
+            claim()
+        assert refused.value.reason == BEFORE_THE_BUDGET[then]
+    assert hive.last_seq() == before
+
+
+def test_a_veto_leaves_its_agent_s_watches_of_that_task_alone(open_hive: OpenHive) -> None:
+    """A veto binds its agent's writes about the task, not the watches it keeps of it: an
+    agent vetoed on a task still follows it, and cancels what it follows."""
+    hive = open_hive()
+    number = own_task(hive)
+    hive.veto(OWNER, number, agent=OTHER.name)
+    made = hive.watch(OTHER, "await", number=number)
+    assert made.number == number
+    assert hive.settle_watch(OTHER, made.id, cancelled=True).id == made.id

@@ -740,3 +740,31 @@ def test_a_stale_submission_is_named_before_a_write_that_cannot_begin(
         submit = functools.partial(hive.submit, CODER, summary="done", evidence=EVIDENCE)
         assert refusal(functools.partial(submit, number, **stale))[1] == "stale_claim"
         assert refusal(functools.partial(submit, number, **live))[:2] == (StoreBusy, "busy")
+
+
+def test_a_refusal_of_a_statement_is_explained_by_its_own_verb_alone(
+        opened: Callable[..., Hive], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule refuses a submission's statement, and the submission then fails before its
+    full run (the claim ended meanwhile): the next write on the thread (the owner's) is its
+    own, not taken for the explanation of the refused one."""
+    from hivelite.verbs import results
+
+    hive = opened()
+    number = own_task(hive)
+    lease = hive.claim(CODER, number)
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        error = InvalidState("stand_in_rule", "refused by the store: stand in rule")
+        error.by_store = True
+        raise error
+
+    def ended(*args: Any, **kwargs: Any) -> Any:
+        raise InvalidState("stale_claim", "the claim ended meanwhile")
+
+    monkeypatch.setattr(results, "_returned", refused)
+    monkeypatch.setattr(results, "_read_before_the_lock", ended)
+    with pytest.raises(InvalidState) as failed:
+        hive.submit(CODER, number, lease_id=lease.lease_id, token=lease.fencing_token,
+                    summary="done", evidence=EVIDENCE)
+    assert failed.value.reason == "stale_claim"
+    assert hive.set_policy(OWNER, "threshold", 0).threshold == 0

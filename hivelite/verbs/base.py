@@ -124,9 +124,10 @@ class _NotPlain(Exception):
         self.refusal = refusal
 
 
-_REFUSED: ContextVar[HiveliteError | None] = ContextVar("hivelite_refused", default=None)
-"""The refusal of the verb's statement by a rule of the store's, which the full run that
-follows explains (:meth:`HiveBase._attempt`): it writes nothing."""
+Refusals = builtins.list[HiveliteError]
+"""Where :meth:`HiveBase._statement` puts the refusal of the verb's statement (by a rule of
+the store's, or a veto), which the full run that follows only explains: handed from the
+one to the other by the verb, never left where another write could find it."""
 
 
 class _Explained(Exception):
@@ -234,15 +235,17 @@ class HiveBase:
         return checked
 
     def _write(self, caller: Caller, verb: str | Verb, body: Callable[[Unit], T], *,
-               about: str | int | Pick | None = None) -> T:
+               about: str | int | Pick | None = None, refused: Refusals | None = None) -> T:
         """Run one write verb (a row of the verb table, or its name): check the caller,
         then :meth:`_run` its body, admitted as the row's mode says (a name no row has is
         a programming error, never a write admitted by no rule). ``about``: the task the
         body takes first (``unit.task(about)``), or the pick of ``next``, when the verb
-        knows it before the write (``Store.write``)."""
+        knows it before the write (``Store.write``). ``refused``: what
+        :meth:`_statement` found refused, which this run then only explains."""
         name, mode = (verb.name, verb.mode) if isinstance(verb, Verb) else (verb, mode_of(verb))
         right = verb.right if isinstance(verb, Verb) else right_of(name)
-        return self._run(self._caller(caller, verb), body, name, mode, right, about=about)
+        return self._run(self._caller(caller, verb), body, name, mode, right, about=about,
+                         refused=refused[-1] if refused else None)
 
     def _verb(self, caller: Caller, verb: str,
               statement: Callable[[Writer, datetime, str], T | None],
@@ -252,18 +255,21 @@ class HiveBase:
         (:meth:`_statement`), else its full run, ``explain``, which decides a case the
         statement does not take, and after a refusal by a rule of the store's only
         explains it (:meth:`_write`). ``about``: the task (or pick) both take first."""
-        done = self._statement(caller, verb, statement, about=about, swept=swept)
-        return done if done is not None else self._write(caller, verb, explain, about=about)
+        refused: Refusals = []
+        done = self._statement(caller, verb, statement, about=about, swept=swept,
+                               refused=refused)
+        return done if done is not None else self._write(caller, verb, explain, about=about,
+                                                         refused=refused)
 
     def _run(self, caller: Caller | None, body: Callable[[Unit], T], verb: str = "write",
              mode: Mode = Mode.write, right: Right | None = None, *,
-             about: str | int | Pick | None = None) -> T:
+             about: str | int | Pick | None = None,
+             refused: HiveliteError | None = None) -> T:
         """:meth:`_attempt`, again when the store gave up a write that only met others
         (PostgreSQL's deadlock or serialization failure: ``StoreBusy`` with ``retry``;
         nothing was written, and the verb decides afresh), at most
-        :data:`WRITE_ATTEMPTS` times. After a refusal of the verb's statement by a rule of
-        the store's (:data:`_REFUSED`), it only explains it."""
-        refused, _ = _REFUSED.get(), _REFUSED.set(None)  # (the statement's, just now)
+        :data:`WRITE_ATTEMPTS` times. After a refusal of the verb's statement
+        (``refused``), it only explains it."""
         return _retried(lambda: self._attempt(caller, body, verb, mode, right, about=about,
                                               refused=refused))
 
@@ -332,7 +338,8 @@ class HiveBase:
     def _statement(self, caller: Caller, verb: str,
                    statements: Callable[[Writer, datetime, str], T | None], *,
                    about: str | int | Pick | None,
-                   swept: builtins.list[TaskRow] | None = None) -> T | None:
+                   swept: builtins.list[TaskRow] | None = None,
+                   refused: Refusals | None = None) -> T | None:
         """``verb`` as its ``statements`` (the store's, in one transaction); None when they
         do not take its case, and the caller runs :meth:`_write`, whose full run decides and
         says precisely why it refuses.
@@ -356,8 +363,12 @@ class HiveBase:
         any, before anything is written; else its answer is kept with its writes, as the
         full run keeps it. A process that does not run the plugins the store requires is
         refused before anything is written (an agent's verbs; the owner's authority is
-        bound by none), as in the full run's admission."""
-        _REFUSED.set(None)
+        bound by none), as in the full run's admission. That refusal, a kept answer's and
+        a claim's daily budget are the full run's to say, after the controls and the
+        enrolment it asks first, in its order.
+
+        ``refused``: where a refusal of the statement goes (by a rule of the store's, or a
+        veto), for the full run that follows to explain (:meth:`_write`)."""
         mode = mode_of(verb)
         if verb not in self.store.statements:
             return None
@@ -370,23 +381,26 @@ class HiveBase:
         def job(tx: Writer) -> tuple[T, Callable[[], tuple[int, int]] | None]:
             now = self.clock()  # under the lock: a lease that ran out while this
             at = format_ts(now)  # verb waited for it is stale, as in the full run
-            if not authority:  # the plugins the store requires: this process runs them?
-                self._bound(tx)  # (what the store cannot know)
             vetoes = controls_on(tx.controls(), caller, mode) if controlled else ()
-            if pending is not None:  # a retry: its first answer, kept, if there is one
-                kept = self._kept(tx, caller, pending, now)
-                if kept is not None:
-                    return kept, None  # type: ignore[return-value]
-            ended = expired(tx, at)
-            if swept is not None:
-                swept[:] = ended
-            if charged:  # a day's claims, counted by the claim's own write
-                charge(tx, now, caller.name)
+            try:
+                if not authority:  # the plugins the store requires: this process runs
+                    self._bound(tx)  # them? (what the store cannot know)
+                if pending is not None:  # a retry: its first answer, kept, if there is one
+                    kept = self._kept(tx, caller, pending, now)
+                    if kept is not None:
+                        return kept, None  # type: ignore[return-value]
+                ended = expired(tx, at)
+                if swept is not None:
+                    swept[:] = ended
+                if charged:  # a day's claims, counted by the claim's own write
+                    charge(tx, now, caller.name)
+            except HiveliteError as error:  # said by the full run, after what it asks first
+                raise _NotPlain(error) from None  # (a control, the enrolment)
             answer = statements(tx, now, at)
             if answer is None:
                 raise _NotPlain  # undo what it wrote: the full run decides
-            number = getattr(answer, "number", None)
-            if number in vetoes:  # the full run refuses it, naming the veto
+            number = answer.number if isinstance(answer, Receipt) else None
+            if number in vetoes:  # a write about the task: the full run refuses it
                 raise _NotPlain(ForbiddenRight("vetoed", f"the owner vetoed {caller.name} on"
                                                f" task {number}", number=number))
             ends = tx.journal_end()  # (known at the commit at the latest)
@@ -408,14 +422,16 @@ class HiveBase:
             else:
                 answer, ends = transact()
         except _NotPlain as undone:
-            _REFUSED.set(undone.refusal)
+            if refused is not None and undone.refusal is not None:
+                refused.append(undone.refusal)
             return None
         except HiveliteError as error:
             if not error.by_store:  # said in words already (or the store itself failed)
                 raise
             log.debug("%s: the store refused its statement (%s); the full run explains",
                       verb, error)
-            _REFUSED.set(error)
+            if refused is not None:
+                refused.append(error)
             return None
         if ends is None:  # a retry answered as it was first
             return answer

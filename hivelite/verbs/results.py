@@ -51,7 +51,7 @@ from ..store.columns import submission_detail
 from ..store.keys import load_signer
 from . import guard
 from .authority import store_policy, why_not_counted
-from .base import HiveBase, charge, invalid
+from .base import HiveBase, Refusals, charge, invalid
 from .claims import fencing_token, usage_fits
 from .plugins import call_each, call_first
 from .retries import idempotent
@@ -162,6 +162,7 @@ def submit(
     drafted = _draft(draft, outcome)
     plain, given = _split_receipts(evidence)
     charged = tokens is not None or usd_micros is not None  # against the day's budget
+    refused: Refusals = []  # (the plain statement's, for the full run that follows)
     plainly = (not charged and not any(given) and "submit" in hive.store.statements
                and _by_policy_alone(hive))
     if plainly:
@@ -169,7 +170,7 @@ def submit(
             returned = _submit_by_policy(hive, agent, ref, lease_id=lease_id, token=token,
                                          summary=summary, evidence=plain,
                                          provenance=provenance, outcome=outcome,
-                                         drafted=drafted)
+                                         drafted=drafted, refused=refused)
         except (StoreBusy, StoreError):
             # no write could begin (busy, a key missing, a damaged store): a claim that is
             # not the caller's is named first, from a snapshot, as it always was
@@ -236,7 +237,8 @@ def submit(
                              sealed=sealed, judged=(target, reason, detail))
 
         return hive._verb(agent, "submit", statement, body, about=ref)
-    return hive._write(agent, "submit", body, about=ref)  # (the plain one's full run)
+    return hive._write(agent, "submit", body, about=ref,  # (the plain one's full run)
+                       refused=refused)
 
 def _read_before_the_lock(hive: HiveBase, agent: Caller, ref: str | int, lease_id: str,
                           token: int, at: str, *, receipts: bool
@@ -278,13 +280,14 @@ def _by_policy_alone(hive: HiveBase) -> bool:
 
 def _submit_by_policy(hive: HiveBase, agent: Caller, ref: str | int, *, lease_id: str,
                       token: int, summary: str, evidence: list[Any], provenance: str,
-                      outcome: str, drafted: str | None) -> Receipt | None:
+                      outcome: str, drafted: str | None, refused: Refusals) -> Receipt | None:
     """A submission the store's policy alone judges (:func:`_by_policy_alone`), with no
     receipts and no usage, as its statements: the fence, the result, the threshold the
     policy sets for the task's project (read under the lock, as the built-in plugin would
     read it) and the moves, with no read before the lock. None when the result does not
     validate or the statements take nothing: the full submission then runs, and refuses
-    in its own order (the fence first)."""
+    in its own order (the fence first); a refusal of the statements goes to ``refused``,
+    for its full run to explain."""
     try:
         result = Result.model_validate({
             "summary": summary, "evidence": evidence, "provenance": provenance,
@@ -306,7 +309,7 @@ def _submit_by_policy(hive: HiveBase, agent: Caller, ref: str | int, *, lease_id
                          threshold=threshold, drafted=drafted, receipts=None, sealed=sealed,
                          judged=_judged(outcome, summary, [], threshold, decided_by))
 
-    return hive._statement(agent, "submit", statement, about=ref)
+    return hive._statement(agent, "submit", statement, about=ref, refused=refused)
 
 
 def _returned(tx: Writer, held: Held, holder: str, instance: str, at: str, *, kept: str,
