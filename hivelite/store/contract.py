@@ -17,7 +17,7 @@ its own connection, so one thread's transaction never joins another's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -66,15 +66,26 @@ budgets, enrolments, signers, tokens): the owner's authority verbs. A store whos
 run side by side (PostgreSQL) lets such a write run alone; SQLite has one writer anyway."""
 
 
-def binds(control: ControlRow, holder: str, instance: str | None, number: int) -> bool:
-    """Whether a live ``control`` binds ``holder``, acting from ``instance``, on task
-    ``number``: a stop or a hold of it, of its instance or of everyone, or a veto of it on
-    this task (``sqlite.UNBOUND``: a holder's statement outside it takes the full run,
-    which refuses in words)."""
-    return (control.agent == holder or (control.instance is not None
-                                        and control.instance == instance)
-            or (control.agent is None and control.instance is None)) and (
-        control.kind != "veto" or control.task == number)
+def binds(control: ControlRow, agent: str, instance: str | None,
+          number: int | None = None) -> bool:
+    """Whether a live ``control`` binds ``agent`` acting from ``instance``: a stop or a
+    hold of it, of its instance (``Laptop.`` is the laptop) or of everyone; a veto of it
+    on task ``number`` (None: a write about no task, which no veto binds). As
+    ``sqlite.UNBOUND`` says it for a holder's fence, where the full run takes a claim a
+    control binds, and refuses in words."""
+    if control.kind == "veto":
+        return control.agent == agent and number is not None and control.task == number
+    if control.agent is not None:
+        return control.agent == agent
+    if control.instance is not None:  # (both as kept: a control's by its rule, a
+        return control.instance == instance  # caller's by ``Caller``)
+    return True  # a stop of every agent
+
+
+def vetoed_tasks(controls: Iterable[ControlRow], agent: str) -> list[int]:
+    """The tasks the owner vetoed ``agent`` on, among the live ``controls``."""
+    return [row.task for row in controls
+            if row.kind == "veto" and row.agent == agent and row.task is not None]
 
 
 @dataclass(frozen=True, slots=True)

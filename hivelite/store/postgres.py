@@ -71,7 +71,7 @@ from .columns import (
     pick_where,
     usage_sum,
 )
-from .contract import STATEMENTS, STORE_WIDE, Pick, binds
+from .contract import STATEMENTS, STORE_WIDE, Pick, binds, vetoed_tasks
 from .keys import (
     META_KEY,
     ChainKey,
@@ -564,8 +564,7 @@ class PostgresTx(ViewRows):
 
     def take_next(self, lease: Lease, *, at: str, project: str | None = None,
                   label: str | None = None, skip: Sequence[int] = ()) -> Taken | None:
-        vetoed = [c.task for c in self.controls()  # (read with the BEGIN)
-                  if c.kind == "veto" and c.agent == lease.holder and c.task is not None]
+        vetoed = vetoed_tasks(self.controls(), lease.holder)  # (read with the BEGIN)
         return self._take(self.next_ready(lease.holder, project=project, label=label,
                                           skip=[*vetoed, *skip], projects=lease.projects,
                                           roles=lease.roles), lease, at)

@@ -38,6 +38,7 @@ from ..store import (
     Spend,
     TaskRow,
 )
+from ..store.contract import binds
 from ..store.schema import ENABLED_PREFIX, MODES, PROPOSALS
 
 _PROJECT = TypeAdapter(Slug, config=DEFERRED)
@@ -139,31 +140,12 @@ def control_view(row: ControlRow, ended: Sequence[int] = ()) -> Control:
         "lifted_at": row.lifted_at, "lifted_by": row.lifted_by, "ended": list(ended)})
 
 
-def binds(row: ControlRow, agent: str, instance: str | None) -> bool:
-    """Whether a hold or stop binds this agent acting from this instance (a veto binds
-    its agent on its task only: see :func:`vetoed`)."""
-    if row.kind == "veto":
-        return False
-    if row.agent is not None:
-        return row.agent == agent
-    if row.instance is not None:
-        return instance is not None and normal_instance(row.instance) == normal_instance(
-            instance)
-    return True  # stop --all
-
-
 def vetoed(controls: Iterable[ControlRow], agent: str, number: int) -> ControlRow | None:
     """The live veto of ``agent`` on task ``number``, if any."""
     for row in controls:
         if row.kind == "veto" and row.agent == agent and row.task == number:
             return row
     return None
-
-
-def vetoed_tasks(controls: Iterable[ControlRow], agent: str) -> list[int]:
-    """The tasks the owner vetoed ``agent`` on, among the live ``controls``."""
-    return [row.task for row in controls
-            if row.kind == "veto" and row.agent == agent and row.task is not None]
 
 
 def bearing_on(controls: Iterable[ControlRow], row: TaskRow) -> list[Control]:

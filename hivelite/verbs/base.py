@@ -50,7 +50,7 @@ from ..core.models import (
 )
 from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, Right, State
 from ..store import ControlRow, ListFilter, Reader, RequestRow, Store, TaskRow, Writer
-from ..store.contract import Pick, store_wide
+from ..store.contract import Pick, store_wide, vetoed_tasks
 from . import guard
 from .authority import (
     USAGE_LIMITS,
@@ -65,7 +65,6 @@ from .authority import (
     refuse_veto,
     store_policy,
     vetoed,
-    vetoed_tasks,
 )
 from .inputs import MAX_PAGE, MAX_SEARCH
 from .installed import entry_points

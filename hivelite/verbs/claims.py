@@ -41,9 +41,9 @@ from ..core.protocol import (
     WaitingOn,
 )
 from ..store import Held, Lease, Store, Taken, TaskRow, Writer
-from ..store.contract import Pick
+from ..store.contract import Pick, vetoed_tasks
 from . import guard
-from .authority import admit_controls, vetoed_tasks
+from .authority import admit_controls
 from .base import HiveBase, charge, invalid
 from .retries import idempotent, idempotent_as
 from .scope import inactive, outside_rights
