@@ -246,3 +246,28 @@ def test_a_lease_run_out_is_swept_and_a_plugin_required_and_run_is_no_matter(
     runs.verbs.clear()
     assert hive.sign_off(OWNER, waiting).state is State.completed
     assert runs.verbs == []  # (this process runs the plugin the store requires)
+
+
+def test_the_owner_releases_a_claim_the_clock_ends_in_the_same_write_as_a_statement(
+        open_hive: OpenHive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweep ends the claim before the release reads the task: the answer is the task
+    routed again, named by its expiry row (the sweep ends another claim after it), the
+    sweep the only write, with statements and without."""
+    def scenario(hive: Hive) -> Any:
+        number, other = claimed(hive), claimed(hive)
+        clock = hive.clock
+        assert isinstance(clock, ManualClock)
+        clock.advance(minutes=11)
+        before = hive.last_seq()
+        receipt = hive.release(OWNER, number, reason="mine")
+        rows = [(e.number, e.from_state, e.to_state, e.reason)
+                for n in (number, other) for e in hive.history(n) if e.seq > before]
+        return (receipt.number == number, receipt.state,
+                receipt.seq == hive.history(number)[-1].seq < hive.last_seq(),
+                rows, hive.get(number).claim)
+
+    answer, runs = written_both_ways(open_hive, tmp_path, scenario, monkeypatch, "release")
+    assert answer == (True, State.routed, True,
+                      [(1, State.accepted, State.routed, "expired"),
+                       (2, State.accepted, State.routed, "expired")], None)
+    assert runs == [0, 1]

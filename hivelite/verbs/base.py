@@ -404,7 +404,7 @@ class HiveBase:
                                                f" task {number}", number=number))
             ends = tx.journal_end()  # (known at the commit at the latest)
             if pending is not None:  # the answer kept with the write, its seq named
-                if isinstance(answer, Receipt):
+                if isinstance(answer, Receipt) and not answer.seq:
                     first, last = ends()
                     if last > first:
                         answer.seq = last
@@ -436,7 +436,7 @@ class HiveBase:
             return answer
         first, last = ends()
         if last > first:  # it journaled: the answer names its task's last row
-            if isinstance(answer, Receipt):
+            if isinstance(answer, Receipt) and not answer.seq:  # (unless it named it)
                 answer.seq = last
             if notifiers:
                 self._notify(first, last)

@@ -421,7 +421,7 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
             guard.still_open(row)
             if row.lease_id is None:
                 if any(s.number == row.number for s in unit.swept):
-                    return unit.receipt(row)  # the clock ended it just now
+                    return _swept(unit.tx, row, unit.at)  # the clock ended it just now
                 raise InvalidState("not_claimed", f"task {row.number} has no claim")
         else:
             hive._fence(unit, row, str(lease_id), int(token or 0))
@@ -431,17 +431,24 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
         return unit.receipt(row)
 
     if caller.is_owner:
+        swept: list[TaskRow] = []
+
         def given_back(tx: Writer, now: datetime, at: str) -> Receipt | None:
-            """The owner's release as its statement: a claimed task only; a task with no
-            claim left takes the full run, which says why (or answers a claim the clock
-            ended just now, its sweep the only write)."""
+            """The owner's release as its statement: a claimed task is routed again; one
+            whose claim the clock ended in this write is answered as routed, the sweep its
+            only write. A task with no claim takes the full run, which says why."""
             row = tx.lock_task(ref)
-            if row is None or row.lease_id is None:
+            if row is None:
+                return None
+            if row.lease_id is None:
+                if row.state == State.routed.value and any(
+                        s.number == row.number for s in swept):
+                    return _swept(tx, row, at)
                 return None
             return routed(tx, at, row.number, row.id, row.state, row.lease_holder,
                           row.lease_token)
 
-        return hive._verb(caller, "release", given_back, body, about=ref)
+        return hive._verb(caller, "release", given_back, body, about=ref, swept=swept)
     assert lease_id is not None and token is not None  # (a holder's: narrowed above)
     given_id, given_token = lease_id, token
 
@@ -452,6 +459,14 @@ def release(hive: HiveBase, caller: Caller, ref: str | int, *, lease_id: str | N
             tx, at, held.number, held.id, held.state, caller.name, given_token)
 
     return hive._verb(caller, "release", statement, body, about=ref)
+
+
+def _swept(tx: Writer, row: TaskRow, at: str) -> Receipt:
+    """The owner's release of a claim the clock ended in the same write: the task routed
+    again, named by the sweep's row of it (the sweep may end other claims after it)."""
+    answer = receipt(row.number, row.id, State.routed, at)
+    answer.seq = tx.journal(row.number)[-1].seq
+    return answer
 
 
 def _start_work(hive: HiveBase, unit: Unit, row: TaskRow, why: str) -> TaskRow:
