@@ -21,7 +21,7 @@ from hivelite import Hive, ManualClock
 from hivelite.core.errors import InvalidInput, StoreError, Unauthenticated
 from hivelite.store.chain import CONTENT, global_link, link
 from hivelite.store.doctor import Finding, diagnose_file
-from hivelite.store.keys import heads_path, key_path, load_key, witness, witnesses
+from hivelite.store.keys import heads_path, key_path, keyed_path, load_key, witness, witnesses
 from hivelite.store.transfer import backup, export_lines, import_lines
 from hivelite.verbs.tokens import _hash
 
@@ -124,9 +124,11 @@ def test_a_forgery_with_every_unkeyed_hash_right_is_found_with_the_key(
     first = forge(path, *FORGERIES[forgery])
     with monkeypatch.context() as away:  # the key elsewhere: what doctor saw before it
         away.setenv("HIVELITE_KEYS", str(tmp_path / "no-keys"))
-        unkeyed = checks(path)
+        unkeyed = checks(path, no_key=True)  # asked for: consistency only
         assert all(f.ok for f in unkeyed.values()), [f for f in unkeyed.values() if not f.ok]
         assert "checked for consistency only" in unkeyed["hash chain"].detail
+        keyless = checks(path)["hash chain"]  # else the missing key fails doctor
+        assert not keyless.ok and "doctor --no-key" in keyless.detail
     found = checks(path)
     assert not found["hash chain"].ok
     assert found["hash chain"].detail.startswith(
@@ -280,7 +282,8 @@ def test_a_store_from_before_the_key_is_sealed_from_its_next_write_and_all_befor
         for sql in refusal:
             conn.execute(sql)
     conn.close()
-    key.unlink()
+    key.unlink()  # (and the folder's record of having keyed it: a store from before both)
+    keyed_path(identity).unlink()
     with Hive.open(old, clock=clock) as hive:
         own_task(hive)
     sealed = load_key(identity)
@@ -539,6 +542,7 @@ def test_tokens_and_kept_answers_from_before_the_key_are_sealed_when_it_is_made(
             conn.execute(sql)
     conn.close()
     key_path(identity).unlink()
+    keyed_path(identity).unlink()
     with Hive.open(path, clock=ManualClock(START)) as hive:
         own_task(hive)  # the first write: the key is made, what came before sealed
         assert hive.authenticate(issued.token).caller.name == "ana/coder"

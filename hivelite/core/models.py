@@ -991,6 +991,13 @@ class StoreInfo(_Model):
     --head`` checks later that the history up to it was not rewritten."""
     chain_key: str | None = None
     """Where the owner's key that seals the journal is (None: none on this machine)."""
+    key_state: Literal["sealed", "new_here", "missing", "other", "dropped"] = "new_here"
+    """How the store stands with the owner's key on this machine: ``sealed`` (it names its
+    key, which is here), ``new_here`` (it names none, and this machine's keys folder has
+    never keyed it: a new store to this machine, whose first write here makes its key),
+    ``missing`` (it names a key that is not here: writes are refused, reads work),
+    ``other`` (the key here is not the one it names), ``dropped`` (this folder keyed it
+    and it no longer names its key: writes are refused)."""
 
 
 class Identity(_Model):

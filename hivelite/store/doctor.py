@@ -742,7 +742,7 @@ def _chain(conn: apsw.Connection) -> Finding:
         problems.insert(0, f"the store no longer names its chain key ({key.path})")
         broken += 1
     data = {"rows": rows, "head": head, "store_id": identity, "keyed": key is not None,
-            "key": str(key.path) if key is not None else None}
+            "key": str(key.path) if key is not None else None, "named": named is not None}
     if broken:
         more = f" (and {broken - SHOWN} more)" if broken > SHOWN else ""
         return Finding("hash chain", False, "; ".join(problems[:SHOWN]) + more, data)
@@ -1007,12 +1007,29 @@ def witness_sound(findings: list[Finding], at: str | None) -> None:
         witness(str(chain.data["store_id"]), str(chain.data["head"]), at, "doctor")
 
 
+def key_held(findings: list[Finding], no_key: bool) -> list[Finding]:
+    """``findings`` with the hash chain's failing when the store names the owner's key and
+    the key is not here: without it a forged row cannot be told from the owner's, so a
+    check of consistency only is what the owner asks for (``no_key``), never what doctor
+    passes by itself."""
+    if no_key:
+        return findings
+    return [Finding(f.check, False, f"{f.detail}. Without the key a forged row cannot be"
+                    " told from the owner's: put the key file there (or set"
+                    " $HIVELITE_KEYS to its folder), or run doctor --no-key to check"
+                    " consistency only", f.data)
+            if f.check == "hash chain" and f.ok and f.data and f.data.get("named")
+            and not f.data.get("keyed") else f for f in findings]
+
+
 def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
                   older_copy: bool = False, progress: Progress | None = None,
-                  at: str | None = None, restored: bool = False) -> list[Finding]:
+                  at: str | None = None, restored: bool = False,
+                  no_key: bool = False) -> list[Finding]:
     """:func:`diagnose` on a store file, opened read-only: nothing is migrated, swept or
     written, so a damaged or tampered store can be looked at as it is. A sound store's
-    head is witnessed (at ``at``) beside its key, for later doctors to hold it to."""
+    head is witnessed (at ``at``) beside its key, for later doctors to hold it to. A store
+    that names the owner's key fails without it, unless ``no_key`` (:func:`key_held`)."""
     if not path.is_file():
         raise StoreError("no_store", f"no store at {path}; create it first (hivelite --db"
                          f" {path} init, or Hive.open(path))")
@@ -1050,5 +1067,6 @@ def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
         return [Finding("integrity_check", False, f"SQLite cannot read the file: {exc}")]
     finally:
         conn.close()
+    found = key_held(found, no_key)
     witness_sound(found, at)
     return found

@@ -70,6 +70,12 @@ def heads_path(store_id: str) -> Path:
     return _named(store_id, ".heads")
 
 
+def keyed_path(store_id: str) -> Path:
+    """The record that this folder's key sealed the store ``store_id``
+    (:func:`record_keyed`)."""
+    return _named(store_id, ".keyed")
+
+
 @dataclass(frozen=True)
 class ChainKey:
     """One store's chain key: the secret, and the first journal row it seals."""
@@ -178,6 +184,74 @@ def make_key(store_id: str, keyed_from: int) -> ChainKey:
     found = load_key(store_id)
     assert found is not None  # just written, by us or by the opener that won
     return found
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """This folder's record of a store its key sealed: the store, the key's fingerprint,
+    and the first journal row sealed. A store the folder has keyed never takes a key
+    again: one that stops naming its key was changed behind hivelite's back."""
+
+    store_id: str
+    fingerprint: str
+    first_sealed: int
+    path: Path
+
+
+def keyed(store_id: str) -> Keyed | None:
+    """The record that this folder's key sealed ``store_id`` (None: it never did, as far
+    as this folder knows). A record that does not read is taken as one: it was written
+    only after a store named its key, and a store must not shed its key by spoiling it."""
+    path = keyed_path(store_id)
+    try:
+        data = json.loads(path.read_bytes())
+        return Keyed(store_id, str(data["fingerprint"]), int(data["first_sealed"]), path)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return Keyed(store_id, "?", 0, path)
+
+
+def record_keyed(key: ChainKey) -> None:
+    """Record, once, that ``key`` seals its store: called when a write finds the store
+    naming it, and after the commit of the write that named it (never before: a first
+    write that is undone leaves a key file no store names, which the next write takes).
+    Best effort, as a witness: a record that cannot be written now is written by the next
+    write of the next process."""
+    import secrets
+
+    path = keyed_path(key.store_id)
+    if path.exists():
+        return
+    text = json.dumps({"format": "hivelite-keyed", "store_id": key.store_id,
+                       "fingerprint": key.fingerprint, "first_sealed": key.keyed_from},
+                      indent=1) + "\n"
+    draft = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    try:
+        fd = os.open(draft, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(text)
+        with suppress(FileExistsError):
+            os.link(draft, path)
+    except OSError:
+        return
+    finally:
+        draft.unlink(missing_ok=True)
+
+
+def dropped_key(identity: str, where: str) -> StoreError | None:
+    """``schema_tampered`` when this folder's key sealed the store ``identity`` and the
+    store no longer names a key (someone with the file but not the key removed its name, to
+    have the key taken again and seal what they wrote); else None."""
+    record = keyed(identity)
+    if record is None:
+        return None
+    return StoreError("schema_tampered", f"{where} was sealed with the owner's chain key"
+                      f" {record.fingerprint} (from journal row {record.first_sealed} on, as"
+                      f" {record.path} records) and no longer names it: its name was removed"
+                      " behind hivelite's back. A store never takes a key twice: writes are"
+                      " refused. Run hivelite doctor, and restore a backup made since it"
+                      " was keyed")
 
 
 def signers_path(store_id: str) -> Path:
@@ -343,6 +417,9 @@ def named_key(identity: str | None, named: str | None, where: str,
     check_place(location, identity, where)
     key = load_key(identity)
     if named is None:
+        dropped = dropped_key(identity, where)
+        if dropped is not None:
+            raise dropped
         return key
     if key is None:
         raise StoreError("key_missing", f"{where} seals its journal with the owner's chain"
@@ -352,6 +429,7 @@ def named_key(identity: str | None, named: str | None, where: str,
     if key.fingerprint != named:
         raise StoreError("key_mismatch", f"{key.path} is not the chain key {where} names"
                          f" ({named}): writes are refused (reads work)")
+    record_keyed(key)  # (a store keyed before the record was kept)
     return key
 
 
@@ -400,11 +478,33 @@ def seal_what_came_before(tx: Any, key: ChainKey) -> None:
     authenticates by a sealed row), and the first answers kept for retries sealed, so
     neither is taken for a forgery, nor can be changed unseen from now on. ``tx`` is the
     write's transaction, its key set."""
-    live = [t for t in tx.tokens() if t.revoked_at is None]
-    if live:
+    issued = [sealed for t in tx.tokens() if t.revoked_at is None
+              for sealed in [_issued(tx, t.id, t.hash)] if sealed is not None]
+    if issued:
         tx.record_event(None, at=tx.journal_tail() or "1970-01-01T00:00:00.000Z",
-                        actor="guard", state=None, reason="token seal", detail={"tokens": [
-                            {"token": t.id, "agent": t.agent, "instance": t.instance,
-                             "rights": t.rights.split(","), "expires_at": t.expires_at,
-                             "hash": t.hash} for t in live]})
+                        actor="guard", state=None, reason="token seal",
+                        detail={"tokens": issued})
     tx.reseal_requests(key)
+
+
+def _issued(tx: Any, token_id: str, hashed: str) -> dict[str, Any] | None:
+    """A live token as the key's seal journals it: what its sound journaled issue says of
+    it, with its secret's hash (a row from before the key does not carry it); None for a
+    token no sound row issues, or one a row revokes. A row in ``tokens`` alone proves
+    nothing: sealing it would make a forged token the owner's."""
+    from .chain import row_problem, token_facts
+
+    issue: dict[str, Any] | None = None
+    for told in tx.token_journal(token_id):
+        facts = token_facts(told.content, token_id)
+        if facts is None or told.seq < 1 or row_problem(
+                told.seq, told.hash, told.before, told.content, by_task=told.by_task):
+            continue
+        if facts.get("revoked"):
+            return None
+        issue = facts
+    if issue is None:
+        return None
+    return {"token": token_id, "agent": issue.get("agent"), "instance": issue.get("instance"),
+            "rights": issue.get("rights"), "expires_at": issue.get("expires_at"),
+            "hash": hashed}

@@ -12,7 +12,7 @@ is written to the store; its pages are the server's to check (``pg_amcheck``).
 from __future__ import annotations
 
 from ..core.progress import Progress
-from .doctor import Finding, witness_sound
+from .doctor import Finding, key_held, witness_sound
 from .keys import RESTORED, witness
 from .pg_tables import rows_findings, rules_finding
 from .postgres import PostgresStore
@@ -20,9 +20,10 @@ from .postgres import PostgresStore
 
 def diagnose_url(url: str, *, head: str | None = None, older_copy: bool = False,
                  progress: Progress | None = None, at: str | None = None,
-                 restored: bool = False) -> list[Finding]:
+                 restored: bool = False, no_key: bool = False) -> list[Finding]:
     """Every check of :func:`.doctor.diagnose` on the PostgreSQL store at ``url``; a
-    sound store's head is witnessed (at ``at``) beside the owner's key."""
+    sound store's head is witnessed (at ``at``) beside the owner's key. A store that names
+    the owner's key fails without it, unless ``no_key`` (:func:`.doctor.key_held`)."""
     store = PostgresStore(url, create=False, upgrade=False)
     try:
         if restored:  # the owner says so: the journal as it stands is the yardstick
@@ -35,6 +36,7 @@ def diagnose_url(url: str, *, head: str | None = None, older_copy: bool = False,
             place=store.place)]
     finally:
         store.close()
+    findings = key_held(findings, no_key)
     witness_sound(findings, at)
     return findings
 

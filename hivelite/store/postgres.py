@@ -78,6 +78,7 @@ from .keys import (
     key_for_writes,
     load_key,
     named_key,
+    record_keyed,
     seal_what_came_before,
     sealed_digest,
     unsealed,
@@ -1585,6 +1586,8 @@ class PostgresStore:
             raise
         finally:
             self._local.writing = False
+        if not self._key_named:  # (the write that named it, or this process's first)
+            record_keyed(key)
         self.key, self._key_named = key, True  # named in the store now: every write seals
         if ends is not None:
             first, last = ends()

@@ -64,6 +64,7 @@ from .keys import (
     ChainKey,
     key_for_writes,
     named_key,
+    record_keyed,
     seal_what_came_before,
     sealed_digest,
     unsealed,
@@ -1488,6 +1489,8 @@ class SqliteStore:
         except apsw.ConnectionClosedError:  # committed; close() came between: keep nothing
             return
         slot.known = known
+        if not self._key_named:  # (the write that named it, or this process's first)
+            record_keyed(key)
         self.key, self._key_named = key, True  # named in the store now: every write seals
 
     @contextmanager

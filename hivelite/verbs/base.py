@@ -51,6 +51,7 @@ from ..core.models import (
 from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, Right, State
 from ..store import ControlRow, ListFilter, Reader, RequestRow, Store, TaskRow, Writer
 from ..store.contract import Pick, store_wide, vetoed_tasks
+from ..store.keys import META_KEY
 from . import guard
 from .authority import (
     USAGE_LIMITS,
@@ -646,11 +647,14 @@ class HiveBase:
     def info(self) -> StoreInfo:
         """Which store this is (its vault id, owner, schema) and how it stands."""
         now = format_ts(self.clock())
+        state: str | None = None
         try:
             key = self.store.chain_key()
-        except StoreError:  # reads work without the key: info says there is none here
-            key = None
+        except StoreError as refused:  # reads work without the key: info says how it stands
+            key, state = None, KEY_STATES.get(refused.reason, "missing")
         with self.store.read() as reader:
+            if state is None:
+                state = "sealed" if reader.meta(META_KEY) is not None else "new_here"
             policy = store_policy(reader.policy(), reader.required_plugins())
             return StoreInfo(
                 location=self.store.location, vault_id=reader.meta("store_id") or "",
@@ -664,7 +668,8 @@ class HiveBase:
                     - {r.name for r in policy.required_plugins}),
                 live_tokens=sum(1 for t in reader.tokens() if t.revoked_at is None
                                 and (t.expires_at is None or t.expires_at > now)),
-                head=reader.head(), chain_key=None if key is None else str(key.path))
+                head=reader.head(), chain_key=None if key is None else str(key.path),
+                key_state=state)
 
     def last_seq(self) -> int:
         """The journal's newest row: it moves whenever anything in the store changes, so a
@@ -817,15 +822,24 @@ class HiveBase:
 
     def _expire_on_open(self) -> None:
         """Opening a store returns expired claims' tasks first (only writes when there are;
-        never from inside a hook, which may open a store to read it)."""
+        never from inside a hook, which may open a store to read it). Only where the
+        store's writes are sealed here: with the key the store names. Without it (a reader
+        on another machine, a store with no key yet) opening writes nothing, and a read
+        shows an expired claim as expired; the next write sweeps it, under the key."""
         if inside_hook() is not None:
             return
         if self.store.tampered is not None or getattr(self.store, "damaged", None):
             return  # writes are refused (a schema not hivelite's may not even run the read)
         with self.store.read() as reader:
             overdue = reader.overdue(format_ts(self.clock()))
-        if overdue:
-            self.expired_on_open = self._run(None, _reopened)
+            named = reader.meta(META_KEY) is not None
+        if not overdue or not named:  # (a key taken by a write, never by opening)
+            return
+        try:
+            self.store.chain_key()
+        except StoreError:  # the key is not here, or not the one named: reads only
+            return
+        self.expired_on_open = self._run(None, _reopened)
 
 
 def _search(text: object) -> str | None:
@@ -836,6 +850,12 @@ def _search(text: object) -> str | None:
         raise InvalidInput("invalid_search", f"search is text of at most {MAX_SEARCH}"
                            " characters", field="search")
     return text.strip().lower() or None
+
+
+KEY_STATES = {"key_missing": "missing", "key_mismatch": "other",
+              "schema_tampered": "dropped"}
+"""``StoreInfo.key_state`` from the refusal of the store's key (another refusal, such as
+a store that is not the one last written at its place: ``missing``)."""
 
 
 FOLDED = frozenset({Mode.claiming, Mode.holder})

@@ -232,7 +232,21 @@ def info(ctx: Context) -> None:
                " they do not act (hivelite policy enable NAME)"]
               if found.installed_not_enabled else []),
             f"tokens     {found.live_tokens} live", f"head       {found.head or '(empty)'}",
-            f"chain key  {found.chain_key or 'none on this machine'}"]))
+            f"chain key  {KEY_WORDS[found.key_state].format(path=found.chain_key)}"]))
+
+
+KEY_WORDS = {
+    "sealed": "{path}",
+    "new_here": "none yet: this machine's keys folder has never keyed this store, so it is"
+                " new here, and its first write here makes its key",
+    "missing": "not on this machine: the store names the owner's key, so writes are refused"
+               " here (reads work); hivelite doctor says where it was looked for",
+    "other": "not this store's: the key here is not the one the store names, so writes are"
+             " refused here (reads work)",
+    "dropped": "dropped: this machine keyed the store and it no longer names its key, so"
+               " writes are refused; run hivelite doctor",
+}
+"""``info``'s words for how the store stands with the owner's key (``StoreInfo.key_state``)."""
 
 
 # -- agents at work -----------------------------------------------------------------------
@@ -620,9 +634,12 @@ def _sqlite(hive: Hive) -> SqliteStore:
               " after it was taken are not missing rows.")
 @click.option("--restored", is_flag=True, help="You put an older copy in the store's place"
               " on purpose: record it, and hold the store to the heads witnessed from now.")
+@click.option("--no-key", is_flag=True, help="The store names the owner's key, which is not"
+              " on this machine: check the chain for consistency only (without the key a"
+              " forged row cannot be told from the owner's, so doctor fails instead).")
 @pass_context
 def doctor(ctx: Context, quick: bool, head: str | None, older_copy: bool,
-           restored: bool) -> None:
+           restored: bool, no_key: bool) -> None:
     """Check the store: pages, schema, the journal's hash chain, invariants.
 
     Opens the file read-only (nothing is migrated, swept or written) and prints each
@@ -631,7 +648,8 @@ def doctor(ctx: Context, quick: bool, head: str | None, older_copy: bool,
     checked with the owner's key (beside the other keys, $HIVELITE_KEYS or
     ~/.config/hivelite/keys), and against every head witnessed outside the file (each
     backup, export, server start and sound doctor witnesses one); --head checks one more,
-    noted elsewhere.
+    noted elsewhere. A store that names the owner's key fails here without it, unless
+    --no-key asks for consistency only.
 
     \b
     Example:
@@ -645,13 +663,13 @@ def doctor(ctx: Context, quick: bool, head: str | None, older_copy: bool,
             from ...store.pg_doctor import diagnose_url
 
             found = diagnose_url(ctx.db, head=head, older_copy=older_copy, progress=shown,
-                                 at=now, restored=restored)
+                                 at=now, restored=restored, no_key=no_key)
         else:
             from ...store.doctor import diagnose_file
 
             found = diagnose_file(Path(ctx.db), quick=quick, head=head,
                                   older_copy=older_copy, progress=shown, at=now,
-                                  restored=restored)
+                                  restored=restored, no_key=no_key)
     ok = all(f.ok for f in found)
     report = {"ok": ok, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail,
                                     **(f.data or {})} for f in found]}
