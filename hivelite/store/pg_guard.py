@@ -39,7 +39,7 @@ from .schema import move_rows
 FULL_EVERY_S = 1.0
 """How often at most a writing store checks its rules in full (function bodies too)."""
 
-_HELPER = re.compile(r"CREATE FUNCTION (\w+)\(.*?AS \$\$(.*?)\$\$;", re.DOTALL)
+_HELPER = re.compile(r"CREATE FUNCTION (\w+)\((.*?)AS \$\$(.*?)\$\$;", re.DOTALL)
 
 RULES = """
 SELECT c.relname, t.tgname, t.tgenabled::text, p.proname, md5(p.prosrc),
@@ -51,10 +51,21 @@ ORDER BY c.relname, t.tgname
 """
 FUNCTIONS = """
 SELECT p.proname, md5(p.prosrc), coalesce(array_to_string(p.proconfig, ';'), ''),
-       p.prosecdef, l.lanname
+       p.prosecdef, l.lanname, p.proisstrict, p.provolatile::text, p.oid
 FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
 WHERE p.pronamespace = %(schema)s::regnamespace ORDER BY p.proname
 """
+KINDS = """
+SELECT c.relname, c.relpersistence::text,
+       (SELECT string_agg(i.inhrelid::regclass::text, ', ' ORDER BY i.inhrelid::regclass::text)
+        FROM pg_inherits i WHERE i.inhparent = c.oid)
+FROM pg_class c
+WHERE c.relnamespace = %(schema)s::regnamespace AND c.relkind IN ('r', 'p')
+ORDER BY c.relname
+"""
+"""Each table's persistence (``p``: logged; ``u``: unlogged, which a crash empties; ``t``:
+temporary), and the tables that inherit from it (whose rows a read of it returns and no
+rule of its guards)."""
 REWRITES = """
 SELECT c.relname, r.rulename FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class
 WHERE c.relnamespace = %(schema)s::regnamespace AND r.rulename <> '_RETURN'
@@ -118,19 +129,34 @@ class Expected:
     whens: dict[str, str] = field(default_factory=dict)
     """Trigger name: its ``WHEN`` condition as :mod:`.pg_schema` writes it (its definition
     above has none: the server writes it back in its own words, :func:`when_clauses`)."""
+    kinds: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    """Function name (rule or helper): whether it is ``STRICT``, and its volatility as
+    ``pg_proc.provolatile`` says it (``i``, ``s`` or ``v``). A rule helper made strict
+    answers NULL for a NULL argument without running; one made immutable may be folded
+    into a plan once; either changes what a rule decides without touching its body."""
 
 
 @cache
 def expected() -> Expected:
     """What :mod:`.pg_schema` makes (the migrations are held to it by the tests)."""
     made = rule_functions(rules())
-    helpers = {name: _md5(body) for name, body in _HELPER.findall(HELPERS)}
+    found = _HELPER.findall(HELPERS)
+    helpers = {name: _md5(body) for name, _, body in found}
+    kinds = {name: _kind(header) for name, header, _ in found}
+    kinds.update({name: (False, "v") for name, _, _ in made})  # (trigger_sql's header)
     return Expected(
         {name: (rule.table, _plain(f"CREATE TRIGGER {name} {rule.timing} {rule.event} ON"
                                    f" {rule.table} FOR EACH {rule.each} EXECUTE FUNCTION"
                                    f" {name}()", ""), _md5(body))
          for name, rule, body in made}, helpers, frozenset(rule.table for _, rule, _ in made),
-        {name: rule.when for name, rule, _ in made if rule.when is not None})
+        {name: rule.when for name, rule, _ in made if rule.when is not None}, kinds)
+
+
+def _kind(header: str) -> tuple[bool, str]:
+    """A ``CREATE FUNCTION``'s strictness and volatility, from the words of its header."""
+    words = set(re.findall(r"[A-Z]+", header))
+    strict = "STRICT" in words or "NULL ON NULL INPUT" in header
+    return strict, "i" if "IMMUTABLE" in words else "s" if "STABLE" in words else "v"
 
 
 _WHEN = re.compile(r" FOR EACH ROW (WHEN \(.*\)) EXECUTE FUNCTION ", re.DOTALL)
@@ -200,6 +226,13 @@ def problems(conn: Any, schema: str) -> list[str]:
         found.append(f"the triggers' WHEN conditions cannot be checked ({exc})")
     tables = {str(r[1]) for r in conn.execute(TABLES, args).fetchall()}
     found += [f"table {t} is missing" for t in sorted(want.tables - tables)]
+    for table, persistence, children in conn.execute(KINDS, args).fetchall():
+        if persistence != "p":
+            found.append(f"table {table} is {_PERSISTENCE.get(persistence, persistence)}"
+                         " (a crash or a restart of the server empties it)")
+        if children:
+            found.append(f"table {table} has tables inheriting from it ({children}), whose"
+                         " rows a read of it returns and no rule of its guards")
     have: dict[str, tuple[str, str, str, str, str]] = {
         str(r[1]): (str(r[0]), str(r[2]), str(r[3]), str(r[4]), _plain(str(r[5]), schema))
         for r in conn.execute(RULES, args).fetchall()}
@@ -226,21 +259,23 @@ def problems(conn: Any, schema: str) -> list[str]:
               for name in sorted(set(have) - set(want.triggers))]
     settings = {f"search_path={schema}, pg_temp",  # (a keyword as a schema's name is
                 f'search_path="{schema}", pg_temp'}  # kept quoted)
-    functions = {str(r[0]): (str(r[1]), str(r[2]), bool(r[3]), str(r[4]))
-                 for r in conn.execute(FUNCTIONS, args).fetchall()}
+    functions = {str(r[0]): (str(r[1]), str(r[2]), bool(r[3]), str(r[4]), bool(r[5]),
+                             str(r[6])) for r in conn.execute(FUNCTIONS, args).fetchall()}
     for name in sorted(set(want.triggers) | set(want.helpers)):
         got_function = functions.get(name)
         if got_function is None:
             if name in want.helpers:
                 found.append(f"function {name} is missing")
             continue
-        digest, config, definer, language = got_function
+        digest, config, definer, language, strict, volatility = got_function
         if name in want.helpers and digest != want.helpers[name]:
             found.append(f"function {name}'s body is not the one hivelite made")
-        if config not in settings or definer or language != "plpgsql":
+        if (config not in settings or definer or language != "plpgsql"
+                or (strict, volatility) != want.kinds.get(name, (False, "v"))):
             found.append(f"function {name} does not run as hivelite made it (settings"
                          f" {config or 'none'}{', security definer' if definer else ''},"
-                         f" {language})")
+                         f"{' strict,' if strict else ''}"
+                         f" {_VOLATILITY.get(volatility, volatility)}, {language})")
     found += [f"{what} on {table} is not hivelite's" for table, what in
               conn.execute(REWRITES, args).fetchall()]
     if shape_digest(conn, schema) != SHAPE_DIGEST:
@@ -268,20 +303,30 @@ def shape_digest(conn: Any, schema: str) -> str:
 
 
 _ENABLED = {"D": "DISABLE TRIGGER", "R": "ENABLE REPLICA TRIGGER", "A": "ENABLE ALWAYS"}
+_PERSISTENCE = {"u": "unlogged", "t": "temporary"}
+_VOLATILITY = {"i": "immutable", "s": "stable", "v": "volatile"}
 
 
-def stamp_sql(table_oids: Iterable[int]) -> str:
+def stamp_sql(table_oids: Iterable[int], function_oids: Iterable[int] = ()) -> str:
     """One query whose answer changes whenever a trigger on these tables is disabled,
-    dropped, added or replaced, or a table renamed or altered: cheap enough for every
-    write. A changed catalog row gets a newer ``xmin`` (transaction ids only grow), so
-    the sums of the rows' ``xmin`` grow with any change, whatever else it does.
+    dropped, added or replaced, a table renamed or altered (made unlogged, given a table
+    that inherits from it), or one of these functions replaced or altered (its body, its
+    settings, security definer, strict, its volatility): cheap enough for every write. A
+    changed catalog row gets a newer ``xmin`` (transaction ids only grow), so the sums of
+    the rows' ``xmin`` grow with any change, whatever else it does; a function dropped
+    and made again has another oid, which finds no row.
 
-    Each table is found by its oid and its triggers by ``tgrelid`` (both catalogs'
-    indexes): a join on ``pg_class`` would scan it whole, and its cost would grow with
-    every other table in the database (about 0.4 ms a write with twenty stores in one)."""
+    Each table is found by its oid and its triggers by ``tgrelid``, each function by its
+    oid (the catalogs' indexes): a join on ``pg_class`` would scan it whole, and its cost
+    would grow with every other table in the database (about 0.4 ms a write with twenty
+    stores in one)."""
     oids = ", ".join(str(int(o)) for o in sorted(table_oids)) or "0"
+    functions = ", ".join(str(int(o)) for o in sorted(function_oids)) or "0"
     return ("SELECT count(*), sum(x.n), sum(x.xs), bool_and(x.enabled), sum(x.f),"
-            " sum(c.xmin::text::bigint) FROM unnest(ARRAY[" + oids + "]::oid[]) o(oid)"
+            " sum(c.xmin::text::bigint), (SELECT count(p.xmin) || ':'"
+            " || sum(p.xmin::text::bigint) FROM unnest(ARRAY[" + functions + "]::oid[])"
+            " f(oid) LEFT JOIN LATERAL (SELECT p.xmin FROM pg_proc p WHERE p.oid = f.oid"
+            " OFFSET 0) p ON true) FROM unnest(ARRAY[" + oids + "]::oid[]) o(oid)"
             " CROSS JOIN LATERAL (SELECT c.xmin FROM pg_class c WHERE c.oid = o.oid"
             " OFFSET 0) c CROSS JOIN LATERAL (SELECT count(*) n, sum(t.xmin::text::bigint)"
             " xs, bool_and(t.tgenabled = 'O') enabled, sum(t.tgfoid::bigint) f"
@@ -305,8 +350,9 @@ class Guard:
         self.problem = "; ".join(found) if found else None
         self.checked_at = time.monotonic()
         if self.problem is None:
-            oids = [int(r[0]) for r in conn.execute(TABLES, {"schema": self.schema})]
-            self.sql = stamp_sql(oids)
+            args = {"schema": self.schema}
+            oids = [int(r[0]) for r in conn.execute(TABLES, args)]
+            self.sql = stamp_sql(oids, [int(r[7]) for r in conn.execute(FUNCTIONS, args)])
             self.stamp = tuple(conn.execute(self.sql).fetchone() or ())
         else:
             self.stamp = None

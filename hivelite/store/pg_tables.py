@@ -99,7 +99,7 @@ class PostgresTables:
             yield
 
     def count(self, table: str) -> int:
-        ((rows,),) = self.conn.execute(f"SELECT count(*) FROM {table}").fetchall()
+        ((rows,),) = self.conn.execute(f"SELECT count(*) FROM ONLY {table}").fetchall()
         return int(rows)
 
     def rows(self, table: str, names: list[str], order: str) -> Iterable[Sequence[Any]]:
@@ -108,8 +108,8 @@ class PostgresTables:
             " AND table_name = %s AND data_type = 'text'", (self.store.schema, table))}
         keys = ", ".join(f'{k} COLLATE "C"' if k in text else k  # byte order, as SQLite's
                          for k in (part.strip() for part in order.split(",")))
-        return self.conn.execute(f"SELECT {', '.join(_quoted(n) for n in names)} FROM {table}"
-                                 f" ORDER BY {keys}")
+        return self.conn.execute(  # (ONLY: a table inheriting from it adds no row)
+            f"SELECT {', '.join(_quoted(n) for n in names)} FROM ONLY {table} ORDER BY {keys}")
 
     @contextmanager
     def bulk(self, check: Callable[[], bool] | None = None) -> Iterator[None]:

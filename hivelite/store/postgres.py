@@ -272,7 +272,7 @@ OVERDUE = (f"{SELECT_TASK} WHERE lease_id IS NOT NULL AND lease_expires COLLATE 
            " ORDER BY lease_expires COLLATE \"C\", number")
 """The live leases run out by a time, oldest first: compared and ordered byte by byte
 (RFC 3339 text), as the live-lease index is kept, so the sweep reads that index."""
-STAMP_WIDTH = 6
+STAMP_WIDTH = 7
 """The columns of the guard's stamp (``pg_guard.stamp_sql``), first in :func:`first_sql`."""
 AHEAD_TABLES = ("meta", "policy", "controls", "required_plugins", "enrolments", "budgets")
 AHEAD = ("SELECT " + ", ".join((
