@@ -191,12 +191,17 @@ def made_by_the_library(hive: Hive) -> dict[str, int]:
     hive.enrol(OWNER, "ana/tester", projects=["demo"], roles=["writer"])
     hive.add_token(OWNER, "ana/tester", instance="tablet")
     n["role"] = own_task(hive, role="writer")
+    n["counted"] = own_task(hive)  # a day's count of a budgeted agent's claims (SQLite)
+    hive.set_budget(OWNER, "ana/coder", tasks=50)
+    hive.claim(CODER, n["counted"])
+    hive.watch(CODER, "handoff", number=n["routed"])  # a watch, unanswered
     for name, state in (("approval", State.approval), ("completed", State.completed),
                         ("dep_on", State.approval), ("cancelled", State.cancelled),
                         ("paused", State.waiting), ("held", State.waiting)):
         assert hive.get(n[name]).task.state is state, name
     for name in ("dependant", "role"):
         assert hive.get(n[name]).task.state is State.routed, name
+    assert hive.get(n["counted"]).task.state is State.accepted
     return n
 
 

@@ -914,8 +914,8 @@ OWNERS = [
                            ("negative tokens", {"tasks": "NULL", "tokens": -5, "usd": "NULL"}),
                            ("negative dollars", {"tasks": "NULL", "tokens": "NULL",
                                                  "usd": -1}))),
-    case("a budget rewritten", "UPDATE budgets SET tasks = 1000", "forbidden_right:append_only",
-         BUDGET.format(tasks=1, tokens="NULL", usd="NULL")),
+    case("a budget rewritten", "UPDATE budgets SET tasks = 1000",  # (the coder's: 50)
+         "forbidden_right:append_only"),
     case("a required plugin of no kind", PLUGIN.format(kind="magic", settings="{{}}"),
          "invalid_input:invalid_requirement"),
     case("a required plugin's settings not JSON", PLUGIN.format(kind="given", settings="{{"),
@@ -1530,10 +1530,59 @@ ENROLLED = [
          then=[(newest("r_approval", "actor"), "ana/tester")]),
 ]
 
+# -- a day's claim count and the watches (migration 22) ------------------------------------
+
+COUNTED = ("SELECT claims - (SELECT count(*) FROM journal WHERE actor = 'ana/coder'"
+           " AND from_state = 'routed' AND to_state = 'accepted') FROM claim_counts"
+           " WHERE agent = 'ana/coder'")
+"""The coder's count of the day's claims beyond the journal's (0 as the scenario left it)."""
+WATCH_ROW = ("INSERT INTO watches(id, caller, token, verb, number, asked, answer, created_at,"
+             " updated_at, expires_at, poll_ms, cancelled_at) VALUES ('hl-task-"
+             + "x" * 32 + "', 'ana/coder', NULL, 'handoff', {routed}, '{{}}', {answer}, '"
+             + AT + "', '" + AT + "', '2026-12-03T10:00:00.000Z', 2000, NULL)")
+KEPT_TABLES = [
+    case("a day's claims counted down", "UPDATE claim_counts SET claims = 0",
+         "forbidden_right:count_forged", engines=SQLITE),
+    case("a day's claims counted up by two", "UPDATE claim_counts SET claims = claims + 2",
+         "forbidden_right:count_forged", engines=SQLITE),
+    case("a day's count handed to another agent",
+         "UPDATE claim_counts SET agent = 'ana/tester'", "forbidden_right:count_forged",
+         engines=SQLITE),
+    case("a day's count dropped and started again at nothing",
+         "INSERT INTO claim_counts(agent, day, claims) VALUES ('ana/coder',"
+         " '2026-12-02T00:00:00.000Z', 0)", "forbidden_right:count_forged",
+         "DELETE FROM claim_counts", engines=SQLITE),
+    case("a day's count dropped stands (the next claim counts the journal)",
+         "DELETE FROM claim_counts", None, engines=SQLITE,
+         then=[("SELECT count(*) FROM claim_counts", 0)]),
+    case("a day's claims counted up by one stands",
+         "UPDATE claim_counts SET claims = claims + 1", None, engines=SQLITE,
+         then=[(COUNTED, 1)]),
+    case("a watch handed to another caller", "UPDATE watches SET caller = 'ana/thief'",
+         "forbidden_right:watch_kept"),
+    case("a watch handed to another token", "UPDATE watches SET token = 'f0f0f0f0f0f0'",
+         "forbidden_right:watch_kept"),
+    case("a watch extended",
+         "UPDATE watches SET expires_at = '2099-01-01T00:00:00.000Z'",
+         "forbidden_right:watch_kept"),
+    case("a watch moved to another task", "UPDATE watches SET number = {completed}",
+         "forbidden_right:watch_kept"),
+    case("a watch made answered", WATCH_ROW.replace("{answer}", "'{{}}'"),
+         "forbidden_right:watch_kept"),
+    case("a watch's kept answer rewritten", "UPDATE watches SET answer = '[1]'",
+         "forbidden_right:watch_kept", "UPDATE watches SET answer = '[0]'"),
+    case("a watch's first answer stands (its seal shows it)",
+         "UPDATE watches SET answer = '[0]'", None,
+         then=[("SELECT answer FROM watches", "[0]")]),
+    case("a watch made unanswered stands (its seal shows it)",
+         WATCH_ROW.replace("{answer}", "NULL"), None,
+         then=[("SELECT count(*) FROM watches", 2)]),
+]
+
 CASES: list[Case] = [
     *JOURNAL, *BIRTH, *CLOSED, *WAITING, *RESULTS_EXIST, *LEASES, *COLUMNS, *MOVES_TABLE,
     *PROTOCOL, *ROWS_KEPT, *RESULTS, *QUEUE, *CONTROLS, *OWNERS, *DECISIONS, *SCOPES, *DRAFTS,
-    *SUBMISSIONS, *ANSWERS, *ENROLLED,
+    *SUBMISSIONS, *ANSWERS, *ENROLLED, *KEPT_TABLES,
 ]
 
 
@@ -1554,7 +1603,7 @@ def test_each_engine_runs_every_case_but_the_dialects_own() -> None:
     statement (``REPLACE``, ``INSERT OR IGNORE``'s twin, ``TRUNCATE``, a schema of one's
     own on the ``search_path``, a value of the wrong type)."""
     only = {e: [c.id for c in CASES if c.engines == (e,)] for e in ENGINES}
-    assert len(only["sqlite"]) == len(KEPT) + 3
+    assert len(only["sqlite"]) == len(KEPT) + 3 + 6  # (+ a day's claim count)
     assert len(only["postgres"]) == len(TRUNCATED) + 1
     assert count("sqlite") - len(only["sqlite"]) == count("postgres") - len(only["postgres"])
 

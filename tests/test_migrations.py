@@ -43,6 +43,7 @@ RELEASED = {
     19: "bc6757ffc35a239f8c13d98e5eb63c84e18ea08846cd6a7cea0e3fa95942f77e",
     20: "cc6bada86b9090e72bc9423ee7ec8dc341cf5a999381a9c6fb7848cc191c2898",
     21: "753e219d179da74d6caa73415d38fa6142756472ed3e6112e1624d9961cd99d2",
+    22: "d431438e6af82ca6daceb2f5112601b6ea83968e26897f0a93e0b6e1a062ef88",
 }
 """sha256 of every migration a release has shipped. A released migration is never edited:
 change the schema with a new file, and add its hash here when it ships."""
@@ -66,7 +67,7 @@ def by_migrations(upto: int = SCHEMA_VERSION) -> apsw.Connection:
 
 def test_migrations_are_numbered_from_one_without_gaps() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 21
+    assert SCHEMA_VERSION == MIGRATIONS[-1].version == 22
 
 
 def test_released_migrations_are_frozen() -> None:
@@ -307,3 +308,18 @@ def test_a_new_journal_rule_is_the_code_s_and_the_journal_s_rules_still_fire_fir
              " ORDER BY rowid")
     assert [r[0] for r in by_migrations(version).execute(order)] == [rule] + [
         r[0] for r in earlier.execute(order)]
+
+
+def test_migration_22_makes_the_kept_tables_rules_as_the_code_does() -> None:
+    """Migration 22's rules (a day's claim count, a watch) are the code's own text; they
+    are the first rules of their tables, so nothing else is made again."""
+    from hivelite.store import schema
+
+    (migration,) = [m for m in MIGRATIONS if m.version == 22]
+    assert migration.sql.endswith(schema.KEPT_COUNTS.lstrip("\n") + ";\n\n"
+                                  + schema.KEPT_WATCHES.lstrip("\n") + ";\n")
+    made = {r[0] for r in by_migrations(22).execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'trigger'"
+        " AND tbl_name IN ('claim_counts', 'watches')")}
+    assert made == {"claim_counts_started", "claim_counts_grown", "watches_made",
+                    "watches_kept"}

@@ -29,6 +29,7 @@ RELEASED = {
     19: "8139bcdb3d9f673e9c92e96383c79dff650290d0d24668de3baa080bd8cd0009",
     20: "bc42bf93d3a4124fe431cf30b806ae03f6a3ede00dbb788b7ac62c64c0bae077",
     21: "a822332fedf2d608c37046c3f68af7aae6ae90c6501a2cf0195b7dfdf6f767e8",
+    22: "d63512b31669c12a8a9dc5915233d1d59eee4fe527a4cc87db42ffb7eb9f0242",
 }
 """sha256 of every PostgreSQL migration released: never edited once shipped."""
 
@@ -105,7 +106,7 @@ def test_released_migrations_are_never_edited() -> None:
 def test_both_engines_are_at_the_same_contract_version() -> None:
     from hivelite.store.migrations import SCHEMA_VERSION as SQLITE_VERSION
 
-    assert SCHEMA_VERSION == SQLITE_VERSION == MIGRATIONS[-1].version == 21
+    assert SCHEMA_VERSION == SQLITE_VERSION == MIGRATIONS[-1].version == 22
 
 
 def test_migration_19_makes_each_rule_of_one_row_submissions_as_the_code_does() -> None:
@@ -137,6 +138,19 @@ def test_a_new_journal_rule_is_made_as_the_code_does(version: int, rule: str) ->
                  if line.startswith("CREATE FUNCTION")]
     assert functions == [name for name, found, _ in pg_schema.rule_functions(
         pg_schema._in_firing_order(pg_schema.rules(), version)) if found.name == rule]
+
+
+def test_migration_22_makes_the_watches_rules_as_the_code_does() -> None:
+    """Migration 22 on PostgreSQL: a watch's seal column and its two rules, made in their
+    places, every other rule renamed to its place; no rule replaced (a day's claim count
+    is SQLite's alone)."""
+    (migration,) = [m for m in MIGRATIONS if m.version == 22]
+    assert migration.sql.endswith(pg_schema.WATCH_SEAL + pg_schema.new_rule_sql(22))
+    assert "CREATE OR REPLACE" not in migration.sql
+    functions = [line.split()[2][:-2] for line in migration.sql.splitlines()
+                 if line.startswith("CREATE FUNCTION")]
+    assert sorted(name.split("_", 1)[1] for name in functions) == ["watches_kept",
+                                                                  "watches_made"]
 
 
 def test_every_move_and_every_refusal_comes_from_the_same_sources() -> None:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -26,15 +26,17 @@ import apsw
 
 from ..core.errors import StoreBusy, StoreError, StoreReadonly
 from ..core.progress import Progress
-from ..core.protocol import MOVES_BY_PAIR, Actor, State
+from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, Actor, State
 from .chain import CONTENT, HASH_CHARS, SEAL, TASKS_FROM, Walk
-from .columns import SUBMISSION, seed_rows
+from .columns import SUBMISSION, WATCH, seed_rows
 from .keys import (
     META_KEY,
     RESTORED,
+    ChainKey,
     key_path,
     load_key,
     place_of,
+    read_watch,
     unsealed,
     witness,
     witnesses,
@@ -699,6 +701,44 @@ def _usage(conn: apsw.Connection) -> Finding:
                       else "") if not problems else _examples(problems))
 
 
+META_KEYS = frozenset({"store_id", "owner", META_KEY, TASKS_FROM})
+"""Every key of ``meta`` hivelite writes: the store's identity and owner, the name of its
+chain key, the journal's first row chained per task."""
+TIME = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]*Z"
+"""A time as hivelite writes it (RFC 3339, UTC), as a ``GLOB``; SQLite must read it too."""
+
+
+def _values(conn: apsw.Connection) -> Finding:
+    """The rows' own values are ones hivelite writes: ``meta`` holds only its keys; no
+    row names a row that is not there (SQLite's ``foreign_key_check``: a row written with
+    the checks switched off); each task's priority is one of the protocol's, its labels a
+    JSON array of text, its times RFC 3339 in UTC."""
+    problems = [f"meta holds a key hivelite never writes ({str(key)[:80]!r})"
+                for (key,) in conn.execute("SELECT key FROM meta ORDER BY key")
+                if key not in META_KEYS]
+    problems += [f"a row of {table} names a row of {parent} that is not there"
+                 f" (row {rowid})" for table, rowid, parent, _ in conn.execute(
+                     "PRAGMA foreign_key_check")]
+    problems += [f"task {number}'s {what}" for number, what in conn.execute(
+        "SELECT number, CASE"
+        f" WHEN priority NOT IN {_listed(PRIORITIES)} THEN 'priority is not one of the"
+        " protocol''s'"
+        " WHEN NOT json_valid(labels) OR json_type(labels) IS NOT 'array'"
+        "  OR EXISTS (SELECT 1 FROM json_each(labels) WHERE type IS NOT 'text')"
+        "  THEN 'labels are not a JSON array of text'"
+        " WHEN NOT (created_at GLOB ?1 AND updated_at GLOB ?1)"
+        "  OR julianday(created_at) IS NULL OR julianday(updated_at) IS NULL"
+        "  THEN 'times are not RFC 3339 times in UTC' END AS what"
+        " FROM tasks WHERE what IS NOT NULL ORDER BY number", (TIME,))]
+    return Finding("stored values", not problems, "meta holds hivelite's keys alone, every"
+                   " row's references are there, and every task's priority, labels and"
+                   " times are ones hivelite writes" if not problems else _examples(problems))
+
+
+def _listed(values: Iterable[str]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
 CHAIN_SINCE = 4
 """The schema version that made the journal a hash chain."""
 
@@ -873,8 +913,13 @@ def _answers(conn: apsw.Connection) -> Finding:
         key = load_key(str(identity)) if identity is not None else None
     except StoreError as exc:
         return Finding("kept answers", False, exc.message)
-    rows = conn.execute("SELECT caller, id, verb, digest, answer, at FROM requests"
-                        " ORDER BY at, caller, id").fetchall()
+    return answers_finding(conn.execute("SELECT caller, id, verb, digest, answer, at FROM"
+                                        " requests ORDER BY at, caller, id").fetchall(), key)
+
+
+def answers_finding(rows: Sequence[Sequence[Any]], key: ChainKey | None) -> Finding:
+    """The kept answers' finding on their rows (caller, id, verb, digest, answer, at), on
+    either engine (PostgreSQL's are read from the server: an export leaves them out)."""
     if key is None:
         return Finding("kept answers", True, f"{len(rows)} kept answer(s), not checked:"
                        " no owner's key here")
@@ -886,12 +931,44 @@ def _answers(conn: apsw.Connection) -> Finding:
                    " with the owner's key" if not problems else _examples(problems))
 
 
+WATCHES_SINCE = 22
+"""The schema version that seals each watch."""
+
+
+def _watches(conn: apsw.Connection) -> Finding:
+    """Each watch carries the seal of the owner's key: one handed to another caller,
+    extended, answered or made outside hivelite would be answered as its caller's."""
+    if conn.execute("PRAGMA user_version").get < WATCHES_SINCE:
+        return Finding("watches", True, f"the store predates sealed watches (schema"
+                       f" {WATCHES_SINCE})")
+    identity = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").get
+    try:
+        key = load_key(str(identity)) if identity is not None else None
+    except StoreError as exc:
+        return Finding("watches", False, exc.message)
+    return watches_finding(conn.execute(f"SELECT {WATCH}, seal FROM watches ORDER BY"
+                                        " created_at, id").fetchall(), key)
+
+
+def watches_finding(rows: Sequence[Sequence[Any]], key: ChainKey | None) -> Finding:
+    """The watches' finding on their rows (their columns, then the seal), on either
+    engine (PostgreSQL's are read from the server: an export leaves them out)."""
+    if key is None:
+        return Finding("watches", True, f"{len(rows)} watch(es), not checked: no owner's"
+                       " key here")
+    problems = [f"watch {str(row[0])[:80]!r} of {row[1]} is not sealed with the owner's key"
+                " (written outside hivelite)" for row in rows
+                if not read_watch(row, key).sealed]
+    return Finding("watches", not problems, f"{len(rows)} watch(es), each sealed with the"
+                   " owner's key" if not problems else _examples(problems))
+
+
 CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Finding]], ...] = (
     ("schema", _schema), ("hash chain", _chain), ("replay", _replay), ("actors", _actors),
     ("tokens", _tokens),
     ("leases and results", _leases_and_results), ("queue", _queue),
     ("controls", _controls), ("policy", _policy), ("results", _results), ("usage", _usage),
-    ("kept answers", _answers))
+    ("kept answers", _answers), ("watches", _watches), ("stored values", _values))
 """The checks after SQLite's own, in order (each named as progress tells it)."""
 
 

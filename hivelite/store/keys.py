@@ -27,13 +27,15 @@ import hmac
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import StoreError
+from .records import replace
+from .rows import WatchRow
 
 ENV = "HIVELITE_KEYS"
 MAC_CHARS = 32
@@ -452,6 +454,34 @@ def key_for_writes(identity: str | None, named: str | None, tip: int,
     if location is not None:
         remember_place(location, identity)
     return key
+
+
+WATCH_SEALED = ("id", "caller", "token", "verb", "number", "asked", "answer", "created_at",
+                "expires_at", "poll_ms", "cancelled_at")
+"""What a watch's seal covers: every column of its but when it was last asked
+(``updated_at``) and the seal itself."""
+
+
+def watch_seal(key: ChainKey | None, row: WatchRow) -> str | None:
+    """The seal of a watch (a ``WatchRow``, as it is after its write) under the owner's
+    key: a watch handed to another caller or token, extended, answered or made outside
+    hivelite no longer verifies (None: no key)."""
+    if key is None:
+        return None
+    return key.mac(json.dumps(["watch", *(getattr(row, name) for name in WATCH_SEALED)],
+                              ensure_ascii=True))
+
+
+def read_watch(row: Sequence[Any], key: ChainKey | None) -> WatchRow:
+    """A watch as read (its columns, then its seal): a ``WatchRow`` saying whether it
+    carries its seal (``sealed``; None: no key to check it with)."""
+    found = WatchRow(*row[:-1])
+    if key is None:
+        return found
+    want = watch_seal(key, found)
+    seal = row[-1]
+    return replace(found, sealed=type(seal) is str and want is not None
+                   and hmac.compare_digest(seal, want))
 
 
 def sealed_digest(key: ChainKey | None, caller: str, request_id: str, verb: str, digest: str,

@@ -11,9 +11,11 @@ is written to the store; its pages are the server's to check (``pg_amcheck``).
 
 from __future__ import annotations
 
+from ..core.errors import StoreError
 from ..core.progress import Progress
-from .doctor import Finding, key_held, witness_sound
-from .keys import RESTORED, witness
+from .columns import WATCH
+from .doctor import Finding, answers_finding, key_held, watches_finding, witness_sound
+from .keys import RESTORED, load_key, witness
 from .pg_tables import rows_findings, rules_finding
 from .postgres import PostgresStore
 
@@ -34,11 +36,31 @@ def diagnose_url(url: str, *, head: str | None = None, older_copy: bool = False,
         findings = [rules_finding(store), *rows_findings(
             store.tables(), head=head, older_copy=older_copy, progress=progress,
             place=store.place)]
+        if not any(f.check == "rows" for f in findings):  # (rows it could read)
+            kept = {f.check: f for f in _kept_findings(store)}
+            findings = [kept.get(f.check, f) for f in findings]
     finally:
         store.close()
     findings = key_held(findings, no_key)
     witness_sound(findings, at)
     return findings
+
+
+def _kept_findings(store: PostgresStore) -> list[Finding]:
+    """The kept answers' and the watches' findings, read from the server: an export (and
+    so the copy the other checks read) leaves both out."""
+    with store.read() as reader:
+        identity = reader.meta("store_id")
+        answers = store.conn.execute("SELECT caller, id, verb, digest, answer, at FROM"
+                                     " requests ORDER BY at, caller, id").fetchall()
+        watches = store.conn.execute(f"SELECT {WATCH}, seal FROM watches ORDER BY"
+                                     " created_at, id").fetchall()
+    try:
+        key = load_key(identity) if identity is not None else None
+    except StoreError as exc:
+        return [Finding("kept answers", False, exc.message),
+                Finding("watches", False, exc.message)]
+    return [answers_finding(answers, key), watches_finding(watches, key)]
 
 
 __all__ = ["diagnose_url"]

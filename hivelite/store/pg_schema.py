@@ -766,6 +766,13 @@ def rules() -> list[Rule]:
     add("journal_insert", "BEFORE", "INSERT", "journal", journal_insert_rule())
     add("journal_answered", "BEFORE", "INSERT", "journal", ANSWERED)
     add("journal_enrolled", "BEFORE", "INSERT", "journal", ENROLLED)
+    add("watches_made", "BEFORE", "INSERT", "watches", _refuse(
+        "forbidden_right:watch_kept", "NEW.answer IS NOT NULL OR NEW.cancelled_at IS NOT NULL"))
+    add("watches_kept", "BEFORE", "UPDATE", "watches", _refuse(
+        "forbidden_right:watch_kept",
+        " OR ".join(f"NEW.{c} IS DISTINCT FROM OLD.{c}" for c in WATCH_FIXED)
+        + "".join(f" OR (OLD.{c} IS NOT NULL AND NEW.{c} IS DISTINCT FROM OLD.{c})"
+                  for c in ("number", "answer", "cancelled_at"))))
 
     # -- the owner's authority -----------------------------------------------------------
     add("policy_values", "BEFORE", "INSERT", "policy", _refuse(
@@ -1130,7 +1137,8 @@ def sqlite_triggers(upto: int | None = None) -> tuple[str, ...]:
         conn.close()
 
 
-MADE_IN: dict[str, int] = {"journal_answered": 20, "journal_enrolled": 21}
+MADE_IN: dict[str, int] = {"journal_answered": 20, "journal_enrolled": 21,
+                           "watches_made": 22, "watches_kept": 22}
 """The rules a migration after the first PostgreSQL one made, by its version: a store at
 an earlier version has none of them."""
 
@@ -1190,9 +1198,15 @@ def target_sql() -> str:
 
     The moves are inserted before the triggers exist (the ``moves`` table refuses every
     change once they do)."""
-    return (TABLES + HELPERS + TASK_BOARD + insert_moves_sql() + IDENTITY
-            + trigger_sql(rules()) + WATCHES)
+    return (TABLES + HELPERS + TASK_BOARD + insert_moves_sql() + IDENTITY + WATCHES
+            + WATCH_SEAL + trigger_sql(rules()))
 
+
+WATCH_FIXED = ("id", "caller", "token", "verb", "asked", "created_at", "expires_at",
+               "poll_ms")
+"""A watch's columns no write changes (migration 22, ``schema.KEPT_WATCHES``)."""
+WATCH_SEAL = "ALTER TABLE watches ADD COLUMN seal text;\n"
+"""A watch's seal under the owner's key (migration 22)."""
 
 WATCHES = """
 CREATE TABLE watches(

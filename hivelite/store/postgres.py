@@ -78,10 +78,12 @@ from .keys import (
     key_for_writes,
     load_key,
     named_key,
+    read_watch,
     record_keyed,
     seal_what_came_before,
     sealed_digest,
     unsealed,
+    watch_seal,
 )
 from .pg_guard import Guard
 from .pg_migrations import MIGRATIONS, SCHEMA_VERSION
@@ -853,8 +855,8 @@ class PostgresTx(ViewRows):
             f"SELECT {TOKEN} FROM tokens ORDER BY created_at, id COLLATE \"C\"")]
 
     def watch(self, watch_id: str) -> WatchRow | None:
-        row = self._one(f"SELECT {WATCH} FROM watches WHERE id = %s", (watch_id,))
-        return WatchRow(*row) if row else None
+        row = self._one(f"SELECT {WATCH}, seal FROM watches WHERE id = %s", (watch_id,))
+        return read_watch(row, self.key) if row else None
 
     # -- writing: the rows a write changes are taken first ---------------------
 
@@ -1147,18 +1149,23 @@ class PostgresTx(ViewRows):
             ' WHERE expires_at COLLATE "C" < %s ORDER BY expires_at COLLATE "C" LIMIT %s)',
             (prune_before, PRUNE_BATCH))
         self.conn.execute(
-            f"INSERT INTO watches({WATCH})"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            f"INSERT INTO watches({WATCH}, seal)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (row.id, row.caller, row.token, row.verb, row.number, row.asked, row.answer,
-             row.created_at, row.updated_at, row.expires_at, row.poll_ms, row.cancelled_at))
+             row.created_at, row.updated_at, row.expires_at, row.poll_ms, row.cancelled_at,
+             watch_seal(self.key, row)))
 
     def settle_watch(self, watch_id: str, *, at: str, answer: str | None = None,
                      cancelled: bool = False) -> None:
-        self.conn.execute(
+        settled = self._one(
             "UPDATE watches SET answer = CASE WHEN cancelled_at IS NULL"
             " THEN coalesce(%s, answer) ELSE answer END, updated_at = %s,"
             " cancelled_at = CASE WHEN %s AND cancelled_at IS NULL THEN %s"
-            " ELSE cancelled_at END WHERE id = %s", (answer, at, cancelled, at, watch_id))
+            f" ELSE cancelled_at END WHERE id = %s RETURNING {WATCH}",
+            (answer, at, cancelled, at, watch_id))
+        if settled is not None:  # sealed as it now is
+            self.conn.execute("UPDATE watches SET seal = %s WHERE id = %s",
+                              (watch_seal(self.key, WatchRow(*settled)), watch_id))
 
 
 def one_line(text: str) -> str:

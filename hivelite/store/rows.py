@@ -389,6 +389,10 @@ class WatchRow:
     expires_at: str
     poll_ms: int
     cancelled_at: str | None
+    sealed: bool | None = None
+    """As read: whether the watch carries the seal of the owner's key (None: the reader
+    had no key at hand, or it is being written). One made or changed outside hivelite is
+    never answered."""
 
 
 def task_key(ref: str | int) -> tuple[str | None, str | int]:

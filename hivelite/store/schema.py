@@ -782,6 +782,52 @@ BEGIN SELECT RAISE(ABORT, 'forbidden_right:not_owner'); END;
 """
 
 
+KEPT_COUNTS = """
+-- A day's count of an agent's claims (migration 22) starts from the journal and grows by
+-- one a claim: a count set lower lets a budgeted agent claim past its daily budget. A row
+-- starts a day with the claims the journal holds since that day began; on the same day it
+-- only ever grows by one. Removing a row loses nothing: the next claim counts the journal.
+CREATE TRIGGER claim_counts_started BEFORE INSERT ON claim_counts
+WHEN NEW.claims IS NOT (SELECT count(*) FROM journal WHERE actor = NEW.agent
+                        AND at >= NEW.day AND from_state = 'routed' AND to_state = 'accepted')
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:count_forged'); END;
+
+CREATE TRIGGER claim_counts_grown BEFORE UPDATE ON claim_counts
+WHEN NEW.agent IS NOT OLD.agent
+    OR (NEW.day IS OLD.day AND NEW.claims IS NOT OLD.claims + 1)
+    OR (NEW.day IS NOT OLD.day AND NEW.claims IS NOT (
+        SELECT count(*) FROM journal WHERE actor = NEW.agent AND at >= NEW.day
+        AND from_state = 'routed' AND to_state = 'accepted'))
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:count_forged'); END"""
+"""A day's claim count held to the journal by the store (migration 22, issue 48): the
+count ``charge`` reads before a claim, which a row set lower would have let a budgeted
+agent claim past."""
+
+KEPT_WATCHES = """
+-- A watch (migration 22) is made unanswered and never handed on: its caller, token, task,
+-- question and expiry stay as made, an answer or a cancel once kept stays; its seal, under
+-- the owner's key, shows an answer or a watch written outside hivelite.
+ALTER TABLE watches ADD COLUMN seal TEXT;
+
+CREATE TRIGGER watches_made BEFORE INSERT ON watches
+WHEN NEW.answer IS NOT NULL OR NEW.cancelled_at IS NOT NULL
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:watch_kept'); END;
+
+CREATE TRIGGER watches_kept BEFORE UPDATE ON watches
+WHEN NEW.id IS NOT OLD.id OR NEW.caller IS NOT OLD.caller OR NEW.token IS NOT OLD.token
+    OR NEW.verb IS NOT OLD.verb OR NEW.asked IS NOT OLD.asked
+    OR NEW.created_at IS NOT OLD.created_at OR NEW.expires_at IS NOT OLD.expires_at
+    OR NEW.poll_ms IS NOT OLD.poll_ms
+    OR (OLD.number IS NOT NULL AND NEW.number IS NOT OLD.number)
+    OR (OLD.answer IS NOT NULL AND NEW.answer IS NOT OLD.answer)
+    OR (OLD.cancelled_at IS NOT NULL AND NEW.cancelled_at IS NOT OLD.cancelled_at)
+BEGIN SELECT RAISE(ABORT, 'forbidden_right:watch_kept'); END"""
+"""A watch held by the store (migration 22, issue 48): made unanswered, never handed to
+another caller or token, moved to another task or extended; an answer or a cancel, once
+kept, kept. Its seal (``keys.watch_seal``) covers the rest: the first answer, and a watch
+inserted outside hivelite."""
+
+
 def target_sql() -> str:
     """The whole schema as this version of the code defines it, moves included.
 
@@ -792,7 +838,7 @@ def target_sql() -> str:
             + refusal_triggers() + "\n" + integrity_triggers() + "\n" + queue_sql()
             + REQUESTS + authority_sql() + TOKENS + TASK_BOARD + decisions_sql()
             + scope_sql() + draft_sql() + lean_sql() + KEPT_BY_DAY + WATCHES + ANSWERS
-            + ";\n" + ENROLLED + ";\n")
+            + ";\n" + ENROLLED + ";\n" + KEPT_COUNTS + ";\n" + KEPT_WATCHES + ";\n")
 
 
 def insert_moves_sql(moves: Iterable[Move] = MOVES) -> str:
@@ -1320,10 +1366,12 @@ class EngineOnly:
 SQLITE_ONLY = EngineOnly(
     tables=frozenset({"claim_counts"}),
     columns=frozenset({("tasks", "last_seq"), ("journal", "prev"), ("requests", "day")}),
-    triggers=frozenset({"task_head", "journal_head"}))
+    triggers=frozenset({"task_head", "journal_head", "claim_counts_started",
+                        "claim_counts_grown"}))
 """SQLite's links of each task's journal and its claim counts (migration 13), which a
 PostgreSQL store does without: it keeps its indexes ``journal_by_task`` and
-``journal_claims``, where the pages a move writes matter less than SQLite's one writer;
+``journal_claims`` (a claim counts the journal under the agent's lock: no count to hold,
+migration 22), where the pages a move writes matter less than SQLite's one writer;
 and the day that keys a kept answer (migration 14), where PostgreSQL keeps its index by
 age."""
 
@@ -1430,8 +1478,8 @@ verdict, or on its own queue, which the MCP face serves as an MCP task. Its id i
 task's ``taskId`` (random, never a task number), bound to the caller and the token that
 made it; what it waits for is read from the task each time it is asked, so a watch keeps
 only what was asked and, for the queue, the claim that answered it. It is face state,
-not the protocol's: no trigger guards it, an export leaves it out, and it is deleted once
-it expires."""
+not the protocol's: an export leaves it out, and it is deleted once it expires. Since
+migration 22 the store holds it (:data:`KEPT_WATCHES`)."""
 
 
 ANSWERS = f"""

@@ -64,10 +64,12 @@ from .keys import (
     ChainKey,
     key_for_writes,
     named_key,
+    read_watch,
     record_keyed,
     seal_what_came_before,
     sealed_digest,
     unsealed,
+    watch_seal,
 )
 from .known import NO_LEASE, Known
 from .migrations import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -733,9 +735,9 @@ class SqliteTx(ViewRows):
         elif row is not None and str(row[0]) < start:
             claims = 0
         else:
-            claims = int(self.conn.execute(
-                "SELECT count(*) FROM journal WHERE actor = ? AND at >= ? AND at < ?"
-                " AND from_state = 'routed' AND to_state = 'accepted'", (agent, start, end)).get)
+            claims = int(self.conn.execute(  # (since the day began, as the count's rule)
+                "SELECT count(*) FROM journal WHERE actor = ? AND at >= ?"
+                " AND from_state = 'routed' AND to_state = 'accepted'", (agent, start)).get)
         if self.known is not None and (row is None or row[0] != start):  # in a write
             self.conn.execute("INSERT OR REPLACE INTO claim_counts(agent, day, claims)"
                               " VALUES (?, ?, ?)", (agent, start, claims))
@@ -770,9 +772,9 @@ class SqliteTx(ViewRows):
             f"SELECT {TOKEN} FROM tokens ORDER BY created_at, id")]
 
     def watch(self, watch_id: str) -> WatchRow | None:
-        row = self.conn.execute(f"SELECT {WATCH} FROM watches WHERE id = ?",
+        row = self.conn.execute(f"SELECT {WATCH}, seal FROM watches WHERE id = ?",
                                 (watch_id,)).fetchone()
-        return WatchRow(*row) if row else None
+        return read_watch(row, self.key) if row else None
 
     # -- writing (BEGIN IMMEDIATE holds the file: a row lock is a plain read) -------
 
@@ -1036,17 +1038,22 @@ class SqliteTx(ViewRows):
             " WHERE expires_at < ? ORDER BY expires_at LIMIT ?)",
             (prune_before, PRUNE_BATCH))
         self.conn.execute(
-            f"INSERT INTO watches({WATCH}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO watches({WATCH}, seal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (row.id, row.caller, row.token, row.verb, row.number, row.asked, row.answer,
-             row.created_at, row.updated_at, row.expires_at, row.poll_ms, row.cancelled_at))
+             row.created_at, row.updated_at, row.expires_at, row.poll_ms, row.cancelled_at,
+             watch_seal(self.key, row)))
 
     def settle_watch(self, watch_id: str, *, at: str, answer: str | None = None,
                      cancelled: bool = False) -> None:
-        self.conn.execute(
+        settled = self.conn.execute(
             "UPDATE watches SET answer = CASE WHEN cancelled_at IS NULL"
             " THEN coalesce(?, answer) ELSE answer END, updated_at = ?,"
             " cancelled_at = CASE WHEN ? AND cancelled_at IS NULL THEN ?"
-            " ELSE cancelled_at END WHERE id = ?", (answer, at, cancelled, at, watch_id))
+            f" ELSE cancelled_at END WHERE id = ? RETURNING {WATCH}",
+            (answer, at, cancelled, at, watch_id)).fetchone()
+        if settled is not None:  # sealed as it now is
+            self.conn.execute("UPDATE watches SET seal = ? WHERE id = ?",
+                              (watch_seal(self.key, WatchRow(*settled)), watch_id))
 
 
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Mapping
+from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..core.caller import Caller, require_caller
 from ..core.clock import format_ts
-from ..core.errors import InvalidInput, NotFound
+from ..core.errors import InvalidInput, NotFound, StoreError
 from ..store import WatchRow, Writer
 from .scope import inactive
 
@@ -84,6 +85,8 @@ def watched(hive: HiveBase, caller: Caller, watch_id: object, *,
     now = format_ts(hive.clock())
     row, live = None, token is None
     if isinstance(watch_id, str) and watch_id.startswith(PREFIX):
+        with suppress(StoreError):  # the reads check each watch's seal with it
+            hive.store.chain_key()
         with hive.store.read() as reader:
             row = reader.watch(watch_id)
             if token is not None:  # a token revoked or run out since proves nothing now
@@ -94,7 +97,17 @@ def watched(hive: HiveBase, caller: Caller, watch_id: object, *,
             or row.expires_at <= now):
         raise NotFound("no_such_watch", f"no task {str(watch_id)[:80]!r} of yours: unknown,"
                        " expired, or another caller's")
+    _sound(row)
     return row
+
+
+def _sound(row: WatchRow) -> None:
+    """``watch_tampered`` for a watch that does not carry the seal of the owner's key: made,
+    or answered, outside hivelite; never answered to its caller."""
+    if row.sealed is False:
+        raise StoreError("watch_tampered", f"task {row.id[:80]!r} is not sealed with the"
+                         " owner's chain key: it was written outside hivelite, and is not"
+                         " answered. Run: hivelite doctor")
 
 
 def settle_watch(hive: HiveBase, caller: Caller, watch_id: str, *, token: str | None = None,
@@ -111,7 +124,7 @@ def settle_watch(hive: HiveBase, caller: Caller, watch_id: str, *, token: str | 
         found = tx.watch(watch_id)
         if found is None:  # pruned since it was found: it expired meanwhile
             raise NotFound("no_such_watch", f"no task {watch_id[:80]!r} of yours: expired")
-        return found
+        return found  # (sealed as it now is)
 
     return hive._verb(checked, "watch", statement,
                       lambda unit: statement(unit.tx, unit.now, unit.at))
