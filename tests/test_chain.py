@@ -90,7 +90,8 @@ def test_every_row_follows_from_the_one_before_the_first_from_the_store_identity
     assert found.ok and f"{len(rows)} journal row(s)" in found.detail
     assert "sealed with the owner's key from row 1 on" in found.detail
     assert found.data == {"rows": len(rows), "head": f"{rows[-1][0]}:{rows[-1][1]}",
-                          "store_id": identity, "keyed": True, "key": str(key.path)}
+                          "store_id": identity, "keyed": True, "key": str(key.path),
+                          "named": True}
 
 
 def test_two_stores_have_two_identities_and_so_two_chains(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from .conftest import CODER, HANG_S, OWNER, REVIEWER, START, held_task, own_task
 EVIDENCE = [{"kind": "test_output", "summary": "3 passed"}]
 CHECKS = ["integrity_check", "schema", "hash chain", "replay", "actors", "fencing tokens",
           "leases and results", "queue", "controls", "policy", "results", "usage",
-          "kept answers",
+          "kept answers", "watches", "stored values",
           "witnesses"]
 
 

@@ -70,7 +70,9 @@ def watch(hive: HiveBase, caller: Caller, verb: str, *, number: int | None = Non
         row = WatchRow(new_watch_id(), checked.name, token, verb, number, text, None, at, at,
                        format_ts(now + timedelta(milliseconds=ttl)), poll, None)
         tx.add_watch(row, prune_before=at)
-        return row
+        made = tx.watch(row.id)  # (as kept: sealed)
+        assert made is not None
+        return made
 
     return hive._verb(checked, "watch", statement,
                       lambda unit: statement(unit.tx, unit.now, unit.at))
