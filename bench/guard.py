@@ -54,9 +54,11 @@ def _cycles(hive: Hive, numbers: list[int]) -> float:
 @contextmanager
 def _unguarded(hive: Hive) -> Iterator[None]:
     """The PostgreSQL store's guard reads a constant, and never checks in full."""
+    from hivelite.store.postgres import STAMP_WIDTH
+
     guard: Any = hive.store.guard  # type: ignore[attr-defined]
     sql, before = guard.sql, guard.before_write
-    guard.sql = "SELECT NULL"
+    guard.sql = "SELECT " + ", ".join(["NULL"] * STAMP_WIDTH)  # (the stamp's columns)
     guard.before_write = lambda conn, stamp: None
     try:
         yield
