@@ -230,6 +230,33 @@ def test_an_export_names_its_head_sealed_and_a_cut_export_is_refused(
             store.close()
 
 
+def test_a_cut_export_is_refused_where_the_owner_s_key_is_not(
+        path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An export whose head is sealed cannot be told from a cut one without the key: its
+    import is refused there, naming where the key should be (a deliberate bug once let a
+    cut export in when the key was absent)."""
+    from hivelite.store import SqliteStore
+
+    conn = apsw.Connection(str(path))
+    lines = list(export_lines(conn))
+    conn.close()
+    header = json.loads(lines[0])
+    journal = [i for i, line in enumerate(lines) if '"table": "journal"' in line]
+    cut = [json.dumps({**header, "head": None}),
+           *[line for i, line in enumerate(lines[1:], 1) if i not in journal[-2:]]]
+    monkeypatch.setenv("HIVELITE_KEYS", str(tmp_path / "no-keys"))
+    for given in (cut, lines):  # cut, and whole: neither can be checked here
+        store = SqliteStore(tmp_path / f"{len(given)}.db")
+        try:
+            with pytest.raises(InvalidInput) as refused:
+                import_lines(store.conn, given)
+            assert refused.value.reason == "import_unsound"
+            assert any("Copy the store's key file there" in p
+                       for p in refused.value.extra["problems"]), refused.value.extra
+        finally:
+            store.close()
+
+
 def test_the_key_is_the_owners_alone_and_a_store_refuses_writes_without_it(
         path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     identity = identity_of(path)
@@ -678,3 +705,38 @@ def test_a_postgresql_journal_chained_per_task_shows_each_change(change: str,
         assert not chain.ok and found in chain.detail, chain
     finally:
         pg.drop(schema)
+
+
+def test_doctor_names_a_dropped_key_name_when_the_key_sealed_one_row_alone(
+        tmp_path: Path) -> None:
+    """The boundary: a store whose one sealed row is its newest (the key's first row is
+    the tip) that no longer names its key is named by doctor."""
+    from .test_key_taken_once import unkey
+
+    old = tmp_path / "old.db"
+    with Hive.open(old, owner="ana", clock=ManualClock(START)) as hive:
+        own_task(hive)
+    identity = identity_of(old)
+    unkey(old)
+    key_path(identity).unlink()
+    keyed_path(identity).unlink()
+    with Hive.open(old, clock=ManualClock(START)) as hive:
+        hive.set_policy(OWNER, "mode", "team")  # the key's first write: one row
+        tip = hive.last_seq()
+    sealed = load_key(identity)
+    assert sealed is not None and sealed.keyed_from == tip
+    unkey(old)  # its name dropped (and the rows rechained, as a keyless forger would)
+    found = checks(old)["hash chain"]
+    assert not found.ok and "no longer names its chain key" in found.detail, found
+
+
+def test_doctor_names_a_key_file_that_is_not_the_key_the_store_names(
+        path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    identity = identity_of(path)
+    other = tmp_path / "other-keys"
+    other.mkdir()
+    (other / key_path(identity).name).write_text(json.dumps(
+        {"store_id": identity, "key": "00" * 32, "keyed_from": 1}))
+    monkeypatch.setenv("HIVELITE_KEYS", str(other))
+    found = checks(path)["hash chain"]
+    assert not found.ok and "the store names the chain key" in found.detail, found

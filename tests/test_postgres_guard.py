@@ -391,3 +391,12 @@ def test_a_version_lowered_by_hand_skips_no_check(store: tuple[str, Any]) -> Non
             Hive.open(pg.store_url(schema), clock=ManualClock(START)):
         pass
     assert refused.value.reason == "upgrade_failed"
+
+
+def test_the_first_rule_switched_off_is_named_as_every_other(store: tuple[str, Any]) -> None:
+    """The guard's walk over the rules starts at the first (a deliberate bug once skipped
+    it)."""
+    schema, raw = store
+    name, (table, _, _) = sorted(pg_guard.expected().triggers.items())[0]
+    raw.execute(f"ALTER TABLE {table} DISABLE TRIGGER {name}")
+    assert f"trigger {name} is disabled (DISABLE TRIGGER)" in pg_guard.problems(raw, schema)

@@ -34,7 +34,7 @@ from ..core.jsontext import loads_bounded
 from ..core.progress import STEP, Progress, counted, lines_in
 from .chain import TASKS_FROM, chain_all
 from .doctor import CHAIN_SINCE, links_at, tasks_from
-from .keys import RESTORED, load_key, witness
+from .keys import RESTORED, key_path, load_key, witness
 from .schema import QUEUE_BACKFILL, RETURNS_BACKFILL
 
 FORMAT = "hivelite-export"
@@ -458,6 +458,10 @@ def _head_problems(tables: Tables, header: dict[str, Any]) -> list[str]:
     if named is not None and named != head:
         return [f"head: the export names the journal's head {named}; its rows end at"
                 f" {head} (rows were dropped or changed)"]
+    if key is None and seal is not None and head is not None:
+        return [f"head: the export's head is sealed with the owner's chain key, which is not"
+                f" at {key_path(str(identity))}: it cannot be told from a cut export here."
+                " Copy the store's key file there, then import"]
     if key is None or int(str(head).partition(":")[0]) < key.keyed_from:
         return []
     if not isinstance(seal, str) or not hmac.compare_digest(seal, key.mac(f"head {head}")):
