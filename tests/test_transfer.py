@@ -62,8 +62,10 @@ def test_an_export_round_trips(source: Path, tmp_path: Path) -> None:
     lines = lines_of(source)
     header = json.loads(lines[0])
     head, seal = header.pop("head"), header.pop("head_seal")
+    signed = header.pop("signed_checkpoint")  # (tests/test_signed_checkpoints.py)
     assert header == {"format": "hivelite-export", "version": FORMAT_VERSION,
                       "schema_version": SCHEMA_VERSION}
+    assert signed.startswith("hivelite/")
     journal = sum(json.loads(line)["table"] == "journal" for line in lines[1:])
     assert head.startswith(f"{journal}:")
     assert len(seal) == 32  # the head, sealed with the owner's key

@@ -991,6 +991,9 @@ class StoreInfo(_Model):
     --head`` checks later that the history up to it was not rewritten."""
     chain_key: str | None = None
     """Where the owner's key that seals the journal is (None: none on this machine)."""
+    imported_unsigned: str | None = None
+    """When the store was imported from an export no signature vouched for (``hivelite
+    import --unsigned``); None: it was not."""
     key_state: Literal["sealed", "new_here", "missing", "other", "dropped"] = "new_here"
     """How the store stands with the owner's key on this machine: ``sealed`` (it names its
     key, which is here), ``new_here`` (it names none, and this machine's keys folder has

@@ -701,9 +701,23 @@ def _usage(conn: apsw.Connection) -> Finding:
                       else "") if not problems else _examples(problems))
 
 
-META_KEYS = frozenset({"store_id", "owner", META_KEY, TASKS_FROM})
+UNSIGNED = "imported_unsigned"
+"""The meta row of a store imported from an export no known key's checkpoint vouched for:
+when, and why not (JSON). No write removes it."""
+META_KEYS = frozenset({"store_id", "owner", META_KEY, TASKS_FROM, UNSIGNED})
 """Every key of ``meta`` hivelite writes: the store's identity and owner, the name of its
-chain key, the journal's first row chained per task."""
+chain key, the journal's first row chained per task, an unsigned import's record."""
+
+
+def unsigned_at(value: str | None) -> str | None:
+    """When an unsigned import's record says it was made (its text, if it reads no time)."""
+    if value is None:
+        return None
+    try:
+        found = json.loads(value)
+    except ValueError:
+        return value[:80]
+    return str(found.get("at")) if isinstance(found, dict) else value[:80]
 TIME = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]*Z"
 """A time as hivelite writes it (RFC 3339, UTC), as a ``GLOB``; SQLite must read it too."""
 
@@ -744,6 +758,18 @@ CHAIN_SINCE = 4
 
 
 def _chain(conn: apsw.Connection) -> Finding:
+    """:func:`_chain_walk`, saying also, for good, that the store was imported from an
+    export no signature vouched for (``hivelite import --unsigned``)."""
+    found = _chain_walk(conn)
+    record = conn.execute("SELECT value FROM meta WHERE key = ?", (UNSIGNED,)).get
+    if record is None:
+        return found
+    return Finding(found.check, found.ok, f"{found.detail}; imported unsigned at"
+                   f" {unsigned_at(str(record))}: no signature vouched for the history it"
+                   " came with", {**(found.data or {}), "imported_unsigned": True})
+
+
+def _chain_walk(conn: apsw.Connection) -> Finding:
     """Every journal row's hash follows from the row before it, the first from the store's
     identity, and (given the owner's key, :mod:`.keys`) every row the key seals carries its
     MAC: without the key the chain is checked for consistency only, and the detail says

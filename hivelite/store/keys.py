@@ -380,6 +380,9 @@ def witness(store_id: str, head: str, at: str, by: str) -> Path | None:
             handle.write(f"{head}\t{at}\t{by}\n")
     except (OSError, StoreError):
         return None
+    from .notes import keep_checkpoint  # (signing loads its library only here)
+
+    keep_checkpoint(store_id, head)  # the head signed too, for whoever checks it later
     return path
 
 

@@ -33,7 +33,7 @@ from ..core.errors import InvalidInput, StoreError, StoreFull
 from ..core.jsontext import loads_bounded
 from ..core.progress import STEP, Progress, counted, lines_in
 from .chain import TASKS_FROM, chain_all
-from .doctor import CHAIN_SINCE, links_at, tasks_from
+from .doctor import CHAIN_SINCE, UNSIGNED, links_at, tasks_from
 from .keys import RESTORED, key_path, load_key, witness
 from .schema import QUEUE_BACKFILL, RETURNS_BACKFILL
 
@@ -332,7 +332,8 @@ def export_lines(store: apsw.Connection | Tables, progress: Progress | None = No
         key = load_key(identity) if identity is not None and head is not None else None
         yield json.dumps({"format": FORMAT, "version": FORMAT_VERSION,
                           "schema_version": version, "head": head,
-                          "head_seal": None if key is None else key.mac(f"head {head}")},
+                          "head_seal": None if key is None else key.mac(f"head {head}"),
+                          "signed_checkpoint": signed(identity, head)},
                          sort_keys=True)
         present = [(table, names) for table in TABLES if (names := tables.columns(table))]
         # (a table missing is one of a schema from before it)
@@ -382,7 +383,7 @@ def _parse(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
                  progress: Progress | None = None, *, keep_failed: bool = False,
-                 gate: bool = True) -> int:
+                 gate: bool = True, unsigned: bool = False) -> int:
     """Read an export into the empty store (an apsw connection is an SQLite store's);
     returns the rows imported. ``progress`` hears the lines read (of the file's lines,
     when ``lines`` is a file).
@@ -392,6 +393,11 @@ def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
     export that fails is refused (``import_unsound``) with nothing written, unless
     ``keep_failed``, when the rows are committed for a look and refused all the same.
     Without the ``gate`` the rows are not checked (a copy doctor checks itself).
+
+    The export must carry a checkpoint of the head its rows end at, signed by a key this
+    machine knows (:mod:`.notes`): else it is refused (``import_unsigned``), unless
+    ``unsigned``, when the store records that it was imported so (``meta``'s
+    ``imported_unsigned``, which no write removes) and ``info`` and ``doctor`` say so.
 
     Refused, with nothing written: a store that has a task or a journal row, a file that is
     no hivelite export, a newer export format or a newer schema than this store's.
@@ -419,7 +425,20 @@ def import_lines(store: apsw.Connection | Tables, lines: Iterable[str],
         failed.extend(_head_problems(tables, header))
         if failed and not keep_failed:
             raise _unsound(failed)
+        if not failed:  # sound: then whether a known key vouches for it
+            vouched()
         return not failed
+
+    def vouched() -> None:
+        unvouched = _signature_problem(tables, header)
+        if unvouched is not None and not unsigned:
+            raise InvalidInput("import_unsigned", f"{unvouched}. Import it with --unsigned"
+                               " only if you trust where it came from: the store then says"
+                               " for good that no signature vouched for it; nothing was"
+                               " imported", field="file")
+        if unvouched is not None:
+            tables.insert("meta", {"key": UNSIGNED, "value": json.dumps(
+                {"at": format_ts(system_clock()), "why": unvouched})})
 
     with tables.bulk(check if gate else None):
         if not tables.is_empty():
@@ -468,6 +487,39 @@ def _head_problems(tables: Tables, header: dict[str, Any]) -> list[str]:
         return [f"head: the export's head {head} is not sealed with the owner's key (rows"
                 " were dropped from its end, or its header was edited)"]
     return []
+
+
+def signed(identity: str | None, head: str | None) -> str | None:
+    """The head of store ``identity`` as a checkpoint signed by this machine's key (made
+    the first time), or None when there is no head, or no key can be made here."""
+    if identity is None or head is None:
+        return None
+    try:
+        from .notes import sign_head
+
+        return sign_head(identity, head)
+    except (StoreError, ImportError):
+        return None
+
+
+def _signature_problem(tables: Tables, header: dict[str, Any]) -> str | None:
+    """Why the export's checkpoint does not vouch for the rows imported (None: it does):
+    none, none a known key signed, or one of another store or head."""
+    from .notes import known_keys, read_checkpoint
+
+    identity, head = tables.head()
+    note = header.get("signed_checkpoint")
+    if not isinstance(note, str) or identity is None or head is None:
+        return "the export carries no signed checkpoint of its journal"
+    found = read_checkpoint(note, known_keys())
+    if found is None:
+        return ("the export's checkpoint is not signed by a key this machine knows (its own,"
+                " or one in trusted.vkeys beside the keys)")
+    seq, _, value = head.partition(":")
+    if (found.store_id, found.size, found.hash) != (identity, int(seq), value):
+        return (f"the export's signed checkpoint is of store {found.store_id[:64]} at"
+                f" {found.size}:{found.hash[:64]}, not of its rows ({identity} at {head})")
+    return None
 
 
 def _unsound(problems: list[str], *, kept: bool = False) -> InvalidInput:

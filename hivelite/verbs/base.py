@@ -51,6 +51,7 @@ from ..core.models import (
 from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, SORTS, Mode, Right, State
 from ..store import ControlRow, ListFilter, Reader, RequestRow, Store, TaskRow, Writer
 from ..store.contract import Pick, store_wide, vetoed_tasks
+from ..store.doctor import UNSIGNED, unsigned_at
 from ..store.keys import META_KEY
 from . import guard
 from .authority import (
@@ -669,7 +670,7 @@ class HiveBase:
                 live_tokens=sum(1 for t in reader.tokens() if t.revoked_at is None
                                 and (t.expires_at is None or t.expires_at > now)),
                 head=reader.head(), chain_key=None if key is None else str(key.path),
-                key_state=state)
+                key_state=state, imported_unsigned=unsigned_at(reader.meta(UNSIGNED)))
 
     def last_seq(self) -> int:
         """The journal's newest row: it moves whenever anything in the store changes, so a

@@ -232,7 +232,9 @@ def info(ctx: Context) -> None:
                " they do not act (hivelite policy enable NAME)"]
               if found.installed_not_enabled else []),
             f"tokens     {found.live_tokens} live", f"head       {found.head or '(empty)'}",
-            f"chain key  {KEY_WORDS[found.key_state].format(path=found.chain_key)}"]))
+            f"chain key  {KEY_WORDS[found.key_state].format(path=found.chain_key)}",
+            *([f"imported   unsigned, at {found.imported_unsigned}: no signature vouched"
+               " for the history it came with"] if found.imported_unsigned else [])]))
 
 
 KEY_WORDS = {
@@ -759,13 +761,17 @@ def export(ctx: Context, out: str | None) -> None:
 @click.argument("source", type=click.File("rb"))
 @click.option("--keep-failed", is_flag=True, help="Keep a store whose rows fail doctor, to"
               " look at (the import still exits 6); without it nothing is left behind.")
+@click.option("--unsigned", is_flag=True, help="Take an export whose checkpoint no key this"
+              " machine knows signed; the store says so for good (info, doctor).")
 @pass_context
-def import_(ctx: Context, source: Any, keep_failed: bool) -> None:
+def import_(ctx: Context, source: Any, keep_failed: bool, unsigned: bool) -> None:
     """Read an export into a new, empty store (--db names it), keys and all.
 
     The rows are checked as doctor checks a store before they are committed: an export
     that fails (a forged move, an edited row, a broken chain) exits 6 and leaves no new
-    store behind.
+    store behind. The export must carry a checkpoint of its journal signed by a key this
+    machine knows (its own, or one in trusted.vkeys beside the keys): one that does not
+    exits 6 too, unless --unsigned.
 
     \b
     Example:
@@ -779,7 +785,8 @@ def import_(ctx: Context, source: Any, keep_failed: bool) -> None:
     try:
         with progress("import", "lines", as_json=ctx.as_json) as bar:
             lines = counted(text_lines(source), bar, lines_in(source) if bar else None)
-            rows = import_lines(store.tables(), lines, keep_failed=keep_failed)
+            rows = import_lines(store.tables(), lines, keep_failed=keep_failed,
+                                unsigned=unsigned)
     except BaseException as error:
         kept = isinstance(error, HiveliteError) and error.extra.get("kept")
         if store.created and not kept:  # the store this import made goes with it
