@@ -991,6 +991,10 @@ class StoreInfo(_Model):
     --head`` checks later that the history up to it was not rewritten."""
     chain_key: str | None = None
     """Where the owner's key that seals the journal is (None: none on this machine)."""
+    signing_vkey: str | None = None
+    """This machine's checkpoint-signing key, as the verifier key another machine trusts
+    it by (``trusted.vkeys``) and a witness cosigns for (``hivelite witness --owner``);
+    None: no store was signed here yet."""
     imported_unsigned: str | None = None
     """When the store was imported from an export no signature vouched for (``hivelite
     import --unsigned``); None: it was not."""

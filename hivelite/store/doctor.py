@@ -17,6 +17,7 @@ import os
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,15 +25,18 @@ from urllib.parse import quote
 
 import apsw
 
+from ..core.clock import format_ts
 from ..core.errors import StoreBusy, StoreError, StoreReadonly
 from ..core.progress import Progress
 from ..core.protocol import MOVES_BY_PAIR, PRIORITIES, Actor, State
 from .chain import CONTENT, HASH_CHARS, SEAL, TASKS_FROM, Walk
 from .columns import SUBMISSION, WATCH, seed_rows
+from .cosign import cosigned_heads
 from .keys import (
     META_KEY,
     RESTORED,
     ChainKey,
+    Witness,
     key_path,
     load_key,
     place_of,
@@ -883,6 +887,12 @@ def _witnessed(conn: apsw.Connection, older_copy: bool, place: str | None = None
                        f" key is {key_path(recorded)}); it now says it is {identity}: the"
                        " file was replaced by another store's, or its identity rewritten")
     seen = witnesses(str(identity)) if identity is not None else []
+    cosigned = cosigned_heads(str(identity)) if identity is not None else []
+    if any(c.problem for c in cosigned):
+        return Finding("witnesses", False, _examples(c.problem for c in cosigned
+                                                     if c.problem))
+    seen += [Witness(c.seq, c.hash, format_ts(datetime.fromtimestamp(c.at, UTC)), c.by)
+             for c in cosigned]
     if not seen:
         return Finding("witnesses", True, "no head of this store was witnessed outside the"
                        " file yet (backup, export, serve and doctor witness one)")

@@ -83,11 +83,14 @@ class Verifier:
                 f"{base64.b64encode(ED25519 + self.public).decode()}")
 
     def verifies(self, text: str, signature: bytes) -> bool:
+        return self.verifies_bytes(text.encode(), signature)
+
+    def verifies_bytes(self, data: bytes, signature: bytes) -> bool:
         from cryptography.exceptions import InvalidSignature
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
         try:
-            Ed25519PublicKey.from_public_bytes(self.public).verify(signature, text.encode())
+            Ed25519PublicKey.from_public_bytes(self.public).verify(signature, data)
         except (InvalidSignature, ValueError):
             return False
         return True
@@ -133,6 +136,10 @@ class Signer:
         """The key as a Go ``note`` signer key's text."""
         return (f"PRIVATE+KEY+{self.name}+{self.verifier.id.hex()}+"
                 f"{base64.b64encode(ED25519 + self.seed).decode()}")
+
+    def sign_bytes(self, data: bytes) -> bytes:
+        """An Ed25519 signature of ``data`` (a cosignature's, :mod:`.cosign`)."""
+        return self._private().sign(data)
 
     def sign(self, text: str) -> str:
         """``text`` (lines, each ending in a newline) as a note signed by this key."""
@@ -248,6 +255,14 @@ def own_signer(name: str) -> Signer:
     except OSError as exc:
         raise StoreError("key_unwritable", f"cannot write the signing key {path}:"
                          f" {exc.strerror}; set ${ENV} to a folder of yours") from None
+
+
+def own_vkey() -> str | None:
+    """This machine's signing key as its verifier key text (None: it has none yet)."""
+    try:
+        return signer(signing_path().read_text(encoding="ascii")).verifier.vkey
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
 
 
 def known_keys() -> list[Verifier]:

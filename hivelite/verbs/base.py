@@ -53,6 +53,7 @@ from ..store import ControlRow, ListFilter, Reader, RequestRow, Store, TaskRow, 
 from ..store.contract import Pick, store_wide, vetoed_tasks
 from ..store.doctor import UNSIGNED, unsigned_at
 from ..store.keys import META_KEY
+from ..store.notes import own_vkey
 from . import guard
 from .authority import (
     USAGE_LIMITS,
@@ -670,7 +671,8 @@ class HiveBase:
                 live_tokens=sum(1 for t in reader.tokens() if t.revoked_at is None
                                 and (t.expires_at is None or t.expires_at > now)),
                 head=reader.head(), chain_key=None if key is None else str(key.path),
-                key_state=state, imported_unsigned=unsigned_at(reader.meta(UNSIGNED)))
+                key_state=state, imported_unsigned=unsigned_at(reader.meta(UNSIGNED)),
+                signing_vkey=own_vkey())
 
     def last_seq(self) -> int:
         """The journal's newest row: it moves whenever anything in the store changes, so a

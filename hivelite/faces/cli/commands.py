@@ -48,6 +48,7 @@ from .verbs import (
     VerbCommand,
     exports,
 )
+from .witness import witness
 
 if TYPE_CHECKING:
     from ...hive import Hive
@@ -607,7 +608,7 @@ def demo(ctx: Context, owner: str | None) -> None:
 
 
 # the owner's controls, budgets, policy, signers; receipts; the service
-for command in (*COMMANDS, *RECEIPT_COMMANDS, serve, mcp_stdio):
+for command in (*COMMANDS, *RECEIPT_COMMANDS, serve, mcp_stdio, witness):
     cli.add_command(command)
 for verb in VERBS:  # every other verb of the table: its command, from its row alone
     if verb.name not in BESPOKE and verb.name not in COMMAND_OF:
