@@ -1183,3 +1183,21 @@ def diagnose_file(path: Path, *, quick: bool = False, head: str | None = None,
     found = key_held(found, no_key)
     witness_sound(found, at)
     return found
+
+
+def journal_heads(path: Path, seqs: Iterable[int]) -> tuple[dict[int, str], tuple[int, str],
+                                                            bool]:
+    """A store file's journal as a witness reads it (:mod:`.cosign`): the hash at each of
+    ``seqs`` (as doctor and the witnesses read a head), its head, and whether its chain is
+    consistent from its start (a witness has no chain key)."""
+    conn = _open_readonly(path)
+    try:
+        found = links_at(conn, list(seqs))
+        last = conn.execute("SELECT max(seq) FROM journal").get
+        tip = (int(last), str(links_at(conn, (int(last),))[int(last)])) if last else (0, "")
+    finally:
+        conn.close()
+    chain = next((f for f in diagnose_file(path, no_key=True) if f.check == "hash chain"),
+                 None)
+    return ({int(k): str(v) for k, v in found.items()}, tip,
+            chain is not None and chain.ok)

@@ -63,4 +63,22 @@ def _kept_findings(store: PostgresStore) -> list[Finding]:
     return [answers_finding(answers, key), watches_finding(watches, key)]
 
 
-__all__ = ["diagnose_url"]
+def journal_heads_url(url: str, seqs: list[int]) -> tuple[dict[int, str], tuple[int, str],
+                                                          bool]:
+    """:func:`.doctor.journal_heads` of the PostgreSQL store at ``url``."""
+    store = PostgresStore(url, create=False, upgrade=False)
+    try:
+        with store.read():
+            rows = store.conn.execute("SELECT seq, coalesce(glink, hash) FROM journal"
+                                      " WHERE seq = ANY(%s)", (seqs,)).fetchall()
+            tip = store.conn.execute("SELECT seq, coalesce(glink, hash) FROM journal"
+                                     " ORDER BY seq DESC LIMIT 1").fetchone()
+    finally:
+        store.close()
+    chain = next((f for f in diagnose_url(url, no_key=True) if f.check == "hash chain"),
+                 None)
+    return ({int(s): str(h) for s, h in rows}, (int(tip[0]), str(tip[1])) if tip else (0, ""),
+            chain is not None and chain.ok)
+
+
+__all__ = ["diagnose_url", "journal_heads_url"]

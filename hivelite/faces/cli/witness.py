@@ -61,39 +61,14 @@ def witness(ctx: Context, checkpoint: str, owners: tuple[str, ...], out: str | N
 
 
 def _journal(ctx: Context, seqs: list[int]) -> tuple[dict[int, str], tuple[int, str], bool]:
-    """The store's journal as a witness reads it: the hash at each of ``seqs``, its head,
-    and whether it chains from its start (for consistency: a witness has no chain key)."""
+    """The store's journal as a witness reads it (the store's own readers)."""
     if ctx.on_server:
-        from ...store.pg_doctor import diagnose_url
-        from ...store.postgres import PostgresStore
+        from ...store.pg_doctor import journal_heads_url
 
-        store = PostgresStore(ctx.db, create=False, upgrade=False)
-        try:
-            with store.read():
-                rows = store.conn.execute("SELECT seq, coalesce(glink, hash) FROM journal"
-                                          " WHERE seq = ANY(%s)", (seqs,)).fetchall()
-                tip = store.conn.execute("SELECT seq, coalesce(glink, hash) FROM journal"
-                                         " ORDER BY seq DESC LIMIT 1").fetchone()
-        finally:
-            store.close()
-        found = {f.check: f for f in diagnose_url(ctx.db, no_key=True)}
-    else:
-        import apsw
+        return journal_heads_url(ctx.db, seqs)
+    from ...store.doctor import journal_heads
 
-        from ...store.doctor import diagnose_file, links_at
-
-        conn = apsw.Connection(str(ctx.db), flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            links = links_at(conn, seqs)
-            rows = list(links.items())
-            last = conn.execute("SELECT max(seq) FROM journal").get
-            tip = (int(last), links_at(conn, (int(last),))[int(last)]) if last else None
-        finally:
-            conn.close()
-        found = {f.check: f for f in diagnose_file(Path(ctx.db), no_key=True)}
-    chain = found.get("hash chain")
-    return ({int(s): str(h) for s, h in rows}, (int(tip[0]), str(tip[1])) if tip else (0, ""),
-            chain is not None and chain.ok)
+    return journal_heads(Path(ctx.db), seqs)
 
 
 __all__ = ["witness"]
