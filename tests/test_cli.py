@@ -465,6 +465,7 @@ def test_every_verb_along_the_protocol(run: Runner, db_path: Path, tmp_path: Pat
     else:
         assert "_HIVELITE_COMPLETE" in ok("completion", "bash", t=24).out
     used |= {"serve", "mcp"}  # they serve until stopped: test_serve.py, test_mcp.py run them
+    used.add("witness")  # another key holder's, with a keys folder of its own: test_witness.py
     assert used == set(cli.commands), "a verb is missing from this walk"
 
 
@@ -589,7 +590,7 @@ STORE_VERBS: dict[str, tuple[str, ...]] = {
 
 def test_store_verbs_cover_every_verb_but_the_creators_and_the_store_free() -> None:
     assert set(STORE_VERBS) | {"init", "demo", "states", "schema", "plugins", "import",
-                               "completion", "receipt"} == set(
+                               "completion", "receipt", "witness"} == set(
         cli.commands)
 
 

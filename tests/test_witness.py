@@ -120,3 +120,14 @@ def test_a_checkpoint_the_owner_did_not_sign_is_not_cosigned(tmp_path: Path,
     done = hivelite("--db", str(path), "witness", str(forged), "--owner", owner,
                     keys=tmp_path / "witness-keys")
     assert done.returncode == 6 and "not signed by an owner's key" in done.stderr
+
+
+def test_a_witness_of_no_store_exits_6_and_makes_none(tmp_path: Path, owner_keys: Path) -> None:
+    checkpoint = tmp_path / "c.checkpoint"
+    checkpoint.write_text(notes.Signer("a@b", b"\x01" * 32).sign(
+        notes.checkpoint_text("ab" * 16, "1:" + "c" * 64)))
+    done = hivelite("--db", str(tmp_path / "none.db"), "witness", str(checkpoint), "--owner",
+                    notes.Signer("a@b", b"\x01" * 32).verifier.vkey,
+                    keys=tmp_path / "witness-keys")
+    assert done.returncode == 6 and "no_store" in done.stderr, done.stderr
+    assert not (tmp_path / "none.db").exists()

@@ -1190,6 +1190,9 @@ def journal_heads(path: Path, seqs: Iterable[int]) -> tuple[dict[int, str], tupl
     """A store file's journal as a witness reads it (:mod:`.cosign`): the hash at each of
     ``seqs`` (as doctor and the witnesses read a head), its head, and whether its chain is
     consistent from its start (a witness has no chain key)."""
+    if not path.is_file():
+        raise StoreError("no_store", f"no store at {path}: a witness reads the store it"
+                         " cosigns for")
     conn = _open_readonly(path)
     try:
         found = links_at(conn, list(seqs))
