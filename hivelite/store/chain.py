@@ -262,3 +262,39 @@ def chain_existing_journal(conn: Any) -> None:
     chain_all(conn)
     if refusal is not None:
         conn.execute(refusal)
+
+
+def seal_what_came_before(tx: Any, key: ChainKey) -> None:
+    """When a store takes its key (its first write under it): the tokens issued before,
+    journaled again with their secrets' hashes in one sealed row (``token seal``: a token
+    authenticates by a sealed row), and the first answers kept for retries sealed, so
+    neither is taken for a forgery, nor can be changed unseen from now on. ``tx`` is the
+    write's transaction, its key set."""
+    issued = [sealed for t in tx.tokens() if t.revoked_at is None
+              for sealed in [_issued(tx, t.id, t.hash)] if sealed is not None]
+    if issued:
+        tx.record_event(None, at=tx.journal_tail() or "1970-01-01T00:00:00.000Z",
+                        actor="guard", state=None, reason="token seal",
+                        detail={"tokens": issued})
+    tx.reseal_requests(key)
+
+
+def _issued(tx: Any, token_id: str, hashed: str) -> dict[str, Any] | None:
+    """A live token as the key's seal journals it: what its sound journaled issue says of
+    it, with its secret's hash (a row from before the key does not carry it); None for a
+    token no sound row issues, or one a row revokes. A row in ``tokens`` alone proves
+    nothing: sealing it would make a forged token the owner's."""
+    issue: dict[str, Any] | None = None
+    for told in tx.token_journal(token_id):
+        facts = token_facts(told.content, token_id)
+        if facts is None or told.seq < 1 or row_problem(
+                told.seq, told.hash, told.before, told.content, by_task=told.by_task):
+            continue
+        if facts.get("revoked"):
+            return None
+        issue = facts
+    if issue is None:
+        return None
+    return {"token": token_id, "agent": issue.get("agent"), "instance": issue.get("instance"),
+            "rights": issue.get("rights"), "expires_at": issue.get("expires_at"),
+            "hash": hashed}

@@ -175,7 +175,7 @@ def asked_heads(note: str, folder: Path) -> list[int]:
 def cosigned_path(store_id: str) -> Path:
     """The folder of the cosigned checkpoints of store ``store_id`` the owner keeps, one
     file a witness (``<name>.checkpoint``)."""
-    from .keys import keys_dir
+    from .folder import keys_dir
 
     return keys_dir() / f"{store_id}.cosigned"
 

@@ -49,7 +49,15 @@ from ..core.errors import (
     UnexpectedError,
     from_trigger,
 )
-from .chain import CONTENT, SEAL, TASKS_FROM, TOKEN_EVENTS, broken_links, link
+from .chain import (
+    CONTENT,
+    SEAL,
+    TASKS_FROM,
+    TOKEN_EVENTS,
+    broken_links,
+    link,
+    seal_what_came_before,
+)
 from .columns import (
     DECISION_OF,
     DECISIONS,
@@ -80,7 +88,6 @@ from .keys import (
     named_key,
     read_watch,
     record_keyed,
-    seal_what_came_before,
     sealed_digest,
     unsealed,
     watch_seal,

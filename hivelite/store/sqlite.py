@@ -35,7 +35,7 @@ from ..core.errors import (
 )
 from ..core.protocol import PRIORITIES
 from . import mounts, quickcheck
-from .chain import CONTENT, TOKEN_EVENTS, link
+from .chain import CONTENT, TOKEN_EVENTS, link, seal_what_came_before
 from .columns import (
     DECISION_OF,
     DECISIONS,
@@ -66,7 +66,6 @@ from .keys import (
     named_key,
     read_watch,
     record_keyed,
-    seal_what_came_before,
     sealed_digest,
     unsealed,
     watch_seal,

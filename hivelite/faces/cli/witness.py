@@ -41,7 +41,7 @@ def witness(ctx: Context, checkpoint: str, owners: tuple[str, ...], out: str | N
           --owner 'ana@laptop+1a2b3c4d+AXtb...'
     """
     from ...store.cosign import asked_heads, cosigner_vkey, witness_checkpoint
-    from ...store.keys import keys_dir
+    from ...store.folder import keys_dir
     from ...store.notes import known_keys, machine_name, own_signer, verifier
 
     try:
