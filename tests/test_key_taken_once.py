@@ -23,7 +23,7 @@ from hivelite.verbs.tokens import _hash
 
 from .conftest import OWNER, START, own_task
 from .test_doctor import cli
-from .test_keyed_chain import identity_of
+from .test_keyed_chain import identity_of, rechained
 
 SECRET = "f" * 43
 FORGED = "f0f0f0f0f0f0"
@@ -108,20 +108,9 @@ def test_a_key_made_by_a_write_that_was_undone_is_taken_by_the_next(tmp_path: Pa
 
 def unkey(path: Path) -> None:
     """The store as one from before the key looks: no key named, every row unsealed."""
-    conn = apsw.Connection(str(path))
-    kept = [r[0] for r in conn.execute("SELECT sql FROM sqlite_schema WHERE name IN"
-                                       " ('meta_kept', 'journal_no_update')")]
-    with conn:
-        conn.execute("DROP TRIGGER meta_kept")
-        conn.execute("DROP TRIGGER journal_no_update")
-        conn.execute("DELETE FROM meta WHERE key = 'chain_key'")
-        conn.execute("UPDATE journal SET detail = json_remove(detail, '$.hash')"
-                     " WHERE reason = 'token add'")
-        from hivelite.store.chain import chain_all
-        chain_all(conn)
-        for sql in kept:
-            conn.execute(sql)
-    conn.close()
+    rechained(path, "DELETE FROM meta WHERE key = 'chain_key'",
+              "UPDATE journal SET detail = json_remove(detail, '$.hash')"
+              " WHERE reason = 'token add'")
 
 
 def test_the_key_s_seal_takes_only_tokens_the_journal_issues(tmp_path: Path) -> None:

@@ -90,6 +90,27 @@ def event(reason: str, detail: dict[str, object]) -> str:
             f" '{json.dumps(detail)}')")
 
 
+def rechained(path: Path, *statements: str,
+              aside: tuple[str, ...] = ("meta_kept", "journal_no_update")) -> None:
+    """``statements`` run on the file with the rules ``aside`` set aside, then every row's
+    hash recomputed without the key, as a forger without it would, and the rules put
+    back: what a store from before the key, or a forged one, looks like."""
+    from hivelite.store.chain import chain_all
+
+    conn = apsw.Connection(str(path))
+    kept = [r[0] for r in conn.execute("SELECT sql FROM sqlite_schema WHERE name IN"
+                                       f" ({', '.join('?' * len(aside))})", aside)]
+    with conn:
+        for name in aside:
+            conn.execute(f"DROP TRIGGER {name}")
+        for statement in statements:
+            conn.execute(statement)
+        chain_all(conn)
+        for sql in kept:
+            conn.execute(sql)
+    conn.close()
+
+
 FORGERIES = {
     "a guest's held handoff approved": (
         "UPDATE tasks SET state = 'routed', waiting_on = NULL, actor = 'ana', reason = NULL"
@@ -456,20 +477,9 @@ def test_a_new_identity_with_every_hash_recomputed_does_not_shed_the_key(
     names its old identity, and its key."""
     with Hive.open(path, clock=ManualClock(START)) as hive:
         own_task(hive)  # the place is recorded by a write
-    conn = apsw.Connection(str(path))
-    kept = [r[0] for r in conn.execute("SELECT sql FROM sqlite_schema WHERE name IN"
-                                       " ('meta_kept', 'meta_identity_fixed',"
-                                       " 'journal_no_update')")]
-    with conn:
-        for name in ("meta_kept", "meta_identity_fixed", "journal_no_update"):
-            conn.execute(f"DROP TRIGGER {name}")
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'store_id'", ("ee" * 16,))
-        conn.execute("DELETE FROM meta WHERE key = 'chain_key'")
-        from hivelite.store.chain import chain_all
-        chain_all(conn)
-        for sql in kept:
-            conn.execute(sql)
-    conn.close()
+    rechained(path, f"UPDATE meta SET value = '{'ee' * 16}' WHERE key = 'store_id'",
+              "DELETE FROM meta WHERE key = 'chain_key'",
+              aside=("meta_kept", "meta_identity_fixed", "journal_no_update"))
     found = checks(path)
     assert not found["witnesses"].ok and "it now says it is eeee" in found["witnesses"].detail
     with Hive.open(path, clock=ManualClock(START)) as hive, \
@@ -553,21 +563,10 @@ def test_tokens_and_kept_answers_from_before_the_key_are_sealed_when_it_is_made(
                      packet={"task": "Write the parser", "deliverable_type": "code",
                              "acceptance_criteria": ["tests pass"]}, request_id="old-1")
     identity = identity_of(path)
-    conn = apsw.Connection(str(path))  # as a store from before the key looks
-    kept = [r[0] for r in conn.execute("SELECT sql FROM sqlite_schema WHERE name IN"
-                                       " ('meta_kept', 'journal_no_update')")]
-    with conn:
-        conn.execute("DROP TRIGGER meta_kept")
-        conn.execute("DROP TRIGGER journal_no_update")
-        conn.execute("DELETE FROM meta WHERE key = 'chain_key'")
-        conn.execute("UPDATE requests SET digest = substr(digest, 1, instr(digest, '.') - 1)")
-        conn.execute("UPDATE journal SET detail = json_remove(detail, '$.hash')"
-                     " WHERE reason = 'token add'")
-        from hivelite.store.chain import chain_all
-        chain_all(conn)
-        for sql in kept:
-            conn.execute(sql)
-    conn.close()
+    rechained(path, "DELETE FROM meta WHERE key = 'chain_key'",  # as one from before the key
+              "UPDATE requests SET digest = substr(digest, 1, instr(digest, '.') - 1)",
+              "UPDATE journal SET detail = json_remove(detail, '$.hash')"
+              " WHERE reason = 'token add'")
     key_path(identity).unlink()
     keyed_path(identity).unlink()
     with Hive.open(path, clock=ManualClock(START)) as hive:

@@ -21,7 +21,7 @@ from hivelite.store.doctor import diagnose_file
 from hivelite.store.transfer import export_lines, import_lines
 
 from .conftest import HANG_S, START, own_task
-from .test_keyed_chain import event
+from .test_keyed_chain import event, rechained
 
 GO_SIGNER = "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz"
 GO_VKEY = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
@@ -135,21 +135,10 @@ def test_the_new_identity_forgery_is_refused(tmp_path: Path,
     this machine knows vouches for it."""
     path = tmp_path / "s.db"
     made(path)
-    conn = apsw.Connection(str(path))
-    kept = [r[0] for r in conn.execute("SELECT sql FROM sqlite_schema WHERE name IN"
-                                       " ('meta_kept', 'meta_identity_fixed',"
-                                       " 'journal_no_update')")]
-    with conn:
-        for name in ("meta_kept", "meta_identity_fixed", "journal_no_update"):
-            conn.execute(f"DROP TRIGGER {name}")
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'store_id'", ("ee" * 16,))
-        conn.execute("DELETE FROM meta WHERE key = 'chain_key'")
-        conn.execute(event("budget", {"agent": "ana/coder", "cleared": True}))
-        from hivelite.store.chain import chain_all
-        chain_all(conn)
-        for sql in kept:
-            conn.execute(sql)
-    conn.close()
+    rechained(path, f"UPDATE meta SET value = '{'ee' * 16}' WHERE key = 'store_id'",
+              "DELETE FROM meta WHERE key = 'chain_key'",
+              event("budget", {"agent": "ana/coder", "cleared": True}),
+              aside=("meta_kept", "meta_identity_fixed", "journal_no_update"))
     with monkeypatch.context() as forger:
         forger.setenv("HIVELITE_KEYS", str(tmp_path / "forger-keys"))
         lines = exported(path)
