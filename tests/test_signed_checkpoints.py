@@ -174,3 +174,31 @@ def test_a_sound_doctor_keeps_the_head_signed_beside_the_keys_and_the_cli_says_u
     assert done.returncode == 0, done.stderr
     done = cli("--db", str(tmp_path / "b.db"), "info")
     assert "imported   unsigned, at" in done.stdout, done.stdout
+
+
+def test_an_import_into_postgresql_takes_only_a_vouched_export_or_says_so(
+        tmp_path: Path) -> None:
+    """The same gate on the other engine: an export with no signed checkpoint is refused
+    by a PostgreSQL store, and taken with ``unsigned``, which its info then says."""
+    from . import pg
+
+    if not pg.available():
+        pytest.skip("no PostgreSQL server")
+    from hivelite.store.postgres import PostgresStore
+
+    made(tmp_path / "s.db")
+    lines = exported(tmp_path / "s.db")
+    schema = pg.new_schema()
+    store = PostgresStore(pg.store_url(schema))
+    try:
+        with pytest.raises(InvalidInput) as refused:
+            import_lines(store.tables(), unsigned(lines))
+        assert refused.value.reason == "import_unsigned"
+        import_lines(store.tables(), unsigned(lines), unsigned=True)  # (nothing was left)
+    finally:
+        store.close()
+    try:
+        with Hive.open(pg.store_url(schema), clock=ManualClock(START)) as hive:
+            assert hive.info().imported_unsigned is not None
+    finally:
+        pg.drop(schema)
