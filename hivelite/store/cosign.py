@@ -17,7 +17,6 @@ the key id, the time (8 bytes, big-endian seconds) and the signature.
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import secrets
 import struct
@@ -26,7 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import InvalidInput
-from .notes import DASH, Checkpoint, Signer, Verifier, read_checkpoint
+from .notes import (
+    DASH,
+    Checkpoint,
+    Signer,
+    Verifier,
+    checkpoint_of,
+    key_id,
+    read_checkpoint,
+    trusted,
+    verifier,
+)
 
 COSIGNER = b"\x04"
 """The signature type of a cosignature (C2SP tlog-cosignature/v1)."""
@@ -34,7 +43,7 @@ COSIGNER = b"\x04"
 
 def cosigner_id(name: str, public: bytes) -> bytes:
     """A cosigner key's four-byte id."""
-    return hashlib.sha256(name.encode() + b"\n" + COSIGNER + public).digest()[:4]
+    return key_id(name, public, COSIGNER)
 
 
 def cosigner_vkey(key: Verifier) -> str:
@@ -45,15 +54,7 @@ def cosigner_vkey(key: Verifier) -> str:
 
 def cosigner(vkey: str) -> Verifier:
     """A witness's verifier key text read (``ValueError`` when it is not one)."""
-    name, _, rest = vkey.strip().partition("+")
-    given, _, encoded = rest.partition("+")
-    raw = base64.b64decode(encoded, validate=True)
-    if not name or raw[:1] != COSIGNER or len(raw) != 33:
-        raise ValueError(f"{vkey[:80]!r} is no cosigner key (name+id+key, type 4)")
-    found = Verifier(name, raw[1:])
-    if cosigner_id(name, found.public).hex() != given.lower():
-        raise ValueError(f"{vkey[:80]!r}: its id does not match its name and key")
-    return found
+    return verifier(vkey, COSIGNER)
 
 
 def _signed(text: str, at: int) -> bytes:
@@ -143,33 +144,22 @@ def witness_checkpoint(note: str, owners: Iterable[Verifier], heads: dict[int, s
 
 
 def last_cosigned(folder: Path, store_id: str) -> Checkpoint | None:
-    """The last checkpoint of the store ``store_id`` this witness cosigned (read as its
-    own record: its text alone)."""
+    """The last checkpoint of the store ``store_id`` this witness cosigned (its own record,
+    read as its text alone)."""
     try:
-        note = (folder / f"{store_id}.checkpoint").read_text(encoding="utf-8")
+        return checkpoint_of((folder / f"{store_id}.checkpoint").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
-        return None
-    text = note.partition("\n\n")[0] + "\n"
-    lines = text.split("\n")
-    try:
-        return Checkpoint(store_id, int(lines[1]), base64.b64decode(lines[2]).decode(), "")
-    except (IndexError, ValueError):
         return None
 
 
 def asked_heads(note: str, folder: Path) -> list[int]:
     """The journal rows a witness must read to judge ``note``: its head's, and that of the
     last checkpoint it cosigned of the same store."""
-    text = note.partition("\n\n")[0] + "\n"
-    lines = text.split("\n")
-    seqs = []
-    if len(lines) > 1 and lines[1].isdigit():
-        seqs.append(int(lines[1]))
-    if lines and lines[0].startswith("hivelite/"):
-        last = last_cosigned(folder, lines[0][len("hivelite/"):])
-        if last is not None:
-            seqs.append(last.size)
-    return seqs
+    said = checkpoint_of(note)
+    if said is None:
+        return []
+    last = last_cosigned(folder, said.store_id)
+    return [said.size] + ([last.size] if last is not None else [])
 
 
 def cosigned_path(store_id: str) -> Path:
@@ -182,19 +172,7 @@ def cosigned_path(store_id: str) -> Path:
 
 def known_cosigners() -> list[Verifier]:
     """The witnesses this machine trusts: the cosigner keys in ``trusted.vkeys``."""
-    from .notes import trusted_path
-
-    try:
-        lines = trusted_path().read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
-    found = []
-    for line in lines:
-        try:
-            found.append(cosigner(line))
-        except ValueError:
-            continue
-    return found
+    return trusted(COSIGNER)
 
 
 @dataclass(frozen=True)
@@ -222,17 +200,13 @@ def cosigned_heads(store_id: str) -> list[WitnessedHead]:
             note = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        text = note.partition("\n\n")[0].split("\n")
-        signed = cosignatures(note, witnesses)
-        if not signed or len(text) < 3 or text[0] != f"hivelite/{store_id}":
+        said, signed = checkpoint_of(note), cosignatures(note, witnesses)
+        if said is None or not signed or said.store_id != store_id:
             found.append(WitnessedHead(0, "", path.name, 0, f"{path} is not a checkpoint of"
                                        " this store cosigned by a witness trusted here"))
             continue
-        try:
-            seq, value = int(text[1]), base64.b64decode(text[2]).decode()
-        except ValueError:
-            continue
-        found += [WitnessedHead(seq, value, f"witness {c.name}", c.at) for c in signed]
+        found += [WitnessedHead(said.size, said.hash, f"witness {c.name}", c.at)
+                  for c in signed]
     return found
 
 

@@ -24,6 +24,7 @@ by a write: it costs a write nothing.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 import re
@@ -60,9 +61,10 @@ def trusted_path() -> Path:
     return keys_dir() / "trusted.vkeys"
 
 
-def key_id(name: str, public: bytes) -> bytes:
-    """A key's four-byte id: binds its name, its type and its public key."""
-    return hashlib.sha256(name.encode() + b"\n" + ED25519 + public).digest()[:4]
+def key_id(name: str, public: bytes, kind: bytes = ED25519) -> bytes:
+    """A key's four-byte id: binds its name, its type (``kind``: a signer's
+    :data:`ED25519`, a witness's ``cosign.COSIGNER``) and its public key."""
+    return hashlib.sha256(name.encode() + b"\n" + kind + public).digest()[:4]
 
 
 @dataclass(frozen=True)
@@ -96,18 +98,19 @@ class Verifier:
         return True
 
 
-def verifier(vkey: str) -> Verifier:
-    """A verifier key's text read (``ValueError`` naming what is wrong with it)."""
+def verifier(vkey: str, kind: bytes = ED25519) -> Verifier:
+    """A verifier key's text read, of type ``kind`` (``ValueError`` naming what is wrong
+    with it)."""
     name, _, rest = vkey.strip().partition("+")
     given_id, _, encoded = rest.partition("+")
     try:
         raw = base64.b64decode(encoded, validate=True)
     except ValueError:
         raise ValueError(f"{vkey[:80]!r} is no verifier key: its key is not base64") from None
-    if not _NAME.match(name) or raw[:1] != ED25519 or len(raw) != 33:
-        raise ValueError(f"{vkey[:80]!r} is no Ed25519 verifier key (name+id+key)")
+    if not _NAME.match(name) or raw[:1] != kind or len(raw) != 33:
+        raise ValueError(f"{vkey[:80]!r} is no verifier key of type {kind[0]} (name+id+key)")
     found = Verifier(name, raw[1:])
-    if found.id.hex() != given_id.lower():
+    if key_id(name, found.public, kind).hex() != given_id.lower():
         raise ValueError(f"{vkey[:80]!r}: its id does not match its name and key")
     return found
 
@@ -219,14 +222,22 @@ def read_checkpoint(note: object, known: Iterable[Verifier]) -> Checkpoint | Non
     if found is None:
         return None
     text, key = found
-    lines = text.split("\n")
-    if len(lines) < 4 or not lines[0].startswith(ORIGIN) or not lines[1].isdigit():
+    said = checkpoint_of(text)
+    return None if said is None else Checkpoint(said.store_id, said.size, said.hash, key.name)
+
+
+def checkpoint_of(note: str) -> Checkpoint | None:
+    """What a checkpoint's text says (its store, size and head hash), whoever signed it
+    (``signer`` empty): a witness's own record, read back; None when it is no checkpoint.
+    Take a note from anyone else through :func:`read_checkpoint`."""
+    lines = note.partition("\n\n")[0].split("\n")
+    if len(lines) < 3 or not lines[0].startswith(ORIGIN) or not lines[1].isdigit():
         return None
     try:
         value = base64.b64decode(lines[2], validate=True).decode()
     except ValueError:
         return None
-    return Checkpoint(lines[0][len(ORIGIN):], int(lines[1]), value, key.name)
+    return Checkpoint(lines[0][len(ORIGIN):], int(lines[1]), value, "")
 
 
 def own_signer(name: str) -> Signer:
@@ -258,9 +269,19 @@ def own_signer(name: str) -> Signer:
 
 
 def own_vkey() -> str | None:
-    """This machine's signing key as its verifier key text (None: it has none yet)."""
+    """This machine's signing key as its verifier key text (None: it has none yet); worked
+    out once a key file (``info`` asks it at every board page)."""
+    path = signing_path()
     try:
-        return signer(signing_path().read_text(encoding="ascii")).verifier.vkey
+        return _vkey_of(path, path.stat().st_mtime_ns)
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def _vkey_of(path: Path, changed: int) -> str | None:
+    try:
+        return signer(path.read_text(encoding="ascii")).verifier.vkey
     except (OSError, UnicodeDecodeError, ValueError):
         return None
 
@@ -271,16 +292,20 @@ def known_keys() -> list[Verifier]:
     found: list[Verifier] = []
     with suppress(OSError, UnicodeDecodeError, ValueError):
         found.append(signer(signing_path().read_text(encoding="ascii")).verifier)
+    return found + trusted(ED25519)
+
+
+def trusted(kind: bytes) -> list[Verifier]:
+    """The keys of type ``kind`` listed in ``trusted.vkeys`` (lines that do not read as
+    one are left out: the file holds signers' and witnesses' keys alike)."""
     try:
         lines = trusted_path().read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        lines = []
+        return []
+    found = []
     for line in lines:
-        if line.strip() and not line.startswith("#"):
-            try:
-                found.append(verifier(line))
-            except ValueError:
-                continue
+        with suppress(ValueError):
+            found.append(verifier(line, kind))
     return found
 
 
@@ -324,6 +349,7 @@ def keep_checkpoint(store_id: str, head: str) -> Path | None:
     return path
 
 
-__all__ = ["Checkpoint", "Signer", "Verifier", "checkpoint_path", "checkpoint_text",
+__all__ = ["Checkpoint", "Signer", "Verifier", "checkpoint_of", "checkpoint_path",
+           "checkpoint_text",
            "keep_checkpoint", "key_id", "known_keys", "machine_name", "opened", "own_signer",
-           "read_checkpoint", "sign_head", "signer", "verifier"]
+           "read_checkpoint", "sign_head", "signer", "trusted", "verifier"]
